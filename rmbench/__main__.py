@@ -1,0 +1,3 @@
+from rmbench.cli import main
+
+main()

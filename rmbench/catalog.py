@@ -1,0 +1,140 @@
+"""Named tasks and models from entry files (YAML or TOML), built-in and user-supplied.
+
+An entry file is data only::
+
+    # tasks/ties.yaml
+    name: ties
+    kind: rb2_ties          # a registered task kind
+    version: 1              # bump when the task's data or scoring changes
+    description: RewardBench 2 Ties, built-in offline copy
+    args:
+      path: data/ties_builtin.jsonl   # relative paths are relative to this file
+
+A model entry says ``type: model`` (tasks are the default)::
+
+    type = "model"
+    name = "my-rm"
+    kind = "python"
+    args = { target = "my_rm.py:score" }
+
+Built-in entries live in the project's ``tasks/`` folder, shipped inside the wheel as the
+package ``rmbench.builtin_tasks``; ``--include DIR`` adds the entry files of other folders.
+A broken file fails loudly with its path; unknown keys are errors, not silence.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from rmbench.errors import ConfigError
+from rmbench.models import MODEL_KINDS
+from rmbench.tasks import TASK_KINDS
+from rmbench.types import ModelSpec, Spec, TaskSpec
+
+ENTRY_SUFFIXES = (".yaml", ".yml", ".toml")
+_KEYS = {"type", "name", "kind", "version", "description", "args"}
+_PATH_ARGS = ("path",)
+
+
+def builtin_tasks_dir() -> Path:
+    """The folder of built-in entries: ``tasks/`` in a checkout, ``rmbench/builtin_tasks`` in a wheel."""
+    return Path(str(resources.files("rmbench.builtin_tasks")))
+
+
+@dataclass
+class Catalog:
+    tasks: dict[str, TaskSpec] = field(default_factory=dict)
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    descriptions: dict[tuple[str, str], str] = field(default_factory=dict)
+    origins: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def task_spec(self, name: str) -> TaskSpec:
+        """A named task, or a registered task kind used with no arguments."""
+        if name in self.tasks:
+            return self.tasks[name]
+        if name in TASK_KINDS:
+            version = getattr(TASK_KINDS.get(name), "version", 1)
+            return Spec.make(name=name, kind=name, version=int(version))
+        choices = sorted(set(self.tasks) | set(TASK_KINDS.names()))
+        close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ConfigError(f"unknown task {name!r}{hint} (known: {', '.join(choices)})")
+
+
+def _parse_file(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(f"{path}: cannot parse: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with name, kind, args; got {type(data).__name__}")
+    return data
+
+
+def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, sorted(_KEYS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{path}: field {key!r}: unknown key{hint}; allowed: {', '.join(sorted(_KEYS))}")
+    entry_type = data.get("type", "task")
+    if entry_type not in ("task", "model"):
+        raise ConfigError(f"{path}: field 'type': must be 'task' or 'model', got {entry_type!r}")
+    for key in ("name", "kind"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise ConfigError(f"{path}: field {key!r}: missing or not a string")
+    version = data.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ConfigError(f"{path}: field 'version': must be a non-negative integer, got {version!r}")
+    args: Any = data.get("args") or {}
+    if not isinstance(args, dict):
+        raise ConfigError(f"{path}: field 'args': must be a mapping")
+    args = dict(args)
+    for key in _PATH_ARGS:
+        if isinstance(args.get(key), str) and not Path(args[key]).expanduser().is_absolute():
+            args[key] = str((path.parent / args[key]).resolve())
+    target = args.get("target")
+    if isinstance(target, str) and ".py:" in target:  # python:FILE.py:FUNC, relative to the entry file
+        file_part, _, attr = target.rpartition(":")
+        if not Path(file_part).expanduser().is_absolute():
+            args["target"] = f"{(path.parent / file_part).resolve()}:{attr}"
+    registry = TASK_KINDS if entry_type == "task" else MODEL_KINDS
+    if data["kind"] not in registry:
+        close = difflib.get_close_matches(data["kind"], registry.names(), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ConfigError(f"{path}: field 'kind': unknown {entry_type} kind {data['kind']!r}{hint}")
+    spec = Spec.make(name=data["name"], kind=data["kind"], args=args,
+                     version=version if entry_type == "task" else None)
+    return entry_type, spec, str(data.get("description", ""))
+
+
+def entry_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: not a folder of task/model entries")
+    return sorted(p for p in folder.iterdir() if p.suffix in ENTRY_SUFFIXES and p.is_file())
+
+
+def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Catalog:
+    """All named tasks and models: built-in entries first, then each ``include`` folder."""
+    catalog = Catalog()
+    folders = ([builtin_tasks_dir()] if builtin else []) + [Path(p).expanduser() for p in include]
+    for folder in folders:
+        for path in entry_files(folder):
+            entry_type, spec, description = _entry_spec(path, _parse_file(path))
+            table = catalog.tasks if entry_type == "task" else catalog.models
+            if spec.name in table:
+                raise ConfigError(f"{path}: duplicate {entry_type} name {spec.name!r}, "
+                                  f"already defined in {catalog.origins[(entry_type, spec.name)]}")
+            table[spec.name] = spec
+            catalog.descriptions[(entry_type, spec.name)] = description
+            catalog.origins[(entry_type, spec.name)] = str(path)
+    return catalog

@@ -1,0 +1,184 @@
+"""The ``rmbench`` command line: parses options and calls the library; nothing else lives here."""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from rmbench.errors import RMBenchError
+from rmbench.registry import RegistryError
+
+app = typer.Typer(help="rmbench: benchmark reward models on discrimination and specificity.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+tasks_app = typer.Typer(help="Inspect the task registry.", no_args_is_help=True)
+models_app = typer.Typer(help="Inspect the model registry.", no_args_is_help=True)
+leaderboard_app = typer.Typer(help="Build leaderboards from run folders.", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(models_app, name="models")
+app.add_typer(leaderboard_app, name="leaderboard")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """A user's mistake is one clear line on stderr and exit code 2, never a traceback."""
+    try:
+        yield
+    except (RMBenchError, RegistryError) as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _progress_factory(progress: Progress):
+    def factory(description: str, total: int):
+        task_id = progress.add_task(description, total=total)
+        return lambda n: progress.advance(task_id, n)
+    return factory
+
+
+def _default_out(model: str) -> Path:
+    return Path("runs") / (re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model")
+
+
+def _leaderboard_table(lb) -> Table:
+    from rmbench.leaderboard import _fmt
+
+    table = Table(title="rmbench leaderboard", caption="value [95% bootstrap CI over groups]")
+    table.add_column("model", style="bold")
+    for task, metric in lb.columns:
+        table.add_column(lb.header(task, metric), justify="right")
+    for model, cells in lb.rows:
+        table.add_row(model, *[_fmt(c) for c in cells])
+    return table
+
+
+def _details_table(results: dict) -> Table:
+    table = Table(title=f"{results['model']['name']}: all metrics (overall)")
+    for col in ("task", "metric", "eps", "value", "95% CI", "n"):
+        table.add_column(col, justify="left" if col in ("task", "metric") else "right")
+    for m in results["metrics"]:
+        if m["subset"] is not None or m["shift"] is not None:
+            continue
+        eps = "" if m["eps"] is None else f"{m['eps']:g} {m['eps_unit']}"
+        value = "–" if m["value"] is None else f"{m['value']:.4f}"
+        ci = "" if m["ci_low"] is None else f"[{m['ci_low']:.4f}, {m['ci_high']:.4f}]"
+        table.add_row(m["task"], m["metric"], eps, value, ci, str(m["n"]))
+    return table
+
+
+@app.command("eval")
+def eval_command(
+    model: str = typer.Option("length", "--model", "-m", help="Model spec: a name (oracle, constant, length, a named "
+                              "entry) or KIND:TARGET such as python:my_rm.py:score."),
+    tasks: str = typer.Option("ties", "--tasks", "-t", help="Comma-separated task names."),
+    data: List[str] = typer.Option([], "--data", help="TASK=PATH: read TASK's data from a local file. Repeatable."),
+    eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
+    eps_unit: str = typer.Option("sigma", "--eps-unit", help="'sigma' (eps times the std of the rewards) or 'raw'."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N groups of each task."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default: runs/<model>]."),
+    include: List[Path] = typer.Option([], "--include", help="Folder of extra task/model entry files. Repeatable."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% CIs (0: none)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Responses per model call [default: the model's]."),
+) -> None:
+    """Score a model on tasks; write results.json, rewards.jsonl and leaderboard.md; print the leaderboard."""
+    from rmbench.leaderboard import build_leaderboard, render
+    from rmbench.record import load_run
+    from rmbench.record import atomic_write_text
+    from rmbench.runner import EvalConfig, evaluate, parse_data_overrides, parse_eps
+
+    with user_errors():
+        config = EvalConfig(model=model, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
+                            data=parse_data_overrides(data), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
+                            include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
+                            batch_size=batch_size)
+        out_dir = out or _default_out(model)
+        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("responses"), TimeElapsedColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=err_console, transient=False) as progress:
+            results = evaluate(config, out_dir=out_dir, progress=_progress_factory(progress))
+        lb = build_leaderboard([load_run(out_dir)])
+        atomic_write_text(Path(out_dir) / "leaderboard.md", render(lb, "md"))
+        console.print(_details_table(results))
+        console.print(_leaderboard_table(lb))
+        console.print(f"Wrote {out_dir}/results.json, {out_dir}/rewards.jsonl and {out_dir}/leaderboard.md")
+
+
+@tasks_app.command("list")
+def tasks_list(include: List[Path] = typer.Option([], "--include", help="Extra entry folders.")) -> None:
+    """List named tasks and task kinds."""
+    from rmbench.catalog import load_catalog
+    from rmbench.tasks import TASK_KINDS
+
+    with user_errors():
+        catalog = load_catalog(include)
+        table = Table(title="tasks")
+        for col in ("name", "kind", "version", "description"):
+            table.add_column(col)
+        for name, spec in sorted(catalog.tasks.items()):
+            table.add_row(name, spec.kind, str(spec.version), catalog.descriptions[("task", name)])
+        for kind in TASK_KINDS.names():
+            description, origin = TASK_KINDS.describe(kind)
+            table.add_row(f"[dim]{kind}[/]", "(kind)", "", f"{description} [{origin}]")
+        console.print(table)
+
+
+@models_app.command("list")
+def models_list(include: List[Path] = typer.Option([], "--include", help="Extra entry folders.")) -> None:
+    """List named models and model kinds."""
+    from rmbench.catalog import load_catalog
+    from rmbench.models import MODEL_KINDS
+
+    with user_errors():
+        catalog = load_catalog(include)
+        table = Table(title="models")
+        for col in ("name", "kind", "description"):
+            table.add_column(col)
+        for name, spec in sorted(catalog.models.items()):
+            table.add_row(name, spec.kind, catalog.descriptions[("model", name)])
+        for kind in MODEL_KINDS.names():
+            description, origin = MODEL_KINDS.describe(kind)
+            table.add_row(kind, "(kind)", f"{description} [{origin}]")
+        console.print(table)
+
+
+@leaderboard_app.command("build")
+def leaderboard_build(
+    runs: List[Path] = typer.Argument(..., help="Run folders written by 'rmbench eval'."),
+    fmt: str = typer.Option("md", "--format", "-f", help="md, csv, json or html."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the table here (default: print only)."),
+    eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns [default: 0.1 if run]."),
+) -> None:
+    """Merge runs into one table; refuse runs whose comparability keys differ."""
+    from rmbench.leaderboard import FORMATS, build_leaderboard, render
+    from rmbench.record import atomic_write_text, load_run
+    from rmbench.errors import ConfigError
+
+    with user_errors():
+        if fmt not in FORMATS:
+            raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+        lb = build_leaderboard([load_run(p) for p in runs], eps=eps)
+        text = render(lb, fmt)
+        if out is not None:
+            atomic_write_text(out, text)
+        if fmt == "md" or out is None:
+            console.print(_leaderboard_table(lb) if fmt == "md" else text, soft_wrap=True)
+        if out is not None:
+            console.print(f"Wrote {out}")
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""Pure metric functions: arrays in, numbers out. No I/O, no model, no task.
+
+Notation (arXiv 2606.21795, "Discretizing Reward Models"): for a discrimination pair (a, b)
+with u(a) > u(b) the *gap* is ``r(a) - r(b)``; for a specificity pair (u(a) = u(b)) the gap is
+``r(a) - r(b)`` in either order (only ``|gap|`` matters). ``eps`` here is always in raw reward
+units; :func:`raw_eps` converts from sigma units.
+
+Every function returns ``nan`` when the pairs it conditions on are absent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+METRIC_VERSION = 1
+"""Bumped whenever any formula here changes the value it returns; part of the comparability key."""
+
+
+def _arr(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).reshape(-1)
+
+
+def reward_sigma(rewards) -> float:
+    """sigma = sample standard deviation (ddof = 1) of all rewards; 0.0 for fewer than 2 rewards."""
+    r = _arr(rewards)
+    return float(np.std(r, ddof=1)) if r.size >= 2 else 0.0
+
+
+def raw_eps(eps: float, unit: str, sigma: float) -> float:
+    """eps in raw reward units: ``eps * sigma`` for ``unit == "sigma"``, ``eps`` for ``"raw"``."""
+    if unit == "sigma":
+        return float(eps) * float(sigma)
+    if unit == "raw":
+        return float(eps)
+    raise ValueError(f"unknown eps unit {unit!r}: use 'sigma' or 'raw'")
+
+
+def pairwise_accuracy(diff_gaps) -> float:
+    """Pairwise accuracy over discrimination pairs.
+
+    acc = mean_i ( 1[gap_i > 0] + 0.5 * 1[gap_i = 0] ),  gap_i = r(better_i) - r(worse_i).
+    """
+    g = _arr(diff_gaps)
+    if g.size == 0:
+        return math.nan
+    return float((np.count_nonzero(g > 0) + 0.5 * np.count_nonzero(g == 0)) / g.size)
+
+
+def discrimination(diff_gaps, eps: float = 0.0) -> float:
+    """D(eps) = P(r(a) > r(b) + eps | u(a) > u(b)) = mean_i 1[gap_i > eps]."""
+    g = _arr(diff_gaps)
+    if g.size == 0:
+        return math.nan
+    return float(np.count_nonzero(g > eps) / g.size)
+
+
+def specificity(eq_gaps, eps: float = 0.0) -> float:
+    """Spec(eps) = 1 - P(|r(a) - r(b)| > eps | u(a) = u(b)) = mean_j 1[|gap_j| <= eps]."""
+    g = np.abs(_arr(eq_gaps))
+    if g.size == 0:
+        return math.nan
+    return float(1.0 - np.count_nonzero(g > eps) / g.size)
+
+
+def sign_accuracy(diff_gaps, eq_gaps) -> float:
+    """Sign agreement over all pairs: mean of 1[sign(r(a) - r(b)) = sign(u(a) - u(b))].
+
+    A discrimination pair agrees when its gap is > 0, a specificity pair when its gap is exactly 0.
+    Proposition 2.1 of arXiv 2606.21795 follows directly:
+    sign_accuracy = Spec(0) * P(equal) + D(0) * P(different),
+    with P(equal) = n_eq / (n_eq + n_diff) and P(different) = n_diff / (n_eq + n_diff).
+    """
+    d, e = _arr(diff_gaps), _arr(eq_gaps)
+    n = d.size + e.size
+    if n == 0:
+        return math.nan
+    return float((np.count_nonzero(d > 0) + np.count_nonzero(e == 0)) / n)
+
+
+def ds_auc(diff_gaps, eq_gaps) -> float:
+    """Threshold-free area under the (Spec(eps), D(eps)) curve as eps sweeps 0 -> inf.
+
+    With X = a discrimination gap and Y = |a specificity gap|, drawn independently:
+
+        ds_auc = P(X > Y) + 0.5 * P(X = Y > 0).
+
+    This is the ROC area of X against Y where the curve starts at eps = 0: its left end is
+    extended flat to Spec = 0 at height D(0), and points between thresholds are joined by
+    straight lines (so ties X = Y at a positive gap earn half). A tie at X = Y = 0 earns nothing,
+    because no eps >= 0 separates it; hence constant rewards give 0 and the oracle gives 1.
+    Invariant to r -> a * r + b for a > 0. Exact, O((n + m) log m).
+    """
+    x, y = _arr(diff_gaps), np.sort(np.abs(_arr(eq_gaps)))
+    if x.size == 0 or y.size == 0:
+        return math.nan
+    below = np.searchsorted(y, x, side="left")  # number of y < x
+    at_or_below = np.searchsorted(y, x, side="right")  # number of y <= x
+    ties = np.where(x > 0, at_or_below - below, 0)
+    return float((below.sum() + 0.5 * ties.sum()) / (x.size * y.size))
+
+
+def balanced_best(diff_gaps, eq_gaps) -> tuple[float, float]:
+    """max over eps >= 0 of (D(eps) + Spec(eps)) / 2, and the smallest raw eps that reaches it.
+
+    D is non-increasing and Spec non-decreasing and both are right-continuous in eps, so the
+    maximum lies at eps = 0 or at one of the |specificity gaps|; only those are checked.
+    """
+    x, y = np.sort(_arr(diff_gaps)), np.sort(np.abs(_arr(eq_gaps)))
+    if x.size == 0 or y.size == 0:
+        return math.nan, math.nan
+    cand = np.unique(np.concatenate([[0.0], y]))
+    d = 1.0 - np.searchsorted(x, cand, side="right") / x.size
+    s = np.searchsorted(y, cand, side="right") / y.size
+    score = (d + s) / 2.0
+    best = int(np.argmax(score))  # first maximum = smallest eps
+    return float(score[best]), float(cand[best])
+
+
+def reward_margin(diff_gaps, sigma: float) -> float:
+    """Normalised absolute reward margin (arXiv 2507.07981): mean_i |gap_i| / sigma.
+
+    With sigma = 0 every reward is equal, every gap is 0, and the margin is 0.
+    """
+    g = np.abs(_arr(diff_gaps))
+    if g.size == 0:
+        return math.nan
+    if sigma == 0:
+        return 0.0
+    return float(g.mean() / sigma)
+
+
+# --- RewardBench 2 Ties -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TiesPromptStats:
+    """Per row of the Ties subset (RewardBench 2, ``_compute_prompt_stats``).
+
+    accurate = worst_correct - best_incorrect > 0
+    different_correct_margin = best_correct - worst_correct (nan with a single correct answer)
+    correct_incorrect_margin = worst_correct - best_incorrect
+    """
+
+    accurate: bool
+    different_correct_margin: float
+    correct_incorrect_margin: float
+
+
+def ties_prompt_stats(correct_scores, incorrect_scores) -> TiesPromptStats:
+    c, i = _arr(correct_scores), _arr(incorrect_scores)
+    if c.size == 0 or i.size == 0:
+        raise ValueError("a Ties row needs at least one correct and one incorrect answer")
+    cim = float(c.min() - i.max())
+    dcm = float(c.max() - c.min()) if c.size > 1 else math.nan
+    return TiesPromptStats(cim > 0, dcm, cim)
+
+
+def ties_row_key(row_id: str) -> tuple[str, str]:
+    """``"tied:7"`` -> ``("tied", "7")``; the official code keys prompts by ``int(K)``."""
+    kind, sep, k = str(row_id).partition(":")
+    if not sep or kind not in ("tied", "ref") or not k:
+        raise ValueError(f"Ties row id {row_id!r} must look like 'tied:K' or 'ref:K'")
+    return kind, str(int(k)) if k.strip().lstrip("-").isdigit() else k
+
+
+@dataclass(frozen=True)
+class TiesTerms:
+    """The Ties score split into per-prompt-id terms, so that it can be bootstrapped over ids.
+
+    Index k runs over prompt ids. ``tied_acc``/``ref_acc``: accuracy of the tied:k / ref:k row
+    (nan where that row is absent). ``preferred``, ``preferred_hard``, ``margin``: the three
+    margin terms, nan unless k has both rows.
+    """
+
+    ids: tuple[str, ...]
+    tied_acc: np.ndarray
+    ref_acc: np.ndarray
+    preferred: np.ndarray
+    preferred_hard: np.ndarray
+    margin: np.ndarray
+
+
+def ties_terms(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> TiesTerms:
+    """Per-prompt-id terms from rows ``(id, correct_scores, incorrect_scores)``, id ``tied:k`` or ``ref:k``."""
+    tied: dict[str, TiesPromptStats] = {}
+    ref: dict[str, TiesPromptStats] = {}
+    for row_id, correct, incorrect in rows:
+        kind, k = ties_row_key(row_id)
+        (ref if kind == "ref" else tied)[k] = ties_prompt_stats(correct, incorrect)
+    ids = tuple(sorted(set(tied) | set(ref)))
+    nan = math.nan
+    tied_acc = np.array([float(tied[k].accurate) if k in tied else nan for k in ids])
+    ref_acc = np.array([float(ref[k].accurate) if k in ref else nan for k in ids])
+    pref, hard, margin = [], [], []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in ids:
+            if k in tied and k in ref:
+                dcm = tied[k].different_correct_margin
+                ci_t, ci_r = tied[k].correct_incorrect_margin, ref[k].correct_incorrect_margin
+                low = min(ci_r, ci_t)
+                pref.append(float(ci_t > dcm))
+                hard.append(float(low > dcm))
+                # Official: nan_to_num(tanh(low / dcm - 1), nan=0); x/0 is +-inf, whose tanh is +-1.
+                m = np.tanh(np.float64(low) / np.float64(dcm) - 1.0)
+                margin.append(0.0 if np.isnan(m) else float(m))
+            else:
+                pref.append(nan); hard.append(nan); margin.append(nan)
+    return TiesTerms(ids, tied_acc, ref_acc, np.array(pref), np.array(hard), np.array(margin))
+
+
+def _nanmean_or(x: np.ndarray, default: float) -> float:
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else default
+
+
+def ties_score_from_terms(terms: TiesTerms, units: np.ndarray | None = None) -> float:
+    """RewardBench 2's official Ties score over the prompt ids ``units`` (all ids by default).
+
+    score = 0.30 * tied_accuracy + 0.30 * ref_accuracy
+          + 0.20 * mean(corr_incorrect_tied > diff_corr_margin)
+          + 0.20 * mean(min(corr_incorrect_ref, corr_incorrect_tied) > diff_corr_margin)
+          + 0.01 * mean(nan_to_num(tanh(min(corr_incorrect_ref, corr_incorrect_tied) / diff_corr_margin - 1)))
+
+    tied_accuracy / ref_accuracy average ``accurate`` over all tied / ref rows (0 when there are
+    none); the margin terms average over ids with both rows (nan when there are none, as numpy's
+    mean of an empty array). ``units`` may repeat ids (a bootstrap resample).
+    """
+    idx = np.arange(len(terms.ids)) if units is None else np.asarray(units, dtype=np.int64)
+    return (0.30 * _nanmean_or(terms.tied_acc[idx], 0.0)
+            + 0.30 * _nanmean_or(terms.ref_acc[idx], 0.0)
+            + 0.20 * _nanmean_or(terms.preferred[idx], math.nan)
+            + 0.20 * _nanmean_or(terms.preferred_hard[idx], math.nan)
+            + 0.01 * _nanmean_or(terms.margin[idx], math.nan))
+
+
+def ties_score(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> float:
+    """RewardBench 2's official Ties score from rows ``(id, correct_scores, incorrect_scores)``.
+
+    See :func:`ties_score_from_terms` for the formula.
+    """
+    return ties_score_from_terms(ties_terms(rows))
+
+
+# --- Bootstrap -------------------------------------------------------------------------
+
+def bootstrap_ci(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_resamples: int = 1000,
+                 seed: int = 0, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CI of a vector statistic, resampling units (groups) with replacement.
+
+    ``statistic(units)`` receives an int array of ``n_units`` unit indices drawn with replacement
+    and returns a 1-d array of values. Resamples where a value is nan are left out of its
+    interval. Seeded: the same seed gives the same intervals.
+    """
+    if n_units == 0 or n_resamples <= 0:
+        return np.array([]), np.array([])
+    rng = np.random.default_rng(seed)
+    draws = np.stack([np.asarray(statistic(rng.integers(0, n_units, n_units)), dtype=np.float64)
+                      for _ in range(n_resamples)])
+    alpha = (1.0 - level) / 2.0
+    low, high = np.full(draws.shape[1], np.nan), np.full(draws.shape[1], np.nan)
+    for j in range(draws.shape[1]):
+        col = draws[:, j][~np.isnan(draws[:, j])]
+        if col.size:
+            low[j], high[j] = np.quantile(col, [alpha, 1.0 - alpha])
+    return low, high
+
+
+def paired_bootstrap_diff(stat_a: Callable[[np.ndarray], float], stat_b: Callable[[np.ndarray], float],
+                          n_units: int, n_resamples: int = 1000, seed: int = 0,
+                          level: float = 0.95) -> tuple[float, float, float]:
+    """Difference ``stat_a - stat_b`` of two models on the same units, with a paired bootstrap CI.
+
+    Both statistics see the same resampled units in every draw, so the shared variation of the
+    task's items cancels. Returns (difference on the full sample, ci_low, ci_high).
+    """
+    full = np.arange(n_units)
+    diff = float(stat_a(full) - stat_b(full))
+    low, high = bootstrap_ci(lambda u: np.array([stat_a(u) - stat_b(u)]), n_units, n_resamples, seed, level)
+    return diff, float(low[0]) if low.size else math.nan, float(high[0]) if high.size else math.nan

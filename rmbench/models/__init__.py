@@ -1,0 +1,84 @@
+"""Model adapters: the kinds registry, spec parsing, and building an adapter from a spec.
+
+A model is named on the command line as
+
+* a kind with no arguments: ``oracle``, ``constant``, ``length``, or a kind a plugin registered;
+* a kind with a target: ``python:path/to/file.py:func`` (``KIND:TARGET``);
+* a named entry from a YAML/TOML file (``type: model``) in ``tasks/`` or an ``--include`` folder.
+
+Third-party packages add kinds through the ``rmbench.models`` entry-point group; the entry
+point names a factory (class or function) called with the spec's arguments that returns a
+:class:`~rmbench.models.base.RewardModel` or any object with a ``score(batch)`` method.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from rmbench.errors import ConfigError
+from rmbench.models.base import RewardModel, ScoreRequest
+from rmbench.registry import Registry, RegistryError
+from rmbench.types import ModelSpec, Spec
+
+MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
+MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM", description="reward = true utility (upper bound; for tests)")
+MODEL_KINDS.register("constant", "rmbench.models.baselines:ConstantRM", description="reward = a constant (no discrimination)")
+MODEL_KINDS.register("length", "rmbench.models.baselines:LengthRM", description="reward = response length (the length-bias baseline)")
+MODEL_KINDS.register("python", "rmbench.models.python_fn:PythonFunctionRM",
+                     description="python:PATH_OR_MODULE:FUNC; FUNC(list of (prompt, response)) -> list of floats")
+
+
+def parse_model_spec(text: str, named: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
+    """Turn a ``--model`` string into a frozen spec (see the module docstring for the forms)."""
+    named = named or {}
+    text = text.strip()
+    if text in named:
+        return named[text]
+    kind, sep, target = text.partition(":")
+    if sep and kind in MODEL_KINDS:
+        return Spec.make(name=text, kind=kind, args={"target": target})
+    if text in MODEL_KINDS:
+        return Spec.make(name=text, kind=text)
+    try:
+        MODEL_KINDS.get(kind if sep else text)
+    except RegistryError as exc:
+        named_hint = f" Named models: {', '.join(sorted(named))}." if named else ""
+        raise ConfigError(f"{exc}.{named_hint}") from None
+    raise ConfigError(f"cannot parse model spec {text!r}")  # pragma: no cover
+
+
+class _PluginModel(RewardModel):
+    """Wraps a plugin object that has ``score`` but does not subclass RewardModel."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.batch_size = int(getattr(inner, "batch_size", RewardModel.batch_size))
+
+    def score(self, batch: Sequence[ScoreRequest]):
+        return self.inner.score(batch)
+
+
+def build_model(spec: ModelSpec) -> RewardModel:
+    """Instantiate the adapter a spec describes. Errors name the model and what was wrong."""
+    try:
+        factory = MODEL_KINDS.get(spec.kind)
+    except RegistryError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        model = factory(**spec.args_dict)
+    except (TypeError, ValueError, RegistryError) as exc:
+        raise ConfigError(f"model {spec.name!r} (kind {spec.kind!r}, args {spec.args_dict}): {exc}") from None
+    if not callable(getattr(model, "score", None)):
+        raise ConfigError(f"model kind {spec.kind!r} returned {type(model).__name__}, which has no score(batch) method")
+    if not isinstance(model, RewardModel):
+        model = _PluginModel(model)
+    model.spec = spec
+    return model
+
+
+def describe_kind(kind: str) -> str:
+    description, _ = MODEL_KINDS.describe(kind)
+    return description
+
+
+__all__ = ["MODEL_KINDS", "RewardModel", "ScoreRequest", "build_model", "parse_model_spec", "describe_kind"]

@@ -1,0 +1,46 @@
+"""Reference baselines: the oracle, a constant, and response length (the known length bias)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rmbench.models.base import RewardModel, ScoreRequest
+
+
+class OracleRM(RewardModel):
+    """reward = true utility. Perfect discrimination and specificity; for tests and sanity checks."""
+
+    description = "reward = true utility (upper bound; for tests)"
+
+    def score(self, batch: Sequence[ScoreRequest]) -> list[float]:
+        if any(r.utility is None for r in batch):
+            raise ValueError("the oracle needs the true utility of every request")
+        return [float(r.utility) for r in batch]
+
+
+class ConstantRM(RewardModel):
+    """reward = a constant (``value``, default 0): D = 0 and Spec = 1 at every eps."""
+
+    description = "reward = a constant (lower bound on discrimination)"
+
+    def __init__(self, value: float = 0.0) -> None:
+        self.value = float(value)
+
+    def score(self, batch: Sequence[ScoreRequest]) -> list[float]:
+        return [self.value] * len(batch)
+
+
+class LengthRM(RewardModel):
+    """reward = response length, in characters (``unit: chars``) or whitespace words (``unit: words``)."""
+
+    description = "reward = response length (the length-bias baseline)"
+
+    def __init__(self, unit: str = "chars") -> None:
+        if unit not in ("chars", "words"):
+            raise ValueError(f"length unit must be 'chars' or 'words', got {unit!r}")
+        self.unit = unit
+
+    def score(self, batch: Sequence[ScoreRequest]) -> list[float]:
+        if self.unit == "words":
+            return [float(len(r.response.split())) for r in batch]
+        return [float(len(r.response)) for r in batch]

@@ -1,0 +1,138 @@
+"""A small generic registry: names map to objects or to lazy ``"module:attr"`` strings.
+
+Heavy imports (torch, transformers) wait until a registered thing is used. Third-party
+packages register through Python entry points; duplicate names are an error and an unknown
+name answers with "did you mean".
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Callable, Generic, Iterator, TypeVar
+
+T = TypeVar("T")
+
+
+class RegistryError(LookupError):
+    """An unknown name, a duplicate name, or a plugin that fails to load."""
+
+
+def import_target(target: str) -> Any:
+    """Resolve ``"package.module:attr"`` or ``"path/to/file.py:attr"`` to the object it names."""
+    module_name, sep, attr = target.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise RegistryError(f"{target!r} is not of the form 'module:attr' or 'path/to/file.py:attr'")
+    try:
+        if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
+            path = Path(module_name).expanduser().resolve()
+            if not path.is_file():
+                raise RegistryError(f"{target!r}: no such file {path}")
+            mod_id = f"rmbench_user_{abs(hash(str(path)))}"
+            module = sys.modules.get(mod_id)
+            if module is None:
+                spec = importlib.util.spec_from_file_location(mod_id, path)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[mod_id] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[mod_id]
+                    raise
+        else:
+            module = importlib.import_module(module_name)
+    except RegistryError:
+        raise
+    except Exception as exc:  # a broken plugin fails loudly, naming what was loaded
+        raise RegistryError(f"could not import {module_name!r} (for {target!r}): {type(exc).__name__}: {exc}") from exc
+    obj = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise RegistryError(f"{target!r}: module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+@dataclass
+class _Entry:
+    value: Any
+    origin: str
+    description: str
+    loaded: bool
+
+
+class Registry(Generic[T]):
+    """Names to objects. Values may be lazy ``"module:attr"`` strings resolved on first ``get``."""
+
+    def __init__(self, what: str, entry_point_group: str | None = None) -> None:
+        self.what = what
+        self.entry_point_group = entry_point_group
+        self._entries: dict[str, _Entry] = {}
+        self._entry_points_loaded = False
+
+    def register(self, name: str, value: T | str, *, description: str = "", origin: str = "built-in",
+                 replace: bool = False) -> None:
+        if not name or not isinstance(name, str):
+            raise RegistryError(f"a {self.what} name must be a non-empty string, got {name!r}")
+        if name in self._entries and not replace:
+            raise RegistryError(
+                f"duplicate {self.what} name {name!r}: defined by {self._entries[name].origin} and by {origin}")
+        self._entries[name] = _Entry(value, origin, description, loaded=not isinstance(value, str))
+
+    def decorator(self, name: str, description: str = "") -> Callable[[T], T]:
+        def wrap(obj: T) -> T:
+            self.register(name, obj, description=description)
+            return obj
+        return wrap
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded or not self.entry_point_group:
+            return
+        self._entry_points_loaded = True
+        for ep in entry_points(group=self.entry_point_group):
+            dist = getattr(ep, "dist", None)
+            origin = f"entry point {ep.name!r} of {dist.name if dist else 'an installed package'}"
+            self.register(ep.name, ep.value, origin=origin, description=f"plugin ({ep.value})")
+
+    def __contains__(self, name: str) -> bool:
+        self._load_entry_points()
+        return name in self._entries
+
+    def names(self) -> list[str]:
+        self._load_entry_points()
+        return sorted(self._entries)
+
+    def describe(self, name: str) -> tuple[str, str]:
+        """(description, origin) of a name."""
+        e = self._entry(name)
+        return e.description, e.origin
+
+    def _entry(self, name: str) -> _Entry:
+        self._load_entry_points()
+        try:
+            return self._entries[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            known = ", ".join(sorted(self._entries)) or "none"
+            raise RegistryError(f"unknown {self.what} {name!r}{hint} (known: {known})") from None
+
+    def get(self, name: str) -> T:
+        e = self._entry(name)
+        if not e.loaded:
+            try:
+                e.value = import_target(e.value)
+            except RegistryError as exc:
+                raise RegistryError(f"{self.what} {name!r} from {e.origin} failed to load: {exc}") from exc
+            e.loaded = True
+        return e.value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())

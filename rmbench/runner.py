@@ -1,0 +1,179 @@
+"""``evaluate``: one model on a list of tasks, from specs to a written run record.
+
+The CLI's ``rmbench eval`` is a thin wrapper around :func:`evaluate`; tests call it directly.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rmbench import __version__
+from rmbench.catalog import Catalog, load_catalog
+from rmbench.engine import score_groups
+from rmbench.errors import ConfigError, DataError
+from rmbench.metrics import METRIC_VERSION, reward_sigma
+from rmbench.models import build_model, parse_model_spec
+from rmbench.record import SCHEMA_VERSION, RewardRow, comparability_key, write_run
+from rmbench.summary import summarize
+from rmbench.tasks import build_task
+from rmbench.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
+
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+"""``factory(description, total)`` returns a callback that advances by the count it is given."""
+
+DEFAULT_EPS = (0.0, 0.1)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Everything that defines a run. ``data`` maps task names to local files that replace
+    the task's own data source; ``eps`` is in ``eps_unit`` (``sigma`` or ``raw``)."""
+
+    model: str = "length"
+    tasks: tuple[str, ...] = ("ties",)
+    data: tuple[tuple[str, str], ...] = ()
+    eps: tuple[float, ...] = DEFAULT_EPS
+    eps_unit: str = "sigma"
+    limit: int | None = None
+    include: tuple[str, ...] = ()
+    n_bootstrap: int = 1000
+    seed: int = 0
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise ConfigError("no tasks given")
+        if self.eps_unit not in ("sigma", "raw"):
+            raise ConfigError(f"--eps-unit must be 'sigma' or 'raw', got {self.eps_unit!r}")
+        if not self.eps or any(not math.isfinite(e) or e < 0 for e in self.eps):
+            raise ConfigError(f"--eps must be a non-empty list of finite numbers >= 0, got {list(self.eps)}")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"--limit must be >= 1, got {self.limit}")
+        unknown = sorted({t for t, _ in self.data} - set(self.tasks))
+        if unknown:
+            raise ConfigError(f"--data names task {unknown[0]!r}, which is not in --tasks ({', '.join(self.tasks)})")
+
+
+def task_spec_with_data(spec: TaskSpec, path: str) -> TaskSpec:
+    """The same task reading a local file instead of its own source."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataError("no such file", path=str(p))
+    args = {k: v for k, v in spec.args_dict.items() if k not in ("dataset", "revision", "config")}
+    args["path"] = str(p.resolve())
+    return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[object, list[ComparisonGroup]]:
+    task = build_task(spec)
+    groups = []
+    for g in task.groups():
+        if not isinstance(g, ComparisonGroup):
+            raise DataError(f"task {spec.name!r} yielded a {type(g).__name__}, not a ComparisonGroup")
+        groups.append(g)
+        if limit is not None and len(groups) >= limit:
+            break
+    if not groups:
+        raise DataError(f"task {spec.name!r} has no comparison groups")
+    return task, groups
+
+
+def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
+             catalog: Catalog | None = None) -> dict:
+    """Score ``config.model`` on every task, compute all metrics, and write the run if ``out_dir``.
+
+    Returns the results.json document. All tasks are loaded and checked before any scoring, so
+    a bad data row fails fast and nothing is written.
+    """
+    catalog = catalog or load_catalog(config.include)
+    model_spec = parse_model_spec(config.model, catalog.models)
+    overrides = dict(config.data)
+    loaded = []
+    for name in config.tasks:
+        spec = catalog.task_spec(name)
+        if name in overrides:
+            spec = task_spec_with_data(spec, overrides[name])
+        task, groups = load_groups(spec, config.limit)
+        loaded.append((spec, task, groups))
+    model = build_model(model_spec)
+
+    task_docs, metric_docs, reward_rows = [], [], []
+    for spec, task, groups in loaded:
+        n_responses = sum(len(g.responses) for g in groups)
+        advance = progress(f"{model_spec.name} on {spec.name}", n_responses) if progress else None
+        rewards = score_groups(model, groups, config.batch_size, advance)
+        records = summarize(spec.name, groups, rewards, config.eps, config.eps_unit,
+                            group_units=task.bootstrap_units(groups),
+                            extra_metrics=task.extra_metrics(groups, rewards),
+                            n_bootstrap=config.n_bootstrap, seed=config.seed)
+        fingerprint = data_fingerprint(groups)
+        task_docs.append({
+            "name": spec.name, "version": spec.version, "kind": spec.kind, "args": spec.args_dict,
+            "data_fingerprint": fingerprint,
+            "comparability_key": comparability_key(spec.name, spec.version or 0, fingerprint, METRIC_VERSION,
+                                                   config.eps, config.eps_unit),
+            "counts": {"groups": len(groups), "responses": n_responses,
+                       "discrimination_pairs": sum(len(g.discrimination_pairs()) for g in groups),
+                       "specificity_pairs": sum(len(g.specificity_pairs()) for g in groups)},
+            "sigma": reward_sigma(rewards),
+        })
+        metric_docs += [r.to_json() for r in records]
+        offset = 0
+        for g in groups:
+            for i, u in enumerate(g.utilities):
+                reward_rows.append(RewardRow(spec.name, g.id, i, u, float(rewards[offset + i])))
+            offset += len(g.responses)
+
+    results = {
+        "schema_version": SCHEMA_VERSION,
+        "rmbench_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "model": {"name": model_spec.name, "spec": model_spec.to_json(), "fingerprint": model.fingerprint()},
+        "tasks": task_docs,
+        "metrics": metric_docs,
+        "config": {"eps": list(config.eps), "eps_unit": config.eps_unit, "limit": config.limit,
+                   "n_bootstrap": config.n_bootstrap, "seed": config.seed, "batch_size": config.batch_size,
+                   "metric_version": METRIC_VERSION, "ci_level": 0.95},
+        "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
+                        "git_revision": _git_revision()},
+    }
+    if out_dir is not None:
+        write_run(out_dir, results, reward_rows)
+    return results
+
+
+def parse_data_overrides(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``["ties=path.jsonl"]`` -> ``(("ties", "path.jsonl"),)``; one entry per task."""
+    out: dict[str, str] = {}
+    for item in items:
+        task, sep, path = item.partition("=")
+        if not sep or not task.strip() or not path.strip():
+            raise ConfigError(f"--data {item!r}: expected TASK=PATH")
+        if task.strip() in out:
+            raise ConfigError(f"--data gives task {task.strip()!r} twice")
+        out[task.strip()] = path.strip()
+    return tuple(out.items())
+
+
+def parse_eps(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"--eps {text!r}: expected comma-separated numbers like 0,0.1") from None
+    return values

@@ -1,0 +1,53 @@
+"""Task kinds: the registry and building a task from a spec.
+
+A *kind* is a Task class (or factory) registered here or by a third-party package through the
+``rmbench.tasks`` entry-point group. A *named task* (``ties``) is a YAML/TOML entry that
+instantiates a kind with arguments; see :mod:`rmbench.catalog`.
+"""
+
+from __future__ import annotations
+
+from rmbench.errors import ConfigError
+from rmbench.registry import Registry, RegistryError
+from rmbench.tasks.base import Task
+from rmbench.types import TaskSpec
+
+TASK_KINDS: Registry = Registry("task", entry_point_group="rmbench.tasks")
+TASK_KINDS.register("rb2_ties", "rmbench.tasks.ties:TiesTask",
+                    description="RewardBench 2 Ties (RB2 schema: id, prompt, chosen list, rejected list)")
+TASK_KINDS.register("preference", "rmbench.tasks.jsonl:PreferenceTask",
+                    description="preference pairs: prompt, chosen, rejected")
+TASK_KINDS.register("groups", "rmbench.tasks.jsonl:GroupsTask",
+                    description="comparison groups in rmbench's own JSON Lines format")
+
+
+def build_task(spec: TaskSpec) -> Task:
+    """Instantiate the task a spec describes; errors name the task and what was wrong."""
+    try:
+        factory = TASK_KINDS.get(spec.kind)
+    except RegistryError as exc:
+        raise ConfigError(f"task {spec.name!r}: {exc}") from None
+    try:
+        task = factory(**spec.args_dict)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"task {spec.name!r} (kind {spec.kind!r}, args {spec.args_dict}): {exc}") from None
+    if not callable(getattr(task, "groups", None)):
+        raise ConfigError(f"task kind {spec.kind!r} returned {type(task).__name__}, which has no groups() method")
+    if not isinstance(task, Task):
+        task = _PluginTask(task)
+    task.spec = spec
+    return task
+
+
+class _PluginTask(Task):
+    """Wraps a plugin object that has ``groups()`` but does not subclass Task."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.description = getattr(inner, "description", "")
+
+    def groups(self):
+        return self.inner.groups()
+
+
+__all__ = ["TASK_KINDS", "Task", "build_task"]

@@ -1,0 +1,279 @@
+"""The data model: comparison groups, the pairs that come from them, and specs.
+
+A task yields :class:`ComparisonGroup` objects. Every group is one prompt with several
+responses and one integer utility per response (higher is better). From a group come
+
+* **discrimination pairs** ``(a, b)`` with ``u(a) > u(b)``, and
+* **specificity pairs** ``(a, b)`` with ``u(a) = u(b)`` inside a utility level that the task
+  declares an equivalence class (by default every level is one).
+
+All value types here are frozen and hashable, so they can key caches and be compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message of a prompt given as a conversation."""
+
+    role: str
+    content: str
+
+
+Prompt = Union[str, tuple[Message, ...]]
+
+
+def canonical_json(value: Any) -> str:
+    """The one serialisation that fingerprints are taken over: sorted keys, no spaces, UTF-8."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prompt_to_json(prompt: Prompt) -> Any:
+    if isinstance(prompt, str):
+        return prompt
+    return [{"role": m.role, "content": m.content} for m in prompt]
+
+
+def prompt_from_json(value: Any) -> Prompt:
+    """Accept a string or a list of ``{"role", "content"}`` messages; raise ValueError otherwise."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and value:
+        messages = []
+        for i, m in enumerate(value):
+            if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
+                raise ValueError(f"message {i} must be an object with string 'role' and 'content'")
+            messages.append(Message(m["role"], m["content"]))
+        return tuple(messages)
+    raise ValueError("must be a string or a non-empty list of chat messages")
+
+
+@dataclass(frozen=True)
+class ComparisonGroup:
+    """One prompt, its responses and their true utilities.
+
+    ``equivalence_levels``: the utility levels whose equal-utility responses form specificity
+    pairs. ``None`` means every level (the default); ``()`` means none. RewardBench 2 Ties, for
+    example, declares only the "correct" level: two equally wrong answers are not a tie.
+    ``source_id``/``shift``: a shifted copy (``paraphrase``, ``translation:fr``, ``domain:math``)
+    points at the group it was made from, so original and shifted results can be paired.
+    """
+
+    id: str
+    prompt: Prompt
+    responses: tuple[str, ...]
+    utilities: tuple[int, ...]
+    subset: str | None = None
+    source_id: str | None = None
+    shift: str | None = None
+    equivalence_levels: tuple[int, ...] | None = None
+    meta: str = "{}"  # canonical JSON; pass a dict, read back with ``meta_dict``
+
+    def __post_init__(self) -> None:
+        # Accept lists/dicts from callers and store them frozen.
+        object.__setattr__(self, "responses", tuple(self.responses))
+        object.__setattr__(self, "utilities", tuple(int(u) for u in self.utilities))
+        if self.equivalence_levels is not None:
+            object.__setattr__(self, "equivalence_levels", tuple(int(u) for u in self.equivalence_levels))
+        if not isinstance(self.prompt, str):
+            messages = tuple(self.prompt)
+            if not all(isinstance(m, Message) for m in messages):
+                messages = prompt_from_json(list(messages))
+            object.__setattr__(self, "prompt", messages)
+        if not isinstance(self.meta, str):
+            object.__setattr__(self, "meta", canonical_json(dict(self.meta or {})))
+        if len(self.responses) != len(self.utilities):
+            raise ValueError(
+                f"group {self.id!r}: {len(self.responses)} responses but {len(self.utilities)} utilities")
+        if len(self.responses) < 2:
+            raise ValueError(f"group {self.id!r}: a comparison group needs at least 2 responses")
+        if not all(isinstance(r, str) for r in self.responses):
+            raise ValueError(f"group {self.id!r}: every response must be a string")
+
+    @classmethod
+    def preference_pair(cls, id: str, prompt: Prompt, chosen: str, rejected: str, **kwargs: Any) -> "ComparisonGroup":
+        """A plain preference pair: two responses with utilities (1, 0)."""
+        return cls(id=id, prompt=prompt, responses=(chosen, rejected), utilities=(1, 0), **kwargs)
+
+    @property
+    def meta_dict(self) -> dict:
+        return json.loads(self.meta)
+
+    def is_equivalence_level(self, level: int) -> bool:
+        return self.equivalence_levels is None or level in self.equivalence_levels
+
+    def discrimination_pairs(self) -> list[tuple[int, int]]:
+        """Index pairs (better, worse) with u(better) > u(worse)."""
+        u = self.utilities
+        return [(a, b) for a in range(len(u)) for b in range(len(u)) if u[a] > u[b]]
+
+    def specificity_pairs(self) -> list[tuple[int, int]]:
+        """Index pairs (a, b), a < b, with u(a) = u(b) in a declared equivalence level."""
+        u = self.utilities
+        return [(a, b) for a in range(len(u)) for b in range(a + 1, len(u))
+                if u[a] == u[b] and self.is_equivalence_level(u[a])]
+
+    def to_json(self) -> dict:
+        """The canonical JSON form (also the line format of ``groups_jsonl`` task files)."""
+        return {
+            "id": self.id,
+            "prompt": prompt_to_json(self.prompt),
+            "responses": list(self.responses),
+            "utilities": list(self.utilities),
+            "subset": self.subset,
+            "source_id": self.source_id,
+            "shift": self.shift,
+            "equivalence_levels": None if self.equivalence_levels is None else list(self.equivalence_levels),
+            "meta": self.meta_dict,
+        }
+
+
+def data_fingerprint(groups: Iterable[ComparisonGroup]) -> str:
+    """sha256 over the canonical serialisation of the groups, in order."""
+    h = hashlib.sha256()
+    for g in groups:
+        h.update(canonical_json(g.to_json()).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class PairIndex:
+    """All pairs of a task as flat index arrays into the task's response-level reward vector.
+
+    ``diff_better``/``diff_worse``/``diff_group``: discrimination pairs and their group number.
+    ``eq_a``/``eq_b``/``eq_group``: specificity pairs and their group number.
+    ``response_group``: for each response (flattened in group order) its group number.
+    """
+
+    response_group: np.ndarray
+    diff_better: np.ndarray
+    diff_worse: np.ndarray
+    diff_group: np.ndarray
+    eq_a: np.ndarray
+    eq_b: np.ndarray
+    eq_group: np.ndarray
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.response_group.max()) + 1 if len(self.response_group) else 0
+
+    @classmethod
+    def from_groups(cls, groups: Sequence[ComparisonGroup]) -> "PairIndex":
+        response_group, db, dw, dg, ea, eb, eg = [], [], [], [], [], [], []
+        offset = 0
+        for gi, g in enumerate(groups):
+            response_group.extend([gi] * len(g.responses))
+            for a, b in g.discrimination_pairs():
+                db.append(offset + a); dw.append(offset + b); dg.append(gi)
+            for a, b in g.specificity_pairs():
+                ea.append(offset + a); eb.append(offset + b); eg.append(gi)
+            offset += len(g.responses)
+
+        def arr(x: list) -> np.ndarray:
+            return np.asarray(x, dtype=np.int64)
+
+        return cls(arr(response_group), arr(db), arr(dw), arr(dg), arr(ea), arr(eb), arr(eg))
+
+    def select_groups(self, group_ids: np.ndarray) -> "PairIndex":
+        """The pairs of the given groups (with repeats, as a bootstrap resample needs).
+
+        Repeated groups get fresh response indices, so the result indexes the reward vector
+        returned by :meth:`gather_rewards` for the same ``group_ids``.
+        """
+        group_ids = np.asarray(group_ids, dtype=np.int64)
+        n = self.n_groups
+        counts = np.bincount(self.response_group, minlength=n)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        new_counts = counts[group_ids]
+        new_starts = np.concatenate([[0], np.cumsum(new_counts)[:-1]]) if len(group_ids) else np.zeros(0, np.int64)
+        shift = new_starts - starts[group_ids]  # per selected position: new index = old index + shift
+
+        def take(idx_a: np.ndarray, idx_b: np.ndarray, grp: np.ndarray):
+            order = np.argsort(grp, kind="stable")
+            grp_sorted = grp[order]
+            pc = np.bincount(grp_sorted, minlength=n)
+            pstart = np.concatenate([[0], np.cumsum(pc)[:-1]])
+            sel_counts = pc[group_ids]
+            total = int(sel_counts.sum())
+            if total == 0:
+                e = np.zeros(0, np.int64)
+                return e, e, e
+            pos_of = np.repeat(np.arange(len(group_ids)), sel_counts)
+            within = np.arange(total) - np.repeat(np.cumsum(sel_counts) - sel_counts, sel_counts)
+            src = order[pstart[group_ids][pos_of] + within]
+            return idx_a[src] + shift[pos_of], idx_b[src] + shift[pos_of], pos_of
+
+        db, dw, dg = take(self.diff_better, self.diff_worse, self.diff_group)
+        ea, eb, eg = take(self.eq_a, self.eq_b, self.eq_group)
+        rg = np.repeat(np.arange(len(group_ids)), new_counts)
+        return PairIndex(rg, db, dw, dg, ea, eb, eg)
+
+    def gather_rewards(self, rewards: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
+        """The response-level rewards of the given groups, concatenated in that order."""
+        counts = np.bincount(self.response_group, minlength=self.n_groups)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        sel = np.asarray(group_ids, dtype=np.int64)
+        c = counts[sel]
+        if c.sum() == 0:
+            return np.zeros(0)
+        base = np.repeat(starts[sel], c)
+        within = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+        return np.asarray(rewards)[base + within]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A frozen, hashable description of a registered thing built with arguments.
+
+    ``kind`` names the factory in a registry, ``args`` its keyword arguments (frozen).
+    """
+
+    name: str
+    kind: str
+    args: str = "{}"  # canonical JSON of the keyword arguments
+    version: int | None = None
+
+    @classmethod
+    def make(cls, name: str, kind: str, args: Mapping[str, Any] | None = None, version: int | None = None) -> "Spec":
+        return cls(name=name, kind=kind, args=canonical_json(dict(args or {})), version=version)
+
+    @property
+    def args_dict(self) -> dict:
+        return json.loads(self.args)
+
+    def to_json(self) -> dict:
+        out = {"name": self.name, "kind": self.kind, "args": self.args_dict}
+        if self.version is not None:
+            out["version"] = self.version
+        return out
+
+    def fingerprint(self) -> str:
+        return sha256_hex(canonical_json(self.to_json()))
+
+
+TaskSpec = Spec
+ModelSpec = Spec
+
+
+@dataclass(frozen=True)
+class MetricKey:
+    """Structured key of one reported number (never a string like ``"acc,none"``)."""
+
+    task: str
+    metric: str
+    subset: str | None = None
+    shift: str | None = None
+    eps: float | None = None
