@@ -1,0 +1,95 @@
+import json
+
+import pytest
+
+from rmbench.catalog import load_catalog
+from rmbench.errors import ConfigError
+from rmbench.leaderboard import build_leaderboard, render
+from rmbench.record import comparability_key, load_run
+from rmbench.runner import EvalConfig, evaluate, load_groups
+from rmbench.types import data_fingerprint
+
+
+def test_comparability_key_is_pinned():
+    """Golden value: if this changes, bump KEY_VERSION (old leaderboards become incomparable)."""
+    key = comparability_key("ties", 1, "0" * 64, 1, [0.1, 0.0], "sigma")
+    assert key == "0ad923eeba03059954af2b51f5ac836c8e5bf4825c6d8a09df0c266e3eda5a9a"
+    assert key == comparability_key("ties", 1, "0" * 64, 1, [0.0, 0.1], "sigma")  # order of eps is irrelevant
+    assert key != comparability_key("ties", 2, "0" * 64, 1, [0.0, 0.1], "sigma")
+    assert key != comparability_key("ties", 1, "0" * 64, 1, [0.0, 0.1], "raw")
+
+
+def test_builtin_ties_data_is_pinned():
+    """Golden value: editing tasks/data/ties_builtin.jsonl must come with a task version bump."""
+    spec = load_catalog().task_spec("ties")
+    _, groups = load_groups(spec)
+    assert spec.version == 1
+    assert data_fingerprint(groups) == "0bee14202bc0ab1aba4ac0e882f8eb88c27e448acf8643447d96f892bf9e9cc1"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("runs")
+    out = {}
+    for model in ("oracle", "length", "constant"):
+        evaluate(EvalConfig(model=model, n_bootstrap=50), out_dir=base / model)
+        out[model] = base / model
+    evaluate(EvalConfig(model="length", eps=(0.2,), n_bootstrap=50), out_dir=base / "length-eps")
+    evaluate(EvalConfig(model="length", limit=5, n_bootstrap=50), out_dir=base / "length-limit")
+    out["length-eps"], out["length-limit"] = base / "length-eps", base / "length-limit"
+    return out
+
+
+def test_rows_are_models_and_columns_split_d_and_spec(runs):
+    lb = build_leaderboard([load_run(runs[m]) for m in ("length", "oracle", "constant")])
+    assert [r[0] for r in lb.rows] == ["oracle", "constant", "length"]  # best accuracy first (0.5 > 0.21)
+    assert [lb.header(*c) for c in lb.columns] == ["ties acc", "ties D@0.1σ", "ties Spec@0.1σ", "ties ds_auc",
+                                                   "ties ties_score"]
+    md = render(lb, "md")
+    assert "| oracle" in md and "1.000 [1.000, 1.000]" in md and "95% bootstrap CI" in md
+
+
+def test_incomparable_runs_are_refused(runs):
+    with pytest.raises(ConfigError, match="not comparable.*--eps"):
+        build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-eps"])])
+    with pytest.raises(ConfigError, match="data fingerprint"):
+        build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-limit"])])
+
+
+def test_same_model_twice_is_refused(runs):
+    with pytest.raises(ConfigError, match="two runs of task 'ties'"):
+        build_leaderboard([load_run(runs["length"]), load_run(runs["length"])])
+
+
+def test_formats(runs):
+    lb = build_leaderboard([load_run(runs[m]) for m in ("oracle", "length")])
+    csv = render(lb, "csv")
+    assert csv.splitlines()[0].startswith("model,ties acc,ties acc ci_low,ties acc ci_high")
+    data = json.loads(render(lb, "json"))
+    cell = [r for r in data["rows"] if r["model"] == "oracle" and r["metric"] == "discrimination"][0]
+    assert cell["value"] == 1.0 and cell["eps"] == 0.1 and len(cell["comparability_key"]) == 64
+    with pytest.raises(ConfigError, match="eps=0.7"):
+        build_leaderboard([load_run(runs["oracle"])], eps=0.7)
+    assert build_leaderboard([load_run(runs["oracle"])], eps=0.0).eps["ties"] == (0.0, "sigma")
+
+
+def test_html_is_self_contained_escaped_and_sortable(runs, tmp_path):
+    doc = json.loads((runs["length"] / "results.json").read_text())
+    doc["model"]["name"] = "<script>alert('x')</script>"
+    (tmp_path / "evil").mkdir()
+    (tmp_path / "evil" / "results.json").write_text(json.dumps(doc))
+    page = render(build_leaderboard([load_run(tmp_path / "evil"), load_run(runs["oracle"])]), "html")
+    assert "<script>alert" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "http" not in page and "<link" not in page  # nothing fetched from elsewhere
+    assert "addEventListener('click'" in page and 'data-v="1.0"' in page
+
+
+def test_bad_run_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="no such file"):
+        load_run(tmp_path)
+    (tmp_path / "results.json").write_text("{")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_run(tmp_path)
+    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 99}))
+    with pytest.raises(ConfigError, match="field 'rmbench_version': missing"):
+        load_run(tmp_path)

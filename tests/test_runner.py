@@ -1,0 +1,154 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rmbench.errors import ConfigError, DataError, ModelError
+from rmbench.record import REWARDS_FILE, RESULTS_FILE, load_rewards, load_run
+from rmbench.runner import EvalConfig, evaluate, load_groups
+from rmbench.catalog import load_catalog
+from rmbench.summary import MetricRecord, summarize
+
+from conftest import shared_file
+
+FAST = dict(n_bootstrap=50)
+
+
+def overall(results, metric, eps=None, task=None):
+    hits = [m for m in results["metrics"] if m["metric"] == metric and m["subset"] is None and m["shift"] is None
+            and (eps is None or m["eps"] == eps) and (task is None or m["task"] == task)]
+    assert hits, metric
+    return hits[0]
+
+
+def test_oracle_is_perfect(tmp_path):
+    res = evaluate(EvalConfig(model="oracle", tasks=("ties",), **FAST), out_dir=tmp_path)
+    for eps in (0.0, 0.1):
+        assert overall(res, "discrimination", eps)["value"] == 1.0
+        assert overall(res, "specificity", eps)["value"] == 1.0
+    assert overall(res, "ds_auc")["value"] == 1.0
+    assert overall(res, "pairwise_accuracy")["value"] == 1.0
+    assert overall(res, "sign_accuracy")["value"] == 1.0
+    # every tied answer is equal and every correct answer beats every wrong one: 0.3+0.3+0+0.2... no:
+    # different_correct_margin = 0 < correct_incorrect_margin = 1, so both margin terms are 1 and
+    # tanh(1/0 - 1) = tanh(inf) = 1: score = 0.3 + 0.3 + 0.2 + 0.2 + 0.01.
+    assert overall(res, "ties_score")["value"] == pytest.approx(1.01)
+
+
+def test_constant_discriminates_nothing_and_ties_everything(tmp_path):
+    res = evaluate(EvalConfig(model="constant", tasks=("ties",), **FAST))
+    assert overall(res, "discrimination", 0.1)["value"] == 0.0
+    assert overall(res, "specificity", 0.1)["value"] == 1.0
+    assert overall(res, "ds_auc")["value"] == 0.0
+    assert overall(res, "pairwise_accuracy")["value"] == 0.5
+
+
+def test_results_contract_and_rewards_recompute_every_metric(tmp_path):
+    evaluate(EvalConfig(model="length", tasks=("ties",), eps=(0.0, 0.1, 0.5), **FAST), out_dir=tmp_path)
+    doc = json.loads((tmp_path / RESULTS_FILE).read_text())
+    for key in ("schema_version", "rmbench_version", "created", "model", "tasks", "metrics"):
+        assert key in doc
+    assert set(doc["model"]) >= {"name", "spec", "fingerprint"}
+    task = doc["tasks"][0]
+    assert set(task) >= {"name", "version", "data_fingerprint", "comparability_key", "counts"}
+    assert task["counts"]["groups"] == 40
+    for m in doc["metrics"]:
+        assert set(m) == {"task", "subset", "shift", "metric", "eps", "eps_unit", "value", "ci_low", "ci_high", "n"}
+        if m["ci_low"] is not None:
+            assert m["ci_low"] <= m["value"] + 1e-12 or m["metric"] == "balanced_best"
+    assert {m["metric"] for m in doc["metrics"]} == {
+        "pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin", "discrimination",
+        "specificity", "ties_score"}
+    assert {m["subset"] for m in doc["metrics"]} == {None, "tied", "ref"}
+
+    # Recompute from rewards.jsonl + the task's groups, without the model.
+    rows = load_rewards(tmp_path)
+    _, groups = load_groups(load_catalog().task_spec("ties"))
+    rewards = np.array([r.reward for r in rows])
+    assert [(r.group_id, r.response_index) for r in rows] == [(g.id, i) for g in groups for i in range(len(g.responses))]
+    task_obj, _ = load_groups(load_catalog().task_spec("ties"))
+    again = summarize("ties", groups, rewards, (0.0, 0.1, 0.5), "sigma", task_obj.bootstrap_units(groups),
+                      task_obj.extra_metrics(groups, rewards), n_bootstrap=50, seed=0)
+    assert [r.to_json() for r in again] == doc["metrics"]
+
+
+def test_sigma_units_are_invariant_to_affine_rewards(tmp_path):
+    f = tmp_path / "rm.py"
+    f.write_text("def base(pairs):\n    return [float(len(r) % 7) for _, r in pairs]\n"
+                 "def moved(pairs):\n    return [3.0 * x - 11.0 for x in base(pairs)]\n")
+    a = evaluate(EvalConfig(model=f"python:{f}:base", tasks=("ties",), **FAST))
+    b = evaluate(EvalConfig(model=f"python:{f}:moved", tasks=("ties",), **FAST))
+    for ma, mb in zip(a["metrics"], b["metrics"]):
+        assert ma["metric"] == mb["metric"]
+        assert ma["eps"] == pytest.approx(mb["eps"], abs=1e-9)  # balanced_best's eps, in sigma units
+        # every metric, the Ties score included (its tanh term is a ratio of margins), is affine invariant
+        assert ma["value"] == pytest.approx(mb["value"], abs=1e-9), ma["metric"]
+
+
+def test_raw_eps_unit(tmp_path):
+    res = evaluate(EvalConfig(model="length", tasks=("ties",), eps=(5.0,), eps_unit="raw", **FAST))
+    d = overall(res, "discrimination", 5.0)
+    assert d["eps_unit"] == "raw" and d["eps"] == 5.0
+
+
+def test_shared_rb2_sample_runs(tmp_path):
+    path = shared_file("rb2/ties_sample.jsonl")
+    res = evaluate(EvalConfig(model="length", tasks=("ties",), data=(("ties", str(path)),), **FAST), out_dir=tmp_path)
+    assert res["tasks"][0]["counts"]["groups"] == 6
+    assert res["tasks"][0]["args"]["path"] == str(path.resolve())
+    assert (tmp_path / REWARDS_FILE).is_file()
+
+
+def test_bad_data_writes_nothing(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "tied:0", "prompt": "q", "chosen": ["a"], "rejected": "b"}\n')
+    out = tmp_path / "run"
+    with pytest.raises(DataError, match="bad.jsonl, line 1, field 'rejected'"):
+        evaluate(EvalConfig(model="length", tasks=("ties",), data=(("ties", str(bad)),)), out_dir=out)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("def f(pairs):\n    return [1.0]\n", "returned 1 rewards for a batch of"),
+    ("def f(pairs):\n    return [float('nan')] * len(pairs)\n", "non-finite reward"),
+    ("def f(pairs):\n    return ['x'] * len(pairs)\n", "not numbers"),
+    ("def f(pairs):\n    raise KeyError('oops')\n", "KeyError"),
+])
+def test_bad_model_output_is_a_clear_error(tmp_path, body, message):
+    f = tmp_path / "rm.py"
+    f.write_text(body)
+    with pytest.raises(ModelError, match=message):
+        evaluate(EvalConfig(model=f"python:{f}:f", tasks=("ties",)), out_dir=tmp_path / "run")
+    assert not (tmp_path / "run" / RESULTS_FILE).exists()
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError, match="not in --tasks"):
+        EvalConfig(tasks=("ties",), data=(("other", "x"),))
+    with pytest.raises(ConfigError, match="--eps"):
+        EvalConfig(eps=(-1.0,))
+    with pytest.raises(ConfigError, match="did you mean 'oracle'"):
+        evaluate(EvalConfig(model="orcale"))
+    with pytest.raises(ConfigError, match="unknown task"):
+        evaluate(EvalConfig(tasks=("nope",)))
+
+
+def test_limit_and_bootstrap_are_reproducible():
+    a = evaluate(EvalConfig(model="length", limit=10, n_bootstrap=100, seed=5))
+    b = evaluate(EvalConfig(model="length", limit=10, n_bootstrap=100, seed=5))
+    assert a["tasks"][0]["counts"]["groups"] == 10
+    assert a["metrics"] == b["metrics"]
+
+
+def test_shift_slices_are_reported(tmp_path):
+    from rmbench.types import ComparisonGroup
+
+    groups = [ComparisonGroup("o1", "q", ["good", "bad!"], [1, 0]),
+              ComparisonGroup("p1", "q", ["fine", "poor!!"], [1, 0], source_id="o1", shift="paraphrase")]
+    recs = summarize("t", groups, np.array([2.0, 1.0, 0.0, 1.0]), (0.0,), n_bootstrap=20)
+    shifts = {(r.shift, r.metric): r.value for r in recs if r.metric == "pairwise_accuracy"}
+    assert shifts == {(None, "pairwise_accuracy"): 0.5, ("none", "pairwise_accuracy"): 1.0,
+                      ("paraphrase", "pairwise_accuracy"): 0.0}
+    assert all(isinstance(r, MetricRecord) for r in recs)
+    assert math.isnan([r for r in recs if r.metric == "specificity"][0].value)

@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmbench.types import ComparisonGroup, Message, PairIndex, Spec, data_fingerprint
+
+
+def test_preference_pair_and_pairs():
+    g = ComparisonGroup.preference_pair("p1", "Hi?", "Hello!", "Go away.")
+    assert g.utilities == (1, 0)
+    assert g.discrimination_pairs() == [(0, 1)]
+    assert g.specificity_pairs() == []
+
+
+def test_pairs_follow_utilities_and_equivalence_levels():
+    g = ComparisonGroup("g", "q", ["a", "b", "c", "d", "e"], [2, 1, 1, 0, 0])
+    assert sorted(g.discrimination_pairs()) == [(0, 1), (0, 2), (0, 3), (0, 4), (1, 3), (1, 4), (2, 3), (2, 4)]
+    assert g.specificity_pairs() == [(1, 2), (3, 4)]
+    only_top = ComparisonGroup("g", "q", ["a", "b", "c", "d", "e"], [2, 1, 1, 0, 0], equivalence_levels=[1])
+    assert only_top.specificity_pairs() == [(1, 2)]
+    none = ComparisonGroup("g", "q", ["a", "b", "c"], [1, 1, 0], equivalence_levels=())
+    assert none.specificity_pairs() == []
+
+
+def test_groups_are_frozen_hashable_and_validated():
+    g = ComparisonGroup("g", [{"role": "user", "content": "hi"}], ["a", "b"], [1, 0], meta={"src": "x"})
+    assert g.prompt == (Message("user", "hi"),)
+    assert hash(g) == hash(ComparisonGroup("g", (Message("user", "hi"),), ("a", "b"), (1, 0), meta={"src": "x"}))
+    assert g.meta_dict == {"src": "x"}
+    with pytest.raises(Exception):
+        g.id = "other"
+    with pytest.raises(ValueError, match="2 responses but 3 utilities"):
+        ComparisonGroup("g", "q", ["a", "b"], [1, 0, 0])
+    with pytest.raises(ValueError, match="at least 2"):
+        ComparisonGroup("g", "q", ["a"], [1])
+
+
+def test_fingerprint_is_canonical_and_sensitive():
+    a = [ComparisonGroup("g", "q", ["a", "b"], [1, 0], meta={"x": 1, "y": 2})]
+    b = [ComparisonGroup("g", "q", ["a", "b"], [1, 0], meta={"y": 2, "x": 1})]
+    c = [ComparisonGroup("g", "q", ["a", "b"], [0, 1])]
+    assert data_fingerprint(a) == data_fingerprint(b)
+    assert data_fingerprint(a) != data_fingerprint(c)
+    assert len(data_fingerprint(a)) == 64
+
+
+def test_spec_is_hashable_and_round_trips():
+    s = Spec.make("my", "python", {"target": "m:f", "opts": {"b": 1, "a": [1, 2]}})
+    assert s == Spec.make("my", "python", {"opts": {"a": [1, 2], "b": 1}, "target": "m:f"})
+    assert {s: 1}[s] == 1
+    assert s.args_dict == {"target": "m:f", "opts": {"a": [1, 2], "b": 1}}
+    assert s.fingerprint() == Spec.make("my", "python", s.args_dict).fingerprint()
+
+
+group_shapes = st.lists(st.lists(st.integers(0, 3), min_size=2, max_size=5), min_size=1, max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(group_shapes, st.data())
+def test_select_groups_matches_rebuilding_from_the_selected_groups(shapes, data):
+    groups = [ComparisonGroup(f"g{i}", "q", [f"r{j}" for j in range(len(u))], u) for i, u in enumerate(shapes)]
+    rewards = np.arange(sum(len(u) for u in shapes), dtype=float) * 1.5
+    index = PairIndex.from_groups(groups)
+    sel = np.array(data.draw(st.lists(st.integers(0, len(groups) - 1), min_size=1, max_size=10)))
+    sub = index.select_groups(sel)
+    r = index.gather_rewards(rewards, sel)
+    # reference: rebuild from the selected groups with their rewards
+    offsets = np.concatenate([[0], np.cumsum([len(u) for u in shapes])])
+    ref_groups = [groups[i] for i in sel]
+    ref_rewards = np.concatenate([rewards[offsets[i]:offsets[i + 1]] for i in sel])
+    ref = PairIndex.from_groups(ref_groups)
+    assert np.array_equal(r, ref_rewards)
+    assert sorted(zip(r[sub.diff_better], r[sub.diff_worse])) == sorted(zip(ref_rewards[ref.diff_better], ref_rewards[ref.diff_worse]))
+    assert sorted(zip(r[sub.eq_a], r[sub.eq_b])) == sorted(zip(ref_rewards[ref.eq_a], ref_rewards[ref.eq_b]))
