@@ -9,6 +9,7 @@ from typing import Iterator, List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -34,7 +35,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except (RMBenchError, RegistryError) as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -110,7 +111,8 @@ def eval_command(
         atomic_write_text(Path(out_dir) / "leaderboard.md", render(lb, "md"))
         console.print(_details_table(results))
         console.print(_leaderboard_table(lb))
-        console.print(f"Wrote {out_dir}/results.json, {out_dir}/rewards.jsonl and {out_dir}/leaderboard.md")
+        console.print(f"Wrote {out_dir}/results.json, {out_dir}/rewards.jsonl and {out_dir}/leaderboard.md",
+                      markup=False, highlight=False)
 
 
 @tasks_app.command("list")
@@ -121,14 +123,15 @@ def tasks_list(include: List[Path] = typer.Option([], "--include", help="Extra e
 
     with user_errors():
         catalog = load_catalog(include)
-        table = Table(title="tasks")
-        for col in ("name", "kind", "version", "description"):
+        table = Table(title="tasks (named entries, then kinds usable as tasks with default arguments)")
+        for col in ("name", "kind", "version", "description", "source"):
             table.add_column(col)
         for name, spec in sorted(catalog.tasks.items()):
-            table.add_row(name, spec.kind, str(spec.version), catalog.descriptions[("task", name)])
+            table.add_row(*map(escape, (name, spec.kind, str(spec.version), catalog.descriptions[("task", name)],
+                                        catalog.origins[("task", name)])))
         for kind in TASK_KINDS.names():
             description, origin = TASK_KINDS.describe(kind)
-            table.add_row(f"[dim]{kind}[/]", "(kind)", "", f"{description} [{origin}]")
+            table.add_row(*map(escape, (kind, "(kind)", "", description, origin)))
         console.print(table)
 
 
@@ -140,14 +143,15 @@ def models_list(include: List[Path] = typer.Option([], "--include", help="Extra 
 
     with user_errors():
         catalog = load_catalog(include)
-        table = Table(title="models")
-        for col in ("name", "kind", "description"):
+        table = Table(title="models (named entries, then kinds)")
+        for col in ("name", "kind", "description", "source"):
             table.add_column(col)
         for name, spec in sorted(catalog.models.items()):
-            table.add_row(name, spec.kind, catalog.descriptions[("model", name)])
+            table.add_row(*map(escape, (name, spec.kind, catalog.descriptions[("model", name)],
+                                        catalog.origins[("model", name)])))
         for kind in MODEL_KINDS.names():
             description, origin = MODEL_KINDS.describe(kind)
-            table.add_row(kind, "(kind)", f"{description} [{origin}]")
+            table.add_row(*map(escape, (kind, "(kind)", description, origin)))
         console.print(table)
 
 
@@ -171,9 +175,12 @@ def leaderboard_build(
         if out is not None:
             atomic_write_text(out, text)
         if fmt == "md" or out is None:
-            console.print(_leaderboard_table(lb) if fmt == "md" else text, soft_wrap=True)
+            if fmt == "md":
+                console.print(_leaderboard_table(lb))
+            else:
+                typer.echo(text, nl=False)
         if out is not None:
-            console.print(f"Wrote {out}")
+            err_console.print(f"Wrote {out}", markup=False, highlight=False)
 
 
 def main() -> None:  # console-script entry point

@@ -1,0 +1,56 @@
+import json
+
+from typer.testing import CliRunner
+
+from rmbench.cli import app
+
+runner = CliRunner()
+
+
+def test_eval_writes_run_and_prints_leaderboard(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--model", "oracle", "--tasks", "ties", "--eps", "0,0.1",
+                                 "--bootstrap", "50", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "rmbench leaderboard" in result.output and "oracle" in result.output
+    assert {p.name for p in out.iterdir()} == {"results.json", "rewards.jsonl", "leaderboard.md"}
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["eps"] == [0.0, 0.1] and doc["model"]["name"] == "oracle"
+    assert "| oracle" in (out / "leaderboard.md").read_text()
+
+
+def test_user_errors_are_one_line_without_traceback(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "tied:0", "prompt": "q", "chosen": ["a"], "rejected": "b"}\n')
+    result = runner.invoke(app, ["eval", "--data", f"ties={bad}", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "bad.jsonl, line 1, field 'rejected'" in result.output
+    assert "Traceback" not in result.output
+    for args, message in ([["eval", "--model", "orcale"], "did you mean 'oracle'"],
+                          [["eval", "--eps", "a,b"], "comma-separated numbers"],
+                          [["eval", "--data", "ties"], "expected TASK=PATH"],
+                          [["leaderboard", "build", str(tmp_path)], "no such file"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, args
+
+
+def test_lists():
+    tasks = runner.invoke(app, ["tasks", "list"])
+    assert tasks.exit_code == 0 and "ties" in tasks.output and "rb2_ties" in tasks.output
+    models = runner.invoke(app, ["models", "list"])
+    assert models.exit_code == 0
+    for name in ("oracle", "constant", "length", "python"):
+        assert name in models.output
+
+
+def test_leaderboard_build_all_formats(tmp_path):
+    for model in ("oracle", "constant"):
+        assert runner.invoke(app, ["eval", "--model", model, "--bootstrap", "20", "--out", str(tmp_path / model)]).exit_code == 0
+    for fmt in ("md", "csv", "json", "html"):
+        target = tmp_path / f"board.{fmt}"
+        result = runner.invoke(app, ["leaderboard", "build", str(tmp_path / "oracle"), str(tmp_path / "constant"),
+                                     "--format", fmt, "--out", str(target)])
+        assert result.exit_code == 0, result.output
+        assert "oracle" in target.read_text() and "constant" in target.read_text()
+    bad = runner.invoke(app, ["leaderboard", "build", str(tmp_path / "oracle"), "--format", "pdf"])
+    assert bad.exit_code == 2 and "use one of md, csv, json, html" in bad.output

@@ -1,0 +1,113 @@
+"""A user's own RM without editing rmbench: a TOML/YAML model entry, and an installed entry-point plugin."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rmbench.catalog import load_catalog
+from rmbench.runner import EvalConfig, evaluate
+
+
+def test_toml_and_yaml_model_entries(tmp_path):
+    (tmp_path / "my_rm.py").write_text("def score(pairs):\n    return [-float(len(r)) for _, r in pairs]\n")
+    (tmp_path / "my-rm.toml").write_text(textwrap.dedent("""
+        type = "model"
+        name = "my-rm"
+        kind = "python"
+        description = "prefers short answers"
+        args = { target = "my_rm.py:score" }
+    """))
+    (tmp_path / "my-const.yaml").write_text("type: model\nname: my-const\nkind: constant\nargs: {value: 3}\n")
+    catalog = load_catalog([tmp_path])
+    assert set(catalog.models) == {"my-rm", "my-const"}
+    res = evaluate(EvalConfig(model="my-rm", include=(str(tmp_path),), n_bootstrap=20))
+    assert res["model"]["name"] == "my-rm" and res["model"]["spec"]["kind"] == "python"
+    acc = [m for m in res["metrics"] if m["metric"] == "pairwise_accuracy" and m["subset"] is None][0]["value"]
+    assert acc > 0.5  # shorter is better on Ties: the opposite of the length baseline
+    res = evaluate(EvalConfig(model="my-const", include=(str(tmp_path),), n_bootstrap=20))
+    assert res["model"]["spec"]["args"] == {"value": 3}
+
+
+PLUGIN = {
+    "pyproject.toml": """
+        [build-system]
+        requires = ["setuptools>=61"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "rmbench-plugin-demo"
+        version = "0.0.1"
+
+        [project.entry-points."rmbench.models"]
+        keyword-rm = "rmbench_plugin_demo:KeywordRM"
+
+        [project.entry-points."rmbench.tasks"]
+        demo_pairs = "rmbench_plugin_demo:DemoPairs"
+    """,
+    "rmbench_plugin_demo/__init__.py": """
+        from rmbench.models.base import RewardModel
+        from rmbench.tasks.base import Task
+        from rmbench.types import ComparisonGroup
+
+
+        class KeywordRM(RewardModel):
+            def __init__(self, keyword="please"):
+                self.keyword = keyword
+
+            def score(self, batch):
+                return [float(r.response.count(self.keyword)) for r in batch]
+
+
+        class DemoPairs(Task):
+            version = 2
+
+            def groups(self):
+                for i in range(6):
+                    yield ComparisonGroup.preference_pair(f"d{i}", "Ask nicely.", "please " * (i + 1), "no")
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def plugin_site(tmp_path_factory):
+    src, site = tmp_path_factory.mktemp("plugin_src"), tmp_path_factory.mktemp("plugin_site")
+    for rel, text in PLUGIN.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(textwrap.dedent(text))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--target", str(site), str(src)], check=True)
+    return site
+
+
+def run_cli(site, cwd, *args):
+    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "250"}
+    return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_installed_entry_point_plugin(plugin_site, tmp_path):
+    listed = run_cli(plugin_site, tmp_path, "models", "list")
+    assert listed.returncode == 0 and "keyword-rm" in listed.stdout and "rmbench-plugin-demo" in listed.stdout
+    result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties",
+                     "--bootstrap", "20", "--out", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    demo = [t for t in doc["tasks"] if t["name"] == "demo_pairs"][0]
+    assert demo["version"] == 2 and demo["counts"]["groups"] == 6
+    acc = [m for m in doc["metrics"] if m["task"] == "demo_pairs" and m["metric"] == "pairwise_accuracy"
+           and m["subset"] is None][0]
+    assert acc["value"] == 1.0
+
+
+def test_broken_plugin_fails_loudly(plugin_site, tmp_path):
+    (plugin_site / "rmbench_plugin_demo" / "__init__.py").write_text("raise ImportError('half-installed')\n")
+    try:
+        result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--out", str(tmp_path / "r"))
+    finally:
+        (plugin_site / "rmbench_plugin_demo" / "__init__.py").write_text(textwrap.dedent(PLUGIN["rmbench_plugin_demo/__init__.py"]))
+    assert result.returncode == 2
+    assert "entry point 'keyword-rm' of rmbench-plugin-demo" in result.stderr and "half-installed" in result.stderr
+    assert "Traceback" not in result.stderr
