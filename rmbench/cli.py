@@ -65,7 +65,7 @@ def _leaderboard_table(lb) -> Table:
 def _details_table(results: dict) -> Table:
     table = Table(title=f"{results['model']['name']}: all metrics (overall)")
     for col in ("task", "metric", "eps", "value", "95% CI", "n"):
-        table.add_column(col, justify="left" if col in ("task", "metric") else "right")
+        table.add_column(col, justify="left" if col in ("task", "metric") else "right", no_wrap=True)
     for m in results["metrics"]:
         if m["subset"] is not None or m["shift"] is not None:
             continue
@@ -181,6 +181,36 @@ def leaderboard_build(
                 typer.echo(text, nl=False)
         if out is not None:
             err_console.print(f"Wrote {out}", markup=False, highlight=False)
+
+
+@app.command("compare")
+def compare_command(
+    run_a: Path = typer.Argument(..., help="Run folder of model A."),
+    run_b: Path = typer.Argument(..., help="Run folder of model B."),
+    task: List[str] = typer.Option([], "--task", help="Compare only these tasks (default: all shared). Repeatable."),
+    data: List[str] = typer.Option([], "--data", help="TASK=PATH: the file the runs were scored on, if moved."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Paired bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+) -> None:
+    """A - B on every metric of the shared tasks, with paired bootstrap 95% CIs (no model needed)."""
+    from rmbench.compare import compare_runs
+    from rmbench.record import load_run
+    from rmbench.runner import parse_data_overrides
+
+    with user_errors():
+        a, b = load_run(run_a), load_run(run_b)
+        rows = compare_runs(a, b, task, dict(parse_data_overrides(data)), bootstrap, seed)
+        table = Table(title=f"{a.model_name} (A) vs {b.model_name} (B)",
+                      caption="A - B with a paired bootstrap 95% CI over groups; * = CI excludes 0")
+        for col in ("task", "metric", "eps", "A", "B", "A - B", "95% CI", ""):
+            table.add_column(col, justify="left" if col in ("task", "metric") else "right", no_wrap=True)
+        for r in rows:
+            eps = "" if r.eps is None else f"{r.eps:g} {r.eps_unit}"
+            fmt = lambda v: "–" if v != v else f"{v:.4f}"  # noqa: E731  (nan prints as a dash)
+            ci = "" if r.ci_low != r.ci_low else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
+            star = "*" if r.ci_low == r.ci_low and (r.ci_low > 0 or r.ci_high < 0) else ""
+            table.add_row(r.task, r.metric, eps, fmt(r.value_a), fmt(r.value_b), fmt(r.diff), ci, star)
+        console.print(table)
 
 
 def main() -> None:  # console-script entry point

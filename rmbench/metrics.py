@@ -268,15 +268,22 @@ def bootstrap_ci(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_
     return low, high
 
 
-def paired_bootstrap_diff(stat_a: Callable[[np.ndarray], float], stat_b: Callable[[np.ndarray], float],
-                          n_units: int, n_resamples: int = 1000, seed: int = 0,
-                          level: float = 0.95) -> tuple[float, float, float]:
+def paired_bootstrap_diff(stat_a: Callable[[np.ndarray], float | np.ndarray],
+                          stat_b: Callable[[np.ndarray], float | np.ndarray], n_units: int,
+                          n_resamples: int = 1000, seed: int = 0, level: float = 0.95):
     """Difference ``stat_a - stat_b`` of two models on the same units, with a paired bootstrap CI.
 
-    Both statistics see the same resampled units in every draw, so the shared variation of the
-    task's items cancels. Returns (difference on the full sample, ci_low, ci_high).
+    Both statistics see the same resampled units in every draw, so the variation shared through
+    the task's items cancels. Returns (difference on the full sample, ci_low, ci_high): floats
+    for scalar statistics, arrays for vector ones.
     """
     full = np.arange(n_units)
-    diff = float(stat_a(full) - stat_b(full))
-    low, high = bootstrap_ci(lambda u: np.array([stat_a(u) - stat_b(u)]), n_units, n_resamples, seed, level)
-    return diff, float(low[0]) if low.size else math.nan, float(high[0]) if high.size else math.nan
+    diff = np.asarray(stat_a(full), dtype=np.float64) - np.asarray(stat_b(full), dtype=np.float64)
+    low, high = bootstrap_ci(lambda u: np.atleast_1d(np.asarray(stat_a(u), dtype=np.float64)
+                                                     - np.asarray(stat_b(u), dtype=np.float64)),
+                             n_units, n_resamples, seed, level)
+    if low.size == 0:
+        low = high = np.full(np.atleast_1d(diff).shape, np.nan)
+    if diff.ndim == 0:
+        return float(diff), float(low[0]), float(high[0])
+    return diff, low, high

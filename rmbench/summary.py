@@ -80,6 +80,59 @@ def _slices(groups: Sequence[ComparisonGroup]) -> list[_Slice]:
     return out
 
 
+@dataclass(frozen=True)
+class SliceStatistic:
+    """All metrics of one slice as a vector-valued function of resampled units.
+
+    ``labels[j]`` = (metric, eps as given or None) for entry j of ``statistic(units)``; the last
+    entry is balanced_best's raw eps. ``n_units`` units are drawn by the bootstrap.
+    """
+
+    labels: tuple[tuple[str, float | None], ...]
+    statistic: Callable[[np.ndarray], np.ndarray]
+    n_units: int
+    n_diff: int
+    n_eq: int
+
+
+def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
+                    eps_unit: str = "sigma", group_units: np.ndarray | None = None,
+                    extra_metrics: dict[str, Callable[[np.ndarray], float]] | None = None,
+                    group_ids: np.ndarray | None = None, index: PairIndex | None = None) -> SliceStatistic:
+    """The metric vector of the groups ``group_ids`` (default: all), ready to bootstrap.
+
+    sigma is taken over all of ``rewards`` (the whole task), whatever the slice.
+    """
+    rewards = np.asarray(rewards, dtype=np.float64)
+    sigma = M.reward_sigma(rewards)
+    eps_raw = [M.raw_eps(e, eps_unit, sigma) for e in eps]
+    index = index or PairIndex.from_groups(groups)
+    group_ids = np.arange(len(groups)) if group_ids is None else np.asarray(group_ids, dtype=np.int64)
+    units_all = np.arange(len(groups)) if group_units is None else np.asarray(group_units, dtype=np.int64)
+    # Renumber this slice's units 0..k-1 so that the bootstrap can draw them.
+    uniq, slice_units = np.unique(units_all[group_ids], return_inverse=True)
+    extras = extra_metrics or {}
+
+    def statistic(units: np.ndarray) -> np.ndarray:
+        gids = group_ids[_expand_units(units, slice_units)]
+        sub = index.select_groups(gids)
+        r = index.gather_rewards(rewards, gids)
+        diff = r[sub.diff_better] - r[sub.diff_worse]
+        eq = r[sub.eq_a] - r[sub.eq_b]
+        bb, bb_eps = M.balanced_best(diff, eq)
+        values = [M.pairwise_accuracy(diff), M.sign_accuracy(diff, eq), M.ds_auc(diff, eq), bb,
+                  M.reward_margin(diff, sigma)]
+        values += [M.discrimination(diff, e) for e in eps_raw] + [M.specificity(eq, e) for e in eps_raw]
+        # Extra metrics receive the task's own unit numbers of the resampled units.
+        values += [fn(uniq[units]) for fn in extras.values()]
+        return np.array(values + [bb_eps], dtype=np.float64)
+
+    labels = ([(m, None) for m in PAIR_METRICS] + [("discrimination", float(e)) for e in eps]
+              + [("specificity", float(e)) for e in eps] + [(name, None) for name in extras])
+    whole = index.select_groups(group_ids)
+    return SliceStatistic(tuple(labels), statistic, len(uniq), len(whole.diff_better), len(whole.eq_a))
+
+
 def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
               eps_unit: str = "sigma", group_units: np.ndarray | None = None,
               extra_metrics: dict[str, Callable[[np.ndarray], float]] | None = None,
@@ -92,64 +145,31 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.nda
     """
     rewards = np.asarray(rewards, dtype=np.float64)
     sigma = M.reward_sigma(rewards)
-    eps_raw = [M.raw_eps(e, eps_unit, sigma) for e in eps]
-    units_all = np.arange(len(groups)) if group_units is None else np.asarray(group_units, dtype=np.int64)
-    extra_metrics = extra_metrics or {}
     index = PairIndex.from_groups(groups)
     records: list[MetricRecord] = []
-
     for sl in _slices(groups):
-        # Renumber this slice's units 0..k-1 so that the bootstrap can draw them.
-        slice_units_raw = units_all[sl.group_ids]
-        uniq, slice_units = np.unique(slice_units_raw, return_inverse=True)
-        extras = extra_metrics if sl.subset is None and sl.shift is None else {}
-
-        def statistic(units: np.ndarray, sl=sl, slice_units=slice_units, extras=extras) -> np.ndarray:
-            gids = sl.group_ids[_expand_units(units, slice_units)]
-            sub = index.select_groups(gids)
-            r = index.gather_rewards(rewards, gids)
-            diff = r[sub.diff_better] - r[sub.diff_worse]
-            eq = r[sub.eq_a] - r[sub.eq_b]
-            bb, bb_eps = M.balanced_best(diff, eq)
-            values = [M.pairwise_accuracy(diff), M.sign_accuracy(diff, eq), M.ds_auc(diff, eq), bb,
-                      M.reward_margin(diff, sigma)]
-            values += [M.discrimination(diff, e) for e in eps_raw] + [M.specificity(eq, e) for e in eps_raw]
-            # Extra metrics receive the original unit numbers of the resampled units.
-            values += [fn(uniq[units]) for fn in extras.values()]
-            return np.array(values + [bb_eps], dtype=np.float64)
-
-        point = statistic(np.arange(len(uniq)))
-        low, high = M.bootstrap_ci(statistic, len(uniq), n_bootstrap, seed)
+        extras = extra_metrics if sl.subset is None and sl.shift is None else None
+        stat = slice_statistic(groups, rewards, eps, eps_unit, group_units, extras, sl.group_ids, index)
+        point = stat.statistic(np.arange(stat.n_units))
+        low, high = M.bootstrap_ci(stat.statistic, stat.n_units, n_bootstrap, seed)
         if low.size == 0:
             low = high = np.full(point.size, np.nan)
-        sub = index.select_groups(sl.group_ids)
-        n_diff, n_eq = len(sub.diff_better), len(sub.eq_a)
-        n_rows = {"pairwise_accuracy": n_diff, "sign_accuracy": n_diff + n_eq, "ds_auc": n_diff + n_eq,
-                  "balanced_best": n_diff + n_eq, "reward_margin": n_diff}
-
-        def add(j: int, metric: str, e: float | None, unit: str | None, n: int) -> None:
+        n_pairs = {"discrimination": stat.n_diff, "pairwise_accuracy": stat.n_diff, "reward_margin": stat.n_diff,
+                   "specificity": stat.n_eq}
+        for j, (metric, e) in enumerate(stat.labels):
+            unit = eps_unit if e is not None else None
+            if metric == "balanced_best":
+                e, unit = _balanced_eps(point[-1], eps_unit, sigma), eps_unit
+            n = n_pairs.get(metric, stat.n_diff + stat.n_eq) if metric in PAIR_METRICS + EPS_METRICS else len(sl.group_ids)
             ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
             records.append(MetricRecord(task_name, sl.subset, sl.shift, metric, e, unit, float(point[j]), *ci, n))
-
-        j = 0
-        for metric in PAIR_METRICS:
-            if metric == "balanced_best":
-                bb_eps_raw = point[-1]
-                if math.isnan(bb_eps_raw):
-                    bb_eps = None
-                elif eps_unit == "sigma":
-                    bb_eps = float(bb_eps_raw / sigma) if sigma > 0 else 0.0
-                else:
-                    bb_eps = float(bb_eps_raw)
-                add(j, metric, bb_eps, eps_unit, n_rows[metric])
-            else:
-                add(j, metric, None, None, n_rows[metric])
-            j += 1
-        for metric, n in (("discrimination", n_diff), ("specificity", n_eq)):
-            for e in eps:
-                add(j, metric, float(e), eps_unit, n)
-                j += 1
-        for name in extras:
-            add(j, name, None, None, len(sl.group_ids))
-            j += 1
     return records
+
+
+def _balanced_eps(raw: float, eps_unit: str, sigma: float) -> float | None:
+    """balanced_best's raw eps expressed in the run's eps unit."""
+    if math.isnan(raw):
+        return None
+    if eps_unit == "sigma":
+        return float(raw / sigma) if sigma > 0 else 0.0
+    return float(raw)

@@ -266,14 +266,3 @@ class Spec:
 
 TaskSpec = Spec
 ModelSpec = Spec
-
-
-@dataclass(frozen=True)
-class MetricKey:
-    """Structured key of one reported number (never a string like ``"acc,none"``)."""
-
-    task: str
-    metric: str
-    subset: str | None = None
-    shift: str | None = None
-    eps: float | None = None

@@ -1,0 +1,58 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rmbench.cli import app
+from rmbench.compare import compare_runs
+from rmbench.errors import ConfigError, DataError
+from rmbench.record import load_run
+from rmbench.runner import EvalConfig, evaluate
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("cmp")
+    for model in ("oracle", "length"):
+        evaluate(EvalConfig(model=model, n_bootstrap=20), out_dir=base / model)
+    evaluate(EvalConfig(model="length", eps=(0.3,), n_bootstrap=20), out_dir=base / "length-eps")
+    return base
+
+
+def test_paired_difference_matches_the_runs(runs):
+    a, b = load_run(runs / "oracle"), load_run(runs / "length")
+    rows = compare_runs(a, b, n_bootstrap=200)
+    def key(m):  # balanced_best's record eps is where it peaks, not an input
+        return m.metric, m.eps if m.metric in ("discrimination", "specificity") else None
+
+    point = {key(m): m.value for m in a.metrics if m.subset is None}
+    other = {key(m): m.value for m in b.metrics if m.subset is None}
+    for r in rows:
+        assert r.value_a == pytest.approx(point[(r.metric, r.eps)])
+        assert r.value_b == pytest.approx(other[(r.metric, r.eps)])
+        assert r.diff == pytest.approx(r.value_a - r.value_b)
+    acc = [r for r in rows if r.metric == "pairwise_accuracy"][0]
+    assert acc.ci_low > 0.5 and acc.n_units == 20  # 20 prompt ids: tied:K and ref:K resampled together
+
+
+def test_a_run_against_itself_differs_by_exactly_zero(runs):
+    a = load_run(runs / "length")
+    for r in compare_runs(a, a, n_bootstrap=50):
+        if r.diff == r.diff:
+            assert r.diff == 0.0 and r.ci_low == 0.0 and r.ci_high == 0.0
+
+
+def test_incomparable_or_changed_data_is_refused(runs, tmp_path):
+    with pytest.raises(ConfigError, match="not comparable"):
+        compare_runs(load_run(runs / "oracle"), load_run(runs / "length-eps"))
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "tied:0", "prompt": "q", "chosen": ["a", "b"], "rejected": ["c"]}) + "\n")
+    with pytest.raises(DataError, match="fingerprint differs"):
+        compare_runs(load_run(runs / "oracle"), load_run(runs / "length"), data={"ties": str(other)})
+
+
+def test_cli_compare(runs):
+    result = CliRunner().invoke(app, ["compare", str(runs / "oracle"), str(runs / "length"), "--bootstrap", "50"],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "oracle (A) vs length (B)" in result.output and "ds_auc" in result.output and "*" in result.output
