@@ -136,3 +136,28 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+def instantiate(registry: Registry, spec: Any, what: str, required_method: str, base: type, wrap: Callable) -> Any:
+    """Build ``spec`` (a :class:`rmbench.types.Spec`) with its kind's factory from ``registry``.
+
+    The result must have ``required_method``; an object that is not a ``base`` instance is wrapped
+    with ``wrap``. Every failure is a ConfigError that names the spec, its kind and arguments.
+    """
+    from rmbench.errors import ConfigError
+
+    try:
+        factory = registry.get(spec.kind)
+    except RegistryError as exc:
+        raise ConfigError(f"{what} {spec.name!r}: {exc}") from None
+    try:
+        obj = factory(**spec.args_dict)
+    except (TypeError, ValueError, RegistryError) as exc:
+        raise ConfigError(f"{what} {spec.name!r} (kind {spec.kind!r}, args {spec.args_dict}): {exc}") from None
+    if not callable(getattr(obj, required_method, None)):
+        raise ConfigError(f"{what} kind {spec.kind!r} returned {type(obj).__name__}, "
+                          f"which has no {required_method}() method")
+    if not isinstance(obj, base):
+        obj = wrap(obj)
+    obj.spec = spec
+    return obj

@@ -13,11 +13,12 @@ point names a factory (class or function) called with the spec's arguments that 
 
 from __future__ import annotations
 
+import difflib
 from typing import Mapping, Sequence
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import RewardModel, ScoreRequest
-from rmbench.registry import Registry, RegistryError
+from rmbench.registry import Registry, instantiate
 from rmbench.types import ModelSpec, Spec
 
 MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
@@ -39,12 +40,11 @@ def parse_model_spec(text: str, named: Mapping[str, ModelSpec] | None = None) ->
         return Spec.make(name=text, kind=kind, args={"target": target})
     if text in MODEL_KINDS:
         return Spec.make(name=text, kind=text)
-    try:
-        MODEL_KINDS.get(kind if sep else text)
-    except RegistryError as exc:
-        named_hint = f" Named models: {', '.join(sorted(named))}." if named else ""
-        raise ConfigError(f"{exc}.{named_hint}") from None
-    raise ConfigError(f"cannot parse model spec {text!r}")  # pragma: no cover
+    known = sorted(set(MODEL_KINDS.names()) | set(named))
+    close = difflib.get_close_matches(kind if sep else text, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise ConfigError(f"unknown model {text!r}{hint} (known: {', '.join(known)}; or KIND:TARGET such as "
+                      f"python:my_rm.py:score)")
 
 
 class _PluginModel(RewardModel):
@@ -60,25 +60,7 @@ class _PluginModel(RewardModel):
 
 def build_model(spec: ModelSpec) -> RewardModel:
     """Instantiate the adapter a spec describes. Errors name the model and what was wrong."""
-    try:
-        factory = MODEL_KINDS.get(spec.kind)
-    except RegistryError as exc:
-        raise ConfigError(str(exc)) from None
-    try:
-        model = factory(**spec.args_dict)
-    except (TypeError, ValueError, RegistryError) as exc:
-        raise ConfigError(f"model {spec.name!r} (kind {spec.kind!r}, args {spec.args_dict}): {exc}") from None
-    if not callable(getattr(model, "score", None)):
-        raise ConfigError(f"model kind {spec.kind!r} returned {type(model).__name__}, which has no score(batch) method")
-    if not isinstance(model, RewardModel):
-        model = _PluginModel(model)
-    model.spec = spec
-    return model
+    return instantiate(MODEL_KINDS, spec, "model", "score", RewardModel, _PluginModel)
 
 
-def describe_kind(kind: str) -> str:
-    description, _ = MODEL_KINDS.describe(kind)
-    return description
-
-
-__all__ = ["MODEL_KINDS", "RewardModel", "ScoreRequest", "build_model", "parse_model_spec", "describe_kind"]
+__all__ = ["MODEL_KINDS", "RewardModel", "ScoreRequest", "build_model", "parse_model_spec"]

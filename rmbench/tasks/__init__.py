@@ -7,8 +7,7 @@ instantiates a kind with arguments; see :mod:`rmbench.catalog`.
 
 from __future__ import annotations
 
-from rmbench.errors import ConfigError
-from rmbench.registry import Registry, RegistryError
+from rmbench.registry import Registry, instantiate
 from rmbench.tasks.base import Task
 from rmbench.types import TaskSpec
 
@@ -23,20 +22,7 @@ TASK_KINDS.register("groups", "rmbench.tasks.jsonl:GroupsTask",
 
 def build_task(spec: TaskSpec) -> Task:
     """Instantiate the task a spec describes; errors name the task and what was wrong."""
-    try:
-        factory = TASK_KINDS.get(spec.kind)
-    except RegistryError as exc:
-        raise ConfigError(f"task {spec.name!r}: {exc}") from None
-    try:
-        task = factory(**spec.args_dict)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"task {spec.name!r} (kind {spec.kind!r}, args {spec.args_dict}): {exc}") from None
-    if not callable(getattr(task, "groups", None)):
-        raise ConfigError(f"task kind {spec.kind!r} returned {type(task).__name__}, which has no groups() method")
-    if not isinstance(task, Task):
-        task = _PluginTask(task)
-    task.spec = spec
-    return task
+    return instantiate(TASK_KINDS, spec, "task", "groups", Task, _PluginTask)
 
 
 class _PluginTask(Task):

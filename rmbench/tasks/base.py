@@ -75,11 +75,15 @@ class RowReader:
             return default
         return self.row[field]
 
-    def string(self, field: str, default: Any = ...) -> str:
-        value = self.get(field, default)
-        if value is default and default is not ...:
-            return value
-        if isinstance(value, (int,)) and not isinstance(value, bool) and field == "id":
+    def string(self, field: str, default: Any = ...) -> Any:
+        """A string field; ``default`` (when given) stands in for a missing or null one.
+
+        Integer ids are accepted and read as strings (many datasets number their rows).
+        """
+        if default is not ... and self.row.get(field) is None:
+            return default
+        value = self.get(field)
+        if field == "id" and isinstance(value, int) and not isinstance(value, bool):
             return str(value)
         if not isinstance(value, str):
             raise self.error(field, f"expected a string, got {type(value).__name__}")
