@@ -51,14 +51,14 @@ def _default_out(model: str) -> Path:
 
 
 def _leaderboard_table(lb) -> Table:
-    from rmbench.leaderboard import _fmt
+    from rmbench.leaderboard import format_cell
 
     table = Table(title="rmbench leaderboard", caption="value [95% bootstrap CI over groups]")
     table.add_column("model", style="bold")
     for task, metric in lb.columns:
         table.add_column(lb.header(task, metric), justify="right")
     for model, cells in lb.rows:
-        table.add_row(model, *[_fmt(c) for c in cells])
+        table.add_row(model, *[format_cell(c) for c in cells])
     return table
 
 
@@ -93,8 +93,7 @@ def eval_command(
 ) -> None:
     """Score a model on tasks; write results.json, rewards.jsonl and leaderboard.md; print the leaderboard."""
     from rmbench.leaderboard import build_leaderboard, render
-    from rmbench.record import load_run
-    from rmbench.record import atomic_write_text
+    from rmbench.record import atomic_write_text, load_run
     from rmbench.runner import EvalConfig, evaluate, parse_data_overrides, parse_eps
 
     with user_errors():
@@ -164,8 +163,8 @@ def leaderboard_build(
 ) -> None:
     """Merge runs into one table; refuse runs whose comparability keys differ."""
     from rmbench.leaderboard import FORMATS, build_leaderboard, render
-    from rmbench.record import atomic_write_text, load_run
     from rmbench.errors import ConfigError
+    from rmbench.record import atomic_write_text, load_run
 
     with user_errors():
         if fmt not in FORMATS:

@@ -35,7 +35,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Leaderboard:
-    """``table``: one row per model, one column per (task, metric); cells are :class:`Cell`."""
+    """One row per model, one column per (task, metric); a cell is a :class:`Cell` or None (not run)."""
 
     columns: tuple[tuple[str, str], ...]
     rows: tuple[tuple[str, tuple[Cell | None, ...]], ...]
@@ -122,7 +122,7 @@ def build_leaderboard(runs: Sequence[LoadedRun], eps: float | None = None) -> Le
     return Leaderboard(tuple(columns), tuple(rows), eps_by_task, {k: v[0] for k, v in keys.items()})
 
 
-def _fmt(cell: Cell | None) -> str:
+def format_cell(cell: Cell | None) -> str:
     if cell is None or math.isnan(cell.value):
         return "–"
     if cell.ci_low is None:
@@ -142,7 +142,7 @@ def to_frame(lb: Leaderboard, wide_ci: bool = False) -> pd.DataFrame:
                 row[f"{head} ci_low"] = None if cell is None else cell.ci_low
                 row[f"{head} ci_high"] = None if cell is None else cell.ci_high
             else:
-                row[head] = _fmt(cell)
+                row[head] = format_cell(cell)
         records.append(row)
     return pd.DataFrame.from_records(records)
 
@@ -200,7 +200,7 @@ def _html(lb: Leaderboard) -> str:
         tds = [f'<td data-v="{e(model)}">{e(model)}</td>']
         for cell in cells:
             v = "" if cell is None or math.isnan(cell.value) else repr(cell.value)
-            tds.append(f'<td data-v="{e(v)}">{e(_fmt(cell))}</td>')
+            tds.append(f'<td data-v="{e(v)}">{e(format_cell(cell))}</td>')
         body.append("<tr>" + "".join(tds) + "</tr>")
     eps_note = ", ".join(f"{t}: {g:g} {u}" for t, (g, u) in lb.eps.items())
     return (

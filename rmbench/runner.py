@@ -50,6 +50,8 @@ class EvalConfig:
     def __post_init__(self) -> None:
         if not self.tasks:
             raise ConfigError("no tasks given")
+        if len(set(self.tasks)) != len(self.tasks):
+            raise ConfigError(f"--tasks names a task twice: {', '.join(self.tasks)}")
         if self.eps_unit not in ("sigma", "raw"):
             raise ConfigError(f"--eps-unit must be 'sigma' or 'raw', got {self.eps_unit!r}")
         if not self.eps or any(not math.isfinite(e) or e < 0 for e in self.eps):

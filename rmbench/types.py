@@ -84,6 +84,8 @@ class ComparisonGroup:
     def __post_init__(self) -> None:
         # Accept lists/dicts from callers and store them frozen.
         object.__setattr__(self, "responses", tuple(self.responses))
+        if not all(isinstance(u, (int, np.integer)) and not isinstance(u, bool) for u in self.utilities):
+            raise ValueError(f"group {self.id!r}: utilities must be integers, got {list(self.utilities)}")
         object.__setattr__(self, "utilities", tuple(int(u) for u in self.utilities))
         if self.equivalence_levels is not None:
             object.__setattr__(self, "equivalence_levels", tuple(int(u) for u in self.equivalence_levels))

@@ -126,6 +126,8 @@ def test_bad_model_output_is_a_clear_error(tmp_path, body, message):
 def test_config_errors():
     with pytest.raises(ConfigError, match="not in --tasks"):
         EvalConfig(tasks=("ties",), data=(("other", "x"),))
+    with pytest.raises(ConfigError, match="names a task twice"):
+        EvalConfig(tasks=("ties", "ties"))
     with pytest.raises(ConfigError, match="--eps"):
         EvalConfig(eps=(-1.0,))
     with pytest.raises(ConfigError, match="did you mean 'oracle'"):

@@ -32,6 +32,8 @@ def test_groups_are_frozen_hashable_and_validated():
         g.id = "other"
     with pytest.raises(ValueError, match="2 responses but 3 utilities"):
         ComparisonGroup("g", "q", ["a", "b"], [1, 0, 0])
+    with pytest.raises(ValueError, match="utilities must be integers"):
+        ComparisonGroup("g", "q", ["a", "b"], [1.5, 0])
     with pytest.raises(ValueError, match="at least 2"):
         ComparisonGroup("g", "q", ["a"], [1])
 
