@@ -66,11 +66,12 @@ def compare_runs(run_a: LoadedRun, run_b: LoadedRun, tasks: Sequence[str] = (), 
         try:
             task, groups = load_groups(spec, limit)
         except DataError:
-            if name in data or name not in load_catalog().tasks:
+            catalog = load_catalog()
+            if name in data or name not in catalog.tasks:
                 raise
             # A built-in task recorded with another install's path: use this install's copy
             # (the fingerprint check below makes sure it is the same data).
-            spec = load_catalog().task_spec(name)
+            spec = catalog.task_spec(name)
             task, groups = load_groups(spec, limit)
         if data_fingerprint(groups) != ta["data_fingerprint"]:
             raise DataError(f"task {name!r}: the data at {spec.args_dict.get('path') or spec.args_dict.get('dataset')} "

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from rmbench import metrics as M
-from rmbench.types import ComparisonGroup, PairIndex
+from rmbench.types import ComparisonGroup, PairIndex, segment_gather
 
 PAIR_METRICS = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin")
 EPS_METRICS = ("discrimination", "specificity")
@@ -54,11 +54,8 @@ class MetricRecord:
 def _expand_units(units: np.ndarray, group_unit: np.ndarray) -> np.ndarray:
     """Group numbers of the given (possibly repeated) units, unit by unit."""
     order = np.argsort(group_unit, kind="stable")
-    counts = np.bincount(group_unit, minlength=int(group_unit.max()) + 1 if group_unit.size else 0)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    c = counts[units]
-    within = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
-    return order[np.repeat(starts[units], c) + within]
+    positions, _ = segment_gather(np.bincount(group_unit), units)
+    return order[positions]
 
 
 @dataclass(frozen=True)

@@ -193,47 +193,43 @@ class PairIndex:
         """The pairs of the given groups (with repeats, as a bootstrap resample needs).
 
         Repeated groups get fresh response indices, so the result indexes the reward vector
-        returned by :meth:`gather_rewards` for the same ``group_ids``.
+        returned by :meth:`gather_rewards` for the same ``group_ids``. Pairs are stored in
+        group order (``from_groups`` builds them so, and so does this), which the gathers rely on.
         """
-        group_ids = np.asarray(group_ids, dtype=np.int64)
+        sel = np.asarray(group_ids, dtype=np.int64)
         n = self.n_groups
-        counts = np.bincount(self.response_group, minlength=n)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        new_counts = counts[group_ids]
-        new_starts = np.concatenate([[0], np.cumsum(new_counts)[:-1]]) if len(group_ids) else np.zeros(0, np.int64)
-        shift = new_starts - starts[group_ids]  # per selected position: new index = old index + shift
+        resp_src, resp_pos = segment_gather(np.bincount(self.response_group, minlength=n), sel)
+        new_start = np.searchsorted(resp_pos, np.arange(len(sel)))  # first new response index of each pick
+        old_start = resp_src[new_start] if resp_src.size else np.zeros(len(sel), np.int64)
+        shift = new_start - old_start  # new response index = old index + shift of its pick
 
         def take(idx_a: np.ndarray, idx_b: np.ndarray, grp: np.ndarray):
-            order = np.argsort(grp, kind="stable")
-            grp_sorted = grp[order]
-            pc = np.bincount(grp_sorted, minlength=n)
-            pstart = np.concatenate([[0], np.cumsum(pc)[:-1]])
-            sel_counts = pc[group_ids]
-            total = int(sel_counts.sum())
-            if total == 0:
-                e = np.zeros(0, np.int64)
-                return e, e, e
-            pos_of = np.repeat(np.arange(len(group_ids)), sel_counts)
-            within = np.arange(total) - np.repeat(np.cumsum(sel_counts) - sel_counts, sel_counts)
-            src = order[pstart[group_ids][pos_of] + within]
-            return idx_a[src] + shift[pos_of], idx_b[src] + shift[pos_of], pos_of
+            src, pos = segment_gather(np.bincount(grp, minlength=n), sel)
+            return idx_a[src] + shift[pos], idx_b[src] + shift[pos], pos
 
         db, dw, dg = take(self.diff_better, self.diff_worse, self.diff_group)
         ea, eb, eg = take(self.eq_a, self.eq_b, self.eq_group)
-        rg = np.repeat(np.arange(len(group_ids)), new_counts)
-        return PairIndex(rg, db, dw, dg, ea, eb, eg)
+        return PairIndex(resp_pos, db, dw, dg, ea, eb, eg)
 
     def gather_rewards(self, rewards: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
         """The response-level rewards of the given groups, concatenated in that order."""
-        counts = np.bincount(self.response_group, minlength=self.n_groups)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        sel = np.asarray(group_ids, dtype=np.int64)
-        c = counts[sel]
-        if c.sum() == 0:
-            return np.zeros(0)
-        base = np.repeat(starts[sel], c)
-        within = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
-        return np.asarray(rewards)[base + within]
+        src, _ = segment_gather(np.bincount(self.response_group, minlength=self.n_groups),
+                                np.asarray(group_ids, dtype=np.int64))
+        return np.asarray(rewards)[src]
+
+
+def segment_gather(counts: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate whole segments of a flat array, segment by segment, with repeats allowed.
+
+    Segment k holds ``counts[k]`` consecutive items. Returns the flat indices of the items of
+    segments ``picks[0], picks[1], ...`` in that order, and for each the position in ``picks``.
+    """
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    c = counts[picks]
+    total = int(c.sum())
+    pos = np.repeat(np.arange(len(picks)), c)
+    within = np.arange(total) - np.repeat(np.cumsum(c) - c, c)
+    return starts[picks][pos] + within, pos
 
 
 @dataclass(frozen=True)
