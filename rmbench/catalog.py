@@ -35,6 +35,8 @@ import yaml
 
 from rmbench.errors import ConfigError
 from rmbench.models import MODEL_KINDS
+from rmbench.models.presets import DESCRIPTIONS as PRESET_DESCRIPTIONS
+from rmbench.models.presets import PRESETS
 from rmbench.tasks import TASK_KINDS
 from rmbench.types import ModelSpec, Spec, TaskSpec
 
@@ -126,6 +128,10 @@ def entry_files(folder: Path) -> list[Path]:
 def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Catalog:
     """All named tasks and models: built-in entries first, then each ``include`` folder."""
     catalog = Catalog()
+    for name, spec in PRESETS.items():
+        catalog.models[name] = spec
+        catalog.descriptions[("model", name)] = PRESET_DESCRIPTIONS[name]
+        catalog.origins[("model", name)] = "built-in preset"
     folders = ([builtin_tasks_dir()] if builtin else []) + [Path(p).expanduser() for p in include]
     for folder in folders:
         for path in entry_files(folder):

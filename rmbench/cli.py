@@ -10,7 +10,9 @@ from typing import Iterator, List, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.text import Text
 from rich.table import Table
 
 from rmbench.errors import RMBenchError
@@ -37,6 +39,13 @@ def user_errors() -> Iterator[None]:
     except (RMBenchError, RegistryError) as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+class _RateColumn(ProgressColumn):
+    """Items per second of a task (blank until rich has a speed estimate)."""
+
+    def render(self, task) -> Text:
+        return Text(f"{task.speed:,.1f} items/s" if task.speed else "", style="progress.data.speed")
 
 
 def _progress_factory(progress: Progress):
@@ -76,42 +85,81 @@ def _details_table(results: dict) -> Table:
     return table
 
 
+def _parse_model_args(items: List[str]) -> tuple:
+    import yaml
+
+    from rmbench.errors import ConfigError
+
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--model-arg {item!r}: expected KEY=VALUE")
+        try:
+            out.append((key.strip(), yaml.safe_load(value)))  # 0.1 -> float, true -> bool, text -> str
+        except yaml.YAMLError:
+            out.append((key.strip(), value))
+    return tuple(out)
+
+
 @app.command("eval")
 def eval_command(
-    model: str = typer.Option("length", "--model", "-m", help="Model spec: a name (oracle, constant, length, a named "
-                              "entry) or KIND:TARGET such as python:my_rm.py:score."),
+    model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
+                              "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
     tasks: str = typer.Option("ties", "--tasks", "-t", help="Comma-separated task names."),
     data: List[str] = typer.Option([], "--data", help="TASK=PATH: read TASK's data from a local file. Repeatable."),
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
     eps_unit: str = typer.Option("sigma", "--eps-unit", help="'sigma' (eps times the std of the rewards) or 'raw'."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N groups of each task."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default: runs/<model>]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default: runs/<model>]; with several "
+                                       "models, the parent of one folder per model [default: runs]."),
     include: List[Path] = typer.Option([], "--include", help="Folder of extra task/model entry files. Repeatable."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% CIs (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Responses per model call [default: the model's]."),
+    model_arg: List[str] = typer.Option([], "--model-arg", help="KEY=VALUE overriding an argument of the model "
+                                        "(e.g. beta=0.1, T=8). Repeatable."),
+    dtype: str = typer.Option("auto", "--dtype", help="auto (bf16 where the CPU has bf16 units), float32, bfloat16, float16."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, mps."),
+    token_budget: int = typer.Option(8192, "--token-budget", help="Padded tokens per batch."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Score cache [default: $XDG_CACHE_HOME/rmbench/scores]."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model repositories to run their own code."),
 ) -> None:
-    """Score a model on tasks; write results.json, rewards.jsonl and leaderboard.md; print the leaderboard."""
+    """Score models on tasks; write results.json, rewards.jsonl and leaderboard.md; print the leaderboard."""
     from rmbench.leaderboard import build_leaderboard, render
+    from rmbench.models import Runtime
     from rmbench.record import atomic_write_text, load_run
     from rmbench.runner import EvalConfig, evaluate, parse_data_overrides, parse_eps
 
     with user_errors():
-        config = EvalConfig(model=model, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
-                            data=parse_data_overrides(data), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
-                            include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
-                            batch_size=batch_size)
-        out_dir = out or _default_out(model)
+        models = [m.strip() for m in model.split(",") if m.strip()]
+        runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget)
+        configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
+                              data=parse_data_overrides(data), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
+                              include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
+                              model_args=_parse_model_args(model_arg), runtime=runtime,
+                              cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache)
+                   for m in models]
+        if len(models) == 1:
+            root = out or _default_out(models[0])
+            run_dirs = [root]
+        else:
+            root = out or Path("runs")
+            run_dirs = [root / _default_out(m).name for m in models]
         columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("responses"), TimeElapsedColumn(), TimeRemainingColumn())
+                   TextColumn("responses"), _RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
+                   TimeRemainingColumn())
+        results = []
         with Progress(*columns, console=err_console, transient=False) as progress:
-            results = evaluate(config, out_dir=out_dir, progress=_progress_factory(progress))
-        lb = build_leaderboard([load_run(out_dir)])
-        atomic_write_text(Path(out_dir) / "leaderboard.md", render(lb, "md"))
-        console.print(_details_table(results))
+            for config, run_dir in zip(configs, run_dirs):
+                results.append(evaluate(config, out_dir=run_dir, progress=_progress_factory(progress)))
+        lb = build_leaderboard([load_run(d) for d in run_dirs])
+        atomic_write_text(Path(root) / "leaderboard.md", render(lb, "md"))
+        if len(results) == 1:
+            console.print(_details_table(results[0]))
         console.print(_leaderboard_table(lb))
-        console.print(f"Wrote {out_dir}/results.json, {out_dir}/rewards.jsonl and {out_dir}/leaderboard.md",
-                      markup=False, highlight=False)
+        written = ", ".join(str(d) for d in run_dirs)
+        console.print(f"Wrote run folders {written} and {root}/leaderboard.md", markup=False, highlight=False)
 
 
 @tasks_app.command("list")

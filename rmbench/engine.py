@@ -1,22 +1,47 @@
 """The scoring engine: the only place that calls ``model.score``.
 
-It flattens the responses of all groups into requests, hands them to the model in batches
-(longest first, so that batches of similar length pad little), checks what comes back, and
-returns one reward per response in the original order.
+1. Flatten the responses of all groups into requests and keep one per distinct input
+   (prompt, response): a response that several groups, tasks or shifts share is scored once.
+2. Plan batches: sort by the model's token lengths, longest first, and fill each batch up to
+   a budget of padded tokens (count x longest), so batches of short texts are wide and batches
+   of long ones narrow. The plan depends only on the inputs, so a resumed run re-forms exactly
+   the batches an uninterrupted run would have, and returns identical scores.
+3. Skip every planned batch whose scores are all in the cache; score the rest and write each
+   batch to the cache in one transaction.
+4. Hand the raw outputs of whole groups to ``model.postprocess`` (MC-dropout clustering needs
+   all responses of a prompt at once) and check the rewards.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
+from rmbench.cache import ScoreCache, request_key
 from rmbench.errors import ModelError
-from rmbench.models.base import RewardModel, ScoreRequest
+from rmbench.models.base import RewardModel, Runtime, ScoreRequest
 from rmbench.types import ComparisonGroup
 
 Progress = Callable[[int], None]
-"""Called with the number of responses just scored."""
+"""Called with the number of distinct responses just scored (or found in the cache)."""
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    requests: int
+    distinct: int
+    cached: int
+    computed: int
+    batches_computed: int
+    real_tokens: int
+    padded_tokens: int
+    seconds: float
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
 
 
 def requests_for(groups: Sequence[ComparisonGroup]) -> list[ScoreRequest]:
@@ -24,39 +49,98 @@ def requests_for(groups: Sequence[ComparisonGroup]) -> list[ScoreRequest]:
             for g in groups for i, (resp, u) in enumerate(zip(g.responses, g.utilities))]
 
 
-def _length(req: ScoreRequest) -> int:
-    prompt = req.prompt if isinstance(req.prompt, str) else "".join(m.content for m in req.prompt)
-    return len(prompt) + len(req.response)
+def plan_batches(lengths: Sequence[int], token_budget: int, max_batch: int) -> list[list[int]]:
+    """Indices sorted longest first, cut into batches whose padded size (n x longest) fits the
+    budget; a text longer than the budget gets a batch of its own."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = lengths[current[0]] if current else lengths[i]  # the first (longest) sets the width
+        if current and ((len(current) + 1) * width > token_budget or len(current) >= max_batch):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
 
 
-def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], batch_size: int | None = None,
-                 progress: Progress | None = None) -> np.ndarray:
-    """One reward per response of ``groups``, flattened in group order."""
+def _name(model: RewardModel) -> str:
+    return model.spec.name if hasattr(model, "spec") else type(model).__name__
+
+
+def _check_batch(model: RewardModel, batch: Sequence[ScoreRequest], out) -> np.ndarray:
+    name = _name(model)
+    try:
+        values = np.asarray(out if isinstance(out, np.ndarray) else list(out), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ModelError(f"model {name!r} returned rewards that are not numbers: {str(out)[:200]}") from None
+    if values.ndim == 0 or values.shape[0] != len(batch) or values.ndim > 2:
+        raise ModelError(f"model {name!r} returned {values.shape[0] if values.ndim else 'a scalar'} rewards for a "
+                         f"batch of {len(batch)} responses")
+    bad = np.flatnonzero(~np.isfinite(values.reshape(len(batch), -1)).all(axis=1))
+    if bad.size:
+        req = batch[int(bad[0])]
+        raise ModelError(f"model {name!r} returned a non-finite reward ({values[bad[0]]}) for group "
+                         f"{req.group_id!r}, response {req.index}")
+    return values
+
+
+def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
+                 progress: Progress | None = None, cache: ScoreCache | None = None) -> tuple[np.ndarray, EngineStats]:
+    """One reward per response of ``groups``, flattened in group order, and what it cost."""
+    t0 = time.perf_counter()
+    runtime = runtime or Runtime()
     requests = requests_for(groups)
-    size = max(1, int(batch_size or getattr(model, "batch_size", 64)))
-    order = sorted(range(len(requests)), key=lambda i: -_length(requests[i]))
-    rewards = np.empty(len(requests), dtype=np.float64)
-    name = model.spec.name if hasattr(model, "spec") else type(model).__name__
-    for start in range(0, len(order), size):
-        idx = order[start: start + size]
-        batch = [requests[i] for i in idx]
-        try:
-            out = model.score(batch)
-        except Exception as exc:  # the model's own failure, reported with where it happened
-            raise ModelError(f"model {name!r} failed on a batch starting at group {batch[0].group_id!r}, response "
-                             f"{batch[0].index}: {type(exc).__name__}: {exc}") from exc
-        try:
-            values = np.asarray(list(out), dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            raise ModelError(f"model {name!r} returned rewards that are not numbers: {str(out)[:200]}") from None
-        if values.size != len(batch):
-            raise ModelError(f"model {name!r} returned {values.size} rewards for a batch of {len(batch)} responses")
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            req = batch[int(bad[0])]
-            raise ModelError(f"model {name!r} returned a non-finite reward ({values[bad[0]]}) for group "
-                             f"{req.group_id!r}, response {req.index}")
-        rewards[idx] = values
+    keys = [request_key(r, model.uses_utility) for r in requests]
+    first: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    distinct_keys = list(first)
+    distinct = [requests[first[k]] for k in distinct_keys]
+
+    known = cache.get_many(distinct_keys) if cache is not None else {}
+    lengths = model.lengths(distinct)
+    max_batch = min(runtime.max_batch, model.max_batch or runtime.max_batch)
+    plan = plan_batches(lengths, runtime.token_budget, max_batch)
+    results: dict[str, np.ndarray] = {}
+    cached = computed = batches = real = padded = 0
+    for idx in plan:
+        batch_keys = [distinct_keys[i] for i in idx]
+        if all(k in known for k in batch_keys):
+            results.update((k, known[k]) for k in batch_keys)
+            cached += len(idx)
+        else:
+            batch = [distinct[i] for i in idx]
+            try:
+                out = model.score(batch)
+            except ModelError:
+                raise
+            except Exception as exc:  # the model's own failure, reported with where it happened
+                raise ModelError(f"model {_name(model)!r} failed on a batch starting at group {batch[0].group_id!r}, "
+                                 f"response {batch[0].index}: {type(exc).__name__}: {exc}") from exc
+            values = _check_batch(model, batch, out)
+            if cache is not None:
+                cache.put_many(zip(batch_keys, values))
+            results.update(zip(batch_keys, values))
+            computed += len(idx)
+            batches += 1
+            real += sum(lengths[i] for i in idx)
+            padded += len(idx) * max(lengths[i] for i in idx)
         if progress is not None:
-            progress(len(batch))
-    return rewards
+            progress(len(idx))
+
+    raw = np.stack([np.atleast_1d(results[k]) for k in keys]) if keys else np.zeros((0, 1))
+    if raw.shape[1] == 1:
+        raw = raw[:, 0]
+    try:
+        rewards = np.asarray(model.postprocess(groups, raw), dtype=np.float64)
+    except ValueError as exc:
+        raise ModelError(f"model {_name(model)!r}: {exc}") from None
+    if rewards.shape != (len(requests),) or not np.isfinite(rewards).all():
+        raise ModelError(f"model {_name(model)!r} post-processing returned {rewards.shape} values, some not finite, "
+                         f"for {len(requests)} responses")
+    stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, padded,
+                        time.perf_counter() - t0)
+    return rewards, stats

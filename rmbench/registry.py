@@ -138,20 +138,32 @@ class Registry(Generic[T]):
         return iter(self.names())
 
 
-def instantiate(registry: Registry, spec: Any, what: str, required_method: str, base: type, wrap: Callable) -> Any:
+def instantiate(registry: Registry, spec: Any, what: str, required_method: str, base: type, wrap: Callable,
+                context: dict[str, Any] | None = None) -> Any:
     """Build ``spec`` (a :class:`rmbench.types.Spec`) with its kind's factory from ``registry``.
 
-    The result must have ``required_method``; an object that is not a ``base`` instance is wrapped
-    with ``wrap``. Every failure is a ConfigError that names the spec, its kind and arguments.
+    ``context`` holds keyword arguments (such as ``runtime``) passed only to factories whose
+    signature names them. The result must have ``required_method``; an object that is not a
+    ``base`` instance is wrapped with ``wrap``. Every failure is a ConfigError that names the
+    spec, its kind and arguments.
     """
+    import inspect
+
     from rmbench.errors import ConfigError
 
     try:
         factory = registry.get(spec.kind)
     except RegistryError as exc:
         raise ConfigError(f"{what} {spec.name!r}: {exc}") from None
+    kwargs = dict(spec.args_dict)
+    if context:
+        try:
+            params = inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            params = {}
+        kwargs.update({k: v for k, v in context.items() if k in params})
     try:
-        obj = factory(**spec.args_dict)
+        obj = factory(**kwargs)
     except (TypeError, ValueError, RegistryError) as exc:
         raise ConfigError(f"{what} {spec.name!r} (kind {spec.kind!r}, args {spec.args_dict}): {exc}") from None
     if not callable(getattr(obj, required_method, None)):

@@ -5,6 +5,7 @@ The CLI's ``rmbench eval`` is a thin wrapper around :func:`evaluate`; tests call
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import platform
 import subprocess
@@ -12,14 +13,15 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from rmbench import __version__
 from rmbench.catalog import Catalog, load_catalog
+from rmbench.cache import ScoreCache
 from rmbench.engine import score_groups
 from rmbench.errors import ConfigError, DataError
 from rmbench.metrics import METRIC_VERSION, reward_sigma
-from rmbench.models import build_model, parse_model_spec
+from rmbench.models import Runtime, build_model, parse_model_spec
 from rmbench.record import SCHEMA_VERSION, RewardRow, comparability_key, write_run
 from rmbench.summary import summarize
 from rmbench.tasks import build_task
@@ -29,6 +31,7 @@ ProgressFactory = Callable[[str, int], Callable[[int], None]]
 """``factory(description, total)`` returns a callback that advances by the count it is given."""
 
 DEFAULT_EPS = (0.0, 0.1)
+DEFAULT_MODEL = "smollm2-135m"
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class EvalConfig:
     """Everything that defines a run. ``data`` maps task names to local files that replace
     the task's own data source; ``eps`` is in ``eps_unit`` (``sigma`` or ``raw``)."""
 
-    model: str = "length"
+    model: str = DEFAULT_MODEL
     tasks: tuple[str, ...] = ("ties",)
     data: tuple[tuple[str, str], ...] = ()
     eps: tuple[float, ...] = DEFAULT_EPS
@@ -45,7 +48,10 @@ class EvalConfig:
     include: tuple[str, ...] = ()
     n_bootstrap: int = 1000
     seed: int = 0
-    batch_size: int | None = None
+    model_args: tuple[tuple[str, Any], ...] = ()
+    runtime: Runtime = field(default_factory=Runtime)
+    cache_dir: str | None = None
+    use_cache: bool = True
 
     def __post_init__(self) -> None:
         if not self.tasks:
@@ -105,6 +111,8 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     """
     catalog = catalog or load_catalog(config.include)
     model_spec = parse_model_spec(config.model, catalog.models)
+    if config.model_args:
+        model_spec = Spec.make(model_spec.name, model_spec.kind, {**model_spec.args_dict, **dict(config.model_args)})
     overrides = dict(config.data)
     loaded = []
     for name in config.tasks:
@@ -113,13 +121,25 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
             spec = task_spec_with_data(spec, overrides[name])
         task, groups = load_groups(spec, config.limit)
         loaded.append((spec, task, groups))
-    model = build_model(model_spec)
+    model = build_model(model_spec, config.runtime)
+
+    # All tasks are scored in one pass, so a response that several tasks share is scored once.
+    all_groups = [g for _, _, groups in loaded for g in groups]
+    n_all = sum(len(g.responses) for g in all_groups)
+    advance = progress(f"{model_spec.name} on {', '.join(config.tasks)}", n_all) if progress else None
+    cache = ScoreCache(model.fingerprint(), config.cache_dir) if config.use_cache else None
+    try:
+        all_rewards, stats = score_groups(model, all_groups, config.runtime, advance, cache)
+    finally:
+        if cache is not None:
+            cache.close()
 
     task_docs, metric_docs, reward_rows = [], [], []
+    offset = 0
     for spec, task, groups in loaded:
         n_responses = sum(len(g.responses) for g in groups)
-        advance = progress(f"{model_spec.name} on {spec.name}", n_responses) if progress else None
-        rewards = score_groups(model, groups, config.batch_size, advance)
+        rewards = all_rewards[offset: offset + n_responses]
+        offset += n_responses
         records = summarize(spec.name, groups, rewards, config.eps, config.eps_unit,
                             group_units=task.bootstrap_units(groups),
                             extra_metrics=task.extra_metrics(groups, rewards),
@@ -136,11 +156,11 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
             "sigma": reward_sigma(rewards),
         })
         metric_docs += [r.to_json() for r in records]
-        offset = 0
+        row = 0
         for g in groups:
             for i, u in enumerate(g.utilities):
-                reward_rows.append(RewardRow(spec.name, g.id, i, u, float(rewards[offset + i])))
-            offset += len(g.responses)
+                reward_rows.append(RewardRow(spec.name, g.id, i, u, float(rewards[row + i])))
+            row += len(g.responses)
 
     results = {
         "schema_version": SCHEMA_VERSION,
@@ -150,8 +170,10 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
         "tasks": task_docs,
         "metrics": metric_docs,
         "config": {"eps": list(config.eps), "eps_unit": config.eps_unit, "limit": config.limit,
-                   "n_bootstrap": config.n_bootstrap, "seed": config.seed, "batch_size": config.batch_size,
+                   "n_bootstrap": config.n_bootstrap, "seed": config.seed,
                    "metric_version": METRIC_VERSION, "ci_level": 0.95},
+        "engine": {"runtime": dataclasses.asdict(config.runtime), "model": model.runtime_info(),
+                   "cache": str(cache.path) if cache is not None else None, "stats": stats.to_json()},
         "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
                         "git_revision": _git_revision()},
     }

@@ -3,7 +3,9 @@
 A model is named on the command line as
 
 * a kind with no arguments: ``oracle``, ``constant``, ``length``, or a kind a plugin registered;
-* a kind with a target: ``python:path/to/file.py:func`` (``KIND:TARGET``);
+* a kind with a target: ``python:path/to/file.py:func``, ``implicit:path/or/hub-id``,
+  ``discretize:smollm2-135m-gen`` (``KIND:TARGET``);
+* a preset (``smollm2-135m``, ``smollm2-135m-gen``...: :mod:`rmbench.models.presets`);
 * a named entry from a YAML/TOML file (``type: model``) in ``tasks/`` or an ``--include`` folder.
 
 Third-party packages add kinds through the ``rmbench.models`` entry-point group; the entry
@@ -17,7 +19,7 @@ import difflib
 from typing import Mapping, Sequence
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import RewardModel, ScoreRequest
+from rmbench.models.base import RewardModel, Runtime, ScoreRequest
 from rmbench.registry import Registry, instantiate
 from rmbench.types import ModelSpec, Spec
 
@@ -27,6 +29,18 @@ MODEL_KINDS.register("constant", "rmbench.models.baselines:ConstantRM", descript
 MODEL_KINDS.register("length", "rmbench.models.baselines:LengthRM", description="reward = response length (the length-bias baseline)")
 MODEL_KINDS.register("python", "rmbench.models.python_fn:PythonFunctionRM",
                      description="python:PATH_OR_MODULE:FUNC; FUNC(list of (prompt, response)) -> list of floats")
+MODEL_KINDS.register("implicit", "rmbench.models.implicit:ImplicitRM",
+                     description="implicit RM beta*log(pi/pi_ref) of a causal LM (implicit:MODEL, reference-free)")
+MODEL_KINDS.register("seqcls", "rmbench.models.seqcls:SeqClsRM",
+                     description="explicit RM: AutoModelForSequenceClassification, 1 output (seqcls:MODEL)")
+MODEL_KINDS.register("linear", "rmbench.models.seqcls:LinearHeadRM",
+                     description="explicit RM: linear head <u, h(x,y)> from a file on any backbone (args model, head)")
+MODEL_KINDS.register("generative", "rmbench.models.generative:GenerativeRM",
+                     description="generative verifier: P('Yes') to 'Is the answer correct?' (generative:MODEL)")
+MODEL_KINDS.register("discretize", "rmbench.models.discretize:DiscretizedRM",
+                     description="MC-dropout discretisation of another adapter (discretize:MODEL_SPEC)")
+MODEL_KINDS.register("lmeval", "rmbench.models.lmeval:LMEvalRM",
+                     description="lm-evaluation-harness model as implicit RM via loglikelihood (args lm, model_args)")
 
 
 def parse_model_spec(text: str, named: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
@@ -37,7 +51,10 @@ def parse_model_spec(text: str, named: Mapping[str, ModelSpec] | None = None) ->
         return named[text]
     kind, sep, target = text.partition(":")
     if sep and kind in MODEL_KINDS:
-        return Spec.make(name=text, kind=kind, args={"target": target})
+        # The target fills the argument the kind names in ``target_arg`` (``model`` for the
+        # transformers adapters, ``inner`` for discretize, ``target`` for python).
+        target_arg = getattr(MODEL_KINDS.get(kind), "target_arg", "target")
+        return Spec.make(name=text, kind=kind, args={target_arg: target})
     if text in MODEL_KINDS:
         return Spec.make(name=text, kind=text)
     known = sorted(set(MODEL_KINDS.names()) | set(named))
@@ -52,15 +69,17 @@ class _PluginModel(RewardModel):
 
     def __init__(self, inner) -> None:
         self.inner = inner
-        self.batch_size = int(getattr(inner, "batch_size", RewardModel.batch_size))
+        self.max_batch = getattr(inner, "max_batch", None)
 
     def score(self, batch: Sequence[ScoreRequest]):
         return self.inner.score(batch)
 
 
-def build_model(spec: ModelSpec) -> RewardModel:
-    """Instantiate the adapter a spec describes. Errors name the model and what was wrong."""
-    return instantiate(MODEL_KINDS, spec, "model", "score", RewardModel, _PluginModel)
+def build_model(spec: ModelSpec, runtime: Runtime | None = None) -> RewardModel:
+    """Instantiate the adapter a spec describes; factories that take ``runtime`` get it.
+    Errors name the model and what was wrong."""
+    return instantiate(MODEL_KINDS, spec, "model", "score", RewardModel, _PluginModel,
+                       {"runtime": runtime or Runtime()})
 
 
-__all__ = ["MODEL_KINDS", "RewardModel", "ScoreRequest", "build_model", "parse_model_spec"]
+__all__ = ["MODEL_KINDS", "RewardModel", "Runtime", "ScoreRequest", "build_model", "parse_model_spec"]

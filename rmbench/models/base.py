@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from rmbench.types import ModelSpec, Prompt
+import numpy as np
+
+from rmbench import __version__
+from rmbench.types import ModelSpec, Prompt, canonical_json, sha256_hex
+
+if TYPE_CHECKING:
+    from rmbench.types import ComparisonGroup
 
 
 @dataclass(frozen=True)
@@ -14,7 +20,7 @@ class ScoreRequest:
     """One response to score.
 
     ``utility`` is the ground truth, present only so that the ``oracle`` baseline can exist;
-    real adapters must ignore it.
+    real adapters must ignore it (and leave ``uses_utility`` False).
     """
 
     prompt: Prompt
@@ -24,21 +30,58 @@ class ScoreRequest:
     utility: int | None = None
 
 
+@dataclass(frozen=True)
+class Runtime:
+    """How to run models: never part of a task's comparability, recorded in every run.
+
+    ``dtype``: ``auto`` (bf16 where the CPU has bf16 units or on a GPU, fp32 otherwise),
+    ``float32``, ``bfloat16`` or ``float16``. ``device``: ``auto``, ``cpu``, ``cuda``, ``mps``.
+    ``token_budget``: padded tokens per batch. ``max_batch``: requests per batch at most.
+    """
+
+    dtype: str = "auto"
+    device: str = "auto"
+    trust_remote_code: bool = False
+    token_budget: int = 8192
+    max_batch: int = 64
+
+
 class RewardModel(ABC):
     """Base class of model adapters.
 
-    Subclasses implement :meth:`score` over a whole batch, so an adapter can batch, pad and
-    cache as it likes; the engine decides nothing about model types. ``batch_size`` is the
-    number of requests the engine hands over per call.
+    Subclasses implement :meth:`score` over a whole batch, so an adapter can pad and vectorise
+    as it likes. The engine plans batches (sorted by :meth:`lengths`, under a token budget),
+    skips what its cache holds, and finally calls :meth:`postprocess` with whole groups in view.
     """
 
     spec: ModelSpec
-    batch_size: int = 64
+    uses_utility: bool = False
+    max_batch: int | None = None  # an adapter's own cap on requests per batch, if any
 
     @abstractmethod
-    def score(self, batch: Sequence[ScoreRequest]) -> Sequence[float]:
-        """One finite float reward per request, in order."""
+    def score(self, batch: Sequence[ScoreRequest]) -> Sequence[float] | np.ndarray:
+        """One finite value per request, in order: a float, or a fixed-length vector of raw
+        outputs that :meth:`postprocess` turns into a reward."""
+
+    def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        """Cost of each request in tokens, for batching (default: characters / 4)."""
+        return [1 + (_text_length(r.prompt) + len(r.response)) // 4 for r in batch]
+
+    def postprocess(self, groups: Sequence["ComparisonGroup"], raw: np.ndarray) -> np.ndarray:
+        """Raw outputs of all responses (flattened in group order) -> one reward each."""
+        if raw.ndim != 1:
+            raise ValueError(f"{type(self).__name__} returned vectors but does not post-process them")
+        return raw
 
     def fingerprint(self) -> str:
-        """Identity of the scoring function; adapters with weights or code add their hash."""
-        return self.spec.fingerprint()
+        """Identity of the scoring function: keys the score cache. Adapters with weights or
+        code add their hash; built-ins include rmbench's version so a new release re-scores."""
+        return sha256_hex(canonical_json({"spec": self.spec.to_json(), "rmbench": __version__}))
+
+    def runtime_info(self) -> dict[str, Any]:
+        """What the run record should say about how this model ran (dtype, device, versions)."""
+        return {}
+
+
+def _text_length(prompt: Prompt) -> int:
+    return len(prompt) if isinstance(prompt, str) else sum(len(m.content) for m in prompt)

@@ -11,6 +11,7 @@ class OracleRM(RewardModel):
     """reward = true utility. Perfect discrimination and specificity; for tests and sanity checks."""
 
     description = "reward = true utility (upper bound; for tests)"
+    uses_utility = True
 
     def score(self, batch: Sequence[ScoreRequest]) -> list[float]:
         if any(r.utility is None for r in batch):

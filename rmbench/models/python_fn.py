@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from pathlib import Path
 from typing import Sequence
 
 from rmbench.models.base import RewardModel, ScoreRequest
@@ -17,10 +18,11 @@ from rmbench.types import prompt_to_json
 
 class PythonFunctionRM(RewardModel):
     description = "python:PATH_OR_MODULE:FUNC, FUNC(list of (prompt, response)) -> list of floats"
+    target_arg = "target"
 
-    def __init__(self, target: str, batch_size: int = 64) -> None:
+    def __init__(self, target: str, max_batch: int | None = None) -> None:
         self.target = target
-        self.batch_size = int(batch_size)
+        self.max_batch = max_batch
         self.fn = import_target(target)
         if not callable(self.fn):
             raise TypeError(f"{target!r} is not callable")
@@ -29,9 +31,11 @@ class PythonFunctionRM(RewardModel):
         return list(self.fn([(prompt_to_json(r.prompt), r.response) for r in batch]))
 
     def fingerprint(self) -> str:
-        # The function's source is part of its identity: editing it changes the scores.
+        # The source file's content and the function's name are its identity: edit the file and
+        # its cached scores no longer apply.
         try:
-            source = inspect.getsource(self.fn)
+            source = Path(inspect.getsourcefile(self.fn) or "").read_bytes()
         except (OSError, TypeError):
-            source = ""
-        return hashlib.sha256((super().fingerprint() + source).encode()).hexdigest()
+            source = b""
+        name = getattr(self.fn, "__qualname__", self.target)
+        return hashlib.sha256(source + b"\0" + name.encode() + b"\0" + super().fingerprint().encode()).hexdigest()

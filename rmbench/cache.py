@@ -1,0 +1,53 @@
+"""The score cache: one SQLite file per model fingerprint, keyed by a hash of each input.
+
+A batch's scores are written in one transaction, so a run killed mid-way leaves only whole
+batches behind and the next run resumes from them. Values are JSON lists of floats (a reward,
+or an adapter's raw vector).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from rmbench.models.base import ScoreRequest
+from rmbench.paths import user_cache_dir
+from rmbench.types import canonical_json, prompt_to_json, sha256_hex
+
+
+def request_key(req: ScoreRequest, with_utility: bool = False) -> str:
+    """sha256 of the scored input: the prompt and the response (and the utility for the oracle)."""
+    payload = {"prompt": prompt_to_json(req.prompt), "response": req.response}
+    if with_utility:
+        payload["utility"] = req.utility
+    return sha256_hex(canonical_json(payload))
+
+
+class ScoreCache:
+    def __init__(self, model_fingerprint: str, cache_dir: str | Path | None = None) -> None:
+        folder = Path(cache_dir) if cache_dir is not None else user_cache_dir() / "scores"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{model_fingerprint}.sqlite"
+        self._db = sqlite3.connect(self.path)
+        self._db.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self._db.commit()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i:i + 500])
+            rows = self._db.execute(f"SELECT key, value FROM scores WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+            out.update((k, np.asarray(json.loads(v), dtype=np.float64)) for k, v in rows)
+        return out
+
+    def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        with self._db:  # one transaction: all of the batch or none of it
+            self._db.executemany("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)",
+                                 [(k, json.dumps(np.asarray(v, dtype=np.float64).tolist())) for k, v in items])
+
+    def close(self) -> None:
+        self._db.close()

