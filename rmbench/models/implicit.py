@@ -62,8 +62,9 @@ class ImplicitRM(HFRewardModel):
         self.model = load_weights(AutoModelForCausalLM, model, self.source, self.runtime, self.dtype, self.device)
         self.reference = None
         if ref is not None:
-            self.reference = ImplicitRM(ref, None, 1.0, normalize, self.runtime, ref_revision, template,
-                                        system_prompt, max_length)
+            self.reference = ImplicitRM(ref, beta=1.0, normalize=normalize, runtime=self.runtime,
+                                        revision=ref_revision, template=template, system_prompt=system_prompt,
+                                        max_length=max_length)
 
     @property
     def backbone(self):

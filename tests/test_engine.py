@@ -1,0 +1,152 @@
+"""The scoring engine: token-budget batches, one score per distinct input, cache, resume."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmbench.cache import ScoreCache
+from rmbench.engine import plan_batches, score_groups
+from rmbench.errors import ModelError
+from rmbench.models import Runtime, build_model
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.types import ComparisonGroup, Spec
+
+COUNTER = """
+import json, os
+LOG = os.environ["RMBENCH_TEST_CALLS"]
+
+def score(pairs):
+    calls = json.load(open(LOG)) if os.path.exists(LOG) else []
+    if os.environ.get("RMBENCH_TEST_FAIL_AT") and len(calls) + 1 >= int(os.environ["RMBENCH_TEST_FAIL_AT"]):
+        raise RuntimeError("killed mid-run")
+    calls.append(len(pairs))
+    json.dump(calls, open(LOG, "w"))
+    return [float(len(r)) * 0.5 + (hash(r) % 7) * 0.01 for _, r in pairs]
+"""
+
+
+@pytest.fixture
+def counting_model(tmp_path, monkeypatch):
+    f = tmp_path / "counter.py"
+    f.write_text(COUNTER)
+    log = tmp_path / "calls.json"
+    monkeypatch.setenv("RMBENCH_TEST_CALLS", str(log))
+
+    def calls():
+        return json.loads(log.read_text()) if log.exists() else []
+
+    return f"python:{f}:score", calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 300), max_size=60), st.integers(50, 2000), st.integers(1, 16))
+def test_plan_covers_everything_once_within_budget(lengths, budget, max_batch):
+    plan = plan_batches(lengths, budget, max_batch)
+    assert sorted(i for b in plan for i in b) == list(range(len(lengths)))
+    for b in plan:
+        assert len(b) <= max_batch
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= budget
+    flat = [lengths[i] for b in plan for i in b]
+    assert flat == sorted(flat, reverse=True)  # longest first: neighbours pad little
+
+
+def test_distinct_inputs_are_scored_once_across_tasks(tmp_path, counting_model):
+    model, calls = counting_model
+    res = evaluate(EvalConfig(model=model, tasks=("ties", "ties_copy"), include=(str(_copy_entry(tmp_path)),),
+                              n_bootstrap=10, cache_dir=str(tmp_path / "c")))
+    stats = res["engine"]["stats"]
+    assert stats["requests"] == 2 * 514 and stats["distinct"] == 514  # the copy adds nothing new
+    assert sum(calls()) == stats["distinct"] == stats["computed"]
+    a, b = res["metrics"][0], [m for m in res["metrics"] if m["task"] == "ties_copy"][0]
+    assert a["value"] == b["value"]
+
+
+def _copy_entry(tmp_path):
+    from rmbench.catalog import builtin_tasks_dir
+
+    folder = tmp_path / "entries"
+    folder.mkdir()
+    (folder / "copy.yaml").write_text(f"name: ties_copy\nkind: rb2_ties\nargs:\n  path: "
+                                      f"{builtin_tasks_dir() / 'data' / 'ties_builtin.jsonl'}\n")
+    return folder
+
+
+def test_second_run_with_other_eps_does_no_forward_pass(tmp_path, counting_model):
+    model, calls = counting_model
+    first = evaluate(EvalConfig(model=model, eps=(0.0, 0.1), n_bootstrap=10, cache_dir=str(tmp_path / "c")))
+    n_calls = len(calls())
+    assert n_calls > 0 and first["engine"]["stats"]["batches_computed"] == n_calls
+    second = evaluate(EvalConfig(model=model, eps=(0.5,), n_bootstrap=10, cache_dir=str(tmp_path / "c")))
+    assert len(calls()) == n_calls  # no new call to the model
+    assert second["engine"]["stats"]["batches_computed"] == 0 and second["engine"]["stats"]["cached"] == 514
+
+
+def test_interrupted_run_resumes_with_identical_rewards(tmp_path, counting_model, monkeypatch):
+    model, calls = counting_model
+    runtime = Runtime(token_budget=400)  # many small batches
+    fresh = evaluate(EvalConfig(model=model, runtime=runtime, n_bootstrap=10, cache_dir=str(tmp_path / "fresh")),
+                     out_dir=tmp_path / "fresh_run")
+    n_batches = fresh["engine"]["stats"]["batches_computed"]
+    assert n_batches > 4
+    (tmp_path / "calls.json").unlink()
+    monkeypatch.setenv("RMBENCH_TEST_FAIL_AT", str(n_batches // 2))
+    with pytest.raises(ModelError, match="killed mid-run"):
+        evaluate(EvalConfig(model=model, runtime=runtime, n_bootstrap=10, cache_dir=str(tmp_path / "resume")),
+                 out_dir=tmp_path / "resumed_run")
+    assert not (tmp_path / "resumed_run" / "results.json").exists()
+    done = len(calls())
+    monkeypatch.delenv("RMBENCH_TEST_FAIL_AT")
+    resumed = evaluate(EvalConfig(model=model, runtime=runtime, n_bootstrap=10, cache_dir=str(tmp_path / "resume")),
+                       out_dir=tmp_path / "resumed_run")
+    assert resumed["engine"]["stats"]["batches_computed"] == n_batches - done
+    assert (tmp_path / "resumed_run" / "rewards.jsonl").read_text() == (tmp_path / "fresh_run" / "rewards.jsonl").read_text()
+    assert resumed["metrics"] == fresh["metrics"]
+
+
+def test_cache_is_keyed_by_model_fingerprint(tmp_path):
+    groups = [ComparisonGroup("g", "q", ["a", "bb"], [1, 0])]
+    for kind, args, expected in (("constant", {"value": 1.0}, [1.0, 1.0]), ("constant", {"value": 2.0}, [2.0, 2.0])):
+        model = build_model(Spec.make(kind, kind, args))
+        cache = ScoreCache(model.fingerprint(), tmp_path)
+        rewards, _ = score_groups(model, groups, cache=cache)
+        assert list(rewards) == expected
+
+
+def test_python_adapter_fingerprint_follows_its_source(tmp_path):
+    f = tmp_path / "rm.py"
+    f.write_text("def score(pairs):\n    return [1.0] * len(pairs)\n")
+    a = build_model(Spec.make("p", "python", {"target": f"{f}:score"})).fingerprint()
+    f.write_text("def score(pairs):\n    return [2.0] * len(pairs)\n")
+    import sys
+    for name in [m for m in sys.modules if m.startswith("rmbench_user_")]:
+        del sys.modules[name]
+    b = build_model(Spec.make("p", "python", {"target": f"{f}:score"})).fingerprint()
+    assert a != b
+
+
+def test_tiny_implicit_end_to_end_with_cache(tiny, tmp_path):
+    config = dict(model=f"implicit:{tiny['causal']}", runtime=Runtime(dtype="float32", device="cpu"),
+                  n_bootstrap=10, limit=6, cache_dir=str(tmp_path))
+    first = evaluate(EvalConfig(**config))
+    again = evaluate(EvalConfig(**config))
+    assert first["engine"]["stats"]["batches_computed"] > 0 and again["engine"]["stats"]["batches_computed"] == 0
+    assert first["metrics"] == again["metrics"]
+    info = first["engine"]["model"]
+    assert info["dtype"] == "float32" and info["device"] == "cpu" and info["weights"].startswith("sha256:")
+    assert first["engine"]["runtime"]["token_budget"] == 8192
+
+
+def test_discretized_run_resumes_identically(tiny, tmp_path):
+    spec = {"model": "discretize:x", "model_args": (("inner", {"kind": "implicit", "args": {"model": str(tiny["causal"])}}),
+                                                    ("p", 0.2))}
+    runtime = Runtime(dtype="float32", device="cpu", token_budget=200)
+    a = evaluate(EvalConfig(model=spec["model"], model_args=spec["model_args"], runtime=runtime, limit=4,
+                            n_bootstrap=10, cache_dir=str(tmp_path / "a")))
+    b = evaluate(EvalConfig(model=spec["model"], model_args=spec["model_args"], runtime=runtime, limit=4,
+                            n_bootstrap=10, use_cache=False))
+    assert a["metrics"] == b["metrics"]
+    rewards = np.array([m["value"] for m in a["metrics"] if m["metric"] == "pairwise_accuracy"])
+    assert np.isfinite(rewards).all()
