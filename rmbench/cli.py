@@ -63,7 +63,7 @@ def _leaderboard_table(lb) -> Table:
     from rmbench.leaderboard import format_cell
 
     table = Table(title="rmbench leaderboard", caption="value [95% bootstrap CI over groups]")
-    table.add_column("model", style="bold")
+    table.add_column("model", style="bold", no_wrap=True)
     for task, metric in lb.columns:
         table.add_column(lb.header(task, metric), justify="right")
     for model, cells in lb.rows:

@@ -64,15 +64,17 @@ class SeqClsRM(_TextRM):
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
-                 padding_side: str = "right") -> None:
+                 padding_side: str = "right", num_labels: int | None = None) -> None:
         from transformers import AutoModelForSequenceClassification
 
         super().__init__(model, runtime, revision, template, system_prompt, max_length)
         if padding_side not in ("left", "right"):
             raise ConfigError(f"padding_side must be left or right, got {padding_side!r}")
         self.tokenizer.padding_side = padding_side
+        # num_labels=1 turns a plain LM checkpoint into a (freshly initialised) one-output head.
+        extra = {"num_labels": int(num_labels)} if num_labels is not None else {}
         self.model = load_weights(AutoModelForSequenceClassification, model, self.source, self.runtime, self.dtype,
-                                  self.device)
+                                  self.device, **extra)
         if self.model.config.num_labels != 1:
             raise ConfigError(f"model {model!r} has {self.model.config.num_labels} outputs; a reward model has 1")
         self.head = getattr(self.model, "score", None)  # decoder-style heads; encoders use their own forward
