@@ -8,15 +8,12 @@ bench/RESULTS.md. Scoring-speed benchmarks with real models come with the model 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
+from bench.results import machine_line, write_section
 from rmbench import __version__
 from rmbench import metrics as M
 from rmbench.summary import summarize
@@ -52,16 +49,6 @@ def naive_bootstrap(groups, rewards, n_resamples, seed):
     return np.quantile(out, [0.025, 0.975])
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=5)
@@ -87,11 +74,9 @@ def main(argv=None) -> int:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        header = (f"# Benchmark results\n\nCommand: `python -m bench --reps {args.reps} --write`\n\n"
-                  f"Machine: {platform.machine()}, {cpu_name()}, {os.cpu_count()} cores, Python "
-                  f"{sys.version.split()[0]}, numpy {np.__version__}, rmbench {__version__}. Medians of "
-                  f"{args.reps} repetitions, both sides measured in the same run.\n\n")
-        Path(__file__).with_name("RESULTS.md").write_text(header + table + "\n")
+        write_section("metrics", f"## Metric engine\n\nCommand: `python -m bench --reps {args.reps} --write`\n\n"
+                      f"Machine: {machine_line()}, numpy {np.__version__}, rmbench {__version__}. Medians of "
+                      f"{args.reps} repetitions, both sides measured in the same run.\n\n{table}")
     return 0
 
 

@@ -131,6 +131,8 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
         if progress is not None:
             progress(len(idx))
 
+    if progress is not None and len(requests) > len(distinct):
+        progress(len(requests) - len(distinct))  # the duplicates: done with their first copy
     raw = np.stack([np.atleast_1d(results[k]) for k in keys]) if keys else np.zeros((0, 1))
     if raw.shape[1] == 1:
         raw = raw[:, 0]

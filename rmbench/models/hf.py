@@ -284,6 +284,7 @@ class HFRewardModel(RewardModel):
         self.dtype = resolve_dtype(self.runtime.dtype, self.device)
         self.tokenizer = load_tokenizer(model, self.source, self.runtime)
         self.tokenizer.padding_side = "right"
+        self.tokenizer.truncation_side = "left"  # with max_length, keep the response (the end) whole
         self.formatter = Formatter(self.tokenizer, template, system_prompt)
         self.max_length = max_length
         self._length_cache: dict[tuple, int] = {}
