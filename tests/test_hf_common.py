@@ -1,0 +1,66 @@
+"""Shared transformers machinery: dtype and device choice, formatting, the response boundary."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rmbench.errors import ConfigError  # noqa: E402
+from rmbench.models import hf  # noqa: E402
+from rmbench.models.implicit import response_token_positions  # noqa: E402
+
+
+def test_dtype_auto_follows_the_cpu(monkeypatch):
+    monkeypatch.setattr(hf, "cpu_has_bf16", lambda: True)
+    assert hf.resolve_dtype("auto", "cpu") == torch.bfloat16
+    monkeypatch.setattr(hf, "cpu_has_bf16", lambda: False)
+    assert hf.resolve_dtype("auto", "cpu") == torch.float32
+    assert hf.resolve_dtype("auto", "cuda") == torch.bfloat16
+    assert hf.resolve_dtype("float16", "cpu") == torch.float16
+    with pytest.raises(ConfigError, match="--dtype 'fp8'"):
+        hf.resolve_dtype("fp8", "cpu")
+
+
+def test_device_checks():
+    assert hf.resolve_device("cpu") == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="CUDA is not available"):
+            hf.resolve_device("cuda")
+
+
+def test_response_boundary_moves_trailing_whitespace_into_the_response():
+    context = "<|im_start|>assistant\n"
+    assert hf.response_boundary(context, context + "Paris<|im_end|>\n") == len(context) - 1
+    assert hf.response_boundary("Q: x\n\n", "Q: x\n\nA") == 4
+    # a template that rewrites the context: the common prefix decides
+    assert hf.response_boundary("abcX", "abcYresponse") == 3
+
+
+def test_response_tokens_include_the_one_spanning_the_boundary():
+    # text "ab|cd" with the boundary at 2; token (1, 3) spans it and belongs to the response
+    offsets = [(0, 0), (0, 1), (1, 3), (3, 4), (0, 0)]
+    mask = [1, 1, 1, 1, 0]
+    assert response_token_positions(offsets, mask, 2) == [2, 3]
+
+
+def test_formatter_modes(tiny):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny["causal"])
+    chat = hf.Formatter(tok)
+    context, full = chat.context_and_full("hi", "yo")
+    assert chat.chat and full.startswith(context) and full.endswith("yo<|im_end|>\n")
+    plain = hf.Formatter(tok, "plain")
+    assert plain.context_and_full("hi", "yo") == ("hi\n\n", "hi\n\nyo") and plain.add_special_tokens
+    with pytest.raises(ConfigError, match="template must be"):
+        hf.Formatter(tok, "jinja")
+    with_system = hf.Formatter(tok, system_prompt="Be brief.")
+    assert with_system.context_and_full("hi", "yo")[0].startswith("<|im_start|>system\nBe brief.")
+
+
+def test_folder_fingerprint_changes_with_content(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"abc")
+    a = hf.folder_fingerprint(tmp_path)
+    assert a == hf.folder_fingerprint(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"abd")
+    assert hf.folder_fingerprint(tmp_path) != a
