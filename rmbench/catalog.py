@@ -41,8 +41,7 @@ from rmbench.tasks import TASK_KINDS
 from rmbench.types import ModelSpec, Spec, TaskSpec
 
 ENTRY_SUFFIXES = (".yaml", ".yml", ".toml")
-_KEYS = {"type", "name", "kind", "version", "description", "args"}
-_PATH_ARGS = ("path",)
+_KEYS = {"type", "name", "kind", "version", "description", "args", "group"}
 
 
 def builtin_tasks_dir() -> Path:
@@ -54,8 +53,18 @@ def builtin_tasks_dir() -> Path:
 class Catalog:
     tasks: dict[str, TaskSpec] = field(default_factory=dict)
     models: dict[str, ModelSpec] = field(default_factory=dict)
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     descriptions: dict[tuple[str, str], str] = field(default_factory=dict)
     origins: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def expand(self, names) -> list[str]:
+        """Task names with every group replaced by its members (each task once, in order)."""
+        out: list[str] = []
+        for name in names:
+            for member in (self.expand(self.groups[name]) if name in self.groups else [name]):
+                if member not in out:
+                    out.append(member)
+        return out
 
     def task_spec(self, name: str) -> TaskSpec:
         """A named task, or a registered task kind used with no arguments."""
@@ -64,7 +73,7 @@ class Catalog:
         if name in TASK_KINDS:
             version = getattr(TASK_KINDS.get(name), "version", 1)
             return Spec.make(name=name, kind=name, version=int(version))
-        choices = sorted(set(self.tasks) | set(TASK_KINDS.names()))
+        choices = sorted(set(self.tasks) | set(self.groups) | set(TASK_KINDS.names()))
         close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise ConfigError(f"unknown task {name!r}{hint} (known: {', '.join(choices)})")
@@ -88,6 +97,17 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
         close = difflib.get_close_matches(key, sorted(_KEYS), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(f"{path}: field {key!r}: unknown key{hint}; allowed: {', '.join(sorted(_KEYS))}")
+    if "group" in data:
+        members = data["group"]
+        extra = sorted(set(data) - {"name", "group", "description", "type"})
+        if extra:
+            raise ConfigError(f"{path}: field {extra[0]!r}: a group entry has only name, group and description")
+        if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
+            raise ConfigError(f"{path}: field 'group': must be a non-empty list of task names")
+        if not isinstance(data.get("name"), str) or not data["name"]:
+            raise ConfigError(f"{path}: field 'name': missing or not a string")
+        return "group", Spec.make(name=data["name"], kind="group", args={"members": members}), \
+            str(data.get("description", ""))
     entry_type = data.get("type", "task")
     if entry_type not in ("task", "model"):
         raise ConfigError(f"{path}: field 'type': must be 'task' or 'model', got {entry_type!r}")
@@ -101,9 +121,13 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
     if not isinstance(args, dict):
         raise ConfigError(f"{path}: field 'args': must be a mapping")
     args = dict(args)
-    for key in _PATH_ARGS:
-        if isinstance(args.get(key), str) and not Path(args[key]).expanduser().is_absolute():
-            args[key] = str((path.parent / args[key]).resolve())
+    def resolve(value: str) -> str:
+        return value if Path(value).expanduser().is_absolute() else str((path.parent / value).resolve())
+
+    if isinstance(args.get("path"), str):
+        args["path"] = resolve(args["path"])
+    if isinstance(args.get("paths"), dict):  # e.g. shift name -> file
+        args["paths"] = {k: resolve(v) if isinstance(v, str) else v for k, v in args["paths"].items()}
     target = args.get("target")
     if isinstance(target, str) and ".py:" in target:  # python:FILE.py:FUNC, relative to the entry file
         file_part, _, attr = target.rpartition(":")
@@ -136,8 +160,15 @@ def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Ca
     for folder in folders:
         for path in entry_files(folder):
             entry_type, spec, description = _entry_spec(path, _parse_file(path))
+            if entry_type == "group":
+                if spec.name in catalog.groups or spec.name in catalog.tasks:
+                    raise ConfigError(f"{path}: duplicate task or group name {spec.name!r}")
+                catalog.groups[spec.name] = tuple(spec.args_dict["members"])
+                catalog.descriptions[("group", spec.name)] = description
+                catalog.origins[("group", spec.name)] = str(path)
+                continue
             table = catalog.tasks if entry_type == "task" else catalog.models
-            if spec.name in table:
+            if spec.name in table or (entry_type == "task" and spec.name in catalog.groups):
                 raise ConfigError(f"{path}: duplicate {entry_type} name {spec.name!r}, "
                                   f"already defined in {catalog.origins[(entry_type, spec.name)]}")
             table[spec.name] = spec

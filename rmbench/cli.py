@@ -71,6 +71,27 @@ def _leaderboard_table(lb) -> Table:
     return table
 
 
+def _shift_table(lb) -> Table | None:
+    from rmbench.leaderboard import shift_frame
+
+    if not lb.shift_rows:
+        return None
+    frame = shift_frame(lb)
+    table = Table(title="original vs shifted", caption="gap = shifted - original, paired bootstrap 95% CI")
+    for col in frame.columns:
+        table.add_column(str(col), no_wrap=col in ("model", "task", "shift"))
+    for row in frame.itertuples(index=False):
+        table.add_row(*map(str, row))
+    return table
+
+
+def _print_leaderboard(lb) -> None:
+    console.print(_leaderboard_table(lb))
+    shift = _shift_table(lb)
+    if shift is not None:
+        console.print(shift)
+
+
 def _details_table(results: dict) -> Table:
     table = Table(title=f"{results['model']['name']}: all metrics (overall)")
     for col in ("task", "metric", "eps", "value", "95% CI", "n"):
@@ -157,7 +178,7 @@ def eval_command(
         atomic_write_text(Path(root) / "leaderboard.md", render(lb, "md"))
         if len(results) == 1:
             console.print(_details_table(results[0]))
-        console.print(_leaderboard_table(lb))
+        _print_leaderboard(lb)
         written = ", ".join(str(d) for d in run_dirs)
         console.print(f"Wrote run folders {written} and {root}/leaderboard.md", markup=False, highlight=False)
 
@@ -176,6 +197,9 @@ def tasks_list(include: List[Path] = typer.Option([], "--include", help="Extra e
         for name, spec in sorted(catalog.tasks.items()):
             table.add_row(*map(escape, (name, spec.kind, str(spec.version), catalog.descriptions[("task", name)],
                                         catalog.origins[("task", name)])))
+        for name, members in sorted(catalog.groups.items()):
+            table.add_row(*map(escape, (name, "(group)", "", f"{catalog.descriptions[('group', name)]} = "
+                                        f"{', '.join(members)}", catalog.origins[("group", name)])))
         for kind in TASK_KINDS.names():
             description, origin = TASK_KINDS.describe(kind)
             table.add_row(*map(escape, (kind, "(kind)", "", description, origin)))
@@ -223,7 +247,7 @@ def leaderboard_build(
             atomic_write_text(out, text)
         if fmt == "md" or out is None:
             if fmt == "md":
-                console.print(_leaderboard_table(lb))
+                _print_leaderboard(lb)
             else:
                 typer.echo(text, nl=False)
         if out is not None:

@@ -20,6 +20,8 @@ from rmbench.record import LoadedRun
 FORMATS = ("md", "csv", "json", "html")
 BASE_COLUMNS = ("pairwise_accuracy", "discrimination", "specificity", "ds_auc")
 EXTRA_COLUMNS = ("ties_score",)
+SHIFT_COLUMNS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin", "pairwise_accuracy_shift_gap")
+SHIFT_HEADERS = ("acc", "D", "Spec", "margin", "acc gap (shifted - original)")
 EPS_METRICS = ("discrimination", "specificity")
 SHORT = {"pairwise_accuracy": "acc", "discrimination": "D", "specificity": "Spec", "ds_auc": "ds_auc",
          "ties_score": "ties_score"}
@@ -41,6 +43,8 @@ class Leaderboard:
     rows: tuple[tuple[str, tuple[Cell | None, ...]], ...]
     eps: dict[str, tuple[float, str]]  # task -> (eps, unit) used for its D/Spec columns
     keys: dict[str, str]  # task -> comparability key
+    shift_rows: tuple[tuple[str, str, str, tuple[Cell | None, ...]], ...] = ()
+    """(model, task, shift, cells of SHIFT_COLUMNS): original ("none") vs shifted slices."""
 
     def header(self, task: str, metric: str) -> str:
         if metric in EPS_METRICS:
@@ -119,7 +123,33 @@ def build_leaderboard(runs: Sequence[LoadedRun], eps: float | None = None) -> Le
         return (cell is None or math.isnan(cell.value), -(cell.value if cell and not math.isnan(cell.value) else 0))
 
     rows.sort(key=sort_key)
-    return Leaderboard(tuple(columns), tuple(rows), eps_by_task, {k: v[0] for k, v in keys.items()})
+    order = {model: i for i, (model, _) in enumerate(rows)}
+    shift_cells: dict[tuple[str, str, str], dict[str, Cell]] = {}
+    for run in runs:
+        for m in run.metrics:
+            if m.shift is None or m.subset is not None or m.metric not in SHIFT_COLUMNS:
+                continue
+            if m.metric.startswith(EPS_METRICS) and not math.isclose(m.eps, eps_by_task[m.task][0]):
+                continue
+            shift_cells.setdefault((run.model_name, m.task, m.shift), {})[m.metric] = Cell(m.value, m.ci_low, m.ci_high)
+    shift_rows = tuple((model, task, shift, tuple(cells.get(c) for c in SHIFT_COLUMNS))
+                       for (model, task, shift), cells in sorted(
+                           shift_cells.items(), key=lambda kv: (order[kv[0][0]], task_order.index(kv[0][1]),
+                                                                kv[0][2] != "none", kv[0][2])))
+    return Leaderboard(tuple(columns), tuple(rows), eps_by_task, {k: v[0] for k, v in keys.items()}, shift_rows)
+
+
+def shift_frame(lb: Leaderboard) -> pd.DataFrame:
+    """Original-vs-shifted rows: one per (model, task, shift), with the paired gap and its CI."""
+    records = []
+    for model, task, shift, cells in lb.shift_rows:
+        e, unit = lb.eps[task]
+        row = {"model": model, "task": task, "shift": shift}
+        for head, cell in zip(SHIFT_HEADERS, cells):
+            label = f"{head}@{e:g}{'σ' if unit == 'sigma' else ''}" if head in ("D", "Spec") else head
+            row[label] = format_cell(cell)
+        records.append(row)
+    return pd.DataFrame.from_records(records)
 
 
 def format_cell(cell: Cell | None) -> str:
@@ -152,7 +182,11 @@ def render(lb: Leaderboard, fmt: str) -> str:
         note = ("Cells: value [95% bootstrap CI over groups]. D/Spec eps in "
                 + ", ".join(f"{t}: {e:g} {u}" for t, (e, u) in lb.eps.items())
                 + ". Comparability keys: " + ", ".join(f"{t}: {k[:12]}" for t, k in lb.keys.items()) + ".")
-        return to_frame(lb).to_markdown(index=False) + "\n\n" + note + "\n"
+        text = to_frame(lb).to_markdown(index=False) + "\n\n" + note + "\n"
+        if lb.shift_rows:
+            text += ("\n### Original vs shifted\n\n" + shift_frame(lb).to_markdown(index=False)
+                     + "\n\nThe gap pairs each shifted group with its original (paired bootstrap 95% CI).\n")
+        return text
     if fmt == "csv":
         return to_frame(lb, wide_ci=True).to_csv(index=False)
     if fmt == "json":
@@ -166,7 +200,13 @@ def render(lb: Leaderboard, fmt: str) -> str:
                              "value": None if math.isnan(cell.value) else cell.value,
                              "ci_low": cell.ci_low, "ci_high": cell.ci_high,
                              "comparability_key": lb.keys[task]})
-        return json.dumps({"columns": [lb.header(t, m) for t, m in lb.columns], "rows": rows}, indent=2) + "\n"
+        shift_rows = [{"model": model, "task": task, "shift": shift, "metric": metric,
+                       "value": None if cell is None or math.isnan(cell.value) else cell.value,
+                       "ci_low": None if cell is None else cell.ci_low, "ci_high": None if cell is None else cell.ci_high}
+                      for model, task, shift, cells in lb.shift_rows for metric, cell in zip(SHIFT_COLUMNS, cells)
+                      if cell is not None]
+        return json.dumps({"columns": [lb.header(t, m) for t, m in lb.columns], "rows": rows,
+                           "shift_rows": shift_rows}, indent=2) + "\n"
     if fmt == "html":
         return _html(lb)
     raise ConfigError(f"unknown leaderboard format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -203,6 +243,14 @@ def _html(lb: Leaderboard) -> str:
             tds.append(f'<td data-v="{e(v)}">{e(format_cell(cell))}</td>')
         body.append("<tr>" + "".join(tds) + "</tr>")
     eps_note = ", ".join(f"{t}: {g:g} {u}" for t, (g, u) in lb.eps.items())
+    shift_html = ""
+    if lb.shift_rows:
+        frame = shift_frame(lb)
+        shead = "".join(f"<th>{e(str(c))}</th>" for c in frame.columns)
+        sbody = "".join("<tr>" + "".join(f'<td data-v="{e(str(v))}">{e(str(v))}</td>' for v in row) + "</tr>"
+                        for row in frame.itertuples(index=False))
+        shift_html = (f"<h2>Original vs shifted</h2><p>gap = shifted - original, paired bootstrap 95% CI.</p>"
+                      f"<table><thead><tr>{shead}</tr></thead><tbody>{sbody}</tbody></table>")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
         "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
@@ -211,6 +259,6 @@ def _html(lb: Leaderboard) -> str:
         "th[data-dir=desc]::after{content:' \\25BC'}</style></head><body>"
         "<h1>rmbench leaderboard</h1>"
         f"<p>Cells: value [95% bootstrap CI over groups]. D/Spec eps: {e(eps_note)}. Click a header to sort.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{shift_html}"
         f"<script>{_SORT_JS}</script></body></html>\n"
     )

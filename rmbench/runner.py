@@ -64,9 +64,6 @@ class EvalConfig:
             raise ConfigError(f"--eps must be a non-empty list of finite numbers >= 0, got {list(self.eps)}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
-        unknown = sorted({t for t, _ in self.data} - set(self.tasks))
-        if unknown:
-            raise ConfigError(f"--data names task {unknown[0]!r}, which is not in --tasks ({', '.join(self.tasks)})")
 
 
 def task_spec_with_data(spec: TaskSpec, path: str) -> TaskSpec:
@@ -74,7 +71,7 @@ def task_spec_with_data(spec: TaskSpec, path: str) -> TaskSpec:
     p = Path(path).expanduser()
     if not p.is_file():
         raise DataError("no such file", path=str(p))
-    args = {k: v for k, v in spec.args_dict.items() if k not in ("dataset", "revision", "config")}
+    args = {k: v for k, v in spec.args_dict.items() if k not in ("dataset", "revision", "config", "paths")}
     args["path"] = str(p.resolve())
     return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
 
@@ -114,8 +111,12 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     if config.model_args:
         model_spec = Spec.make(model_spec.name, model_spec.kind, {**model_spec.args_dict, **dict(config.model_args)})
     overrides = dict(config.data)
+    task_names = catalog.expand(config.tasks)
+    unknown = sorted(set(overrides) - set(task_names))
+    if unknown:
+        raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})")
     loaded = []
-    for name in config.tasks:
+    for name in task_names:
         spec = catalog.task_spec(name)
         if name in overrides:
             spec = task_spec_with_data(spec, overrides[name])
@@ -126,7 +127,7 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     # All tasks are scored in one pass, so a response that several tasks share is scored once.
     all_groups = [g for _, _, groups in loaded for g in groups]
     n_all = sum(len(g.responses) for g in all_groups)
-    advance = progress(f"{model_spec.name} on {', '.join(config.tasks)}", n_all) if progress else None
+    advance = progress(f"{model_spec.name} on {', '.join(task_names)}", n_all) if progress else None
     cache = ScoreCache(model.fingerprint(), config.cache_dir) if config.use_cache else None
     try:
         all_rewards, stats = score_groups(model, all_groups, config.runtime, advance, cache)

@@ -160,6 +160,35 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.nda
             n = n_pairs.get(metric, stat.n_diff + stat.n_eq) if metric in PAIR_METRICS + EPS_METRICS else len(sl.group_ids)
             ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
             records.append(MetricRecord(task_name, sl.subset, sl.shift, metric, e, unit, float(point[j]), *ci, n))
+    records += _shift_gaps(task_name, groups, rewards, eps, eps_unit, index, n_bootstrap, seed)
+    return records
+
+
+GAP_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin")
+
+
+def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
+                eps_unit: str, index: PairIndex, n_bootstrap: int, seed: int) -> list[MetricRecord]:
+    """``METRIC_shift_gap``: metric on the shifted groups minus on their originals (``source_id``),
+    with a paired bootstrap CI: each draw resamples originals and takes their shifted copies along."""
+    position = {g.id: i for i, g in enumerate(groups)}
+    records = []
+    for shift in sorted({g.shift for g in groups if g.shift is not None and g.source_id in position}):
+        shifted = [i for i, g in enumerate(groups) if g.shift == shift and g.source_id in position]
+        units = np.zeros(len(groups), dtype=np.int64)
+        originals: dict[int, int] = {}
+        for i in shifted:
+            o = position[groups[i].source_id]
+            units[i] = units[o] = originals.setdefault(o, len(originals))
+        a = slice_statistic(groups, rewards, eps, eps_unit, units, None, np.array(shifted), index)
+        b = slice_statistic(groups, rewards, eps, eps_unit, units, None, np.array(sorted(originals)), index)
+        diff, low, high = M.paired_bootstrap_diff(a.statistic, b.statistic, a.n_units, n_bootstrap, seed)
+        for j, (metric, e) in enumerate(a.labels):
+            if metric not in GAP_METRICS:
+                continue
+            ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
+            records.append(MetricRecord(task_name, None, shift, f"{metric}_shift_gap", e,
+                                        eps_unit if e is not None else None, float(diff[j]), *ci, a.n_units))
     return records
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from rmbench.errors import ConfigError, DataError, ModelError
-from rmbench.record import REWARDS_FILE, RESULTS_FILE, load_rewards, load_run
+from rmbench.record import REWARDS_FILE, RESULTS_FILE, load_rewards
 from rmbench.runner import EvalConfig, evaluate, load_groups
 from rmbench.catalog import load_catalog
 from rmbench.summary import MetricRecord, summarize
@@ -124,8 +124,8 @@ def test_bad_model_output_is_a_clear_error(tmp_path, body, message):
 
 
 def test_config_errors():
-    with pytest.raises(ConfigError, match="not in --tasks"):
-        EvalConfig(tasks=("ties",), data=(("other", "x"),))
+    with pytest.raises(ConfigError, match="not among the tasks"):
+        evaluate(EvalConfig(model="length", tasks=("ties",), data=(("other", "x"),)))
     with pytest.raises(ConfigError, match="names a task twice"):
         EvalConfig(tasks=("ties", "ties"))
     with pytest.raises(ConfigError, match="--eps"):

@@ -57,7 +57,7 @@ def test_bad_ties_row_names_file_line_and_field(tmp_path, row, field, message):
         list(TiesTask(path=str(path)).groups())
     err = info.value
     assert (err.path, err.line, err.field) == (str(path), 2, field)
-    assert message in str(err) and f"line 2" in str(err) and repr(field) in str(err)
+    assert message in str(err) and "line 2" in str(err) and repr(field) in str(err)
 
 
 def test_bad_json_line_and_missing_file(tmp_path):

@@ -18,6 +18,12 @@ TASK_KINDS.register("preference", "rmbench.tasks.jsonl:PreferenceTask",
                     description="preference pairs: prompt, chosen, rejected")
 TASK_KINDS.register("groups", "rmbench.tasks.jsonl:GroupsTask",
                     description="comparison groups in rmbench's own JSON Lines format")
+TASK_KINDS.register("paired_shift", "rmbench.tasks.shift:PairedShiftTask",
+                    description="original vs paraphrased/translated pairs (paper format: orig_chosen, orig_index...)")
+TASK_KINDS.register("domain_shift", "rmbench.tasks.domain:DomainShiftTask",
+                    description="one RM on several domains (preference files), each beside the in-domain one")
+TASK_KINDS.register("persona", "rmbench.tasks.persona:PersonaTask",
+                    description="persona statements with templated yes/no answers, original vs held-out forms")
 
 
 def build_task(spec: TaskSpec) -> Task:

@@ -39,6 +39,13 @@ class Task(ABC):
         return {}
 
 
+def units_by_source(groups: Sequence[ComparisonGroup]) -> np.ndarray:
+    """Bootstrap units that keep each original with its shifted copies (``source_id``)."""
+    keys = [g.source_id or g.id for g in groups]
+    unit_of = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    return np.array([unit_of[k] for k in keys], dtype=np.int64)
+
+
 # --- helpers for loaders: every error names file, line and field ------------------------------
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:

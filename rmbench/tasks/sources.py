@@ -14,7 +14,8 @@ from rmbench.tasks.base import iter_jsonl
 
 
 def iter_rows(path: str | None = None, dataset: str | None = None, revision: str | None = None,
-              split: str = "test", config: str | None = None) -> Iterator[tuple[str, int, dict]]:
+              split: str = "test", config: str | None = None,
+              data_files: str | None = None) -> Iterator[tuple[str, int, dict]]:
     if path is not None:
         location = str(Path(path))
         for line, row in iter_jsonl(path):
@@ -25,7 +26,7 @@ def iter_rows(path: str | None = None, dataset: str | None = None, revision: str
     location = f"hf://datasets/{dataset}@{revision or 'main'}[{split}]"
     try:
         import datasets  # heavy: imported only when a hub dataset is asked for
-        ds = datasets.load_dataset(dataset, config, split=split, revision=revision)
+        ds = datasets.load_dataset(dataset, config, split=split, revision=revision, data_files=data_files)
     except Exception as exc:  # offline, unknown id, bad revision: say so and how to work around it
         raise DataError(f"could not load the dataset from the hub ({type(exc).__name__}: {exc}); "
                         f"without hub access pass a local copy with --data TASK=PATH", path=location) from None

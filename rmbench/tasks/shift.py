@@ -1,0 +1,74 @@
+"""Token-level shift (arXiv 2507.07981): preference pairs and their paraphrased or translated copies.
+
+Loads the paper's format: each row holds a shifted pair (``chosen``, ``rejected``; the prompt
+is kept as it is) and the original it was made from (``orig_chosen``, ``orig_rejected``,
+``orig_index``). Every original becomes a group ``orig:K``; every shifted copy a group
+``SHIFT:K`` with ``source_id = "orig:K"`` and ``shift = SHIFT`` (``paraphrase``,
+``translation:fr``...), so each shifted result pairs with its original. Files of several shifts
+can be combined in one task: originals that appear in several must agree.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from rmbench.errors import DataError
+from rmbench.tasks.base import RowReader, Task, units_by_source
+from rmbench.tasks.sources import iter_rows
+from rmbench.types import ComparisonGroup
+
+
+class PairedShiftTask(Task):
+    """Original pairs and their shifted copies, paired by ``orig_index``.
+
+    ``paths``: shift name -> file in the paper's format (``path`` + ``shift`` for a single one).
+    ``dataset``/``revision``/``split``: a hub dataset in the same format, with ``shift`` naming it.
+    """
+
+    description = "original vs shifted (paraphrased / translated) preference pairs, paired"
+
+    def __init__(self, paths: Mapping[str, str] | None = None, path: str | None = None, shift: str = "paraphrase",
+                 dataset: str | None = None, revision: str | None = None, split: str = "train") -> None:
+        sources: dict[str, dict] = {}
+        for name, p in (paths or {}).items():
+            sources[name] = {"path": p}
+        if path is not None or dataset is not None:
+            sources = {shift: {"path": path, "dataset": dataset, "revision": revision, "split": split}}
+        if not sources:
+            raise ValueError("give paths (shift -> file), a path and its shift name, or a dataset")
+        self.sources = sources
+
+    def groups(self) -> Iterator[ComparisonGroup]:
+        originals: dict[int, tuple[ComparisonGroup, str]] = {}
+        shifted: dict[int, list[ComparisonGroup]] = {}
+        for shift, source in self.sources.items():
+            seen: set[int] = set()
+            for location, line, row in iter_rows(**source):
+                r = RowReader(row, location, line)
+                k = r.get("orig_index")
+                if not isinstance(k, int) or isinstance(k, bool):
+                    raise r.error("orig_index", f"expected an integer, got {k!r}")
+                if k in seen:
+                    raise r.error("orig_index", f"duplicate orig_index {k} in this file")
+                seen.add(k)
+                prompt = r.prompt()
+                orig = r.group(id=f"orig:{k}", prompt=prompt,
+                               responses=(r.string("orig_chosen"), r.string("orig_rejected")), utilities=(1, 0))
+                if k in originals:
+                    if originals[k][0] != orig:
+                        raise r.error("orig_chosen", f"original pair {k} differs from the one in {originals[k][1]}")
+                else:
+                    originals[k] = (orig, f"{location}, line {line}")
+                shifted.setdefault(k, []).append(r.group(
+                    id=f"{shift}:{k}", prompt=prompt, responses=(r.string("chosen"), r.string("rejected")),
+                    utilities=(1, 0), source_id=f"orig:{k}", shift=shift))
+        if not originals:
+            raise DataError("no rows", path=", ".join(str(s.get("path") or s.get("dataset")) for s in self.sources.values()))
+        for k in sorted(originals):  # each original followed by its shifted copies
+            yield originals[k][0]
+            yield from shifted[k]
+
+    def bootstrap_units(self, groups: Sequence[ComparisonGroup]) -> np.ndarray:
+        return units_by_source(groups)  # an original and its shifted copies resample together
