@@ -134,7 +134,12 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
         if not Path(file_part).expanduser().is_absolute():
             args["target"] = f"{(path.parent / file_part).resolve()}:{attr}"
     registry = TASK_KINDS if entry_type == "task" else MODEL_KINDS
-    if data["kind"] not in registry:
+    kind = data["kind"]
+    if ":" in kind:  # an import target: "module:Class", or "file.py:Class" relative to the entry
+        file_part, _, attr = kind.rpartition(":")
+        if file_part.endswith(".py") and not Path(file_part).expanduser().is_absolute():
+            data = {**data, "kind": f"{(path.parent / file_part).resolve()}:{attr}"}
+    elif kind not in registry:
         close = difflib.get_close_matches(data["kind"], registry.names(), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise ConfigError(f"{path}: field 'kind': unknown {entry_type} kind {data['kind']!r}{hint}")

@@ -284,6 +284,21 @@ def compare_command(
         console.print(table)
 
 
+@app.command("new-task")
+def new_task_command(
+    name: str = typer.Argument(..., help="Task name: lower-case letters, digits, underscores."),
+    directory: Path = typer.Option(Path("."), "--dir", help="Parent folder of the new task folder."),
+) -> None:
+    """Write a working task plugin skeleton: YAML entry, loader, example data and a test."""
+    from rmbench.scaffold import new_task
+
+    with user_errors():
+        folder = new_task(name, directory)
+        console.print(f"Wrote {folder}/ ({name}.yaml, {name}_task.py, {name}.jsonl, test_{name}.py).\n"
+                      f"Try: rmbench eval --include {folder} --tasks {name} --model length\n"
+                      f"Test: python -m pytest {folder}", markup=False, highlight=False)
+
+
 def main() -> None:  # console-script entry point
     app()
 

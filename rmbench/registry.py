@@ -152,7 +152,8 @@ def instantiate(registry: Registry, spec: Any, what: str, required_method: str, 
     from rmbench.errors import ConfigError
 
     try:
-        factory = registry.get(spec.kind)
+        # a kind is a registered name, or an import target ("module:Class", "file.py:Class")
+        factory = import_target(spec.kind) if ":" in spec.kind else registry.get(spec.kind)
     except RegistryError as exc:
         raise ConfigError(f"{what} {spec.name!r}: {exc}") from None
     kwargs = dict(spec.args_dict)

@@ -72,3 +72,24 @@ def test_several_models_share_one_leaderboard(tmp_path):
     assert (tmp_path / "oracle" / "results.json").is_file() and (tmp_path / "length" / "results.json").is_file()
     board = (tmp_path / "leaderboard.md").read_text()
     assert "| oracle" in board and "| length" in board
+
+
+def test_new_task_scaffold_passes_its_own_test(tmp_path):
+    import subprocess
+    import sys
+
+    result = runner.invoke(app, ["new-task", "my_pairs", "--dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "my_pairs"
+    assert {p.name for p in folder.iterdir()} >= {"my_pairs.yaml", "my_pairs_task.py", "my_pairs.jsonl",
+                                                  "test_my_pairs.py"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 passed" in run.stdout
+    listed = runner.invoke(app, ["tasks", "list", "--include", str(folder)], env={"COLUMNS": "250"})
+    assert "my_pairs" in listed.output
+    again = runner.invoke(app, ["new-task", "my_pairs", "--dir", str(tmp_path)])
+    assert again.exit_code == 2 and "already exists" in again.output
+    bad = runner.invoke(app, ["new-task", "My-Task", "--dir", str(tmp_path)])
+    assert bad.exit_code == 2 and "lower-case" in bad.output

@@ -122,3 +122,34 @@ def test_domain_shift_slices(tmp_path):
     res = evaluate(EvalConfig(model="length", tasks=("domain_shift",), n_bootstrap=20))
     shifts = {m["shift"] for m in res["metrics"] if m["metric"] == "pairwise_accuracy"}
     assert shifts == {None, "none", "domain:math", "domain:code"}
+
+
+def test_hamiltonian_graphs_are_seeded_and_checked():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rmbench.tasks.hamiltonian import HamiltonianTask, is_hamiltonian_cycle, parse_cycle
+
+    a = list(HamiltonianTask(n_graphs=20, n=7, p=0.3, seed=4).groups())
+    assert a == list(HamiltonianTask(n_graphs=20, n=7, p=0.3, seed=4).groups())
+    assert a != list(HamiltonianTask(n_graphs=20, n=7, p=0.3, seed=5).groups())
+    for g in a:
+        edges = [tuple(e) for e in g.meta_dict["edges"]]
+        assert is_hamiltonian_cycle(7, edges, parse_cycle(g.responses[0]))
+        assert not is_hamiltonian_cycle(7, edges, parse_cycle(g.responses[1]))
+    assert is_hamiltonian_cycle(4, [(0, 1), (1, 2), (2, 3), (0, 3)], [2, 1, 0, 3])
+    assert not is_hamiltonian_cycle(4, [(0, 1), (1, 2), (2, 3), (0, 3)], [0, 2, 1, 3])
+    assert not is_hamiltonian_cycle(4, [(0, 1), (1, 2), (2, 3), (0, 3)], [0, 1, 2])
+
+    @settings(max_examples=50, deadline=None)
+    @given(st.integers(4, 9), st.floats(0, 0.9), st.integers(0, 1000))
+    def planted_cycle_is_valid(n, p, seed):
+        import random
+
+        from rmbench.tasks.hamiltonian import random_graph
+
+        edges, cycle = random_graph(n, p, random.Random(seed))
+        assert is_hamiltonian_cycle(n, edges, cycle)
+        assert is_hamiltonian_cycle(n, edges, cycle[::-1]) and is_hamiltonian_cycle(n, edges, cycle[1:] + cycle[:1])
+
+    planted_cycle_is_valid()
