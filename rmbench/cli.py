@@ -284,6 +284,32 @@ def compare_command(
         console.print(table)
 
 
+@app.command("shift")
+def shift_command(
+    data: Path = typer.Option(..., "--data", help="Preference pairs (JSON Lines: prompt, chosen, rejected)."),
+    rewriter: str = typer.Option(..., "--rewriter", help="python:FILE.py:FUNC, openai:BASE_URL:MODEL or "
+                                 "lmeval:LM:MODEL_ARGS."),
+    shift: str = typer.Option("paraphrase", "--shift", help="paraphrase, translation:fr, translation:ru, ..."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output file in the paper's format (paired_shift reads it)."),
+    prompt_template: Optional[str] = typer.Option(None, "--prompt-template", help="Rewriter prompt with {text}."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N pairs."),
+) -> None:
+    """Write a paraphrased or translated copy of a preference dataset, paired with its originals."""
+    from rmbench.rewrite import write_shifted
+
+    with user_errors():
+        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("texts"), _RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
+                      TimeRemainingColumn(), console=err_console) as progress:
+            n_pairs = sum(1 for line in data.open(encoding="utf-8") if line.strip()) if data.is_file() else 0
+            task_id = progress.add_task(f"{shift} with {rewriter}", total=2 * min(n_pairs, limit or n_pairs))
+            path = write_shifted(str(data), out, rewriter, shift, prompt_template, limit,
+                                 progress=lambda n: progress.advance(task_id, n))
+        console.print(f"Wrote {path} and {path}.meta.json. Evaluate it with: rmbench eval --tasks paraphrase_shift "
+                      f"--data paraphrase_shift={path} (or a paired_shift entry of your own)", markup=False,
+                      highlight=False)
+
+
 @app.command("new-task")
 def new_task_command(
     name: str = typer.Argument(..., help="Task name: lower-case letters, digits, underscores."),

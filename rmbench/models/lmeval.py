@@ -56,28 +56,9 @@ class LMEvalRM(RewardModel):
         self.tok_source = resolve_source(tok_name)
         self.tokenizer = load_tokenizer(tok_name, self.tok_source, self.runtime)
         self.formatter = Formatter(self.tokenizer, template, system_prompt)
-        self.lm = self._make_lm(model_args, batch_size)
-        self.ref = self._make_lm(ref_model_args, batch_size) if ref_model_args else None
+        self.lm = create_lm(lm, model_args, batch_size, self.runtime.device)
+        self.ref = create_lm(lm, ref_model_args, batch_size, self.runtime.device) if ref_model_args else None
         self.max_batch = 256
-
-    def _make_lm(self, arg_string: str, batch_size: int):
-        try:
-            from lm_eval.api.registry import get_model
-        except ImportError:
-            raise ConfigError("the lmeval adapter needs lm-evaluation-harness: pip install lm-eval") from None
-        try:
-            cls = get_model(self.lm_name)
-        except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"lm-eval has no model type {self.lm_name!r}: {exc}") from None
-        extra: dict[str, Any] = {"batch_size": batch_size}
-        if self.lm_name in ("hf", "huggingface"):
-            extra["device"] = "cuda" if self.runtime.device == "auto" and _cuda() else (
-                "cpu" if self.runtime.device == "auto" else self.runtime.device)
-        try:
-            return cls.create_from_arg_string(arg_string, extra)
-        except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"lm-eval could not load {self.lm_name} with {arg_string!r}: {type(exc).__name__}: "
-                              f"{str(exc)[:300]}") from None
 
     def _requests(self, batch: Sequence[ScoreRequest]):
         from lm_eval.api.instance import Instance
@@ -124,7 +105,24 @@ class LMEvalRM(RewardModel):
                 "model_args": self.model_args}
 
 
-def _cuda() -> bool:
-    import torch
+def create_lm(lm_name: str, arg_string: str, batch_size: int = 8, device: str = "auto"):
+    """An lm-eval model from its registry name and ``key=value,...`` arguments; ``hf`` models get
+    the device (``auto``: cuda when present, else cpu; lm-eval itself would insist on cuda)."""
+    try:
+        from lm_eval.api.registry import get_model
+    except ImportError:
+        raise ConfigError("lm-evaluation-harness is not installed: pip install 'rmbench[lmeval]'") from None
+    try:
+        cls = get_model(lm_name)
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"lm-eval has no model type {lm_name!r}: {exc}") from None
+    extra: dict[str, Any] = {"batch_size": batch_size}
+    if lm_name in ("hf", "huggingface"):
+        import torch
 
-    return torch.cuda.is_available()
+        extra["device"] = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    try:
+        return cls.create_from_arg_string(arg_string, extra)
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"lm-eval could not load {lm_name} with {arg_string!r}: {type(exc).__name__}: "
+                          f"{str(exc)[:300]}") from None

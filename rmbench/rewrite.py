@@ -1,0 +1,142 @@
+"""``rmbench shift``: write a shifted copy of a preference dataset with a pluggable rewriter.
+
+The output is the paper's format (arXiv 2507.07981), which the ``paired_shift`` task kind
+reads: ``prompt`` (kept), ``chosen``/``rejected`` (rewritten), ``orig_chosen``,
+``orig_rejected``, ``orig_index``, plus ``shift`` and ``rewriter``; a sidecar
+``OUT.meta.json`` records the rewriter, its prompt template, the source file and its data
+fingerprint. Rewriters:
+
+* ``python:file.py:func`` or ``python:module:func``: ``func(texts: list[str]) -> list[str]``;
+* ``openai:BASE_URL:MODEL``: an OpenAI-compatible server's ``/chat/completions`` (vLLM, llama.cpp,
+  ...), temperature 0; the API key, if any, from ``OPENAI_API_KEY``;
+* ``lmeval:LM:MODEL_ARGS``: an lm-evaluation-harness model's ``generate_until`` (e.g.
+  ``lmeval:hf:pretrained=path/to/model``).
+
+The default prompt for ``--shift paraphrase`` asks for a meaning-preserving paraphrase, for
+``--shift translation:fr`` (any ISO code) a faithful translation; both keep errors on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rmbench.errors import ConfigError
+from rmbench.record import atomic_write_text
+from rmbench.tasks.jsonl import PreferenceTask
+from rmbench.types import data_fingerprint, prompt_to_json
+
+LANGUAGES = {"fr": "French", "es": "Spanish", "de": "German", "it": "Italian", "pt": "Portuguese", "ru": "Russian",
+             "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ar": "Arabic", "hi": "Hindi", "nl": "Dutch"}
+
+PARAPHRASE = ("Paraphrase the following text. Keep its meaning exactly, including any mistakes it makes, but "
+              "change the wording and sentence structure as much as you can. Reply with the paraphrase only.\n\n{text}")
+TRANSLATE = ("Translate the following text into {language}. Keep its meaning exactly, including any mistakes it "
+             "makes. Reply with the translation only.\n\n{text}")
+
+Rewriter = Callable[[list[str]], list[str]]
+
+
+def default_template(shift: str) -> str:
+    if shift == "paraphrase":
+        return PARAPHRASE
+    kind, _, code = shift.partition(":")
+    if kind == "translation" and code:
+        return TRANSLATE.replace("{language}", LANGUAGES.get(code, code))
+    raise ConfigError(f"no default prompt for shift {shift!r}: give --prompt-template with {{text}} in it")
+
+
+def python_rewriter(target: str) -> Rewriter:
+    from rmbench.registry import import_target
+
+    fn = import_target(target)
+    return lambda texts: list(fn(list(texts)))
+
+
+def openai_rewriter(base_url: str, model: str, template: str, max_tokens: int = 1024) -> Rewriter:
+    url = base_url.rstrip("/") + "/chat/completions"
+    key = os.environ.get("OPENAI_API_KEY")
+
+    def one(text: str) -> str:
+        body = json.dumps({"model": model, "temperature": 0, "max_tokens": max_tokens,
+                           "messages": [{"role": "user", "content": template.format(text=text)}]}).encode()
+        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=120) as resp:
+                data = json.loads(resp.read())
+            return data["choices"][0]["message"]["content"].strip()
+        except (OSError, KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"rewriter {url} (model {model!r}) failed: {type(exc).__name__}: {exc}") from None
+
+    return lambda texts: [one(t) for t in texts]
+
+
+def lmeval_rewriter(lm_name: str, model_args: str, template: str, max_gen_toks: int = 512) -> Rewriter:
+    from lm_eval.api.instance import Instance
+
+    from rmbench.models.lmeval import create_lm
+
+    lm = create_lm(lm_name, model_args, batch_size=1)
+
+    def run(texts: list[str]) -> list[str]:
+        requests = [Instance(request_type="generate_until", doc={}, idx=i,
+                             arguments=(template.format(text=t), {"until": ["\n\n\n"], "max_gen_toks": max_gen_toks,
+                                                                  "do_sample": False}))
+                    for i, t in enumerate(texts)]
+        return [out.strip() for out in lm.generate_until(requests, disable_tqdm=True)]
+
+    return run
+
+
+def make_rewriter(spec: str, template: str) -> Rewriter:
+    kind, sep, rest = spec.partition(":")
+    if kind == "python" and sep:
+        return python_rewriter(rest)
+    if kind == "openai" and sep:
+        base, _, model = rest.rpartition(":")
+        if not base or not model:
+            raise ConfigError(f"--rewriter {spec!r}: expected openai:BASE_URL:MODEL")
+        return openai_rewriter(base, model, template)
+    if kind == "lmeval" and sep:
+        lm_name, _, args = rest.partition(":")
+        return lmeval_rewriter(lm_name, args, template)
+    raise ConfigError(f"--rewriter {spec!r}: use python:FILE.py:FUNC, openai:BASE_URL:MODEL or lmeval:LM:MODEL_ARGS")
+
+
+def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str, template: str | None = None,
+                  limit: int | None = None, batch_size: int = 16,
+                  progress: Callable[[int], None] | None = None, rewriter: Rewriter | None = None) -> Path:
+    """Rewrite ``chosen`` and ``rejected`` of every pair of ``source``; write ``out`` atomically."""
+    template = template or default_template(shift)
+    if "{text}" not in template:
+        raise ConfigError("--prompt-template must contain {text}")
+    groups = list(PreferenceTask(path=source).groups())[:limit]
+    rewrite = rewriter or make_rewriter(rewriter_spec, template)
+    texts = [t for g in groups for t in g.responses]
+    rewritten: list[str] = []
+    for s in range(0, len(texts), batch_size):
+        chunk = texts[s:s + batch_size]
+        out_chunk = rewrite(chunk)
+        if len(out_chunk) != len(chunk) or not all(isinstance(t, str) and t.strip() for t in out_chunk):
+            raise ConfigError(f"rewriter {rewriter_spec!r} returned {len(out_chunk)} texts (some empty or not "
+                              f"strings) for {len(chunk)}")
+        rewritten += out_chunk
+        if progress is not None:
+            progress(len(chunk))
+    rows = []
+    for k, g in enumerate(groups):
+        rows.append({"prompt": prompt_to_json(g.prompt), "chosen": rewritten[2 * k], "rejected": rewritten[2 * k + 1],
+                     "orig_chosen": g.responses[0], "orig_rejected": g.responses[1], "orig_index": k,
+                     "id": f"{g.id}:{shift}", "shift": shift, "rewriter": rewriter_spec})
+    out = Path(out)
+    atomic_write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    meta = {"source": str(Path(source).resolve()), "source_fingerprint": data_fingerprint(groups), "shift": shift,
+            "rewriter": rewriter_spec, "prompt_template": template, "rows": len(rows)}
+    atomic_write_text(out.with_name(out.name + ".meta.json"), json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return out
+
+
+__all__: Sequence[str] = ["write_shifted", "make_rewriter", "default_template"]
