@@ -22,6 +22,10 @@ TASK_KINDS.register("paired_shift", "rmbench.tasks.shift:PairedShiftTask",
                     description="original vs paraphrased/translated pairs (paper format: orig_chosen, orig_index...)")
 TASK_KINDS.register("domain_shift", "rmbench.tasks.domain:DomainShiftTask",
                     description="one RM on several domains (preference files), each beside the in-domain one")
+TASK_KINDS.register("rewardbench", "rmbench.tasks.rewardbench:RewardBenchTask",
+                    description="RewardBench v1 pairs (prompt, chosen, rejected, subset), official weighted score")
+TASK_KINDS.register("rewardbench2", "rmbench.tasks.rewardbench:RewardBench2Task",
+                    description="RewardBench 2 rows (chosen/rejected lists, subset): best-of-n + Ties, official score")
 TASK_KINDS.register("hamiltonian", "rmbench.tasks.hamiltonian:HamiltonianTask",
                     description="verify Hamiltonian cycles: valid cycle vs random non-cycle (seeded generator)")
 TASK_KINDS.register("persona", "rmbench.tasks.persona:PersonaTask",
