@@ -286,7 +286,9 @@ def compare_command(
 
 @app.command("shift")
 def shift_command(
-    data: Path = typer.Option(..., "--data", help="Preference pairs (JSON Lines: prompt, chosen, rejected)."),
+    data: str = typer.Option(..., "--data", help="Preference pairs: a JSON Lines file (prompt, chosen, rejected) "
+                             "or a hub dataset id."),
+    split: str = typer.Option("train", "--split", help="Split of a hub dataset."),
     rewriter: str = typer.Option(..., "--rewriter", help="python:FILE.py:FUNC, openai:BASE_URL:MODEL or "
                                  "lmeval:LM:MODEL_ARGS."),
     shift: str = typer.Option("paraphrase", "--shift", help="paraphrase, translation:fr, translation:ru, ..."),
@@ -301,10 +303,12 @@ def shift_command(
         with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("texts"), _RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
                       TimeRemainingColumn(), console=err_console) as progress:
-            n_pairs = sum(1 for line in data.open(encoding="utf-8") if line.strip()) if data.is_file() else 0
-            task_id = progress.add_task(f"{shift} with {rewriter}", total=2 * min(n_pairs, limit or n_pairs))
-            path = write_shifted(str(data), out, rewriter, shift, prompt_template, limit,
-                                 progress=lambda n: progress.advance(task_id, n))
+            source = Path(data)
+            n_pairs = sum(1 for line in source.open(encoding="utf-8") if line.strip()) if source.is_file() else None
+            total = 2 * min(n_pairs, limit or n_pairs) if n_pairs is not None else None
+            task_id = progress.add_task(f"{shift} with {rewriter}", total=total)
+            path = write_shifted(data, out, rewriter, shift, prompt_template, limit,
+                                 progress=lambda n: progress.advance(task_id, n), split=split)
         console.print(f"Wrote {path} and {path}.meta.json. Evaluate it with: rmbench eval --tasks paraphrase_shift "
                       f"--data paraphrase_shift={path} (or a paired_shift entry of your own)", markup=False,
                       highlight=False)

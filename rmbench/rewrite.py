@@ -108,12 +108,15 @@ def make_rewriter(spec: str, template: str) -> Rewriter:
 
 def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str, template: str | None = None,
                   limit: int | None = None, batch_size: int = 16,
-                  progress: Callable[[int], None] | None = None, rewriter: Rewriter | None = None) -> Path:
-    """Rewrite ``chosen`` and ``rejected`` of every pair of ``source``; write ``out`` atomically."""
+                  progress: Callable[[int], None] | None = None, rewriter: Rewriter | None = None,
+                  split: str = "train") -> Path:
+    """Rewrite ``chosen`` and ``rejected`` of every pair of ``source`` (a local JSON Lines file, or
+    else a hub dataset id with ``split``); write ``out`` atomically."""
     template = template or default_template(shift)
     if "{text}" not in template:
         raise ConfigError("--prompt-template must contain {text}")
-    groups = list(PreferenceTask(path=source).groups())[:limit]
+    task = PreferenceTask(path=source) if Path(source).exists() else PreferenceTask(dataset=source, split=split)
+    groups = list(task.groups())[:limit]
     rewrite = rewriter or make_rewriter(rewriter_spec, template)
     texts = [t for g in groups for t in g.responses]
     rewritten: list[str] = []
@@ -133,7 +136,7 @@ def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str, 
                      "id": f"{g.id}:{shift}", "shift": shift, "rewriter": rewriter_spec})
     out = Path(out)
     atomic_write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    meta = {"source": str(Path(source).resolve()), "source_fingerprint": data_fingerprint(groups), "shift": shift,
+    meta = {"source": str(Path(source).resolve()) if Path(source).exists() else source, "source_fingerprint": data_fingerprint(groups), "shift": shift,
             "rewriter": rewriter_spec, "prompt_template": template, "rows": len(rows)}
     atomic_write_text(out.with_name(out.name + ".meta.json"), json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     return out

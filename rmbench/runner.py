@@ -72,6 +72,8 @@ def task_spec_with_data(spec: TaskSpec, path: str) -> TaskSpec:
     if not p.is_file():
         raise DataError("no such file", path=str(p))
     args = {k: v for k, v in spec.args_dict.items() if k not in ("dataset", "revision", "config", "paths")}
+    if spec.kind == "domain_shift" and "paths" in spec.args_dict:
+        args["paths"] = spec.args_dict["paths"]  # keep the in-domain set; the file becomes the shifted domain
     args["path"] = str(p.resolve())
     return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
 

@@ -91,6 +91,8 @@ def run_cli(site, cwd, *args):
 def test_installed_entry_point_plugin(plugin_site, tmp_path):
     listed = run_cli(plugin_site, tmp_path, "models", "list")
     assert listed.returncode == 0 and "keyword-rm" in listed.stdout and "rmbench-plugin-demo" in listed.stdout
+    tasks = run_cli(plugin_site, tmp_path, "tasks", "list")
+    assert tasks.returncode == 0 and "demo_pairs" in tasks.stdout and "rmbench-plugin-demo" in tasks.stdout
     result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties",
                      "--bootstrap", "20", "--out", str(tmp_path / "run"))
     assert result.returncode == 0, result.stderr

@@ -153,3 +153,13 @@ def test_hamiltonian_graphs_are_seeded_and_checked():
         assert is_hamiltonian_cycle(n, edges, cycle[::-1]) and is_hamiltonian_cycle(n, edges, cycle[1:] + cycle[:1])
 
     planted_cycle_is_valid()
+
+
+def test_domain_shift_with_the_papers_math_file():
+    path = shared_file("exrm-vs-imrm/rewardbench_math_train.jsonl")
+    res = evaluate(EvalConfig(model="length", tasks=("domain_shift",), data=(("domain_shift", str(path)),),
+                              n_bootstrap=20))
+    counts = res["tasks"][0]["counts"]
+    assert counts["groups"] == 64 + 34  # the built-in chat set beside the paper's 34 math-prm pairs
+    shifts = {m["shift"] for m in res["metrics"] if m["metric"] == "pairwise_accuracy"}
+    assert shifts == {None, "none", "domain:math"}

@@ -18,7 +18,12 @@ from rmbench.types import ComparisonGroup
 class DomainShiftTask(Task):
     description = "one RM on several domains (chat, math, code), each beside the in-domain one"
 
-    def __init__(self, paths: Mapping[str, str], in_domain: str = "chat") -> None:
+    def __init__(self, paths: Mapping[str, str] | None = None, in_domain: str = "chat", path: str | None = None,
+                 domain: str = "math") -> None:
+        if path is not None:  # one file (--data): its domain beside the in-domain set, if that is kept
+            paths = {**({in_domain: paths[in_domain]} if paths and in_domain in paths else {}), domain: path}
+            if in_domain not in paths:
+                in_domain = domain
         if not paths:
             raise ValueError("paths must map at least one domain name to a file")
         if in_domain not in paths:
