@@ -62,6 +62,7 @@ def test_implicit_with_reference_and_beta(tiny):
     rm = ImplicitRM(str(tiny["causal"]), ref=str(tiny["causal_ref"]), beta=0.1, runtime=FP32)
     expected = [0.1 * (hand_logprob(tiny["causal"], p, r) - hand_logprob(tiny["causal_ref"], p, r)) for p, r in PAIRS]
     assert rm.score(reqs()) == pytest.approx(expected, abs=1e-5)
+    assert len(rm.fingerprint()) == 64  # the reference's weights are part of it
 
 
 def test_implicit_is_batch_invariant(tiny):

@@ -5,6 +5,7 @@ A model is named on the command line as
 * a kind with no arguments: ``oracle``, ``constant``, ``length``, or a kind a plugin registered;
 * a kind with a target: ``python:path/to/file.py:func``, ``implicit:path/or/hub-id``,
   ``discretize:smollm2-135m-gen`` (``KIND:TARGET``);
+* a folder written by ``rmbench train`` (it holds ``rmbench_model.yaml``);
 * a preset (``smollm2-135m``, ``smollm2-135m-gen``...: :mod:`rmbench.models.presets`);
 * a named entry from a YAML/TOML file (``type: model``) in ``tasks/`` or an ``--include`` folder.
 
@@ -16,6 +17,7 @@ point names a factory (class or function) called with the spec's arguments that 
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from rmbench.errors import ConfigError
@@ -57,6 +59,12 @@ def parse_model_spec(text: str, named: Mapping[str, ModelSpec] | None = None) ->
         return Spec.make(name=text, kind=kind, args={target_arg: target})
     if text in MODEL_KINDS:
         return Spec.make(name=text, kind=text)
+    folder = Path(text).expanduser()
+    if (folder / "rmbench_model.yaml").is_file():  # a folder written by ``rmbench train``
+        from rmbench.train import load_trained_entry
+
+        entry = load_trained_entry(folder)
+        return Spec.make(name=str(entry.get("name", folder.name)), kind=entry["kind"], args=entry["args"])
     known = sorted(set(MODEL_KINDS.names()) | set(named))
     close = difflib.get_close_matches(kind if sep else text, known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""

@@ -76,7 +76,9 @@ class RewardModel(ABC):
     def fingerprint(self) -> str:
         """Identity of the scoring function: keys the score cache. Adapters with weights or
         code add their hash; built-ins include rmbench's version so a new release re-scores."""
-        return sha256_hex(canonical_json({"spec": self.spec.to_json(), "rmbench": __version__}))
+        spec = getattr(self, "spec", None)  # set by build_model; absent when built directly in code
+        described = spec.to_json() if spec is not None else {"class": type(self).__name__}
+        return sha256_hex(canonical_json({"spec": described, "rmbench": __version__}))
 
     def runtime_info(self) -> dict[str, Any]:
         """What the run record should say about how this model ran (dtype, device, versions)."""

@@ -21,6 +21,7 @@ import numpy as np
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest
 from rmbench.models.hf import HFRewardModel, load_weights, response_boundary
+from rmbench.types import Spec
 
 LM_HEAD_CHUNK = 1024  # response positions per LM-head call: bounds the (positions x vocab) logits
 
@@ -65,6 +66,8 @@ class ImplicitRM(HFRewardModel):
             self.reference = ImplicitRM(ref, beta=1.0, normalize=normalize, runtime=self.runtime,
                                         revision=ref_revision, template=template, system_prompt=system_prompt,
                                         max_length=max_length)
+            self.reference.spec = Spec.make(f"reference:{ref}", "implicit",
+                                            {"model": ref, "revision": ref_revision, "normalize": normalize})
 
     @property
     def backbone(self):
