@@ -208,6 +208,7 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
         if (out / sub).exists():
             shutil.rmtree(out / sub)
     entry = trainer.save(out, config)
+    checkpoint.unlink(missing_ok=True)  # only an interrupted run needs it; it holds the optimizer state too
     entry["description"] = f"{kind.upper()}-RM trained by rmbench from {config.base}"
     atomic_write_text(out / MODEL_ENTRY, yaml.safe_dump(entry, sort_keys=False))
     card = {"kind": kind, "base": config.base, "data_fingerprint": fingerprint, "pairs": n_pairs,

@@ -45,6 +45,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(tiny, tmp_path):
         train_one("ex", config, GROUPS, tmp_path / "resumed", killed_in_epoch_2)
     assert (tmp_path / "resumed" / "checkpoint.pt").is_file()
     resumed = train_one("ex", config, GROUPS, tmp_path / "resumed")
+    assert not (tmp_path / "resumed" / "checkpoint.pt").exists()  # removed once the run completes
     assert resumed["loss_per_epoch"] == pytest.approx(full["loss_per_epoch"], abs=1e-6)
     batch = [ScoreRequest(g.prompt, r, g.id, i) for g in GROUPS for i, r in enumerate(g.responses)]
     a = build_model(parse_model_spec(str(tmp_path / "full")), FP32).score(batch)
