@@ -154,3 +154,17 @@ def test_shift_slices_are_reported(tmp_path):
                       ("paraphrase", "pairwise_accuracy"): 0.0}
     assert all(isinstance(r, MetricRecord) for r in recs)
     assert math.isnan([r for r in recs if r.metric == "specificity"][0].value)
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    import os
+    import stat
+
+    from rmbench.record import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "x.txt", "hi")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "x.txt").stat().st_mode) == 0o644
