@@ -51,13 +51,6 @@ class MetricRecord:
                    math.nan if value is None else float(value), d["ci_low"], d["ci_high"], int(d["n"]))
 
 
-def _expand_units(units: np.ndarray, group_unit: np.ndarray) -> np.ndarray:
-    """Group numbers of the given (possibly repeated) units, unit by unit."""
-    order = np.argsort(group_unit, kind="stable")
-    positions, _ = segment_gather(np.bincount(group_unit), units)
-    return order[positions]
-
-
 @dataclass(frozen=True)
 class _Slice:
     subset: str | None
@@ -108,10 +101,12 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
     units_all = np.arange(len(groups)) if group_units is None else np.asarray(group_units, dtype=np.int64)
     # Renumber this slice's units 0..k-1 so that the bootstrap can draw them.
     uniq, slice_units = np.unique(units_all[group_ids], return_inverse=True)
+    # Groups sorted by unit, and groups per unit: fixed for the slice, used by every draw.
+    by_unit, unit_sizes = np.argsort(slice_units, kind="stable"), np.bincount(slice_units)
     extras = extra_metrics or {}
 
     def statistic(units: np.ndarray) -> np.ndarray:
-        gids = group_ids[_expand_units(units, slice_units)]
+        gids = group_ids[by_unit[segment_gather(unit_sizes, units)[0]]]
         sub = index.select_groups(gids)
         r = index.gather_rewards(rewards, gids)
         diff = r[sub.diff_better] - r[sub.diff_worse]

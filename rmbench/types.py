@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
@@ -170,7 +171,15 @@ class PairIndex:
 
     @property
     def n_groups(self) -> int:
-        return int(self.response_group.max()) + 1 if len(self.response_group) else 0
+        return len(self._counts[0])
+
+    @cached_property
+    def _counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Responses, discrimination pairs and specificity pairs per group: fixed, and needed by
+        every bootstrap draw, so counted once."""
+        n = int(self.response_group.max()) + 1 if len(self.response_group) else 0
+        return (np.bincount(self.response_group, minlength=n), np.bincount(self.diff_group, minlength=n),
+                np.bincount(self.eq_group, minlength=n))
 
     @classmethod
     def from_groups(cls, groups: Sequence[ComparisonGroup]) -> "PairIndex":
@@ -197,24 +206,23 @@ class PairIndex:
         group order (``from_groups`` builds them so, and so does this), which the gathers rely on.
         """
         sel = np.asarray(group_ids, dtype=np.int64)
-        n = self.n_groups
-        resp_src, resp_pos = segment_gather(np.bincount(self.response_group, minlength=n), sel)
+        responses, diffs, eqs = self._counts
+        resp_src, resp_pos = segment_gather(responses, sel)
         new_start = np.searchsorted(resp_pos, np.arange(len(sel)))  # first new response index of each pick
         old_start = resp_src[new_start] if resp_src.size else np.zeros(len(sel), np.int64)
         shift = new_start - old_start  # new response index = old index + shift of its pick
 
-        def take(idx_a: np.ndarray, idx_b: np.ndarray, grp: np.ndarray):
-            src, pos = segment_gather(np.bincount(grp, minlength=n), sel)
+        def take(idx_a: np.ndarray, idx_b: np.ndarray, counts: np.ndarray):
+            src, pos = segment_gather(counts, sel)
             return idx_a[src] + shift[pos], idx_b[src] + shift[pos], pos
 
-        db, dw, dg = take(self.diff_better, self.diff_worse, self.diff_group)
-        ea, eb, eg = take(self.eq_a, self.eq_b, self.eq_group)
+        db, dw, dg = take(self.diff_better, self.diff_worse, diffs)
+        ea, eb, eg = take(self.eq_a, self.eq_b, eqs)
         return PairIndex(resp_pos, db, dw, dg, ea, eb, eg)
 
     def gather_rewards(self, rewards: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
         """The response-level rewards of the given groups, concatenated in that order."""
-        src, _ = segment_gather(np.bincount(self.response_group, minlength=self.n_groups),
-                                np.asarray(group_ids, dtype=np.int64))
+        src, _ = segment_gather(self._counts[0], np.asarray(group_ids, dtype=np.int64))
         return np.asarray(rewards)[src]
 
 

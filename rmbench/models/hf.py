@@ -287,7 +287,7 @@ class HFRewardModel(RewardModel):
         self.tokenizer.truncation_side = "left"  # with max_length, keep the response (the end) whole
         self.formatter = Formatter(self.tokenizer, template, system_prompt)
         self.max_length = max_length
-        self._length_cache: dict[tuple, int] = {}
+        self._length_cache: dict[str, int] = {}
         self._identity: str | None = None
 
     # --- subclasses implement ---------------------------------------------------------------
@@ -323,12 +323,11 @@ class HFRewardModel(RewardModel):
 
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
         out = []
-        for req, text in zip(batch, self._texts(batch)):
-            key = (text,)
-            if key not in self._length_cache:
+        for text in self._texts(batch):
+            if text not in self._length_cache:
                 ids = self.tokenizer(text, add_special_tokens=self.formatter.add_special_tokens)["input_ids"]
-                self._length_cache[key] = len(ids)
-            out.append(self._length_cache[key])
+                self._length_cache[text] = len(ids)
+            out.append(self._length_cache[text])
         return out
 
     def backbone_hidden(self, enc: dict[str, Any]):
