@@ -322,6 +322,7 @@ def train_command(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder: OUT/ex and OUT/im."),
     epochs: int = typer.Option(1, "--epochs"),
     lr: float = typer.Option(1e-5, "--lr"),
+    head_lr: Optional[float] = typer.Option(None, "--head-lr", help="EX-RM head learning rate (default: --lr)."),
     beta: float = typer.Option(0.1, "--beta", help="IM-RM beta (DPO)."),
     batch_size: int = typer.Option(4, "--batch-size", help="Pairs per step."),
     seed: int = typer.Option(0, "--seed"),
@@ -341,7 +342,7 @@ def train_command(
         if lora:
             raise ConfigError("--lora is not available yet: rmbench train does full fine-tuning")
         config = TrainConfig(base=base, kind=kind, epochs=epochs, lr=lr, beta=beta, batch_size=batch_size, seed=seed,
-                             max_length=max_length)
+                             max_length=max_length, head_lr=head_lr)
         if Path(data).is_file():
             groups = list(PreferenceTask(path=data).groups())[:limit]
         else:

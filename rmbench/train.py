@@ -3,7 +3,9 @@
 Both minimise the Bradley-Terry loss  -log sigmoid(r(x, y_chosen) - r(x, y_rejected)):
 
 * **EX-RM** (``ex``): r = <u, h(x, y)>, a linear head on the base's last hidden state at the
-  last real token; backbone and head are trained (full fine-tuning).
+  last real token; backbone and head are trained (full fine-tuning). The head starts at zero
+  and may have its own learning rate (``head_lr``): a zero head passes no gradient to the
+  backbone, so with few steps and one shared small rate the EX-RM hardly moves.
 * **IM-RM** (``im``): r = beta * (log pi(y|x) - log pi_ref(y|x)) with pi_ref the frozen initial
   model, which makes the loss DPO's. Only the policy is trained; the reference log-probs are
   computed once.
@@ -46,12 +48,14 @@ class TrainConfig:
     seed: int = 0
     max_length: int | None = 512
     template: str = "auto"
+    head_lr: float | None = None  # EX-RM head's learning rate; None = lr
 
     def __post_init__(self) -> None:
         if self.kind not in ("ex", "im", "both"):
             raise ConfigError(f"--kind must be ex, im or both, got {self.kind!r}")
-        if self.epochs < 1 or self.batch_size < 1 or self.lr <= 0 or self.beta <= 0:
-            raise ConfigError("--epochs and --batch-size must be >= 1, --lr and --beta > 0")
+        if self.epochs < 1 or self.batch_size < 1 or self.lr <= 0 or self.beta <= 0 \
+                or (self.head_lr is not None and self.head_lr <= 0):
+            raise ConfigError("--epochs and --batch-size must be >= 1, --lr, --head-lr and --beta > 0")
 
 
 def preference_pairs(groups: Sequence[ComparisonGroup]) -> list[ScoreRequest]:
@@ -84,7 +88,9 @@ class _ExTrainer:
         self.head = torch.nn.Linear(self.model.config.hidden_size, 1)
         torch.nn.init.zeros_(self.head.weight)
         torch.nn.init.zeros_(self.head.bias)
-        self.params = list(self.model.parameters()) + list(self.head.parameters())
+        # A zero head passes no gradient to the backbone until it has moved, so it may learn faster.
+        self.param_groups = [{"params": list(self.model.parameters())},
+                             {"params": list(self.head.parameters()), "lr": config.head_lr or config.lr}]
 
     def rewards(self, batch):
         from rmbench.models.seqcls import pool
@@ -122,7 +128,7 @@ class _ImTrainer:
         self.rm = ImplicitRM(base, runtime=runtime, template=config.template, max_length=config.max_length)
         self.reference = ImplicitRM(base, runtime=runtime, template=config.template, max_length=config.max_length)
         self.model = self.rm.model
-        self.params = list(self.model.parameters())
+        self.param_groups = [{"params": list(self.model.parameters())}]
         self.beta = config.beta
         self._ref_cache: dict[tuple, float] = {}
 
@@ -170,7 +176,7 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
     torch.manual_seed(config.seed)
     trainer = (_ExTrainer if kind == "ex" else _ImTrainer)(config.base, config, runtime)
     trainer.model.train()
-    optimizer = torch.optim.AdamW(trainer.params, lr=config.lr)
+    optimizer = torch.optim.AdamW(trainer.param_groups, lr=config.lr)
     pairs = preference_pairs(groups)
     n_pairs = len(pairs) // 2
     fingerprint = data_fingerprint(groups)

@@ -80,3 +80,23 @@ def test_cli_train_then_eval(tiny, tmp_path):
     bad = runner.invoke(app, ["train", "--base", str(tiny["causal"]), "--data", str(data), "--kind", "xx",
                               "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "--kind must be ex, im or both" in bad.output
+
+
+def test_a_separate_head_learning_rate_moves_the_head_further(tiny, tmp_path):
+    from safetensors.torch import load_file
+
+    def head_norm(head_lr):
+        config = TrainConfig(base=str(tiny["causal"]), kind="ex", epochs=1, lr=1e-5, batch_size=4, head_lr=head_lr)
+        folder = tmp_path / f"ex-{head_lr}"
+        train_one("ex", config, GROUPS, folder)
+        return float(load_file(str(folder / "head.safetensors"))["weight"].norm())
+
+    assert head_norm(1e-2) > 100 * head_norm(None)
+
+
+def test_bad_learning_rates_are_config_errors():
+    from rmbench.errors import ConfigError
+
+    for kw in ({"lr": 0.0}, {"head_lr": 0.0}, {"head_lr": -1e-3}):
+        with pytest.raises(ConfigError, match="head-lr"):
+            TrainConfig(base="x", **kw)
