@@ -75,14 +75,12 @@ def plain_loop(model, tokenizer, formatter, groups, batch_size=8) -> tuple[np.nd
 def shared_prefix_share(rm, groups) -> float:
     """Fraction of the workload's tokens that repeat a context already in its group: what reusing
     each prompt's KV cache across its k responses could skip at most."""
-    repeated = total = 0
+    repeated = 0
     for g in groups:
         context, _ = rm.formatter.context_and_full(g.prompt, g.responses[0])
         n_context = len(rm.tokenizer(context, add_special_tokens=False)["input_ids"])
         repeated += (len(g.responses) - 1) * n_context
-    for n in rm.lengths(requests_for(groups)):
-        total += n
-    return repeated / total
+    return repeated / sum(rm.lengths(requests_for(groups)))
 
 
 def lmeval_peer(model_dir: str, dtype: str, groups, reps: int) -> tuple[float, np.ndarray]:

@@ -78,7 +78,6 @@ def main() -> int:
     bases = {"ex-rm (trained, repro 3)": Spec.make("ex-rm", entry["kind"], entry["args"]),
              "smollm2-135m": catalog.models["smollm2-135m"], "smollm2-135m-avg": catalog.models["smollm2-135m-avg"],
              "smollm2-135m-gen": catalog.models["smollm2-135m-gen"]}
-    inner_of = {"ex-rm (trained, repro 3)": {"name": "ex-rm", "kind": entry["kind"], "args": entry["args"]}}
     runtime = Runtime()
     variants: dict[str, list[tuple[str, str]]] = {}  # base -> [(variant label, model name)]
     for label, spec in bases.items():
@@ -88,7 +87,7 @@ def main() -> int:
         for T, p, delta in GRID:
             dname = f"{name}+mcd(T={T},p={p},Δ={delta})"
             catalog.models[dname] = Spec.make(dname, "discretize", {
-                "inner": inner_of.get(label, name), "T": T, "p": p, "delta": delta, "seed": args.seed})
+                "inner": {"name": name, "kind": spec.kind, "args": spec.args_dict}, "T": T, "p": p, "delta": delta, "seed": args.seed})
             variants[label].append((f"T={T}, p={p}, Δ={delta}", dname))
     _, groups = load_groups(catalog.task_spec("ties"), args.limit)
     timings = {}

@@ -29,11 +29,10 @@ from rmbench.types import data_fingerprint
 LEADERBOARD = Path(__file__).resolve().parents[1] / "leaderboards" / "hamiltonian_cycles.md"
 
 
-def generate(model: str, groups, runtime: Runtime, samples: int, seed: int, max_new_tokens: int = 32) -> dict:
-    """Greedy and sampled answers of ``model``'s policy; rates of well-formed and valid cycles."""
+def generate(rm, groups, samples: int, seed: int, max_new_tokens: int = 32) -> dict:
+    """Greedy and sampled answers of an implicit RM's policy; rates of well-formed and valid cycles."""
     import torch
 
-    rm = build_model(parse_model_spec(model), runtime)
     lm, tok = rm.model, rm.tokenizer
     tok.padding_side = "left"
     if tok.pad_token is None:
@@ -67,12 +66,11 @@ def generate(model: str, groups, runtime: Runtime, samples: int, seed: int, max_
     return out
 
 
-def constrained_greedy(model: str, groups, runtime: Runtime) -> dict:
+def constrained_greedy(rm, groups) -> dict:
     """Format taken out of the picture: the policy writes a permutation, choosing each next vertex
     among those not yet used by its own next-token probabilities. Rate of valid cycles."""
     import torch
 
-    rm = build_model(parse_model_spec(model), runtime)
     lm, tok = rm.model, rm.tokenizer
     valid = 0
     for g in groups:
@@ -138,11 +136,11 @@ def main() -> int:
     timings["verify"] = time.time() - t
     t = time.time()
     gen_runtime = Runtime(dtype="float32")  # small-batch decoding is faster in fp32 on a CPU
-    base = "implicit:smollm2-135m-instruct"
-    generation = {"trained IM-RM policy": generate(folder, test, gen_runtime, args.samples, args.seed),
-                  "base SmolLM2-135M-Instruct": generate(base, test, gen_runtime, args.samples, args.seed)}
-    for name, model in (("trained IM-RM policy", folder), ("base SmolLM2-135M-Instruct", base)):
-        generation[name]["constrained"] = constrained_greedy(model, test, gen_runtime)
+    generation = {}
+    for name, model in (("trained IM-RM policy", folder), ("base SmolLM2-135M-Instruct", "implicit:smollm2-135m-instruct")):
+        policy = build_model(parse_model_spec(model), gen_runtime)  # loaded once for both decodings
+        generation[name] = {**generate(policy, test, args.samples, args.seed),
+                            "constrained": constrained_greedy(policy, test)}
     timings["generate"] = time.time() - t
     chance = random_valid_rate(test, 100, args.seed)
     minutes = (time.time() - t0) / 60
