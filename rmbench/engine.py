@@ -5,8 +5,11 @@
 2. Plan batches: sort by the model's token lengths, longest first, and fill each batch up to
    a budget of padded tokens (count x longest), so batches of short texts are wide and batches
    of long ones narrow; a batch also ends where lengths fall below 90% of its longest, which
-   bounds padding waste. The plan depends only on the inputs, so a resumed run re-forms exactly
-   the batches an uninterrupted run would have, and returns identical scores.
+   bounds padding waste. Adapters that reuse a prompt's KV cache (``prefix_lengths``: causal
+   models) get batches that keep a prompt's responses together instead, so its tokens run once
+   per batch, not once per response (:func:`plan_shared_batches`). The plan depends only on the
+   inputs, so a resumed run re-forms exactly the batches an uninterrupted run would have, and
+   returns identical scores.
 3. Skip every planned batch whose scores are all in the cache; score the rest and write each
    batch to the cache in one transaction.
 4. Hand the raw outputs of whole groups to ``model.postprocess`` (MC-dropout clustering needs
@@ -37,8 +40,9 @@ class EngineStats:
     cached: int
     computed: int
     batches_computed: int
-    real_tokens: int
-    padded_tokens: int
+    real_tokens: int  # tokens of the texts scored
+    work_tokens: int  # tokens run through the model: fewer than real_tokens where prompts are shared
+    padded_tokens: int  # work_tokens plus padding
     seconds: float
 
     def to_json(self) -> dict:
@@ -64,6 +68,66 @@ def plan_batches(lengths: Sequence[int], token_budget: int, max_batch: int, spre
             batches.append(current)
             current = []
         current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def batch_cost(lengths: Sequence[int], prefix: Sequence[int], keys: Sequence, idx: Sequence[int]) -> tuple[int, int]:
+    """(tokens a batch runs without padding, tokens it runs padded) when the rows of one key
+    share their first ``prefix`` tokens: each unit's prefix once, padded to the longest prefix,
+    then every row's rest, padded to the longest rest (see rmbench.models.prefix)."""
+    units: dict = {}
+    for i in idx:
+        units.setdefault(keys[i], prefix[i])
+    rest = [lengths[i] - prefix[i] for i in idx]
+    work = sum(units.values()) + sum(rest)
+    if len(units) == len(idx):  # nothing shared: one plain pass
+        return sum(lengths[i] for i in idx), len(idx) * max(lengths[i] for i in idx)
+    return work, len(units) * max(units.values()) + len(idx) * max(rest)
+
+
+def _padding(lengths, prefix, keys, idx) -> int:
+    work, padded = batch_cost(lengths, prefix, keys, idx)
+    return padded - work
+
+
+def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Sequence, token_budget: int,
+                        max_batch: int, spread: float = 0.1) -> list[list[int]]:
+    """Batches that keep the responses of one prompt (same key) together, so their prompt runs
+    once per batch. Each prompt's responses, longest rest first, are cut into pieces only where a
+    row would pad more than the prompt costs to recompute; pieces, longest first, are packed into
+    batches while the padded size (rows x longest text) fits the budget and the padding a piece
+    adds stays within ``spread`` of the batch's work."""
+    by_key: dict = {}
+    for i in sorted(range(len(lengths)), key=lambda i: (-(lengths[i] - prefix[i]), i)):
+        by_key.setdefault(keys[i], []).append(i)
+    pieces: list[list[int]] = []
+    for members in by_key.values():
+        current: list[int] = []
+        for i in members:
+            if current:
+                width = lengths[current[0]] - prefix[current[0]]
+                longest = max(lengths[j] for j in current)
+                if ((len(current) + 1) * max(longest, lengths[i]) > token_budget or len(current) >= max_batch
+                        or width - (lengths[i] - prefix[i]) > prefix[i]):
+                    pieces.append(current)
+                    current = []
+            current.append(i)
+        pieces.append(current)
+    pieces.sort(key=lambda p: (-max(lengths[i] for i in p), p[0]))
+    batches: list[list[int]] = []
+    current = []
+    for piece in pieces:
+        if current:
+            merged = current + piece
+            added = _padding(lengths, prefix, keys, merged) - _padding(lengths, prefix, keys, current) \
+                - _padding(lengths, prefix, keys, piece)
+            if (len(merged) * max(lengths[i] for i in merged) > token_budget or len(merged) > max_batch
+                    or added > spread * batch_cost(lengths, prefix, keys, piece)[0]):
+                batches.append(current)
+                current = []
+        current = current + piece
     if current:
         batches.append(current)
     return batches
@@ -106,9 +170,15 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     known = cache.get_many(distinct_keys) if cache is not None else {}
     lengths = model.lengths(distinct)
     max_batch = min(runtime.max_batch, model.max_batch or runtime.max_batch)
-    plan = plan_batches(lengths, runtime.token_budget, max_batch)
+    prefix = model.prefix_lengths(distinct)
+    prompts = [r.prompt for r in distinct]
+    if prefix is None:
+        prefix = [0] * len(distinct)
+        plan = plan_batches(lengths, runtime.token_budget, max_batch)
+    else:
+        plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)
     results: dict[str, np.ndarray] = {}
-    cached = computed = batches = real = padded = 0
+    cached = computed = batches = real = work = padded = 0
     for idx in plan:
         batch_keys = [distinct_keys[i] for i in idx]
         if all(k in known for k in batch_keys):
@@ -130,7 +200,9 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
             computed += len(idx)
             batches += 1
             real += sum(lengths[i] for i in idx)
-            padded += len(idx) * max(lengths[i] for i in idx)
+            batch_work, batch_padded = batch_cost(lengths, prefix, prompts, idx)
+            work += batch_work
+            padded += batch_padded
         if progress is not None:
             progress(len(idx))
 
@@ -146,6 +218,6 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     if rewards.shape != (len(requests),) or not np.isfinite(rewards).all():
         raise ModelError(f"model {_name(model)!r} post-processing returned {rewards.shape} values, some not finite, "
                          f"for {len(requests)} responses")
-    stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, padded,
+    stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, work, padded,
                         time.perf_counter() - t0)
     return rewards, stats

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmbench.cache import ScoreCache
-from rmbench.engine import plan_batches, score_groups
+from rmbench.engine import batch_cost, plan_batches, plan_shared_batches, score_groups
 from rmbench.errors import ModelError
 from rmbench.models import Runtime, build_model
 from rmbench.runner import EvalConfig, evaluate
@@ -52,6 +52,38 @@ def test_plan_covers_everything_once_within_budget(lengths, budget, max_batch):
         assert min(lengths[i] for i in b) >= 0.9 * max(lengths[i] for i in b)
     flat = [lengths[i] for b in plan for i in b]
     assert flat == sorted(flat, reverse=True)  # longest first: neighbours pad little
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(1, 200)), max_size=60), st.integers(50, 4000),
+       st.integers(1, 16))
+def test_shared_plan_covers_everything_once_within_budget(rows, budget, max_batch):
+    keys = [k for k, _ in rows]
+    prefix = [10 * k + 5 for k in keys]  # one prompt length per key
+    lengths = [p + rest for p, (_, rest) in zip(prefix, rows)]
+    plan = plan_shared_batches(lengths, prefix, keys, budget, max_batch)
+    assert sorted(i for b in plan for i in b) == list(range(len(lengths)))
+    for b in plan:
+        assert len(b) <= max_batch
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= budget
+        work, padded = batch_cost(lengths, prefix, keys, b)
+        assert 0 < work <= padded <= len(b) * max(lengths[i] for i in b)
+
+
+def test_shared_plan_keeps_a_prompts_responses_together():
+    """Twelve short answers to each of three prompts: one batch per prompt-group of pieces, and
+    each prompt's tokens run once, not twelve times."""
+    keys = [k for k in range(3) for _ in range(12)]
+    prefix = [40] * 36
+    lengths = [40 + 5 + (i % 12) for i in range(36)]
+    plan = plan_shared_batches(lengths, prefix, keys, 8192, 64)
+    for k in range(3):
+        assert sum(any(keys[i] == k for i in b) for b in plan) == 1
+    work = sum(batch_cost(lengths, prefix, keys, b)[0] for b in plan)
+    assert work == 3 * 40 + sum(l - 40 for l in lengths)
+    # A row that would pad more than its prompt costs starts a new piece of that prompt.
+    plan = plan_shared_batches([45, 45, 300], [40, 40, 40], [0, 0, 0], 8192, 64)
+    assert sorted(map(sorted, plan)) == [[0, 1], [2]]
 
 
 def test_distinct_inputs_are_scored_once_across_tasks(tmp_path, counting_model):

@@ -194,3 +194,44 @@ def test_lmeval_hf_backend_agrees_with_native_implicit(tiny):
                         ref_model_args=f"pretrained={tiny['causal_ref']},dtype=float32", beta=0.5, runtime=FP32)
     native_ref = ImplicitRM(str(tiny["causal"]), ref=str(tiny["causal_ref"]), beta=0.5, runtime=FP32).score(reqs())
     assert with_ref.score(reqs()) == pytest.approx(native_ref, abs=1e-4)
+
+
+SHARED = [(p, r) for p in ("Pick a number between 1 and 10.", "Name a primary color.")
+          for r in ("7", "The answer is 7.", "red", "a b c d e f g h i j", " blue, yellow")]
+
+
+@pytest.mark.parametrize("template,max_length", [("chat", None), ("plain", None), ("chat", 24)])
+def test_prompt_kv_reuse_equals_one_pass_per_text(tiny, template, max_length):
+    """Rows of one prompt share its KV cache (rmbench.models.prefix); the rewards equal those
+    of a plain pass over each whole text, with and without left truncation."""
+    rm = ImplicitRM(str(tiny["causal"]), runtime=FP32, template=template, max_length=max_length)
+    batch = reqs(SHARED + PAIRS)
+    enc = rm._encode(batch)
+    from rmbench.models.prefix import prefix_units
+    units = prefix_units(enc["input_ids"], enc["shared"])[1]
+    if max_length is None:
+        assert len(units) == len({str(p) for p, _ in SHARED + PAIRS})  # each prompt runs once
+    shared = rm.score(batch)
+    plain = [rm.score([r])[0] for r in batch]  # a batch of one shares nothing
+    assert shared == pytest.approx(plain, abs=1e-5)
+    if template == "chat" and max_length is None:
+        assert shared[:len(SHARED)] == pytest.approx([hand_logprob(tiny["causal"], p, r) for p, r in SHARED], abs=1e-5)
+
+
+def test_prefix_lengths_stop_before_the_token_that_predicts_the_response(tiny):
+    rm = ImplicitRM(str(tiny["causal"]), runtime=FP32)
+    batch = reqs(SHARED)
+    enc = rm._encode(batch)
+    assert rm.prefix_lengths(batch) == enc["shared"]
+    assert rm.lengths(batch) == enc["attention_mask"].sum(1).tolist()
+    assert len(set(enc["shared"][:5])) == 1 and len(set(enc["shared"][5:])) == 1
+
+
+def test_seqcls_kv_reuse_equals_one_pass_per_text(tiny):
+    rm = SeqClsRM(str(tiny["seqcls"]), runtime=FP32)
+    assert rm.shares_prefix
+    batch = reqs(SHARED)
+    assert len(set(rm._encode(batch)["shared"])) == 2
+    assert rm.score(batch) == pytest.approx([rm.score([r])[0] for r in batch], abs=1e-5)
+    assert rm.score(batch)[:2] == pytest.approx([hand_seqcls(tiny["seqcls"], p, r) for p, r in SHARED[:2]], abs=1e-5)
+    assert not SeqClsRM(str(tiny["seqcls"]), runtime=FP32, padding_side="left").shares_prefix

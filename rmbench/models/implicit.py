@@ -20,15 +20,10 @@ import numpy as np
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import HFRewardModel, load_weights, response_boundary
+from rmbench.models.hf import HFRewardModel, load_weights, response_boundary, response_token_positions
 from rmbench.types import Spec
 
-LM_HEAD_CHUNK = 1024  # response positions per LM-head call: bounds the (positions x vocab) logits
-
-
-def response_token_positions(offsets, attention_mask, boundary: int) -> list[int]:
-    """Indices of the tokens that hold any character at or after ``boundary``."""
-    return [j for j, ((start, end), m) in enumerate(zip(offsets, attention_mask)) if m and end > boundary and end > start]
+LM_HEAD_CHUNK = 256  # response positions per LM-head call: bounds the (positions x vocab) logits (50 MB at 49k vocab)
 
 
 def gather_logprobs(lm_head, hidden, input_ids, rows, cols, softcap: float | None = None):
@@ -50,6 +45,7 @@ class ImplicitRM(HFRewardModel):
 
     description = "implicit reward beta * log(pi/pi_ref) of a causal LM (reference-free without ref)"
     target_arg = "model"
+    shares_prefix = True
 
     def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, normalize: str = "sum",
                  runtime: Runtime | None = None, revision: str | None = None, ref_revision: str | None = None,
@@ -81,7 +77,7 @@ class ImplicitRM(HFRewardModel):
 
         pairs = [self.formatter.context_and_full(r.prompt, r.response) for r in batch]
         enc = self.tokenize([full for _, full in pairs], return_offsets_mapping=True)
-        rows, cols = [], []
+        rows, cols, shared = [], [], []
         for i, (context, full) in enumerate(pairs):
             positions = response_token_positions(enc["offset_mapping"][i].tolist(), enc["attention_mask"][i].tolist(),
                                                  response_boundary(context, full))
@@ -93,7 +89,11 @@ class ImplicitRM(HFRewardModel):
                                   f"tokens after truncation (max_length={self.max_length})")
             rows += [i] * len(positions)
             cols += positions
+            shared.append(positions[0] - 1)
         enc["rows"], enc["cols"] = torch.tensor(rows), torch.tensor(cols)
+        # Rows of one prompt share everything before the token that predicts their first
+        # response token (see rmbench.models.prefix).
+        enc["shared"] = shared
         enc["n_tokens"] = np.bincount(rows, minlength=len(batch))
         return enc
 

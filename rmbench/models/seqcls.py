@@ -56,7 +56,11 @@ class _TextRM(HFRewardModel):
         return [self.formatter.context_and_full(r.prompt, r.response)[1] for r in batch]
 
     def _encode(self, batch: Sequence[ScoreRequest]) -> dict[str, Any]:
-        return self.tokenize(self._texts(batch))
+        if not self.shares_prefix:
+            return self.tokenize(self._texts(batch))
+        enc = self.tokenize(self._texts(batch), return_offsets_mapping=True)
+        enc["shared"] = self.shared_prefixes(batch, enc)
+        return enc
 
 
 class SeqClsRM(_TextRM):
@@ -82,6 +86,10 @@ class SeqClsRM(_TextRM):
     @property
     def backbone(self):
         return self.model.base_model if self.head is not None else self.model
+
+    @property
+    def shares_prefix(self) -> bool:  # a decoder read at its last token, right-padded
+        return self.head is not None and self.tokenizer.padding_side == "right"
 
     def _hidden(self, enc):
         if self.head is not None:
@@ -116,6 +124,7 @@ class LinearHeadRM(_TextRM):
                                             gguf_file=self.source.gguf_file,
                                             trust_remote_code=self.runtime.trust_remote_code)
         is_causal = any(a.endswith("ForCausalLM") for a in (getattr(config, "architectures", None) or []))
+        self.is_causal = is_causal
         if is_causal:
             lm = load_weights(AutoModelForCausalLM, model, self.source, self.runtime, self.dtype, self.device)
             self.model = lm.base_model
@@ -135,6 +144,10 @@ class LinearHeadRM(_TextRM):
     @property
     def backbone(self):
         return self.model
+
+    @property
+    def shares_prefix(self) -> bool:  # a causal backbone read at its last token
+        return self.is_causal and self.pooling == "last"
 
     def _hidden(self, enc):
         return self.backbone_hidden(enc)
