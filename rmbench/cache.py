@@ -3,6 +3,10 @@
 A batch's scores are written in one transaction, so a run killed mid-way leaves only whole
 batches behind and the next run resumes from them. Values are JSON lists of floats (a reward,
 or an adapter's raw vector).
+
+Several processes may share one cache (two ``rmbench eval`` runs of the same model on other
+tasks write the same file): the file is in WAL mode, so readers never wait for a writer, and a
+writer waits up to ``BUSY_TIMEOUT_S`` for another writer's transaction instead of failing.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from rmbench.models.base import ScoreRequest
 from rmbench.paths import user_cache_dir
 from rmbench.types import canonical_json, prompt_to_json, sha256_hex
 
+BUSY_TIMEOUT_S = 60.0
+
 
 def request_key(req: ScoreRequest, with_utility: bool = False) -> str:
     """sha256 of the scored input: the prompt and the response (and the utility for the oracle)."""
@@ -32,7 +38,13 @@ class ScoreCache:
         folder = Path(cache_dir) if cache_dir is not None else user_cache_dir() / "scores"
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{model_fingerprint}.sqlite"
-        self._db = sqlite3.connect(self.path)
+        self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        try:
+            # Persistent in the file; where WAL is unavailable the default rollback journal,
+            # with the busy timeout, is still safe, only readers then wait for writers.
+            self._db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError:
+            pass
         self._db.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         self._db.commit()
 

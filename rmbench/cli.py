@@ -41,6 +41,11 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def _warn(message: str) -> None:
+    """Something the user must know about a run that still goes on (skipped rows, truncation)."""
+    err_console.print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 class _RateColumn(ProgressColumn):
     """Items per second of a task (blank until rich has a speed estimate)."""
 
@@ -87,6 +92,8 @@ def _shift_table(lb) -> Table | None:
 
 def _print_leaderboard(lb) -> None:
     console.print(_leaderboard_table(lb))
+    for note in lb.notes:
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     shift = _shift_table(lb)
     if shift is not None:
         console.print(shift)
@@ -132,6 +139,12 @@ def eval_command(
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
     eps_unit: str = typer.Option("sigma", "--eps-unit", help="'sigma' (eps times the std of the rewards) or 'raw'."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N groups of each task."),
+    skip_bad_rows: bool = typer.Option(False, "--skip-bad-rows", help="Leave out data rows that cannot be read "
+                                       "(counted and quoted in results.json, with a warning) instead of failing."),
+    max_length: Optional[int] = typer.Option(None, "--max-length", help="Truncate texts to N tokens (transformers "
+                                             "models); truncated texts are counted per task."),
+    truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
+                                   "from: 'left' (drop the prompt's start, keep the response) or 'right'."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default: runs/<model>]; with several "
                                        "models, the parent of one folder per model [default: runs]."),
     include: List[Path] = typer.Option([], "--include", help="Folder of extra task/model entry files. Repeatable."),
@@ -145,21 +158,35 @@ def eval_command(
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Score cache [default: $XDG_CACHE_HOME/rmbench/scores]."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model repositories to run their own code."),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "
+                                      ".pt), which can run code when loaded; default: safetensors or GGUF only."),
+    engine: str = typer.Option("local", "--engine", help="Where batches run: local (this process), ray (Ray Data "
+                               "actors; pip install 'rmbench[ray]') or accelerate (under 'accelerate launch')."),
+    workers: int = typer.Option(2, "--workers", help="--engine ray: number of actors, each loading the model once."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="--engine ray: an existing cluster "
+                                              "(e.g. ray://head:10001 or auto) [default: start a local one]."),
+    worker_cpus: float = typer.Option(1.0, "--worker-cpus", help="--engine ray: CPUs per actor."),
+    worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and leaderboard.md; print the leaderboard."""
     from rmbench.leaderboard import build_leaderboard, render
     from rmbench.models import Runtime
     from rmbench.record import atomic_write_text, load_run
+    from rmbench.backends import is_main_process
     from rmbench.runner import EvalConfig, evaluate, parse_data_overrides, parse_eps
 
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
-        runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget)
+        runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
+                          allow_pickle=allow_pickle)
         configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
                               data=parse_data_overrides(data), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
                               include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
                               model_args=_parse_model_args(model_arg), runtime=runtime,
-                              cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache)
+                              cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache,
+                              skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation,
+                              engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,
+                              worker_gpus=worker_gpus)
                    for m in models]
         if len(models) == 1:
             root = out or _default_out(models[0])
@@ -173,7 +200,10 @@ def eval_command(
         results = []
         with Progress(*columns, console=err_console, transient=False) as progress:
             for config, run_dir in zip(configs, run_dirs):
-                results.append(evaluate(config, out_dir=run_dir, progress=_progress_factory(progress)))
+                results.append(evaluate(config, out_dir=run_dir, progress=_progress_factory(progress),
+                                        warn=_warn))
+        if not is_main_process(engine):  # accelerate: rank 0 writes and prints
+            return
         lb = build_leaderboard([load_run(d) for d in run_dirs])
         atomic_write_text(Path(root) / "leaderboard.md", render(lb, "md"))
         if len(results) == 1:
@@ -330,6 +360,8 @@ def train_command(
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N groups."),
     include: List[Path] = typer.Option([], "--include", help="Extra task entry folders."),
     lora: bool = typer.Option(False, "--lora", help="LoRA instead of full fine-tuning (needs peft)."),
+    allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow a base model in pickle files "
+                                      "(pytorch_model.bin), which can run code when loaded."),
 ) -> None:
     """Train an EX-RM (linear head) and/or an IM-RM (DPO) from one base on the same pairs."""
     from rmbench.catalog import load_catalog
@@ -351,7 +383,7 @@ def train_command(
                       TextColumn("pairs"), _RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
                       TimeRemainingColumn(), console=err_console) as progress:
             for k in (["ex", "im"] if kind == "both" else [kind]):
-                card = train_one(k, config, groups, out / k, _progress_factory(progress))
+                card = train_one(k, config, groups, out / k, _progress_factory(progress), allow_pickle=allow_pickle)
                 console.print(f"{k.upper()}-RM: loss per epoch {', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}"
                               f"; evaluate with: rmbench eval --model {out / k}", markup=False, highlight=False)
 

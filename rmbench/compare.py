@@ -16,7 +16,7 @@ from rmbench import metrics as M
 from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError, DataError
 from rmbench.record import LoadedRun, load_rewards
-from rmbench.runner import load_groups, task_spec_with_data
+from rmbench.runner import load_groups, load_groups_skipping, task_spec_with_data
 from rmbench.summary import slice_statistic
 from rmbench.types import Spec, data_fingerprint
 
@@ -63,8 +63,12 @@ def compare_runs(run_a: LoadedRun, run_b: LoadedRun, tasks: Sequence[str] = (), 
         if name in data:
             spec = task_spec_with_data(spec, data[name])
         limit = run_a.results["config"].get("limit")
+        # A run that left out bad rows (--skip-bad-rows) is reloaded the same way; the
+        # fingerprint check below makes sure the same rows were left out.
+        skip = bool((ta.get("skipped_rows") or {}).get("count"))
+        load = (lambda s, n: load_groups_skipping(s, n)[:2]) if skip else load_groups
         try:
-            task, groups = load_groups(spec, limit)
+            task, groups = load(spec, limit)
         except DataError:
             catalog = load_catalog()
             if name in data or name not in catalog.tasks:
@@ -72,7 +76,7 @@ def compare_runs(run_a: LoadedRun, run_b: LoadedRun, tasks: Sequence[str] = (), 
             # A built-in task recorded with another install's path: use this install's copy
             # (the fingerprint check below makes sure it is the same data).
             spec = catalog.task_spec(name)
-            task, groups = load_groups(spec, limit)
+            task, groups = load(spec, limit)
         if data_fingerprint(groups) != ta["data_fingerprint"]:
             raise DataError(f"task {name!r}: the data at {spec.args_dict.get('path') or spec.args_dict.get('dataset')} "
                             f"is not the data the runs used (fingerprint differs); pass that file with --data {name}=PATH")

@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from rmbench.backends import LocalBackend, model_name
 from rmbench.cache import ScoreCache, request_key
 from rmbench.errors import ModelError
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest
@@ -133,12 +134,8 @@ def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Seq
     return batches
 
 
-def _name(model: RewardModel) -> str:
-    return model.spec.name if hasattr(model, "spec") else type(model).__name__
-
-
 def _check_batch(model: RewardModel, batch: Sequence[ScoreRequest], out) -> np.ndarray:
-    name = _name(model)
+    name = model_name(model)
     try:
         values = np.asarray(out if isinstance(out, np.ndarray) else list(out), dtype=np.float64)
     except (TypeError, ValueError):
@@ -155,8 +152,12 @@ def _check_batch(model: RewardModel, batch: Sequence[ScoreRequest], out) -> np.n
 
 
 def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
-                 progress: Progress | None = None, cache: ScoreCache | None = None) -> tuple[np.ndarray, EngineStats]:
-    """One reward per response of ``groups``, flattened in group order, and what it cost."""
+                 progress: Progress | None = None, cache: ScoreCache | None = None, backend=None,
+                 factory: Callable[[], RewardModel] | None = None) -> tuple[np.ndarray, EngineStats]:
+    """One reward per response of ``groups``, flattened in group order, and what it cost.
+
+    ``backend`` (:mod:`rmbench.backends`; default local) runs the batches that the cache does
+    not hold; ``factory`` rebuilds ``model`` in a worker process (the Ray backend needs it)."""
     t0 = time.perf_counter()
     runtime = runtime or Runtime()
     requests = requests_for(groups)
@@ -179,30 +180,30 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
         plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)
     results: dict[str, np.ndarray] = {}
     cached = computed = batches = real = work = padded = 0
+    todo = []
     for idx in plan:
         batch_keys = [distinct_keys[i] for i in idx]
         if all(k in known for k in batch_keys):
             results.update((k, known[k]) for k in batch_keys)
             cached += len(idx)
+            if progress is not None:
+                progress(len(idx))
         else:
-            batch = [distinct[i] for i in idx]
-            try:
-                out = model.score(batch)
-            except ModelError:
-                raise
-            except Exception as exc:  # the model's own failure, reported with where it happened
-                raise ModelError(f"model {_name(model)!r} failed on a batch starting at group {batch[0].group_id!r}, "
-                                 f"response {batch[0].index}: {type(exc).__name__}: {exc}") from exc
-            values = _check_batch(model, batch, out)
-            if cache is not None:
-                cache.put_many(zip(batch_keys, values))
-            results.update(zip(batch_keys, values))
-            computed += len(idx)
-            batches += 1
-            real += sum(lengths[i] for i in idx)
-            batch_work, batch_padded = batch_cost(lengths, prefix, prompts, idx)
-            work += batch_work
-            padded += batch_padded
+            todo.append(idx)
+    backend = backend or LocalBackend()
+    for j, out in backend.run(model, factory, [[distinct[i] for i in idx] for idx in todo]):
+        idx = todo[j]
+        batch_keys = [distinct_keys[i] for i in idx]
+        values = _check_batch(model, [distinct[i] for i in idx], out)
+        if cache is not None and backend.is_main:
+            cache.put_many(zip(batch_keys, values))
+        results.update(zip(batch_keys, values))
+        computed += len(idx)
+        batches += 1
+        real += sum(lengths[i] for i in idx)
+        batch_work, batch_padded = batch_cost(lengths, prefix, prompts, idx)
+        work += batch_work
+        padded += batch_padded
         if progress is not None:
             progress(len(idx))
 
@@ -214,9 +215,9 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     try:
         rewards = np.asarray(model.postprocess(groups, raw), dtype=np.float64)
     except ValueError as exc:
-        raise ModelError(f"model {_name(model)!r}: {exc}") from None
+        raise ModelError(f"model {model_name(model)!r}: {exc}") from None
     if rewards.shape != (len(requests),) or not np.isfinite(rewards).all():
-        raise ModelError(f"model {_name(model)!r} post-processing returned {rewards.shape} values, some not finite, "
+        raise ModelError(f"model {model_name(model)!r} post-processing returned {rewards.shape} values, some not finite, "
                          f"for {len(requests)} responses")
     stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, work, padded,
                         time.perf_counter() - t0)

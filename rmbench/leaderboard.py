@@ -45,6 +45,8 @@ class Leaderboard:
     keys: dict[str, str]  # task -> comparability key
     shift_rows: tuple[tuple[str, str, str, tuple[Cell | None, ...]], ...] = ()
     """(model, task, shift, cells of SHIFT_COLUMNS): original ("none") vs shifted slices."""
+    notes: tuple[str, ...] = ()
+    """Footnotes on what a number rests on: rows left out by --skip-bad-rows, truncated texts."""
 
     def header(self, task: str, metric: str) -> str:
         if metric in EPS_METRICS:
@@ -60,6 +62,24 @@ def _describe_key_difference(a: dict, b: dict) -> str:
     if a.get("data_fingerprint") != b.get("data_fingerprint"):
         diffs.append(f"data fingerprint {a.get('data_fingerprint', '')[:12]} vs {b.get('data_fingerprint', '')[:12]}")
     return ", ".join(diffs) or "metric version or eps spec"
+
+
+def run_notes(run: LoadedRun) -> list[str]:
+    """Footnotes for a run: its tasks' skipped bad rows and truncated texts, where non-zero."""
+    notes = []
+    engine = run.results.get("engine", {}).get("model") or {}
+    for t in run.results["tasks"]:
+        skipped = (t.get("skipped_rows") or {}).get("count") or 0
+        if skipped:
+            notes.append(f"{run.model_name} on {t['name']}: {skipped} bad data row{'s' * (skipped != 1)} skipped "
+                         f"(--skip-bad-rows); scored on the {t['counts']['groups']} groups kept")
+        truncated = t.get("truncated_texts") or 0
+        if truncated:
+            how = (f" to {engine['max_length']} tokens on the {engine.get('truncation', 'left')}"
+                   if engine.get("max_length") else "")
+            notes.append(f"{run.model_name} on {t['name']}: {truncated} of {t['counts']['responses']} texts "
+                         f"truncated{how} (--max-length)")
+    return notes
 
 
 def _pick_eps(task: str, run: LoadedRun, wanted: float | None) -> tuple[float, str]:
@@ -136,7 +156,9 @@ def build_leaderboard(runs: Sequence[LoadedRun], eps: float | None = None) -> Le
                        for (model, task, shift), cells in sorted(
                            shift_cells.items(), key=lambda kv: (order[kv[0][0]], task_order.index(kv[0][1]),
                                                                 kv[0][2] != "none", kv[0][2])))
-    return Leaderboard(tuple(columns), tuple(rows), eps_by_task, {k: v[0] for k, v in keys.items()}, shift_rows)
+    notes = tuple(n for run in sorted(runs, key=lambda r: order.get(r.model_name, 0)) for n in run_notes(run))
+    return Leaderboard(tuple(columns), tuple(rows), eps_by_task, {k: v[0] for k, v in keys.items()}, shift_rows,
+                       notes)
 
 
 def shift_frame(lb: Leaderboard) -> pd.DataFrame:
@@ -183,6 +205,8 @@ def render(lb: Leaderboard, fmt: str) -> str:
                 + ", ".join(f"{t}: {e:g} {u}" for t, (e, u) in lb.eps.items())
                 + ". Comparability keys: " + ", ".join(f"{t}: {k[:12]}" for t, k in lb.keys.items()) + ".")
         text = to_frame(lb).to_markdown(index=False) + "\n\n" + note + "\n"
+        if lb.notes:
+            text += "\nNotes:\n\n" + "".join(f"* {n}\n" for n in lb.notes)
         if lb.shift_rows:
             text += ("\n### Original vs shifted\n\n" + shift_frame(lb).to_markdown(index=False)
                      + "\n\nThe gap pairs each shifted group with its original (paired bootstrap 95% CI).\n")
@@ -206,7 +230,7 @@ def render(lb: Leaderboard, fmt: str) -> str:
                       for model, task, shift, cells in lb.shift_rows for metric, cell in zip(SHIFT_COLUMNS, cells)
                       if cell is not None]
         return json.dumps({"columns": [lb.header(t, m) for t, m in lb.columns], "rows": rows,
-                           "shift_rows": shift_rows}, indent=2) + "\n"
+                           "shift_rows": shift_rows, "notes": list(lb.notes)}, indent=2) + "\n"
     if fmt == "html":
         return _html(lb)
     raise ConfigError(f"unknown leaderboard format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -259,6 +283,8 @@ def _html(lb: Leaderboard) -> str:
         "th[data-dir=desc]::after{content:' \\25BC'}</style></head><body>"
         "<h1>rmbench leaderboard</h1>"
         f"<p>Cells: value [95% bootstrap CI over groups]. D/Spec eps: {e(eps_note)}. Click a header to sort.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{shift_html}"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        + (f"<p>Notes:</p><ul>{''.join(f'<li>{e(n)}</li>' for n in lb.notes)}</ul>" if lb.notes else "")
+        + f"{shift_html}"
         f"<script>{_SORT_JS}</script></body></html>\n"
     )

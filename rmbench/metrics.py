@@ -16,12 +16,21 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from rmbench.errors import ModelError
+
 METRIC_VERSION = 1
 """Bumped whenever any formula here changes the value it returns; part of the comparability key."""
 
 
 def _arr(x) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64).reshape(-1)
+    """Rewards or gaps as a flat float array; NaN or infinity is refused, never counted as a loss
+    (a NaN gap is neither > 0 nor == 0, so it would silently turn into a wrong pair)."""
+    a = np.asarray(x, dtype=np.float64).reshape(-1)
+    if not np.isfinite(a).all():
+        bad = np.flatnonzero(~np.isfinite(a))
+        raise ModelError(f"rewards must be finite numbers, but {bad.size} of {a.size} values are NaN or infinite "
+                         f"(the first at position {int(bad[0])}: {a[bad[0]]})")
+    return a
 
 
 def reward_sigma(rewards) -> float:

@@ -67,12 +67,17 @@ class RewardRow:
 
 
 def write_run(out_dir: str | Path, results: dict, rewards: Iterable[RewardRow]) -> Path:
-    """Write rewards.jsonl, then results.json; returns the results.json path."""
+    """Write rewards.jsonl, then results.json; returns the results.json path.
+
+    An earlier run's results.json goes first: killed in between, the folder must not pair the
+    old results with the new rewards (no results.json means the run did not finish).
+    """
     out = Path(out_dir)
     lines = [json.dumps({"task": r.task, "group_id": r.group_id, "response_index": r.response_index,
                          "utility": r.utility, "reward": r.reward}, ensure_ascii=False) for r in rewards]
-    atomic_write_text(out / REWARDS_FILE, "\n".join(lines) + ("\n" if lines else ""))
     path = out / RESULTS_FILE
+    path.unlink(missing_ok=True)
+    atomic_write_text(out / REWARDS_FILE, "\n".join(lines) + ("\n" if lines else ""))
     atomic_write_text(path, json.dumps(results, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return path
 

@@ -168,11 +168,14 @@ class _ImTrainer:
 
 
 def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
-              progress: Callable[[str, int], Callable[[int], None]] | None = None) -> dict:
-    """Train one kind into ``out``; returns its model card (with the loss per epoch)."""
+              progress: Callable[[str, int], Callable[[int], None]] | None = None, allow_pickle: bool = False) -> dict:
+    """Train one kind into ``out``; returns its model card (with the loss per epoch).
+
+    ``allow_pickle``: let the base load from pickle weights (``pytorch_model.bin``), see Runtime.
+    """
     import torch
 
-    runtime = Runtime(dtype="float32", device="cpu")
+    runtime = Runtime(dtype="float32", device="cpu", allow_pickle=allow_pickle)
     torch.manual_seed(config.seed)
     trainer = (_ExTrainer if kind == "ex" else _ImTrainer)(config.base, config, runtime)
     trainer.model.train()
@@ -186,7 +189,12 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
     losses: list[float] = []
     start_epoch = 0
     if checkpoint.is_file():
-        state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        # weights_only: tensors and plain containers only, so a planted checkpoint cannot run code.
+        try:
+            state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - not a checkpoint this trainer wrote
+            raise ConfigError(f"{checkpoint}: cannot resume from it ({type(exc).__name__}: {str(exc)[:200]}); "
+                              f"delete it to train from the start") from None
         if state.get("run_id") == run_id:
             trainer.load_state(state["trainer"])
             optimizer.load_state_dict(state["optimizer"])
@@ -207,8 +215,15 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
             if advance:
                 advance(len(idx))
         losses.append(sum(epoch_losses) / len(epoch_losses))
-        torch.save({"run_id": run_id, "trainer": trainer.state(), "optimizer": optimizer.state_dict(),
-                    "losses": losses, "epoch": epoch + 1}, checkpoint)
+        # Saved beside, then renamed: a run killed while saving keeps the previous checkpoint whole.
+        partial = checkpoint.with_name(checkpoint.name + ".partial")
+        try:
+            torch.save({"run_id": run_id, "trainer": trainer.state(), "optimizer": optimizer.state_dict(),
+                        "losses": losses, "epoch": epoch + 1}, partial)
+            partial.replace(checkpoint)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
     trainer.model.eval()
     for sub in ("model",):
         if (out / sub).exists():
@@ -231,7 +246,13 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
 
 def load_trained_entry(folder: Path) -> dict:
     """The model entry of a trained folder, with its relative paths made absolute."""
-    data = yaml.safe_load((folder / MODEL_ENTRY).read_text())
+    path = folder / MODEL_ENTRY
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(f"{path}: cannot parse: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
+        raise ConfigError(f"{path}: expected a mapping with kind and args")
     args = dict(data.get("args", {}))
     for key in ("model", "head"):
         if isinstance(args.get(key), str) and (folder / args[key]).exists():

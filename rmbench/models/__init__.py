@@ -41,6 +41,10 @@ MODEL_KINDS.register("generative", "rmbench.models.generative:GenerativeRM",
                      description="generative verifier: P('Yes') to 'Is the answer correct?' (generative:MODEL)")
 MODEL_KINDS.register("discretize", "rmbench.models.discretize:DiscretizedRM",
                      description="MC-dropout discretisation of another adapter (discretize:MODEL_SPEC)")
+MODEL_KINDS.register("vllm_implicit", "rmbench.models.vllm:VLLMImplicitRM",
+                     description="implicit RM through vLLM prompt_logprobs (GPU; pip install 'rmbench[vllm]')")
+MODEL_KINDS.register("vllm_seqcls", "rmbench.models.vllm:VLLMSeqClsRM",
+                     description="seqcls RM through vLLM's pooling runner (GPU; pip install 'rmbench[vllm]')")
 MODEL_KINDS.register("lmeval", "rmbench.models.lmeval:LMEvalRM",
                      description="lm-evaluation-harness model as implicit RM via loglikelihood (args lm, model_args)")
 

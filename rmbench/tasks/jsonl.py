@@ -24,22 +24,24 @@ class GroupsTask(Task):
         seen: set[str] = set()
         for location, line, row in iter_rows(**self.source):
             r = RowReader(row, location, line)
-            gid = r.string("id")
-            if gid in seen:
-                raise r.error("id", f"duplicate group id {gid!r}")
-            seen.add(gid)
-            levels = r.get("equivalence_levels", None)
-            if levels is not None:
-                levels = r.integers("equivalence_levels")
-            meta = r.get("meta", {})
-            if not isinstance(meta, dict):
-                raise r.error("meta", "expected an object")
-            responses, utilities = r.strings("responses"), r.integers("utilities")
-            if len(responses) != len(utilities):
-                raise r.error("utilities", f"{len(utilities)} utilities for {len(responses)} responses")
-            yield r.group(id=gid, prompt=r.prompt(), responses=responses, utilities=utilities,
-                          subset=r.string("subset", None), source_id=r.string("source_id", None),
-                          shift=r.string("shift", None), equivalence_levels=levels, meta=meta)
+            with r.skippable():
+                gid = r.string("id")
+                if gid in seen:
+                    raise r.error("id", f"duplicate group id {gid!r}")
+                levels = r.get("equivalence_levels", None)
+                if levels is not None:
+                    levels = r.integers("equivalence_levels")
+                meta = r.mapping("meta", {})
+                responses, utilities = r.strings("responses"), r.integers("utilities")
+                if len(responses) < 2:
+                    raise r.error("responses", f"has {len(responses)} response; a comparison group needs at least 2")
+                if len(responses) != len(utilities):
+                    raise r.error("utilities", f"{len(utilities)} utilities for {len(responses)} responses")
+                group = r.group(id=gid, prompt=r.prompt(), responses=responses, utilities=utilities,
+                                subset=r.string("subset", None), source_id=r.string("source_id", None),
+                                shift=r.string("shift", None), equivalence_levels=levels, meta=meta)
+                seen.add(gid)
+                yield group
 
 
 class PreferenceTask(Task):
@@ -66,8 +68,15 @@ class PreferenceTask(Task):
         raise r.error(field, "expected a string or a list of chat messages")
 
     def groups(self) -> Iterator[ComparisonGroup]:
+        seen: set[str] = set()
         for location, line, row in iter_rows(**self.source):
             r = RowReader(row, location, line)
-            gid = r.string("id", str(line))
-            yield r.group(id=gid, prompt=r.prompt(), responses=(self._reply(r, "chosen"), self._reply(r, "rejected")),
-                          utilities=(1, 0), subset=r.string("subset", self.subset))
+            with r.skippable():
+                gid = r.string("id", str(line))
+                if gid in seen:
+                    raise r.error("id", f"duplicate group id {gid!r}")
+                group = r.group(id=gid, prompt=r.prompt(),
+                                responses=(self._reply(r, "chosen"), self._reply(r, "rejected")),
+                                utilities=(1, 0), subset=r.string("subset", self.subset))
+                seen.add(gid)
+                yield group

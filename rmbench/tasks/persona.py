@@ -54,11 +54,12 @@ class PersonaTask(Task):
         out = []
         for location, line, row in iter_rows(**self.source):
             r = RowReader(row, location, line)
-            question, answer = r.string("question"), r.string("answer_matching_behavior")
-            if answer.strip() not in ("Yes", "No"):
-                raise r.error("answer_matching_behavior", f"expected ' Yes' or ' No', got {answer!r}")
-            if answer.strip() == "Yes":
-                out.append((f"persona:{line}", question))
+            with r.skippable():
+                question, answer = r.string("question"), r.string("answer_matching_behavior")
+                if answer.strip() not in ("Yes", "No"):
+                    raise r.error("answer_matching_behavior", f"expected ' Yes' or ' No', got {answer!r}")
+                if answer.strip() == "Yes":
+                    out.append((f"persona:{line}", question))
         if self.split == "all":
             return out
         order = list(range(len(out)))

@@ -80,9 +80,10 @@ class RewardBenchTask(Task):
     def groups(self) -> Iterator[ComparisonGroup]:
         for location, line, row in iter_rows(**self.source):
             r = RowReader(row, location, line)
-            subset = r.string("subset")
-            yield r.group(id=r.string("id", str(line)), prompt=r.prompt(),
-                          responses=(r.string("chosen"), r.string("rejected")), utilities=(1, 0), subset=subset)
+            with r.skippable():
+                subset = r.string("subset")
+                yield r.group(id=r.string("id", str(line)), prompt=r.prompt(),
+                              responses=(r.string("chosen"), r.string("rejected")), utilities=(1, 0), subset=subset)
 
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> dict[str, ExtraMetric]:
         r = np.asarray(rewards).reshape(-1, 2)  # every group is one (chosen, rejected) pair
@@ -108,17 +109,18 @@ class RewardBench2Task(Task):
     def groups(self) -> Iterator[ComparisonGroup]:
         for location, line, row in iter_rows(**self.source):
             r = RowReader(row, location, line)
-            subset = r.string("subset")
-            gid = r.string("id")
-            chosen, rejected = r.strings("chosen"), r.strings("rejected")
-            if subset == "Ties":
-                try:
-                    ties_row_key(gid)
-                except ValueError as exc:
-                    raise r.error("id", str(exc)) from None
-            yield r.group(id=gid, prompt=r.prompt(), responses=chosen + rejected,
-                          utilities=[1] * len(chosen) + [0] * len(rejected), subset=subset,
-                          equivalence_levels=(1,) if subset == "Ties" else ())
+            with r.skippable():
+                subset = r.string("subset")
+                gid = r.string("id")
+                chosen, rejected = r.strings("chosen"), r.strings("rejected")
+                if subset == "Ties":
+                    try:
+                        ties_row_key(gid)
+                    except ValueError as exc:
+                        raise r.error("id", str(exc)) from None
+                yield r.group(id=gid, prompt=r.prompt(), responses=chosen + rejected,
+                              utilities=[1] * len(chosen) + [0] * len(rejected), subset=subset,
+                              equivalence_levels=(1,) if subset == "Ties" else ())
 
     def bootstrap_units(self, groups: Sequence[ComparisonGroup]) -> np.ndarray:
         keys = [("ties", ties_row_key(g.id)[1]) if g.subset == "Ties" else ("row", g.id) for g in groups]

@@ -47,23 +47,21 @@ class PairedShiftTask(Task):
             seen: set[int] = set()
             for location, line, row in iter_rows(**source):
                 r = RowReader(row, location, line)
-                k = r.get("orig_index")
-                if not isinstance(k, int) or isinstance(k, bool):
-                    raise r.error("orig_index", f"expected an integer, got {k!r}")
-                if k in seen:
-                    raise r.error("orig_index", f"duplicate orig_index {k} in this file")
-                seen.add(k)
-                prompt = r.prompt()
-                orig = r.group(id=f"orig:{k}", prompt=prompt,
-                               responses=(r.string("orig_chosen"), r.string("orig_rejected")), utilities=(1, 0))
-                if k in originals:
-                    if originals[k][0] != orig:
+                with r.skippable():
+                    k = r.integer("orig_index")
+                    if k in seen:
+                        raise r.error("orig_index", f"duplicate orig_index {k} in this file")
+                    prompt = r.prompt()
+                    orig = r.group(id=f"orig:{k}", prompt=prompt,
+                                   responses=(r.string("orig_chosen"), r.string("orig_rejected")), utilities=(1, 0))
+                    if k in originals and originals[k][0] != orig:
                         raise r.error("orig_chosen", f"original pair {k} differs from the one in {originals[k][1]}")
-                else:
-                    originals[k] = (orig, f"{location}, line {line}")
-                shifted.setdefault(k, []).append(r.group(
-                    id=f"{shift}:{k}", prompt=prompt, responses=(r.string("chosen"), r.string("rejected")),
-                    utilities=(1, 0), source_id=f"orig:{k}", shift=shift))
+                    copy = r.group(id=f"{shift}:{k}", prompt=prompt, utilities=(1, 0), source_id=f"orig:{k}",
+                                   responses=(r.string("chosen"), r.string("rejected")), shift=shift)
+                    # Only a row that passed every check is kept.
+                    seen.add(k)
+                    originals.setdefault(k, (orig, f"{location}, line {line}"))
+                    shifted.setdefault(k, []).append(copy)
         if not originals:
             raise DataError("no rows", path=", ".join(str(s.get("path") or s.get("dataset")) for s in self.sources.values()))
         for k in sorted(originals):  # each original followed by its shifted copies

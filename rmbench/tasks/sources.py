@@ -1,7 +1,12 @@
-"""Where task rows come from: a local JSON Lines file or a Hugging Face hub dataset.
+"""Where task rows come from: a local JSON Lines, CSV or parquet file, or a Hugging Face hub dataset.
 
-Both yield ``(location, line, row)`` so that loaders report errors the same way: for a hub
-dataset the "line" is the 1-based row number in the split.
+All yield ``(location, line, row)`` so that loaders report errors the same way: for a parquet
+file or a hub dataset the "line" is the 1-based row number. A local file is read by its suffix:
+``.csv`` (``.tsv``: tab-separated) with a header row, ``.parquet``, anything else JSON Lines.
+In a CSV file every cell is text: list fields hold JSON (``["a", "b"]``, ``[1, 0]``).
+
+Under :func:`rmbench.tasks.base.skipping_bad_rows` (``--skip-bad-rows``) rows that cannot be
+read, and rows a loader rejected on an earlier pass, are left out and recorded.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from rmbench.errors import DataError
-from rmbench.tasks.base import iter_jsonl
+from rmbench.tasks.base import check_row_values, iter_csv, iter_jsonl, iter_parquet, row_excluded
 
 
 def iter_rows(path: str | None = None, dataset: str | None = None, revision: str | None = None,
@@ -18,8 +23,12 @@ def iter_rows(path: str | None = None, dataset: str | None = None, revision: str
               data_files: str | None = None) -> Iterator[tuple[str, int, dict]]:
     if path is not None:
         location = str(Path(path))
-        for line, row in iter_jsonl(path):
-            yield location, line, row
+        suffix = Path(path).suffix.lower()
+        reader = (iter_csv(path) if suffix == ".csv" else iter_csv(path, "\t") if suffix == ".tsv"
+                  else iter_parquet(path) if suffix in (".parquet", ".pq") else iter_jsonl(path))
+        for line, row in reader:
+            if not row_excluded(location, line):
+                yield location, line, row
         return
     if dataset is None:
         raise DataError("the task has no data source: give a local file (--data TASK=PATH) or a hub dataset")
@@ -31,4 +40,6 @@ def iter_rows(path: str | None = None, dataset: str | None = None, revision: str
         raise DataError(f"could not load the dataset from the hub ({type(exc).__name__}: {exc}); "
                         f"without hub access pass a local copy with --data TASK=PATH", path=location) from None
     for i, row in enumerate(ds, start=1):
-        yield location, i, dict(row)
+        row = dict(row)
+        if not row_excluded(location, i) and check_row_values(row, location, i):
+            yield location, i, row

@@ -39,21 +39,23 @@ class TiesTask(Task):
             r = RowReader(row, location, line)
             if r.get("subset", "Ties") != "Ties":
                 continue
-            gid = r.string("id")
-            try:
-                kind, _ = ties_row_key(gid)
-            except ValueError as exc:
-                raise r.error("id", str(exc)) from None
-            if gid in seen:
-                raise r.error("id", f"duplicate row id {gid!r}")
-            seen.add(gid)
-            chosen, rejected = r.strings("chosen"), r.strings("rejected")
-            num_correct = r.get("num_correct", len(chosen))
-            if num_correct != len(chosen):
-                raise r.error("num_correct", f"is {num_correct} but 'chosen' has {len(chosen)} answers")
-            yield r.group(id=gid, prompt=r.prompt(), responses=chosen + rejected,
-                          utilities=[1] * len(chosen) + [0] * len(rejected), subset=kind,
-                          equivalence_levels=(1,))
+            with r.skippable():
+                gid = r.string("id")
+                try:
+                    kind, _ = ties_row_key(gid)
+                except ValueError as exc:
+                    raise r.error("id", str(exc)) from None
+                if gid in seen:
+                    raise r.error("id", f"duplicate row id {gid!r}")
+                chosen, rejected = r.strings("chosen"), r.strings("rejected")
+                num_correct = r.integer("num_correct", len(chosen))
+                if num_correct != len(chosen):
+                    raise r.error("num_correct", f"is {num_correct} but 'chosen' has {len(chosen)} answers")
+                group = r.group(id=gid, prompt=r.prompt(), responses=chosen + rejected,
+                                utilities=[1] * len(chosen) + [0] * len(rejected), subset=kind,
+                                equivalence_levels=(1,))
+                seen.add(gid)
+                yield group
 
     def bootstrap_units(self, groups: Sequence[ComparisonGroup]) -> np.ndarray:
         # tied:K and ref:K are resampled together: the Ties score pairs them.

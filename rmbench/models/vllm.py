@@ -1,0 +1,130 @@
+"""vLLM adapters, for users with GPUs and big models (``pip install 'rmbench[vllm]'``).
+
+* ``vllm_seqcls``: a sequence-classification reward model (one output) through vLLM's pooling
+  runner: the raw logit at the last token (no sigmoid/softmax), like ``seqcls``.
+* ``vllm_implicit``: the implicit reward beta * sum log pi(y | x) (reference-free, or against
+  ``ref``) from vLLM's ``prompt_logprobs``: one prefill per text, no generation.
+
+Texts are rendered and tokenised with the model's Hugging Face tokenizer exactly as the
+``implicit``/``seqcls`` adapters do, and vLLM receives the token ids, so the response tokens
+are the same ones the transformers adapters score. vLLM is imported only when such a model is
+built, and a missing vLLM is a clear error. vLLM batches, schedules and caches prompt prefixes
+itself, so these adapters ask the engine for large batches.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from rmbench.errors import ConfigError
+from rmbench.models.base import Runtime, ScoreRequest
+from rmbench.models.hf import HFRewardModel, response_boundary, response_token_positions
+
+
+def import_vllm():
+    try:
+        import vllm
+    except ImportError:
+        raise ConfigError("the vllm_* adapters need vLLM (and a GPU it supports): pip install 'rmbench[vllm]'; on "
+                          "CPU use the implicit or seqcls adapters instead") from None
+    return vllm
+
+
+def summed_prompt_logprobs(prompt_logprobs: Sequence[Any], token_ids: Sequence[int], positions: Sequence[int]) -> float:
+    """Sum of log p(token j | tokens before j) over ``positions``, from vLLM's per-position
+    ``prompt_logprobs`` (entry j: a dict from token id to an object with ``.logprob``; entry 0 is
+    None). The prompt's own token is always among the entries."""
+    total = 0.0
+    for j in positions:
+        entry = prompt_logprobs[j]
+        if entry is None or token_ids[j] not in entry:
+            raise ConfigError(f"vLLM returned no log-probability for prompt token {j}")
+        total += float(entry[token_ids[j]].logprob)
+    return total
+
+
+class _VLLMRM(HFRewardModel):
+    target_arg = "model"
+    max_batch = 4096
+    runner = "generate"
+
+    def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
+                 template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
+                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1) -> None:
+        vllm = import_vllm()
+        super().__init__(model, runtime, revision, template, system_prompt, max_length)
+        kwargs = dict(model=self.source.location, revision=self.source.revision, tokenizer=self.source.location,
+                      dtype=str(self.dtype).replace("torch.", ""), trust_remote_code=self.runtime.trust_remote_code,
+                      gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
+                      enable_prefix_caching=True)
+        if max_length is not None:
+            kwargs["max_model_len"] = max_length
+        if self.runner == "pooling":
+            kwargs["runner"] = "pooling"
+        try:
+            self.llm = vllm.LLM(**kwargs)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"vLLM cannot load {model!r}: {type(exc).__name__}: {str(exc)[:300]}") from None
+
+    def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
+        return [self.formatter.context_and_full(r.prompt, r.response)[1] for r in batch]
+
+    def _token_ids(self, batch: Sequence[ScoreRequest]) -> list[dict]:
+        enc = self.tokenize(self._texts(batch), return_offsets_mapping=True)
+        out = []
+        for i, r in enumerate(batch):
+            mask = enc["attention_mask"][i].tolist()
+            ids = [t for t, m in zip(enc["input_ids"][i].tolist(), mask) if m]
+            context, full = self.formatter.context_and_full(r.prompt, r.response)
+            positions = [j for j in response_token_positions(enc["offset_mapping"][i].tolist(), mask,
+                                                             response_boundary(context, full)) if j > 0]
+            out.append({"ids": ids, "positions": positions})
+        return out
+
+    def adapter_config(self) -> dict[str, Any]:
+        return {**super().adapter_config(), "engine": "vllm"}
+
+
+class VLLMImplicitRM(_VLLMRM):
+    description = "implicit RM beta*log(pi/pi_ref) through vLLM prompt_logprobs (GPU; pip install 'rmbench[vllm]')"
+
+    def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, runtime: Runtime | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(model, runtime, **kwargs)
+        self.beta = float(beta)
+        self.reference = VLLMImplicitRM(ref, runtime=runtime, **kwargs) if ref is not None else None
+
+    def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        vllm = import_vllm()
+        encoded = self._token_ids(batch)
+        params = vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=0.0)
+        outs = self.llm.generate([{"prompt_token_ids": e["ids"]} for e in encoded], params, use_tqdm=False)
+        values = np.array([summed_prompt_logprobs(o.prompt_logprobs, e["ids"], e["positions"])
+                           for o, e in zip(outs, encoded)])
+        if self.reference is not None:
+            values = values - self.reference.score(batch)
+        return self.beta * values
+
+    def adapter_config(self) -> dict[str, Any]:
+        return {**super().adapter_config(), "beta": self.beta,
+                "reference": None if self.reference is None else self.reference.fingerprint()}
+
+
+class VLLMSeqClsRM(_VLLMRM):
+    description = "sequence-classification RM (1 output) through vLLM's pooling runner (GPU; pip install 'rmbench[vllm]')"
+    runner = "pooling"
+
+    def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        import dataclasses
+
+        vllm = import_vllm()
+        fields = {f.name for f in dataclasses.fields(vllm.PoolingParams)} if dataclasses.is_dataclass(
+            vllm.PoolingParams) else set(getattr(vllm.PoolingParams, "__struct_fields__", ()))
+        # The raw logit, as ``seqcls`` reports it: no sigmoid/softmax (the flag's name varies by version).
+        flag = next((f for f in ("use_activation", "activation") if f in fields), None)
+        params = vllm.PoolingParams(**({flag: False} if flag else {}))
+        outs = self.llm.encode([{"prompt_token_ids": e["ids"]} for e in self._token_ids(batch)], params,
+                               pooling_task="classify", use_tqdm=False)
+        return np.array([float(np.asarray(o.outputs.data.float().cpu()).reshape(-1)[0]) for o in outs])

@@ -1,0 +1,116 @@
+"""Distributed engines give the local engine's rewards: Ray Data with 2 CPU actors on a local
+cluster, and accelerate with 2 CPU processes (gloo); both write through the same score cache."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rmbench.errors import ConfigError
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.models import Runtime
+
+FP32 = Runtime(dtype="float32", device="cpu", max_batch=4)
+
+
+def _rewards(results_or_dir) -> list[float]:
+    rows = [json.loads(line) for line in (results_or_dir / "rewards.jsonl").read_text().splitlines()]
+    return [r["reward"] for r in rows]
+
+
+def test_unknown_engine_is_a_config_error():
+    with pytest.raises(ConfigError, match="--engine 'spark'"):
+        EvalConfig(engine="spark")
+
+
+def test_ray_engine_equals_local_and_resumes_through_the_cache(tiny, tmp_path):
+    pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
+    import ray
+
+    model = f"implicit:{tiny['causal']}"
+    base = dict(model=model, tasks=("ties",), limit=8, n_bootstrap=0, runtime=FP32)
+    local = evaluate(EvalConfig(**base, cache_dir=str(tmp_path / "c_local")), out_dir=tmp_path / "local")
+    try:
+        first = evaluate(EvalConfig(**base, engine="ray", workers=2, cache_dir=str(tmp_path / "c_ray")),
+                         out_dir=tmp_path / "ray")
+        assert first["engine"]["backend"]["name"] == "ray" and first["engine"]["backend"]["workers"] == 2
+        assert first["engine"]["stats"]["computed"] == local["engine"]["stats"]["computed"] > 0
+        assert np.allclose(_rewards(tmp_path / "ray"), _rewards(tmp_path / "local"), rtol=1e-6, atol=1e-6)
+        # The driver wrote every worker's scores to the cache: a rerun computes nothing.
+        again = evaluate(EvalConfig(**base, engine="ray", workers=2, cache_dir=str(tmp_path / "c_ray")))
+        assert again["engine"]["stats"]["computed"] == 0
+    finally:
+        ray.shutdown()
+
+
+def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
+    pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
+    import ray
+
+    from rmbench.backends import RayBackend
+    from rmbench.engine import score_groups
+    from rmbench.errors import ModelError
+    from rmbench.models import build_model
+    from rmbench.types import ComparisonGroup, Spec
+
+    spec = Spec.make("m", "implicit", {"model": str(tiny["causal"])})
+    other = Spec.make("m", "implicit", {"model": str(tiny["causal_ref"])})
+    model = build_model(spec, FP32)
+    groups = [ComparisonGroup("g", "Pick a number", ["7", "8"], [1, 0])]
+    try:
+        with pytest.raises(ModelError, match="fingerprint"):
+            score_groups(model, groups, FP32, backend=RayBackend(concurrency=1),
+                         factory=lambda: build_model(other, FP32))
+    finally:
+        ray.shutdown()
+
+
+def test_accelerate_engine_with_two_cpu_processes_equals_local(tiny, tmp_path):
+    pytest.importorskip("accelerate", reason="the accelerate engine needs pip install 'rmbench[accelerate]'")
+    args = ["eval", "--model", f"implicit:{tiny['causal']}", "--tasks", "ties", "--limit", "8", "--dtype", "float32",
+            "--bootstrap", "0"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "OMP_NUM_THREADS": "1"}
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
+              "-m", "rmbench"]
+    run = subprocess.run(launch + args + ["--engine", "accelerate", "--out", str(tmp_path / "acc")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count("Wrote run folders") == 1  # rank 0 alone writes and prints
+    results = json.loads((tmp_path / "acc" / "results.json").read_text())
+    assert results["engine"]["backend"]["name"] == "accelerate" and results["engine"]["backend"]["workers"] == 2
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg_local")
+    local = subprocess.run([sys.executable, "-m", "rmbench"] + args + ["--out", str(tmp_path / "local")],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert local.returncode == 0, local.stderr[-2000:]
+    assert np.allclose(_rewards(tmp_path / "acc"), _rewards(tmp_path / "local"), rtol=1e-6, atol=1e-6)
+
+
+def test_vllm_adapters_import_lazily_and_say_what_is_missing():
+    import importlib.util
+
+    from rmbench.models import build_model, parse_model_spec
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here; this checks the error on machines without it")
+    for kind in ("vllm_implicit", "vllm_seqcls"):
+        with pytest.raises(ConfigError, match=r"pip install 'rmbench\[vllm\]'"):
+            build_model(parse_model_spec(f"{kind}:some/model"))
+
+
+def test_vllm_prompt_logprobs_sum_over_the_response_positions():
+    """The arithmetic on vLLM's documented ``prompt_logprobs`` layout (entry j: token id -> Logprob,
+    entry 0 None); the vLLM run itself needs a GPU."""
+    from types import SimpleNamespace
+
+    from rmbench.models.vllm import summed_prompt_logprobs
+
+    ids = [5, 7, 9, 11]
+    lp = [None, {7: SimpleNamespace(logprob=-1.0)}, {9: SimpleNamespace(logprob=-0.5), 3: SimpleNamespace(logprob=-2)},
+          {11: SimpleNamespace(logprob=-0.25)}]
+    assert summed_prompt_logprobs(lp, ids, [2, 3]) == -0.75
+    with pytest.raises(ConfigError, match="token 0"):
+        summed_prompt_logprobs(lp, ids, [0])
