@@ -93,11 +93,38 @@ def _padding(lengths, prefix, keys, idx) -> int:
     return padded - work
 
 
+def _split_prompt(members: list[int], lengths: Sequence[int], prefix: Sequence[int], token_budget: int,
+                  max_batch: int) -> list[list[int]]:
+    """Cut one prompt's responses (sorted longest rest first) into contiguous pieces that
+    minimise the tokens run: each piece runs the prompt once (q) and its rows padded to its
+    longest rest, so the cost of a piece is q + rows x rest[first]. Exact dynamic programming
+    over the cut points (O(n^2); n is the number of responses to one prompt)."""
+    n = len(members)
+    rest = [lengths[i] - prefix[i] for i in members]
+    q = prefix[members[0]]
+    best = [0.0] + [float("inf")] * n  # best[k]: cost of the first k members
+    cut = [0] * (n + 1)
+    for k in range(1, n + 1):
+        for start in range(k - 1, -1, -1):
+            rows = k - start
+            if rows > max_batch or (rows > 1 and rows * lengths[members[start]] > token_budget):
+                break
+            cost = best[start] + q + rows * rest[start]
+            if cost < best[k]:
+                best[k], cut[k] = cost, start
+    pieces, k = [], n
+    while k > 0:
+        pieces.append(members[cut[k]:k])
+        k = cut[k]
+    return pieces[::-1]
+
+
 def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Sequence, token_budget: int,
                         max_batch: int, spread: float = 0.1) -> list[list[int]]:
     """Batches that keep the responses of one prompt (same key) together, so their prompt runs
-    once per batch. Each prompt's responses, longest rest first, are cut into pieces only where a
-    row would pad more than the prompt costs to recompute; pieces, longest first, are packed into
+    once per batch. Each prompt's responses, longest rest first, are cut into the pieces that run
+    the fewest tokens (padding against re-running the prompt: :func:`_split_prompt`); pieces,
+    longest first, are packed into
     batches while the padded size (rows x longest text) fits the budget and the padding a piece
     adds stays within ``spread`` of the batch's work."""
     by_key: dict = {}
@@ -105,18 +132,8 @@ def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Seq
         by_key.setdefault(keys[i], []).append(i)
     pieces: list[list[int]] = []
     for members in by_key.values():
-        current: list[int] = []
-        for i in members:
-            if current:
-                width = lengths[current[0]] - prefix[current[0]]
-                longest = max(lengths[j] for j in current)
-                if ((len(current) + 1) * max(longest, lengths[i]) > token_budget or len(current) >= max_batch
-                        or width - (lengths[i] - prefix[i]) > prefix[i]):
-                    pieces.append(current)
-                    current = []
-            current.append(i)
-        pieces.append(current)
-    pieces.sort(key=lambda p: (-max(lengths[i] for i in p), p[0]))
+        pieces += _split_prompt(members, lengths, prefix, token_budget, max_batch)
+    pieces.sort(key=lambda p: (-(lengths[p[0]] - prefix[p[0]]), -prefix[p[0]], p[0]))  # widest rest first
     batches: list[list[int]] = []
     current = []
     for piece in pieces:

@@ -454,7 +454,7 @@ class HFRewardModel(RewardModel):
         import torch
 
         shared = enc.get("shared")
-        if shared is not None:
+        if shared is not None and self.shares_prefix:
             hidden = shared_prefix_hidden(self.backbone, enc["input_ids"], enc["attention_mask"], shared, self.device)
             if hidden is not None:
                 return hidden
