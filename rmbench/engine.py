@@ -159,7 +159,9 @@ def _check_batch(model: RewardModel, batch: Sequence[ScoreRequest], out) -> np.n
         raise ModelError(f"model {name!r} returned rewards that are not numbers: {str(out)[:200]}") from None
     if values.ndim == 0 or values.shape[0] != len(batch) or values.ndim > 2:
         raise ModelError(f"model {name!r} returned {values.shape[0] if values.ndim else 'a scalar'} rewards for a "
-                         f"batch of {len(batch)} responses")
+                         f"batch of {len(batch)} responses (group {batch[0].group_id!r}, response {batch[0].index} "
+                         f"to group {batch[-1].group_id!r}, response {batch[-1].index}); return one reward per "
+                         f"(prompt, response) pair, in order")
     bad = np.flatnonzero(~np.isfinite(values.reshape(len(batch), -1)).all(axis=1))
     if bad.size:
         req = batch[int(bad[0])]
@@ -186,14 +188,17 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     distinct = [requests[first[k]] for k in distinct_keys]
 
     known = cache.get_many(distinct_keys) if cache is not None else {}
-    lengths = model.lengths(distinct)
     max_batch = min(runtime.max_batch, model.max_batch or runtime.max_batch)
-    prefix = model.prefix_lengths(distinct)
     prompts = [r.prompt for r in distinct]
-    if prefix is None:
+    if len(known) == len(distinct):  # all cached (a re-run with other --eps): no tokenising, no plan
+        lengths = prefix = [0] * len(distinct)
+        plan = [list(range(len(distinct)))] if distinct else []
+    elif (prefix := model.prefix_lengths(distinct)) is None:
+        lengths = model.lengths(distinct)
         prefix = [0] * len(distinct)
         plan = plan_batches(lengths, runtime.token_budget, max_batch)
     else:
+        lengths = model.lengths(distinct)
         plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)
     results: dict[str, np.ndarray] = {}
     cached = computed = batches = real = work = padded = 0

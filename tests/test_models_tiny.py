@@ -235,3 +235,20 @@ def test_seqcls_kv_reuse_equals_one_pass_per_text(tiny):
     assert rm.score(batch) == pytest.approx([rm.score([r])[0] for r in batch], abs=1e-5)
     assert rm.score(batch)[:2] == pytest.approx([hand_seqcls(tiny["seqcls"], p, r) for p, r in SHARED[:2]], abs=1e-5)
     assert not SeqClsRM(str(tiny["seqcls"]), runtime=FP32, padding_side="left").shares_prefix
+
+
+def test_a_half_precision_copy_scores_like_casting_at_load(tiny, tmp_path):
+    """The embedded model's bf16 copy (rmbench.models.embedded.cast_folder) gives the rewards of
+    loading the float32 folder with dtype bfloat16: the same rounding, done once on disk."""
+    import shutil
+
+    from rmbench.models.embedded import cast_folder
+
+    src = tmp_path / "fp32"
+    shutil.copytree(tiny["causal"], src)
+    cast_folder(src, tmp_path / "bf16", torch.bfloat16)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    bf16 = Runtime(dtype="bfloat16", device="cpu")
+    a = ImplicitRM(str(src), runtime=bf16).score(reqs(SHARED))
+    b = ImplicitRM(str(tmp_path / "bf16"), runtime=bf16).score(reqs(SHARED))
+    assert list(a) == list(b)

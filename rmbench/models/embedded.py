@@ -8,11 +8,13 @@ beside it the first time a run asks for that dtype); the hub id ``HuggingFaceTB/
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from rmbench.paths import user_cache_dir
 
@@ -39,6 +41,22 @@ def package_gguf(package: str, filename: str) -> Path | None:
     return None
 
 
+@contextlib.contextmanager
+def _atomic_folder(out: Path) -> Iterator[Path]:
+    """A temporary folder beside ``out`` that replaces it when the block succeeds and is
+    removed when it fails, so ``out`` is never half-written."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield tmp
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def convert_gguf(gguf: Path, out: Path) -> None:
     """Dequantise a GGUF checkpoint into a plain transformers folder (written atomically)."""
     from safetensors.torch import save_file
@@ -46,9 +64,7 @@ def convert_gguf(gguf: Path, out: Path) -> None:
 
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with _atomic_folder(out) as tmp:
         # save_pretrained refuses GGUF-loaded models, so the state dict is written by hand. With
         # tied embeddings only the input embedding is kept (as save_pretrained would): a copy
         # without it loads as a causal LM but gives other heads (seqcls) random embeddings.
@@ -62,12 +78,6 @@ def convert_gguf(gguf: Path, out: Path) -> None:
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
         tok.save_pretrained(str(tmp))
         (tmp / "SOURCE.txt").write_text(f"Dequantised from {gguf} by rmbench.\n")
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def cast_folder(src: Path, out: Path, dtype) -> None:
@@ -78,8 +88,7 @@ def cast_folder(src: Path, out: Path, dtype) -> None:
     from safetensors.torch import load_file, save_file
 
     state = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in load_file(str(src / "model.safetensors")).items()}
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with _atomic_folder(out) as tmp:
         for p in src.iterdir():
             if p.is_file() and p.name != "model.safetensors":
                 shutil.copy2(p, tmp / p.name)
@@ -87,12 +96,6 @@ def cast_folder(src: Path, out: Path, dtype) -> None:
         config = json.loads((tmp / "config.json").read_text())
         config["dtype"] = str(dtype).replace("torch.", "")
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _complete(folder: Path) -> bool:

@@ -323,7 +323,7 @@ class HFRewardModel(RewardModel):
         self.formatter = Formatter(self.tokenizer, template, system_prompt)
         self.max_length = max_length
         self._length_cache: dict[str, int] = {}
-        self._prefix_cache: dict[str, int] = {}
+        self._prefix_cache: dict[tuple, tuple[int, int]] = {}
         self._identity: str | None = None
 
     shares_prefix = False
@@ -364,15 +364,15 @@ class HFRewardModel(RewardModel):
     def _measure(self, request: ScoreRequest) -> tuple[int, int]:
         """(tokens of the whole text, tokens before the one that predicts the response's first
         token), untruncated: what batching plans with."""
-        context, full = self.formatter.context_and_full(request.prompt, request.response)
-        if full not in self._prefix_cache:
+        key = (request.prompt, request.response)
+        if key not in self._prefix_cache:
+            context, full = self.formatter.context_and_full(request.prompt, request.response)
             enc = self.tokenizer(full, add_special_tokens=self.formatter.add_special_tokens,
                                  return_offsets_mapping=True)
             n = len(enc["input_ids"])
             positions = response_token_positions(enc["offset_mapping"], [1] * n, response_boundary(context, full))
-            self._length_cache[full] = n
-            self._prefix_cache[full] = max(positions[0] - 1, 0) if positions else 0
-        return self._length_cache[full], self._prefix_cache[full]
+            self._prefix_cache[key] = (n, max(positions[0] - 1, 0) if positions else 0)
+        return self._prefix_cache[key]
 
     def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
         return [self._measure(r)[1] for r in batch] if self.shares_prefix else None
