@@ -252,3 +252,14 @@ def test_a_half_precision_copy_scores_like_casting_at_load(tiny, tmp_path):
     a = ImplicitRM(str(src), runtime=bf16).score(reqs(SHARED))
     b = ImplicitRM(str(tmp_path / "bf16"), runtime=bf16).score(reqs(SHARED))
     assert list(a) == list(b)
+
+
+def test_reference_reuses_the_encoding_only_when_it_would_encode_alike(tiny):
+    rm = ImplicitRM(str(tiny["causal"]), ref=str(tiny["causal_ref"]), runtime=FP32)
+    assert rm._encodes_like_reference()  # the tiny models share one tokenizer
+    shared = rm.score(reqs(SHARED))
+    rm.reference.set_truncation(side="right")  # the reference alone would cut elsewhere: it encodes for itself
+    assert not rm._encodes_like_reference()
+    rm.reference.set_truncation(side="left")
+    assert rm._encodes_like_reference()
+    assert list(rm.score(reqs(SHARED))) == list(shared)

@@ -135,6 +135,15 @@ def check_no_pickle(model: str, source: ModelSource, runtime: Runtime) -> None:
                           f"safetensors, or pass --allow-pickle if you trust it")
 
 
+def tokenizer_identity(tokenizer) -> str:
+    """A hash of how a tokenizer encodes text: its serialised fast tokenizer (vocabulary, merges,
+    normalisers, special tokens) and chat template."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    described = {"tokenizer": backend.to_str() if backend is not None else repr(sorted(tokenizer.get_vocab().items())),
+                 "chat_template": getattr(tokenizer, "chat_template", None), "class": type(tokenizer).__name__}
+    return sha256_hex(canonical_json(described))
+
+
 def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, dtype, device: str, **kwargs):
     check_no_pickle(model, source, runtime)
     if not runtime.allow_pickle and source.gguf_file is None:
@@ -465,9 +474,13 @@ class HFRewardModel(RewardModel):
         return out.last_hidden_state
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        return self.score_encoded(batch, self._encode(batch))
+
+    def score_encoded(self, batch: Sequence[ScoreRequest], enc: dict[str, Any]) -> np.ndarray:
+        """:meth:`score` on an encoding already made (an implicit RM's reference reuses its
+        model's when both tokenise alike)."""
         import torch
 
-        enc = self._encode(batch)
         with torch.inference_mode():
             values = self._head(enc, self._hidden(enc))
         return self._finish(batch, enc, values)

@@ -20,7 +20,8 @@ import numpy as np
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import HFRewardModel, load_weights, response_boundary, response_token_positions
+from rmbench.models.hf import (HFRewardModel, load_weights, response_boundary, response_token_positions,
+                               tokenizer_identity)
 from rmbench.types import Spec
 
 LM_HEAD_CHUNK = 256  # response positions per LM-head call: bounds the (positions x vocab) logits (50 MB at 49k vocab)
@@ -64,6 +65,8 @@ class ImplicitRM(HFRewardModel):
                                         max_length=max_length)
             self.reference.spec = Spec.make(f"reference:{ref}", "implicit",
                                             {"model": ref, "revision": ref_revision, "normalize": normalize})
+        self._same_tokenizer = (self.reference is not None
+                                and tokenizer_identity(self.tokenizer) == tokenizer_identity(self.reference.tokenizer))
 
     @property
     def backbone(self):
@@ -110,9 +113,18 @@ class ImplicitRM(HFRewardModel):
 
     def _finish(self, batch, enc, values: np.ndarray) -> np.ndarray:
         if self.reference is not None:
-            ref = self.reference.score(batch)
+            ref = (self.reference.score_encoded(batch, enc) if self._encodes_like_reference()
+                   else self.reference.score(batch))
             values = values - (ref[:, None] if values.ndim == 2 else ref)
         return self.beta * values
+
+    def _encodes_like_reference(self) -> bool:
+        """True when the reference would encode a batch exactly as this model does (same
+        tokenizer, rendering and truncation), so it can score this model's encoding as is."""
+        r = self.reference
+        return (self._same_tokenizer and r.formatter.chat == self.formatter.chat
+                and r.formatter.system_prompt == self.formatter.system_prompt and r.max_length == self.max_length
+                and r.tokenizer.truncation_side == self.tokenizer.truncation_side)
 
     def adapter_config(self) -> dict[str, Any]:
         return {**super().adapter_config(), "beta": self.beta, "normalize": self.normalize,
