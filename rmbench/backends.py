@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -49,15 +49,50 @@ def model_name(model: Any) -> str:
     return model.spec.name if hasattr(model, "spec") else type(model).__name__
 
 
-def score_batch(model: RewardModel, batch: Sequence[ScoreRequest]):
-    """``model.score(batch)``, with a failure reported as where it happened."""
+def score_batch(model: RewardModel, batch: Sequence[ScoreRequest]) -> np.ndarray:
+    """``model.score(batch)`` as checked floats (:func:`checked_rewards`), with a failure
+    reported as where it happened. Every backend scores through it, in whatever process."""
     try:
-        return model.score(batch)
+        out = model.score(batch)
     except ModelError:
         raise
     except Exception as exc:  # the model's own failure, reported with where it happened
         raise ModelError(f"model {model_name(model)!r} failed on a batch starting at group {batch[0].group_id!r}, "
                          f"response {batch[0].index}: {type(exc).__name__}: {exc}") from exc
+    return checked_rewards(model, batch, out)
+
+
+def checked_rewards(model: Any, batch: Sequence[ScoreRequest], out: Any) -> np.ndarray:
+    """One finite float (or one fixed-length vector) per request, or a ModelError that names the
+    offending request: a value that is not a number (a string or a bool is refused even where
+    numpy would convert it), the wrong count, or NaN/infinity."""
+    name = model_name(model)
+    if isinstance(out, (str, bytes)) or not isinstance(out, Iterable):
+        raise ModelError(f"model {name!r} returned {type(out).__name__}, not a list of floats, for a batch of "
+                         f"{len(batch)} responses starting at group {batch[0].group_id!r}, response "
+                         f"{batch[0].index}")
+    if not isinstance(out, np.ndarray):
+        out = list(out)
+        for request, value in zip(batch, out):
+            if value is None or isinstance(value, (str, bytes, bool, np.bool_)):
+                raise ModelError(f"model {name!r} returned rewards that are not numbers: {type(value).__name__} "
+                                 f"{str(value)[:60]!r} for group {request.group_id!r}, response {request.index}; "
+                                 f"return one float per (prompt, response) pair")
+    try:
+        values = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ModelError(f"model {name!r} returned rewards that are not numbers: {str(out)[:200]}") from None
+    if values.ndim == 0 or values.shape[0] != len(batch) or values.ndim > 2:
+        raise ModelError(f"model {name!r} returned {values.shape[0] if values.ndim else 'a scalar'} rewards for a "
+                         f"batch of {len(batch)} responses (group {batch[0].group_id!r}, response {batch[0].index} "
+                         f"to group {batch[-1].group_id!r}, response {batch[-1].index}); return one reward per "
+                         f"(prompt, response) pair, in order")
+    bad = np.flatnonzero(~np.isfinite(values.reshape(len(batch), -1)).all(axis=1))
+    if bad.size:
+        request = batch[int(bad[0])]
+        raise ModelError(f"model {name!r} returned a non-finite reward ({values[bad[0]]}) for group "
+                         f"{request.group_id!r}, response {request.index}")
+    return values
 
 
 class LocalBackend:
@@ -92,7 +127,7 @@ class _RayScorer:
         out = []
         for payload in rows["requests"]:
             batch = [request_from_json(d) for d in json.loads(payload)]
-            values = np.asarray(score_batch(self.model, batch), dtype=np.float64)
+            values = score_batch(self.model, batch)
             out.append(json.dumps(values.tolist()))
         return {"j": rows["j"], "values": np.array(out, dtype=object)}
 
@@ -218,7 +253,7 @@ class AccelerateBackend:
             ) -> Iterator[tuple[int, Any]]:
         from accelerate.utils import gather_object
 
-        mine = [(j, np.asarray(score_batch(model, batches[j]), dtype=np.float64).tolist())
+        mine = [(j, score_batch(model, batches[j]).tolist())
                 for j in range(self.rank, len(batches), self.workers)]
         gathered = gather_object(mine) if self.workers > 1 else mine
         for j, values in sorted(gathered, key=lambda t: t[0]):

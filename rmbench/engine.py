@@ -10,8 +10,10 @@
    per batch, not once per response (:func:`plan_shared_batches`). The plan depends only on the
    inputs, so a resumed run re-forms exactly the batches an uninterrupted run would have, and
    returns identical scores.
-3. Skip every planned batch whose scores are all in the cache; score the rest and write each
-   batch to the cache in one transaction.
+3. Skip every planned batch whose scores are all in the cache; hand the rest to a backend
+   (:mod:`rmbench.backends`: this process, Ray or accelerate), which scores and checks them
+   (one finite number per request, or an error naming the request), and write each batch to
+   the cache in one transaction.
 4. Hand the raw outputs of whole groups to ``model.postprocess`` (MC-dropout clustering needs
    all responses of a prompt at once) and check the rewards.
 """
@@ -151,25 +153,6 @@ def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Seq
     return batches
 
 
-def _check_batch(model: RewardModel, batch: Sequence[ScoreRequest], out) -> np.ndarray:
-    name = model_name(model)
-    try:
-        values = np.asarray(out if isinstance(out, np.ndarray) else list(out), dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ModelError(f"model {name!r} returned rewards that are not numbers: {str(out)[:200]}") from None
-    if values.ndim == 0 or values.shape[0] != len(batch) or values.ndim > 2:
-        raise ModelError(f"model {name!r} returned {values.shape[0] if values.ndim else 'a scalar'} rewards for a "
-                         f"batch of {len(batch)} responses (group {batch[0].group_id!r}, response {batch[0].index} "
-                         f"to group {batch[-1].group_id!r}, response {batch[-1].index}); return one reward per "
-                         f"(prompt, response) pair, in order")
-    bad = np.flatnonzero(~np.isfinite(values.reshape(len(batch), -1)).all(axis=1))
-    if bad.size:
-        req = batch[int(bad[0])]
-        raise ModelError(f"model {name!r} returned a non-finite reward ({values[bad[0]]}) for group "
-                         f"{req.group_id!r}, response {req.index}")
-    return values
-
-
 def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
                  progress: Progress | None = None, cache: ScoreCache | None = None, backend=None,
                  factory: Callable[[], RewardModel] | None = None) -> tuple[np.ndarray, EngineStats]:
@@ -216,7 +199,7 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     for j, out in backend.run(model, factory, [[distinct[i] for i in idx] for idx in todo]):
         idx = todo[j]
         batch_keys = [distinct_keys[i] for i in idx]
-        values = _check_batch(model, [distinct[i] for i in idx], out)
+        values = np.asarray(out, dtype=np.float64)  # checked by the backend (rmbench.backends.score_batch)
         if cache is not None and backend.is_main:
             cache.put_many(zip(batch_keys, values))
         results.update(zip(batch_keys, values))
