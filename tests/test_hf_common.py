@@ -6,7 +6,7 @@ torch = pytest.importorskip("torch")
 
 from rmbench.errors import ConfigError  # noqa: E402
 from rmbench.models import hf  # noqa: E402
-from rmbench.models.implicit import response_token_positions  # noqa: E402
+from rmbench.models.hf import response_token_positions  # noqa: E402
 
 
 def test_dtype_auto_follows_the_cpu(monkeypatch):

@@ -275,6 +275,12 @@ def response_token_positions(offsets, attention_mask, boundary: int) -> list[int
     return [j for j, ((start, end), m) in enumerate(zip(offsets, attention_mask)) if m and end > boundary and end > start]
 
 
+def shareable_prefix(positions: Sequence[int]) -> int:
+    """Tokens before the one that predicts the response's first token (``positions``: the
+    response's token indices): what the texts of one prompt can share (rmbench.models.prefix)."""
+    return max(positions[0] - 1, 0) if positions else 0
+
+
 @contextlib.contextmanager
 def mc_dropout(backbone, p: float) -> Iterator[None]:
     """Dropout at rate ``p`` forced on during inference.
@@ -341,7 +347,8 @@ class HFRewardModel(RewardModel):
 
     # --- subclasses implement ---------------------------------------------------------------
     def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
-        raise NotImplementedError
+        """The texts the model reads (default: each rendered (prompt, response))."""
+        return [self.formatter.context_and_full(r.prompt, r.response)[1] for r in batch]
 
     def _encode(self, batch: Sequence[ScoreRequest]) -> dict[str, Any]:
         raise NotImplementedError
@@ -380,22 +387,21 @@ class HFRewardModel(RewardModel):
                                  return_offsets_mapping=True)
             n = len(enc["input_ids"])
             positions = response_token_positions(enc["offset_mapping"], [1] * n, response_boundary(context, full))
-            self._prefix_cache[key] = (n, max(positions[0] - 1, 0) if positions else 0)
+            self._prefix_cache[key] = (n, shareable_prefix(positions))
         return self._prefix_cache[key]
 
     def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
         return [self._measure(r)[1] for r in batch] if self.shares_prefix else None
 
-    def shared_prefixes(self, batch: Sequence[ScoreRequest], enc: dict[str, Any]) -> list[int]:
-        """Per encoded row, the tokens before the one that predicts the response's first token
-        (``enc`` tokenised with offsets): what rows of one prompt can share."""
-        out = []
-        for i, r in enumerate(batch):
-            context, full = self.formatter.context_and_full(r.prompt, r.response)
-            positions = response_token_positions(enc["offset_mapping"][i].tolist(), enc["attention_mask"][i].tolist(),
-                                                 response_boundary(context, full))
-            out.append(max(positions[0] - 1, 0) if positions else 0)
-        return out
+    def encode_responses(self, batch: Sequence[ScoreRequest]) -> tuple[dict[str, Any], list[list[int]]]:
+        """The rendered texts tokenised (with offsets, truncation applied) and, per row, the
+        indices of the tokens that hold the response (each text rendered once)."""
+        pairs = [self.formatter.context_and_full(r.prompt, r.response) for r in batch]
+        enc = self.tokenize([full for _, full in pairs], return_offsets_mapping=True)
+        positions = [response_token_positions(enc["offset_mapping"][i].tolist(), enc["attention_mask"][i].tolist(),
+                                              response_boundary(context, full))
+                     for i, (context, full) in enumerate(pairs)]
+        return enc, positions
 
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
         if self.shares_prefix:

@@ -20,8 +20,7 @@ import numpy as np
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import (HFRewardModel, load_weights, response_boundary, response_token_positions,
-                               tokenizer_identity)
+from rmbench.models.hf import HFRewardModel, load_weights, shareable_prefix, tokenizer_identity
 from rmbench.types import Spec
 
 LM_HEAD_CHUNK = 256  # response positions per LM-head call: bounds the (positions x vocab) logits (50 MB at 49k vocab)
@@ -72,18 +71,12 @@ class ImplicitRM(HFRewardModel):
     def backbone(self):
         return self.model.base_model
 
-    def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
-        return [self.formatter.context_and_full(r.prompt, r.response)[1] for r in batch]
-
     def _encode(self, batch: Sequence[ScoreRequest]) -> dict[str, Any]:
         import torch
 
-        pairs = [self.formatter.context_and_full(r.prompt, r.response) for r in batch]
-        enc = self.tokenize([full for _, full in pairs], return_offsets_mapping=True)
+        enc, all_positions = self.encode_responses(batch)
         rows, cols, shared = [], [], []
-        for i, (context, full) in enumerate(pairs):
-            positions = response_token_positions(enc["offset_mapping"][i].tolist(), enc["attention_mask"][i].tolist(),
-                                                 response_boundary(context, full))
+        for i, positions in enumerate(all_positions):
             # The very first token of a sequence has no prediction; it can only be a response
             # token when the prompt renders to nothing, which a template never does.
             positions = [j for j in positions if j > 0]
@@ -92,7 +85,7 @@ class ImplicitRM(HFRewardModel):
                                   f"tokens after truncation (max_length={self.max_length})")
             rows += [i] * len(positions)
             cols += positions
-            shared.append(positions[0] - 1)
+            shared.append(shareable_prefix(positions))
         enc["rows"], enc["cols"] = torch.tensor(rows), torch.tensor(cols)
         # Rows of one prompt share everything before the token that predicts their first
         # response token (see rmbench.models.prefix).

@@ -22,7 +22,7 @@ import numpy as np
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import HFRewardModel, load_weights
+from rmbench.models.hf import HFRewardModel, load_weights, shareable_prefix
 
 
 def last_token_index(attention_mask):
@@ -52,14 +52,11 @@ class _TextRM(HFRewardModel):
 
     target_arg = "model"
 
-    def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
-        return [self.formatter.context_and_full(r.prompt, r.response)[1] for r in batch]
-
     def _encode(self, batch: Sequence[ScoreRequest]) -> dict[str, Any]:
         if not self.shares_prefix:
             return self.tokenize(self._texts(batch))
-        enc = self.tokenize(self._texts(batch), return_offsets_mapping=True)
-        enc["shared"] = self.shared_prefixes(batch, enc)
+        enc, positions = self.encode_responses(batch)
+        enc["shared"] = [shareable_prefix(p) for p in positions]
         return enc
 
 

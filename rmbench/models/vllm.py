@@ -20,7 +20,7 @@ import numpy as np
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import HFRewardModel, response_boundary, response_token_positions
+from rmbench.models.hf import HFRewardModel
 
 
 def import_vllm():
@@ -68,20 +68,10 @@ class _VLLMRM(HFRewardModel):
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"vLLM cannot load {model!r}: {type(exc).__name__}: {str(exc)[:300]}") from None
 
-    def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
-        return [self.formatter.context_and_full(r.prompt, r.response)[1] for r in batch]
-
     def _token_ids(self, batch: Sequence[ScoreRequest]) -> list[dict]:
-        enc = self.tokenize(self._texts(batch), return_offsets_mapping=True)
-        out = []
-        for i, r in enumerate(batch):
-            mask = enc["attention_mask"][i].tolist()
-            ids = [t for t, m in zip(enc["input_ids"][i].tolist(), mask) if m]
-            context, full = self.formatter.context_and_full(r.prompt, r.response)
-            positions = [j for j in response_token_positions(enc["offset_mapping"][i].tolist(), mask,
-                                                             response_boundary(context, full)) if j > 0]
-            out.append({"ids": ids, "positions": positions})
-        return out
+        enc, all_positions = self.encode_responses(batch)
+        return [{"ids": [t for t, m in zip(enc["input_ids"][i].tolist(), enc["attention_mask"][i].tolist()) if m],
+                 "positions": [j for j in positions if j > 0]} for i, positions in enumerate(all_positions)]
 
     def adapter_config(self) -> dict[str, Any]:
         return {**super().adapter_config(), "engine": "vllm"}
