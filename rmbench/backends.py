@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -140,8 +140,8 @@ class RayBackend:
     concurrency: int = 2
     num_cpus: float = 1.0
     num_gpus: float = 0.0
-    name: str = "ray"
-    is_main: bool = True
+    name: ClassVar[str] = "ray"
+    is_main: ClassVar[bool] = True  # the driver writes cache and files; workers only score
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

@@ -126,9 +126,8 @@ def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Seq
     """Batches that keep the responses of one prompt (same key) together, so their prompt runs
     once per batch. Each prompt's responses, longest rest first, are cut into the pieces that run
     the fewest tokens (padding against re-running the prompt: :func:`_split_prompt`); pieces,
-    longest first, are packed into
-    batches while the padded size (rows x longest text) fits the budget and the padding a piece
-    adds stays within ``spread`` of the batch's work."""
+    widest rest first, are packed into batches while the padded size (rows x longest text) fits
+    the budget and the padding a piece adds stays within ``spread`` of the piece's own work."""
     by_key: dict = {}
     for i in sorted(range(len(lengths)), key=lambda i: (-(lengths[i] - prefix[i]), i)):
         by_key.setdefault(keys[i], []).append(i)

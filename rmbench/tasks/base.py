@@ -388,21 +388,23 @@ class RowReader:
                 raise self.error(field, f"expected a list of integers, but item {i} is {_preview(v)}")
         return value
 
-    def integer(self, field: str, default: Any = ...) -> Any:
+    def _typed(self, field: str, default: Any, expected: str, ok: Callable[[Any], bool],
+               describe: Callable[[Any], str]) -> Any:
+        """A field that must hold ``expected`` (JSON in a CSV cell); ``default`` (when given)
+        stands in for a missing or null one."""
         if default is not ... and self.row.get(field) is None:
             return default
-        value = self._cell(field, self.get(field), "an integer")
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise self.error(field, f"expected an integer, got {_preview(value)}")
+        value = self._cell(field, self.get(field), expected)
+        if not ok(value):
+            raise self.error(field, f"expected {expected}, got {describe(value)}")
         return value
 
+    def integer(self, field: str, default: Any = ...) -> Any:
+        return self._typed(field, default, "an integer", lambda v: isinstance(v, int) and not isinstance(v, bool),
+                           _preview)
+
     def mapping(self, field: str, default: Any = ...) -> Any:
-        if default is not ... and self.row.get(field) is None:
-            return default
-        value = self._cell(field, self.get(field), "an object")
-        if not isinstance(value, dict):
-            raise self.error(field, f"expected an object, got {_json_type(value)}")
-        return value
+        return self._typed(field, default, "an object", lambda v: isinstance(v, dict), _json_type)
 
     def prompt(self, field: str = "prompt"):
         value = self.get(field)
