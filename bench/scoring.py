@@ -29,7 +29,7 @@ from bench.results import machine_line, write_section
 from rmbench.catalog import load_catalog
 from rmbench.engine import requests_for, score_groups
 from rmbench.models import Runtime, build_model
-from rmbench.runner import load_groups
+from rmbench.tasks.loading import load_groups
 from rmbench.types import ComparisonGroup, Spec
 
 SMOL = "smollm2-135m-instruct"

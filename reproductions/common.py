@@ -10,7 +10,8 @@ import numpy as np
 
 from rmbench.engine import score_groups
 from rmbench.models import Runtime, build_model, parse_model_spec
-from rmbench.summary import MetricRecord, summarize
+from rmbench.run_record import MetricRecord
+from rmbench.summary import summarize
 from rmbench.types import ComparisonGroup
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -34,11 +35,7 @@ def metrics(task: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, u
 
 
 def cell(r: MetricRecord | None, digits: int = 3) -> str:
-    if r is None:
-        return "-"
-    if r.ci_low is None:
-        return f"{r.value:.{digits}f}"
-    return f"{r.value:.{digits}f} [{r.ci_low:.{digits}f}, {r.ci_high:.{digits}f}]"
+    return "-" if r is None else r.estimate.format(digits)
 
 
 def tqdm_progress(description: str, total: int):

@@ -22,11 +22,14 @@ import numpy as np
 
 from common import machine_line
 from rmbench.catalog import load_catalog
-from rmbench.leaderboard import build_leaderboard, render
+from rmbench.leaderboard import build_leaderboard
+from rmbench.leaderboard_render import render
 from rmbench.metrics import discrimination, specificity
 from rmbench.models import Runtime
-from rmbench.record import atomic_write_text, load_rewards, load_run
-from rmbench.runner import EvalConfig, evaluate, load_groups
+from rmbench.files import atomic_write_text
+from rmbench.run_folder import load_rewards
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.tasks.loading import load_groups
 from rmbench.train import load_trained_entry
 from rmbench.types import PairIndex, Spec
 
@@ -90,24 +93,22 @@ def main() -> int:
                 "inner": {"name": name, "kind": spec.kind, "args": spec.args_dict}, "T": T, "p": p, "delta": delta, "seed": args.seed})
             variants[label].append((f"T={T}, p={p}, Δ={delta}", dname))
     _, groups = load_groups(catalog.task_spec("ties"), args.limit)
-    timings = {}
+    timings, runs = {}, []
     for label, vs in variants.items():
         for _, name in vs:
             t = time.time()
-            evaluate(EvalConfig(model=name, tasks=("ties",), eps=(0.0, 0.1), seed=args.seed, runtime=runtime,
+            runs.append(evaluate(EvalConfig(model=name, tasks=("ties",), eps=(0.0, 0.1), seed=args.seed, runtime=runtime,
                                 limit=args.limit),
-                     out / "runs" / _slug(name), catalog=catalog)
+                     out / "runs" / _slug(name), catalog=catalog))
             timings[name] = time.time() - t
             print(f"{name}: {timings[name]:.1f}s")
-    runs = [load_run(out / "runs" / _slug(name)) for vs in variants.values() for _, name in vs]
     minutes = (time.time() - t0) / 60
 
-    def value(run, metric, eps=None):  # balanced_best carries the eps it found; match it by name only
-        for m in run.results["metrics"]:
-            if m["task"] == "ties" and m["subset"] is None and m["shift"] is None and m["metric"] == metric \
-                    and (m["eps"] == eps or metric == "balanced_best"):
-                return m["value"]
-        raise KeyError(metric)
+    def value(run, metric, eps=None):  # balanced_best carries the eps it found: not eps-dependent
+        record = run.metric("ties", metric, eps=eps)
+        if record is None:
+            raise KeyError(metric)
+        return record.value
 
     rows = ["| model | discretisation | accuracy | D(0) | Spec(0) | (D+Spec)/2 | ds_auc | balanced best | Ties score |",
             "|---|---|---|---|---|---|---|---|---|"]

@@ -267,9 +267,7 @@ def is_main_process(engine: str) -> bool:
     """False on the ranks of ``accelerate launch`` other than 0 (they score, but write nothing)."""
     if engine != "accelerate":
         return True
-    from accelerate import PartialState
-
-    return PartialState().is_main_process
+    return AccelerateBackend().is_main  # the process group is joined as the engine joins it
 
 
 def make_backend(engine: str = "local", *, workers: int = 2, ray_address: str | None = None,

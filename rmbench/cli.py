@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, List, Optional
@@ -60,56 +59,38 @@ def _progress_factory(progress: Progress):
     return factory
 
 
-def _default_out(model: str) -> Path:
-    return Path("runs") / (re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model")
+def _rich_table(table) -> Table:
+    from rmbench.leaderboard_render import format_cell
 
-
-def _leaderboard_table(lb) -> Table:
-    from rmbench.leaderboard import format_cell
-
-    table = Table(title="rmbench leaderboard", caption="value [95% bootstrap CI over groups]")
-    table.add_column("model", style="bold", no_wrap=True)
-    for task, metric in lb.columns:
-        table.add_column(lb.header(task, metric), justify="right")
-    for model, cells in lb.rows:
-        table.add_row(model, *[format_cell(c) for c in cells])
-    return table
-
-
-def _shift_table(lb) -> Table | None:
-    from rmbench.leaderboard import shift_frame
-
-    if not lb.shift_rows:
-        return None
-    frame = shift_frame(lb)
-    table = Table(title="original vs shifted", caption="gap = shifted - original, paired bootstrap 95% CI")
-    for col in frame.columns:
-        table.add_column(str(col), no_wrap=col in ("model", "task", "shift"))
-    for row in frame.itertuples(index=False):
-        table.add_row(*map(str, row))
-    return table
+    out = Table(title=table.title, caption=table.caption)
+    for i, head in enumerate(table.key_headers):
+        out.add_column(head, style="bold" if i == 0 else None, no_wrap=True)
+    for col in table.columns:
+        out.add_column(col.header, justify="right")
+    for keys, cells in table.rows:
+        out.add_row(*keys, *[format_cell(c) for c in cells])
+    return out
 
 
 def _print_leaderboard(lb) -> None:
-    console.print(_leaderboard_table(lb))
+    console.print(_rich_table(lb.main))
     for note in lb.notes:
         console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
-    shift = _shift_table(lb)
-    if shift is not None:
-        console.print(shift)
+    for table in lb.tables[1:]:
+        console.print(_rich_table(table))
 
 
-def _details_table(results: dict) -> Table:
-    table = Table(title=f"{results['model']['name']}: all metrics (overall)")
+def _details_table(record) -> Table:
+    table = Table(title=f"{record.model.name}: all metrics (overall)")
     for col in ("task", "metric", "eps", "value", "95% CI", "n"):
         table.add_column(col, justify="left" if col in ("task", "metric") else "right", no_wrap=True)
-    for m in results["metrics"]:
-        if m["subset"] is not None or m["shift"] is not None:
+    for m in record.records():
+        if m.subset is not None or m.shift is not None:
             continue
-        eps = "" if m["eps"] is None else f"{m['eps']:g} {m['eps_unit']}"
-        value = "–" if m["value"] is None else f"{m['value']:.4f}"
-        ci = "" if m["ci_low"] is None else f"[{m['ci_low']:.4f}, {m['ci_high']:.4f}]"
-        table.add_row(m["task"], m["metric"], eps, value, ci, str(m["n"]))
+        eps = "" if m.eps is None else f"{m.eps:g} {m.eps_unit}"
+        value = "–" if not m.estimate.defined else f"{m.value:.4f}"
+        ci = "" if not m.estimate.has_ci else f"[{m.ci_low:.4f}, {m.ci_high:.4f}]"
+        table.add_row(m.task, m.metric, eps, value, ci, str(m.n))
     return table
 
 
@@ -145,8 +126,10 @@ def eval_command(
                                              "models); truncated texts are counted per task."),
     truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
                                    "from: 'left' (drop the prompt's start, keep the response) or 'right'."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default: runs/<model>]; with several "
-                                       "models, the parent of one folder per model [default: runs]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default: runs/<model>__<tasks>]; with "
+                                       "several models, the parent of one folder per model [default: runs]."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a run folder that holds another run (other "
+                                   "model, tasks, data or eps); without it such a folder is refused."),
     include: List[Path] = typer.Option([], "--include", help="Folder of extra task/model entry files. Repeatable."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% CIs (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
@@ -168,12 +151,12 @@ def eval_command(
     worker_cpus: float = typer.Option(1.0, "--worker-cpus", help="--engine ray: CPUs per actor."),
     worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
 ) -> None:
-    """Score models on tasks; write results.json, rewards.jsonl and leaderboard.md; print the leaderboard."""
-    from rmbench.leaderboard import build_leaderboard, render
-    from rmbench.models import Runtime
-    from rmbench.record import atomic_write_text, load_run
+    """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
     from rmbench.backends import is_main_process
-    from rmbench.runner import EvalConfig, evaluate, parse_data_overrides, parse_eps
+    from rmbench.eval_suite import evaluate_models
+    from rmbench.models import Runtime
+    from rmbench.runner import EvalConfig, parse_eps
+    from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
@@ -188,29 +171,26 @@ def eval_command(
                               engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,
                               worker_gpus=worker_gpus)
                    for m in models]
-        if len(models) == 1:
-            root = out or _default_out(models[0])
-            run_dirs = [root]
-        else:
-            root = out or Path("runs")
-            run_dirs = [root / _default_out(m).name for m in models]
         columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("responses"), _RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
                    TimeRemainingColumn())
-        results = []
+        main = is_main_process(engine)
         with Progress(*columns, console=err_console, transient=False) as progress:
-            for config, run_dir in zip(configs, run_dirs):
-                results.append(evaluate(config, out_dir=run_dir, progress=_progress_factory(progress),
-                                        warn=_warn))
-        if not is_main_process(engine):  # accelerate: rank 0 writes and prints
+            suite = evaluate_models(configs, out, overwrite, progress=_progress_factory(progress), warn=_warn,
+                                    write=main)
+        if not main:  # accelerate: rank 0 writes and prints
             return
-        lb = build_leaderboard([load_run(d) for d in run_dirs])
-        atomic_write_text(Path(root) / "leaderboard.md", render(lb, "md"))
-        if len(results) == 1:
-            console.print(_details_table(results[0]))
-        _print_leaderboard(lb)
-        written = ", ".join(str(d) for d in run_dirs)
-        console.print(f"Wrote run folders {written} and {root}/leaderboard.md", markup=False, highlight=False)
+        if len(suite.records) == 1:
+            console.print(_details_table(suite.records[0]))
+        _print_leaderboard(suite.leaderboard)
+        written = ", ".join(str(d) for d in suite.plan.run_dirs)
+        console.print(f"Wrote run folder{'s' * (len(suite.records) > 1)} {written} and {suite.plan.leaderboard}",
+                      markup=False, highlight=False)
+        failed = [f"{r.model.name} on {t.name}: {t.error}" for r in suite.records for t in r.tasks
+                  if t.status != "success"]
+        if failed:
+            err_console.print("[bold red]error:[/] " + escape("; ".join(failed)), highlight=False, soft_wrap=True)
+            raise typer.Exit(1)
 
 
 @tasks_app.command("list")
@@ -258,21 +238,27 @@ def models_list(include: List[Path] = typer.Option([], "--include", help="Extra 
 
 @leaderboard_app.command("build")
 def leaderboard_build(
-    runs: List[Path] = typer.Argument(..., help="Run folders written by 'rmbench eval'."),
+    runs: List[Path] = typer.Argument(..., help="Run folders written by 'rmbench eval', or folders to search for "
+                                      "them (every run under the folder)."),
     fmt: str = typer.Option("md", "--format", "-f", help="md, csv, json or html."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the table here (default: print only)."),
-    eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns [default: 0.1 if run]."),
+    eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns [default: 0.1 if every run "
+                                        "has it, else the smallest eps they share]."),
 ) -> None:
-    """Merge runs into one table; refuse runs whose comparability keys differ."""
-    from rmbench.leaderboard import FORMATS, build_leaderboard, render
+    """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
     from rmbench.errors import ConfigError
-    from rmbench.record import atomic_write_text, load_run
+    from rmbench.files import atomic_write_text
+    from rmbench.leaderboard import FORMATS, build_leaderboard
+    from rmbench.leaderboard_render import render
+    from rmbench.run_folder import find_runs
 
     with user_errors():
         if fmt not in FORMATS:
             raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
-        lb = build_leaderboard([load_run(p) for p in runs], eps=eps)
-        text = render(lb, fmt)
+        folders = find_runs(runs)
+        lb = build_leaderboard(folders, eps=eps)
+        figures = _curve_figures(folders, lb, err_console) if fmt == "html" else None
+        text = render(lb, fmt, figures)
         if out is not None:
             atomic_write_text(out, text)
         if fmt == "md" or out is None:
@@ -284,6 +270,22 @@ def leaderboard_build(
             err_console.print(f"Wrote {out}", markup=False, highlight=False)
 
 
+def _curve_figures(folders, lb, console_) -> dict[str, str]:
+    """The D-Spec curve of each task as inline SVG, when matplotlib is installed."""
+    try:
+        from rmbench.plot import ds_curve_svg
+    except ImportError:
+        return {}
+    figures = {}
+    for task in lb.eps:
+        try:
+            figures[task] = ds_curve_svg(folders, task)
+        except RMBenchError as exc:  # matplotlib missing: the page has the tables only
+            console_.print(f"note: no curves in the page: {exc}", markup=False, highlight=False)
+            return {}
+    return figures
+
+
 @app.command("compare")
 def compare_command(
     run_a: Path = typer.Argument(..., help="Run folder of model A."),
@@ -293,25 +295,64 @@ def compare_command(
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Paired bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
 ) -> None:
-    """A - B on every metric of the shared tasks, with paired bootstrap 95% CIs (no model needed)."""
+    """A - B on every metric of the shared tasks at the eps both runs have, with paired bootstrap 95% CIs."""
     from rmbench.compare import compare_runs
-    from rmbench.record import load_run
-    from rmbench.runner import parse_data_overrides
+    from rmbench.run_folder import load_run
+    from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
         a, b = load_run(run_a), load_run(run_b)
-        rows = compare_runs(a, b, task, dict(parse_data_overrides(data)), bootstrap, seed)
-        table = Table(title=f"{a.model_name} (A) vs {b.model_name} (B)",
+        rows = compare_runs(a, b, task, {d.task: d for d in parse_data_overrides(data)}, bootstrap, seed)
+        table = Table(title=f"{a.record.model.name} (A) vs {b.record.model.name} (B)",
                       caption="A - B with a paired bootstrap 95% CI over groups; * = CI excludes 0")
-        for col in ("task", "metric", "eps", "A", "B", "A - B", "95% CI", ""):
-            table.add_column(col, justify="left" if col in ("task", "metric") else "right", no_wrap=True)
+        for col in ("task", "metric", "subset", "eps", "A", "B", "A - B", "95% CI", ""):
+            table.add_column(col, justify="left" if col in ("task", "metric", "subset") else "right", no_wrap=True)
         for r in rows:
             eps = "" if r.eps is None else f"{r.eps:g} {r.eps_unit}"
             fmt = lambda v: "–" if v != v else f"{v:.4f}"  # noqa: E731  (nan prints as a dash)
             ci = "" if r.ci_low != r.ci_low else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
             star = "*" if r.ci_low == r.ci_low and (r.ci_low > 0 or r.ci_high < 0) else ""
-            table.add_row(r.task, r.metric, eps, fmt(r.value_a), fmt(r.value_b), fmt(r.diff), ci, star)
+            table.add_row(r.task, r.metric, r.subset or "", eps, fmt(r.value_a), fmt(r.value_b), fmt(r.diff), ci, star)
         console.print(table)
+
+
+@app.command("plot")
+def plot_command(
+    runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
+    out: Path = typer.Option(Path("plots"), "--out", "-o", help="Folder for the figures."),
+    fmt: str = typer.Option("png,svg", "--format", "-f", help="Comma-separated: png, svg."),
+    task: List[str] = typer.Option([], "--task", help="Only these tasks (default: every task of the runs)."),
+) -> None:
+    """D(eps)-Spec(eps) curves per task (one curve per run) and original-vs-shifted bars for shift tasks."""
+    from rmbench.errors import ConfigError
+    from rmbench.plot import plot_runs
+    from rmbench.run_folder import find_runs
+
+    with user_errors():
+        formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
+        bad = [f for f in formats if f not in ("png", "svg")]
+        if bad or not formats:
+            raise ConfigError(f"--format {fmt!r}: use png, svg or png,svg")
+        paths = plot_runs(find_runs(runs), out, formats, tuple(task) or None,
+                         warn=lambda m: err_console.print(f"note: {m}", markup=False, highlight=False))
+        for path in paths:
+            console.print(f"Wrote {path}", markup=False, highlight=False)
+
+
+@app.command("export")
+def export_command(
+    runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
+    fmt: str = typer.Option("every-eval-ever", "--format", "-f", help="every-eval-ever (one EvaluationLog JSON "
+                            "per model)."),
+    out: Path = typer.Option(Path("export"), "--out", "-o", help="Folder for the exported files."),
+) -> None:
+    """Export runs to a community results schema (Every Eval Ever), one file per model."""
+    from rmbench.export import export_runs
+    from rmbench.run_folder import find_runs
+
+    with user_errors():
+        for path in export_runs(find_runs(runs), out, fmt):
+            console.print(f"Wrote {path}", markup=False, highlight=False)
 
 
 @app.command("shift")
@@ -366,8 +407,8 @@ def train_command(
     """Train an EX-RM (linear head) and/or an IM-RM (DPO) from one base on the same pairs."""
     from rmbench.catalog import load_catalog
     from rmbench.errors import ConfigError
-    from rmbench.runner import load_groups
     from rmbench.tasks.jsonl import PreferenceTask
+    from rmbench.tasks.loading import load_groups
     from rmbench.train import TrainConfig, train_one
 
     with user_errors():

@@ -1,290 +1,265 @@
-"""Leaderboards: run records -> one table (rows = models, columns per task) -> md/csv/json/html.
+"""Leaderboards: run records -> tables (rows = runs, columns = declared metrics) -> md/csv/json/html.
 
-Only runs with the same comparability key for a task share that task's columns; a mix is
-refused with a message that says what differs. Every number carries its 95% bootstrap CI.
+A leaderboard has a main table (per task, the metrics the task declares as its headline), one
+table per official layout (RewardBench 2: Factuality ... Ties and the score, beside D, Spec and
+ds_auc), and an original-vs-shifted table for shift tasks. Every number carries its 95% CI.
+
+Comparability is per cell: a cell is (task key, metric, eps), where the task key covers task
+version, data fingerprint, metric version and eps unit but not the eps list. Runs with
+different eps lists share the D/Spec columns at an eps they all have (a note names a run that
+lacks it); runs whose task keys differ cannot share the task's cells: the later key's columns
+are shown apart as ``TASK#2`` and a note names what differs, with both values.
 """
 
 from __future__ import annotations
 
-import html
-import json
 import math
-from dataclasses import dataclass
-from typing import Sequence
-
-import pandas as pd
+from dataclasses import dataclass, field
+from typing import Sequence, Union
 
 from rmbench.errors import ConfigError
-from rmbench.record import LoadedRun
+from rmbench.metric_registry import metric_def
+from rmbench.run_folder import RunFolder
+from rmbench.run_record import Estimate, RunRecord, TaskResult, eps_text
 
 FORMATS = ("md", "csv", "json", "html")
-BASE_COLUMNS = ("pairwise_accuracy", "discrimination", "specificity", "ds_auc")
-EXTRA_COLUMNS = ("ties_score",)
-SHIFT_COLUMNS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin", "pairwise_accuracy_shift_gap")
-SHIFT_HEADERS = ("acc", "D", "Spec", "margin", "acc gap (shifted - original)")
-EPS_METRICS = ("discrimination", "specificity")
-SHORT = {"pairwise_accuracy": "acc", "discrimination": "D", "specificity": "Spec", "ds_auc": "ds_auc",
-         "ties_score": "ties_score"}
 DEFAULT_EPS = 0.1
+SHIFT_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin", "pairwise_accuracy_shift_gap")
+
+RunLike = Union[RunRecord, RunFolder]
 
 
 @dataclass(frozen=True)
-class Cell:
-    value: float
-    ci_low: float | None
-    ci_high: float | None
+class Column:
+    """A leaderboard column: records of ``metric`` on ``task`` (at ``eps``; of ``subset``)."""
+
+    task: str
+    metric: str
+    header: str
+    eps: float | None = None
+    eps_unit: str | None = None
+    subset: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of cells under ``columns``; ``keys`` name each row (model, or model/task/shift)."""
+
+    title: str
+    key_headers: tuple[str, ...]
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[tuple[str, ...], tuple[Estimate | None, ...]], ...]
+    caption: str = ""
 
 
 @dataclass(frozen=True)
 class Leaderboard:
-    """One row per model, one column per (task, metric); a cell is a :class:`Cell` or None (not run)."""
-
-    columns: tuple[tuple[str, str], ...]
-    rows: tuple[tuple[str, tuple[Cell | None, ...]], ...]
-    eps: dict[str, tuple[float, str]]  # task -> (eps, unit) used for its D/Spec columns
-    keys: dict[str, str]  # task -> comparability key
-    shift_rows: tuple[tuple[str, str, str, tuple[Cell | None, ...]], ...] = ()
-    """(model, task, shift, cells of SHIFT_COLUMNS): original ("none") vs shifted slices."""
+    main: Table
+    official: tuple[Table, ...] = ()
+    shifts: Table | None = None
+    eps: dict[str, tuple[float, str]] = field(default_factory=dict)
+    """task -> (eps, unit) of its D/Spec columns."""
+    keys: dict[str, str] = field(default_factory=dict)
+    """task -> task key (comparability without the eps list)."""
     notes: tuple[str, ...] = ()
-    """Footnotes on what a number rests on: rows left out by --skip-bad-rows, truncated texts."""
 
-    def header(self, task: str, metric: str) -> str:
-        if metric in EPS_METRICS:
-            e, unit = self.eps[task]
-            return f"{task} {SHORT[metric]}@{e:g}{'σ' if unit == 'sigma' else ''}"
-        return f"{task} {SHORT[metric]}"
+    @property
+    def tables(self) -> tuple[Table, ...]:
+        return (self.main,) + self.official + ((self.shifts,) if self.shifts is not None else ())
 
 
-def _describe_key_difference(a: dict, b: dict) -> str:
-    diffs = []
-    if a.get("version") != b.get("version"):
-        diffs.append(f"task version {a.get('version')} vs {b.get('version')}")
-    if a.get("data_fingerprint") != b.get("data_fingerprint"):
-        diffs.append(f"data fingerprint {a.get('data_fingerprint', '')[:12]} vs {b.get('data_fingerprint', '')[:12]}")
-    return ", ".join(diffs) or "metric version or eps spec"
+@dataclass
+class _Entry:
+    """One run as a leaderboard row: its label and its tasks under their column names (a task
+    whose key differs from the first run's of that name gets a column group of its own)."""
+
+    label: str
+    record: RunRecord
+    folder: str | None
+    tasks: dict[str, TaskResult] = field(default_factory=dict)
+
+    def has_task(self, name: str) -> bool:
+        return name in self.tasks
+
+    def task(self, name: str) -> TaskResult:
+        return self.tasks[name]
 
 
-def run_notes(run: LoadedRun) -> list[str]:
-    """Footnotes for a run: its tasks' skipped bad rows and truncated texts, where non-zero."""
+def _assign_variants(entries: list[_Entry]) -> list[str]:
+    """Put each run's tasks under column names: ``ties`` for the first task key seen, ``ties#2``
+    for a second (other data, version...), with a note naming what differs, both values."""
+    seen: dict[str, list[tuple[str, TaskResult, str]]] = {}
     notes = []
-    engine = run.results.get("engine", {}).get("model") or {}
-    for t in run.results["tasks"]:
-        skipped = (t.get("skipped_rows") or {}).get("count") or 0
-        if skipped:
-            notes.append(f"{run.model_name} on {t['name']}: {skipped} bad data row{'s' * (skipped != 1)} skipped "
-                         f"(--skip-bad-rows); scored on the {t['counts']['groups']} groups kept")
-        truncated = t.get("truncated_texts") or 0
-        if truncated:
-            how = (f" to {engine['max_length']} tokens on the {engine.get('truncation', 'left')}"
-                   if engine.get("max_length") else "")
-            notes.append(f"{run.model_name} on {t['name']}: {truncated} of {t['counts']['responses']} texts "
+    for e in entries:
+        for t in e.record.tasks:
+            known = seen.setdefault(t.name, [])
+            index = next((i for i, (key, _, _) in enumerate(known) if key == t.task_key), None)
+            if index is None:
+                known.append((t.task_key, t, e.folder or e.record.model.name))
+                index = len(known) - 1
+                if index:
+                    first, where = known[0][1], known[0][2]
+                    notes.append(f"{t.name}#{index + 1} ({e.folder or e.record.model.name}) cannot share cells with "
+                                 f"{t.name} ({where}): {'; '.join(first.differences(t))}; shown apart")
+            e.tasks[t.name if index == 0 else f"{t.name}#{index + 1}"] = t
+    return notes
+
+
+def _entries(runs: Sequence[RunLike]) -> tuple[list[_Entry], list[str]]:
+    """Rows: the model name as label, with the folder name where two runs of one model report
+    the same task column."""
+    entries = [_Entry("", r.record, r.label) if isinstance(r, RunFolder) else _Entry("", r, None) for r in runs]
+    notes = _assign_variants(entries)
+    count: dict[tuple[str, str], int] = {}
+    for e in entries:
+        for name in e.tasks:
+            count[(e.record.model.name, name)] = count.get((e.record.model.name, name), 0) + 1
+    clash = {model for (model, _), n in count.items() if n > 1}
+    labels: set[str] = set()
+    for e in entries:
+        model = e.record.model.name
+        e.label = model
+        if model in clash:
+            if e.folder is None:
+                raise ConfigError(f"model {model!r} has two runs of one task; give run folders so that their rows "
+                                  f"can be told apart")
+            e.label = f"{model} ({e.folder})"
+            if e.label in labels:
+                raise ConfigError(f"two runs of {model!r} on one task are both in folders named {e.folder!r}")
+        labels.add(e.label)
+    return entries, notes
+
+
+def _pick_eps(name: str, tasks: list[tuple[str, TaskResult]], wanted: float | None) -> tuple[float, list[str]]:
+    """The eps of a task's D/Spec columns: ``wanted``, else 0.1, else the smallest non-zero eps
+    every run has; notes for runs that lack it."""
+    lists = [t.eps for _, t in tasks]
+    common = [e for e in lists[0] if all(any(math.isclose(e, f, abs_tol=1e-12) for f in other) for other in lists)]
+    if wanted is not None:
+        if not any(t.has_eps(wanted) for _, t in tasks):
+            raise ConfigError(f"task {name!r}: no run has D/Spec at eps={wanted:g} (they have "
+                              f"{'; '.join(sorted({eps_text(x) for x in lists}))})")
+        eps = wanted
+    elif any(math.isclose(DEFAULT_EPS, e) for e in common):
+        eps = DEFAULT_EPS
+    elif common:
+        eps = ([e for e in sorted(common) if e > 0] or sorted(common))[0]
+    else:
+        eps = ([e for e in sorted(lists[0]) if e > 0] or sorted(lists[0]))[0]
+    notes = [f"{label} on {name}: no D/Spec at eps={eps:g} (its eps: {eps_text(t.eps)}); those cells are empty"
+             for label, t in tasks if not t.has_eps(eps)]
+    return eps, notes
+
+
+def _eps_header(label: str, eps: float, unit: str) -> str:
+    return f"{label}@{eps:g}{'σ' if unit == 'sigma' else ''}"
+
+
+def _column(task: TaskResult, metric: str, eps: float, prefix: str, subset: str | None = None,
+            header: str | None = None, column_task: str | None = None) -> Column:
+    d, name = metric_def(metric), column_task or task.name
+    if d.eps_dependent:
+        return Column(name, metric, prefix + _eps_header(d.label, eps, task.eps_unit), eps, task.eps_unit, subset)
+    return Column(name, metric, prefix + (header or d.label), None, None, subset)
+
+
+def _cell(rec: _Entry, col: Column, shift: str | None = None) -> Estimate | None:
+    if not rec.has_task(col.task):
+        return None
+    m = rec.task(col.task).metric(col.metric, col.eps, col.subset, shift)
+    return None if m is None else m.estimate
+
+
+def _sorted_rows(rows: list, higher_is_better: bool) -> list:
+    def key(row):
+        cell = row[1][0] if row[1] else None
+        missing = cell is None or not cell.defined
+        return (missing, 0.0 if missing else (-cell.value if higher_is_better else cell.value))
+    return sorted(rows, key=key)
+
+
+def run_notes(label: str, rec: RunRecord) -> list[str]:
+    """Footnotes for a run: failed tasks, skipped bad rows and truncated texts, where non-zero."""
+    notes = []
+    for t in rec.tasks:
+        if t.status != "success":
+            notes.append(f"{label} on {t.name}: the task failed ({t.error}); its cells are empty")
+        if t.skipped_rows.count:
+            n = t.skipped_rows.count
+            notes.append(f"{label} on {t.name}: {n} bad data row{'s' * (n != 1)} skipped (--skip-bad-rows); "
+                         f"scored on the {t.counts.groups} groups kept")
+        if t.truncated_texts:
+            side = rec.config.truncation
+            how = f" to {rec.config.max_length} tokens on the {side}" if rec.config.max_length else ""
+            notes.append(f"{label} on {t.name}: {t.truncated_texts} of {t.counts.responses} texts "
                          f"truncated{how} (--max-length)")
     return notes
 
 
-def _pick_eps(task: str, run: LoadedRun, wanted: float | None) -> tuple[float, str]:
-    recs = [m for m in run.metrics if m.task == task and m.metric == "discrimination" and m.subset is None
-            and m.shift is None]
-    available = sorted({m.eps for m in recs})
-    unit = recs[0].eps_unit if recs else "sigma"
-    if wanted is not None:
-        if not any(math.isclose(wanted, e) for e in available):
-            raise ConfigError(f"{run.path}: task {task!r} has no D/Spec at eps={wanted:g} (it has {available})")
-        return wanted, unit
-    if any(math.isclose(DEFAULT_EPS, e) for e in available):
-        return DEFAULT_EPS, unit
-    nonzero = [e for e in available if e > 0]
-    return (nonzero or available or [0.0])[0], unit
+def _official_table(name: str, task: TaskResult, entries: list[tuple[str, _Entry]], eps: float) -> Table:
+    layout = task.official
+    cols = [_column(task, layout.metric, eps, "", c.subset, c.label, name) for c in layout.columns]
+    cols += [_column(task, m, eps, "", column_task=name) for m in layout.beside]
+    rows = [((label,), tuple(_cell(rec, c) for c in cols)) for label, rec in entries if rec.has_task(name)]
+    total = next((i for i, c in enumerate(layout.columns) if c.subset is None), 0)
+    rows = sorted(rows, key=lambda r: (r[1][total] is None or not r[1][total].defined,
+                                       -(r[1][total].value if r[1][total] is not None and r[1][total].defined else 0)))
+    return Table(f"{layout.title} ({name}): official layout", ("model",), tuple(cols), tuple(rows),
+                 f"{layout.title}'s own scores, computed as its code does; 95% bootstrap CIs")
 
 
-def build_leaderboard(runs: Sequence[LoadedRun], eps: float | None = None) -> Leaderboard:
+def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first: dict[str, TaskResult],
+                 eps_by_task: dict[str, tuple[float, str]]) -> Table | None:
+    rows = []
+    columns: tuple[Column, ...] = ()
+    for name in task_order:
+        task = first[name]
+        if not task.shifts:
+            continue
+        cols = tuple(_column(task, m, eps_by_task[name][0], "", column_task=name) for m in SHIFT_METRICS)
+        columns = columns or tuple(Column("", c.metric, c.header.replace(
+            "acc gap", "acc gap (shifted - original)"), c.eps, c.eps_unit) for c in cols)
+        for label, rec in entries:
+            if not rec.has_task(name):
+                continue
+            for shift in rec.task(name).shifts:
+                rows.append(((label, name, shift), tuple(_cell(rec, c, shift) for c in cols)))
+    if not rows:
+        return None
+    return Table("Original vs shifted", ("model", "task", "shift"), columns, tuple(rows),
+                 "shift 'none' = the originals; the gap pairs each shifted group with its original "
+                 "(paired bootstrap 95% CI)")
+
+
+def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None) -> Leaderboard:
+    """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.run_folder.load_run`)."""
     if not runs:
         raise ConfigError("no runs given")
-    task_order: list[str] = []
-    keys: dict[str, tuple[str, LoadedRun, dict]] = {}
-    for run in runs:
-        for t in run.results["tasks"]:
-            name = t["name"]
-            if name not in keys:
-                task_order.append(name)
-                keys[name] = (t["comparability_key"], run, t)
-            elif keys[name][0] != t["comparability_key"]:
-                _, first, ft = keys[name]
-                raise ConfigError(
-                    f"task {name!r}: {run.path} is not comparable with {first.path} "
-                    f"({_describe_key_difference(ft, t)}; comparability keys {t['comparability_key'][:12]} vs "
-                    f"{ft['comparability_key'][:12]}). Build separate leaderboards, or rerun with the same "
-                    f"task version, data and --eps.")
-    eps_by_task = {name: _pick_eps(name, keys[name][1], eps) for name in task_order}
-    columns = []
+    entries, notes = _entries(runs)
+    task_order = list(dict.fromkeys(name for e in entries for name in e.tasks))
+    first: dict[str, TaskResult] = {}
+    eps_by_task: dict[str, tuple[float, str]] = {}
     for name in task_order:
-        has_extra = {m.metric for r in runs for m in r.metrics if m.task == name}
-        columns += [(name, m) for m in BASE_COLUMNS] + [(name, m) for m in EXTRA_COLUMNS if m in has_extra]
-
-    by_model: dict[str, dict[tuple[str, str], Cell]] = {}
-    seen: dict[tuple[str, str], str] = {}
-    for run in runs:
-        cells = by_model.setdefault(run.model_name, {})
-        for t in run.results["tasks"]:
-            if (run.model_name, t["name"]) in seen:
-                raise ConfigError(f"model {run.model_name!r} has two runs of task {t['name']!r}: "
-                                  f"{seen[(run.model_name, t['name'])]} and {run.path}")
-            seen[(run.model_name, t["name"])] = str(run.path)
-        for m in run.metrics:
-            if m.subset is not None or m.shift is not None or (m.task, m.metric) not in columns:
-                continue
-            if m.metric in EPS_METRICS and not math.isclose(m.eps, eps_by_task[m.task][0]):
-                continue
-            cells[(m.task, m.metric)] = Cell(m.value, m.ci_low, m.ci_high)
-    rows = [(model, tuple(cells.get(c) for c in columns)) for model, cells in by_model.items()]
-
-    def sort_key(row):  # best first on the first column; missing cells last
-        cell = row[1][0]
-        return (cell is None or math.isnan(cell.value), -(cell.value if cell and not math.isnan(cell.value) else 0))
-
-    rows.sort(key=sort_key)
-    order = {model: i for i, (model, _) in enumerate(rows)}
-    shift_cells: dict[tuple[str, str, str], dict[str, Cell]] = {}
-    for run in runs:
-        for m in run.metrics:
-            if m.shift is None or m.subset is not None or m.metric not in SHIFT_COLUMNS:
-                continue
-            if m.metric.startswith(EPS_METRICS) and not math.isclose(m.eps, eps_by_task[m.task][0]):
-                continue
-            shift_cells.setdefault((run.model_name, m.task, m.shift), {})[m.metric] = Cell(m.value, m.ci_low, m.ci_high)
-    shift_rows = tuple((model, task, shift, tuple(cells.get(c) for c in SHIFT_COLUMNS))
-                       for (model, task, shift), cells in sorted(
-                           shift_cells.items(), key=lambda kv: (order[kv[0][0]], task_order.index(kv[0][1]),
-                                                                kv[0][2] != "none", kv[0][2])))
-    notes = tuple(n for run in sorted(runs, key=lambda r: order.get(r.model_name, 0)) for n in run_notes(run))
-    return Leaderboard(tuple(columns), tuple(rows), eps_by_task, {k: v[0] for k, v in keys.items()}, shift_rows,
-                       notes)
-
-
-def shift_frame(lb: Leaderboard) -> pd.DataFrame:
-    """Original-vs-shifted rows: one per (model, task, shift), with the paired gap and its CI."""
-    records = []
-    for model, task, shift, cells in lb.shift_rows:
-        e, unit = lb.eps[task]
-        row = {"model": model, "task": task, "shift": shift}
-        for head, cell in zip(SHIFT_HEADERS, cells):
-            label = f"{head}@{e:g}{'σ' if unit == 'sigma' else ''}" if head in ("D", "Spec") else head
-            row[label] = format_cell(cell)
-        records.append(row)
-    return pd.DataFrame.from_records(records)
-
-
-def format_cell(cell: Cell | None) -> str:
-    if cell is None or math.isnan(cell.value):
-        return "–"
-    if cell.ci_low is None:
-        return f"{cell.value:.3f}"
-    return f"{cell.value:.3f} [{cell.ci_low:.3f}, {cell.ci_high:.3f}]"
-
-
-def to_frame(lb: Leaderboard, wide_ci: bool = False) -> pd.DataFrame:
-    """Rows = models. ``wide_ci``: value, ci_low and ci_high in separate numeric columns."""
-    records = []
-    for model, cells in lb.rows:
-        row: dict = {"model": model}
-        for (task, metric), cell in zip(lb.columns, cells):
-            head = lb.header(task, metric)
-            if wide_ci:
-                row[head] = None if cell is None or math.isnan(cell.value) else cell.value
-                row[f"{head} ci_low"] = None if cell is None else cell.ci_low
-                row[f"{head} ci_high"] = None if cell is None else cell.ci_high
-            else:
-                row[head] = format_cell(cell)
-        records.append(row)
-    return pd.DataFrame.from_records(records)
-
-
-def render(lb: Leaderboard, fmt: str) -> str:
-    if fmt == "md":
-        note = ("Cells: value [95% bootstrap CI over groups]. D/Spec eps in "
-                + ", ".join(f"{t}: {e:g} {u}" for t, (e, u) in lb.eps.items())
-                + ". Comparability keys: " + ", ".join(f"{t}: {k[:12]}" for t, k in lb.keys.items()) + ".")
-        text = to_frame(lb).to_markdown(index=False) + "\n\n" + note + "\n"
-        if lb.notes:
-            text += "\nNotes:\n\n" + "".join(f"* {n}\n" for n in lb.notes)
-        if lb.shift_rows:
-            text += ("\n### Original vs shifted\n\n" + shift_frame(lb).to_markdown(index=False)
-                     + "\n\nThe gap pairs each shifted group with its original (paired bootstrap 95% CI).\n")
-        return text
-    if fmt == "csv":
-        return to_frame(lb, wide_ci=True).to_csv(index=False)
-    if fmt == "json":
-        rows = []
-        for model, cells in lb.rows:
-            for (task, metric), cell in zip(lb.columns, cells):
-                if cell is None:
-                    continue
-                e, unit = lb.eps[task] if metric in EPS_METRICS else (None, None)
-                rows.append({"model": model, "task": task, "metric": metric, "eps": e, "eps_unit": unit,
-                             "value": None if math.isnan(cell.value) else cell.value,
-                             "ci_low": cell.ci_low, "ci_high": cell.ci_high,
-                             "comparability_key": lb.keys[task]})
-        shift_rows = [{"model": model, "task": task, "shift": shift, "metric": metric,
-                       "value": None if cell is None or math.isnan(cell.value) else cell.value,
-                       "ci_low": None if cell is None else cell.ci_low, "ci_high": None if cell is None else cell.ci_high}
-                      for model, task, shift, cells in lb.shift_rows for metric, cell in zip(SHIFT_COLUMNS, cells)
-                      if cell is not None]
-        return json.dumps({"columns": [lb.header(t, m) for t, m in lb.columns], "rows": rows,
-                           "shift_rows": shift_rows, "notes": list(lb.notes)}, indent=2) + "\n"
-    if fmt == "html":
-        return _html(lb)
-    raise ConfigError(f"unknown leaderboard format {fmt!r}; use one of {', '.join(FORMATS)}")
-
-
-_SORT_JS = """
-document.querySelectorAll('th').forEach(function (th, col) {
-  th.addEventListener('click', function () {
-    var body = th.closest('table').tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    var asc = th.getAttribute('data-dir') !== 'asc';
-    th.parentNode.querySelectorAll('th').forEach(function (h) { h.removeAttribute('data-dir'); });
-    th.setAttribute('data-dir', asc ? 'asc' : 'desc');
-    rows.sort(function (a, b) {
-      var x = a.cells[col].getAttribute('data-v'), y = b.cells[col].getAttribute('data-v');
-      var nx = parseFloat(x), ny = parseFloat(y);
-      var c = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
-      return asc ? c : -c;
-    });
-    rows.forEach(function (r) { body.appendChild(r); });
-  });
-});
-"""
-
-
-def _html(lb: Leaderboard) -> str:
-    e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in ["model"] + [lb.header(t, m) for t, m in lb.columns])
-    body = []
-    for model, cells in lb.rows:
-        tds = [f'<td data-v="{e(model)}">{e(model)}</td>']
-        for cell in cells:
-            v = "" if cell is None or math.isnan(cell.value) else repr(cell.value)
-            tds.append(f'<td data-v="{e(v)}">{e(format_cell(cell))}</td>')
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    eps_note = ", ".join(f"{t}: {g:g} {u}" for t, (g, u) in lb.eps.items())
-    shift_html = ""
-    if lb.shift_rows:
-        frame = shift_frame(lb)
-        shead = "".join(f"<th>{e(str(c))}</th>" for c in frame.columns)
-        sbody = "".join("<tr>" + "".join(f'<td data-v="{e(str(v))}">{e(str(v))}</td>' for v in row) + "</tr>"
-                        for row in frame.itertuples(index=False))
-        shift_html = (f"<h2>Original vs shifted</h2><p>gap = shifted - original, paired bootstrap 95% CI.</p>"
-                      f"<table><thead><tr>{shead}</tr></thead><tbody>{sbody}</tbody></table>")
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
-        "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
-        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f4f4f4}"
-        "td:first-child{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
-        "th[data-dir=desc]::after{content:' \\25BC'}</style></head><body>"
-        "<h1>rmbench leaderboard</h1>"
-        f"<p>Cells: value [95% bootstrap CI over groups]. D/Spec eps: {e(eps_note)}. Click a header to sort.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        + (f"<p>Notes:</p><ul>{''.join(f'<li>{e(n)}</li>' for n in lb.notes)}</ul>" if lb.notes else "")
-        + f"{shift_html}"
-        f"<script>{_SORT_JS}</script></body></html>\n"
-    )
+        having = [(e.label, e.task(name)) for e in entries if e.has_task(name)]
+        first[name] = having[0][1]
+        chosen, eps_notes = _pick_eps(name, having, eps)
+        eps_by_task[name] = (chosen, first[name].eps_unit)
+        notes += eps_notes
+    columns: list[Column] = []
+    for name in task_order:
+        headline = list(dict.fromkeys(m for e in entries if e.has_task(name) for m in e.task(name).headline))
+        columns += [_column(first[name], m, eps_by_task[name][0], f"{name} ", column_task=name) for m in headline]
+    by_label = {e.label: e for e in entries}
+    rows = [((e.label,), tuple(_cell(e, c) for c in columns)) for e in entries]
+    higher = metric_def(columns[0].metric).higher_is_better if columns else True
+    rows = _sorted_rows(rows, higher)
+    ordered = [(r[0][0], by_label[r[0][0]]) for r in rows]
+    main = Table("rmbench leaderboard", ("model",), tuple(columns), tuple(rows),
+                 "value [95% bootstrap CI over groups]")
+    official = tuple(_official_table(name, first[name], ordered, eps_by_task[name][0])
+                     for name in task_order if first[name].official is not None
+                     and len(first[name].official.columns) > 1)  # a one-number layout is in the main table
+    notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes
+    keys = {name: first[name].task_key for name in task_order}
+    return Leaderboard(main, official, _shift_table(task_order, ordered, first, eps_by_task), eps_by_task, keys,
+                       tuple(notes))

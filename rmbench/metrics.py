@@ -18,7 +18,7 @@ import numpy as np
 
 from rmbench.errors import ModelError
 
-METRIC_VERSION = 1
+METRIC_VERSION = 2
 """Bumped whenever any formula here changes the value it returns; part of the comparability key."""
 
 
@@ -190,6 +190,7 @@ class TiesTerms:
     preferred: np.ndarray
     preferred_hard: np.ndarray
     margin: np.ndarray
+    both: np.ndarray
 
 
 def ties_terms(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> TiesTerms:
@@ -203,21 +204,20 @@ def ties_terms(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> 
     nan = math.nan
     tied_acc = np.array([float(tied[k].accurate) if k in tied else nan for k in ids])
     ref_acc = np.array([float(ref[k].accurate) if k in ref else nan for k in ids])
+    both = np.array([k in tied and k in ref for k in ids], dtype=bool)
     pref, hard, margin = [], [], []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for k in ids:
-            if k in tied and k in ref:
-                dcm = tied[k].different_correct_margin
-                ci_t, ci_r = tied[k].correct_incorrect_margin, ref[k].correct_incorrect_margin
-                low = min(ci_r, ci_t)
-                pref.append(float(ci_t > dcm))
-                hard.append(float(low > dcm))
-                # Official: nan_to_num(tanh(low / dcm - 1), nan=0); x/0 is +-inf, whose tanh is +-1.
-                m = np.tanh(np.float64(low) / np.float64(dcm) - 1.0)
-                margin.append(0.0 if np.isnan(m) else float(m))
-            else:
-                pref.append(nan); hard.append(nan); margin.append(nan)
-    return TiesTerms(ids, tied_acc, ref_acc, np.array(pref), np.array(hard), np.array(margin))
+    for k in ids:
+        dcm = tied[k].different_correct_margin if k in tied else nan
+        if k in tied and k in ref and not math.isnan(dcm):
+            ci_t, ci_r = tied[k].correct_incorrect_margin, ref[k].correct_incorrect_margin
+            low = min(ci_r, ci_t)
+            pref.append(float(ci_t > dcm))
+            hard.append(float(low > dcm))
+            # Official (0.1.4): the margin term averages over ids with dcm > 0 only.
+            margin.append(math.tanh(low / dcm - 1.0) if dcm > 0 else nan)
+        else:  # no pair, or a tied row with a single correct answer: left out of these means
+            pref.append(nan); hard.append(nan); margin.append(nan)
+    return TiesTerms(ids, tied_acc, ref_acc, np.array(pref), np.array(hard), np.array(margin), both)
 
 
 def _nanmean_or(x: np.ndarray, default: float) -> float:
@@ -226,23 +226,26 @@ def _nanmean_or(x: np.ndarray, default: float) -> float:
 
 
 def ties_score_from_terms(terms: TiesTerms, units: np.ndarray | None = None) -> float:
-    """RewardBench 2's official Ties score over the prompt ids ``units`` (all ids by default).
+    """RewardBench 2's official Ties score over the prompt ids ``units`` (all ids by default),
+    as ``process_single_model`` in ``rewardbench`` 0.1.4 computes it.
 
     score = 0.30 * tied_accuracy + 0.30 * ref_accuracy
-          + 0.20 * mean(corr_incorrect_tied > diff_corr_margin)
-          + 0.20 * mean(min(corr_incorrect_ref, corr_incorrect_tied) > diff_corr_margin)
-          + 0.01 * mean(nan_to_num(tanh(min(corr_incorrect_ref, corr_incorrect_tied) / diff_corr_margin - 1)))
+          + 0.20 * mean_P(corr_incorrect_tied > diff_corr_margin)
+          + 0.20 * mean_P(min(corr_incorrect_ref, corr_incorrect_tied) > diff_corr_margin)
+          + 0.01 * mean_M(tanh(min(corr_incorrect_ref, corr_incorrect_tied) / diff_corr_margin - 1))
 
     tied_accuracy / ref_accuracy average ``accurate`` over all tied / ref rows (0 when there are
-    none); the margin terms average over ids with both rows (nan when there are none, as numpy's
-    mean of an empty array). ``units`` may repeat ids (a bootstrap resample).
+    none). P: ids with both rows whose tied row has >= 2 correct answers (the mean of an empty P
+    is nan, as numpy's); M: those of P with diff_corr_margin > 0 (empty: 0). With no id that has
+    both rows, the three terms are 0. ``units`` may repeat ids (a bootstrap resample).
     """
     idx = np.arange(len(terms.ids)) if units is None else np.asarray(units, dtype=np.int64)
-    return (0.30 * _nanmean_or(terms.tied_acc[idx], 0.0)
-            + 0.30 * _nanmean_or(terms.ref_acc[idx], 0.0)
-            + 0.20 * _nanmean_or(terms.preferred[idx], math.nan)
+    score = 0.30 * _nanmean_or(terms.tied_acc[idx], 0.0) + 0.30 * _nanmean_or(terms.ref_acc[idx], 0.0)
+    if not terms.both[idx].any():
+        return score
+    return (score + 0.20 * _nanmean_or(terms.preferred[idx], math.nan)
             + 0.20 * _nanmean_or(terms.preferred_hard[idx], math.nan)
-            + 0.01 * _nanmean_or(terms.margin[idx], math.nan))
+            + 0.01 * _nanmean_or(terms.margin[idx], 0.0))
 
 
 def ties_score(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> float:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from rmbench.errors import ConfigError
-from rmbench.record import atomic_write_text
+from rmbench.files import atomic_write_text
 from rmbench.tasks.jsonl import PreferenceTask
 from rmbench.types import data_fingerprint, prompt_to_json
 

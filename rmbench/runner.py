@@ -7,27 +7,30 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import platform
-import subprocess
-import sys
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from rmbench import __version__
-from rmbench.catalog import Catalog, load_catalog
 from rmbench.backends import ENGINES, make_backend
 from rmbench.cache import ScoreCache
+from rmbench.catalog import Catalog, load_catalog
 from rmbench.engine import requests_for, score_groups
-from rmbench.errors import ConfigError, DataError
+from rmbench.environment import current_environment
+from rmbench.errors import ConfigError, DataError, RMBenchError
+from rmbench.metric_registry import DEFAULT_HEADLINE
 from rmbench.metrics import METRIC_VERSION, reward_sigma
 from rmbench.models import Runtime, build_model, parse_model_spec
-from rmbench.record import SCHEMA_VERSION, RewardRow, comparability_key, write_run
+from rmbench.run_folder import RewardRow, check_destination, write_run
+from rmbench.run_record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
+                                SkippedRows, TaskKeyParts, TaskResult)
 from rmbench.summary import summarize
-from rmbench.tasks import build_task
-from rmbench.tasks.base import skipping_bad_rows
+from rmbench.tasks.base import Task
+from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
 from rmbench.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
@@ -41,12 +44,13 @@ REPORTED_BAD_ROWS = 5
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Everything that defines a run. ``data`` maps task names to local files that replace
-    the task's own data source; ``eps`` is in ``eps_unit`` (``sigma`` or ``raw``)."""
+    """Everything that defines a run. ``data``: local files that replace tasks' own data
+    sources (:class:`DataOverride`, or ``(task, path)`` pairs); ``eps`` is in ``eps_unit``
+    (``sigma`` or ``raw``)."""
 
     model: str = DEFAULT_MODEL
     tasks: tuple[str, ...] = ("ties",)
-    data: tuple[tuple[str, str], ...] = ()
+    data: tuple[DataOverride, ...] = ()
     eps: tuple[float, ...] = DEFAULT_EPS
     eps_unit: str = "sigma"
     limit: int | None = None
@@ -67,6 +71,10 @@ class EvalConfig:
     worker_gpus: float = 0.0
 
     def __post_init__(self) -> None:
+        data = tuple(d if isinstance(d, DataOverride) else DataOverride(*d) for d in self.data)
+        object.__setattr__(self, "data", data)
+        if len({d.task for d in data}) != len(data):
+            raise ConfigError("--data gives a task twice")
         if not self.tasks:
             raise ConfigError("no tasks given")
         if len(set(self.tasks)) != len(self.tasks):
@@ -84,76 +92,6 @@ class EvalConfig:
             raise ConfigError(f"--engine {self.engine!r}: use one of {', '.join(ENGINES)}")
         if self.truncation not in ("left", "right"):
             raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.truncation!r}")
-
-
-def task_spec_with_data(spec: TaskSpec, path: str) -> TaskSpec:
-    """The same task reading a local file instead of its own source."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise DataError("no such file", path=str(p))
-    args = {k: v for k, v in spec.args_dict.items() if k not in ("dataset", "revision", "config", "paths")}
-    if spec.kind == "domain_shift" and "paths" in spec.args_dict:
-        args["paths"] = spec.args_dict["paths"]  # keep the in-domain set; the file becomes the shifted domain
-    args["path"] = str(p.resolve())
-    return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
-
-
-def _git_revision() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                             text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[object, list[ComparisonGroup]]:
-    task = build_task(spec)
-    groups = []
-    seen: set[str] = set()
-    for g in task.groups():
-        if not isinstance(g, ComparisonGroup):
-            raise DataError(f"task {spec.name!r} yielded a {type(g).__name__}, not a ComparisonGroup")
-        if g.id in seen:  # loaders that know the line say so first; this catches the rest
-            raise DataError(f"task {spec.name!r}: two groups have the id {g.id!r}; group ids must be unique")
-        seen.add(g.id)
-        groups.append(g)
-        if limit is not None and len(groups) >= limit:
-            break
-    if not groups:
-        raise DataError(f"task {spec.name!r} has no comparison groups")
-    return task, groups
-
-
-def load_groups_skipping(spec: TaskSpec, limit: int | None = None
-                         ) -> tuple[object, list[ComparisonGroup], list[DataError]]:
-    """:func:`load_groups` that leaves out bad rows (``--skip-bad-rows``) and returns their errors.
-
-    Readers skip rows they cannot parse as they go. A row that a loader rejects (a missing or
-    mistyped field) stops its generator, so the task is read again without that row: the groups
-    are exactly those of the file minus its bad rows, whatever state the loader keeps across rows.
-    Errors that name no line (a missing, empty or binary file) still fail, as does one that
-    recurs after its row was left out.
-    """
-    with skipping_bad_rows() as bad:
-        while True:
-            try:
-                task, groups = load_groups(spec, limit)
-                return task, groups, sorted(bad.errors, key=lambda e: (str(e.path), e.line))
-            except DataError as exc:
-                if exc.line is None or exc.path is None or (str(exc.path), int(exc.line)) in bad.excluded:
-                    if bad.errors and str(exc).endswith("has no comparison groups"):
-                        raise DataError(f"{exc}: all {len(bad.errors)} rows were bad and skipped; the first: "
-                                        f"{bad.errors[0]}") from None
-                    raise
-                bad.add(exc)
-
-
-def skipped_rows_doc(errors: Sequence[DataError]) -> dict:
-    """What a run record says about the rows ``--skip-bad-rows`` left out of a task."""
-    return {"count": len(errors),
-            "first": [{"path": e.path, "line": e.line, "field": e.field, "error": str(e)}
-                      for e in errors[:REPORTED_BAD_ROWS]]}
 
 
 def _tokenizing_parts(model) -> list:
@@ -189,20 +127,32 @@ class ModelFactory:
         return model
 
 
-def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
-             catalog: Catalog | None = None, warn: Callable[[str], None] | None = None) -> dict:
-    """Score ``config.model`` on every task, compute all metrics, and write the run if ``out_dir``.
+@dataclass(frozen=True)
+class LoadedTask:
+    spec: TaskSpec
+    task: Task
+    groups: list[ComparisonGroup]
+    bad_rows: list[DataError]
 
-    Returns the results.json document. All tasks are loaded and checked before any scoring, so
-    a bad data row fails fast and nothing is written (with ``config.skip_bad_rows`` bad rows are
-    left out, counted in the record and reported through ``warn``; default: ``warnings.warn``).
-    """
-    warn = warn or (lambda message: warnings.warn(message, stacklevel=2))
-    catalog = catalog or load_catalog(config.include)
-    model_spec = parse_model_spec(config.model, catalog.models)
+    @property
+    def n_responses(self) -> int:
+        return sum(len(g.responses) for g in self.groups)
+
+    def key_parts(self, config: EvalConfig) -> TaskKeyParts:
+        return TaskKeyParts(self.spec.name, self.spec.version or 0, data_fingerprint(self.groups), METRIC_VERSION,
+                            tuple(config.eps), config.eps_unit)
+
+
+def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> Spec:
+    spec = parse_model_spec(config.model, catalog.models)
     if config.model_args:
-        model_spec = Spec.make(model_spec.name, model_spec.kind, {**model_spec.args_dict, **dict(config.model_args)})
-    overrides = dict(config.data)
+        spec = Spec.make(spec.name, spec.kind, {**spec.args_dict, **dict(config.model_args)})
+    return spec
+
+
+def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]) -> list[LoadedTask]:
+    """Every task's groups, read and checked before anything is scored (a bad row fails here)."""
+    overrides = {d.task: d for d in config.data}
     task_names = catalog.expand(config.tasks)
     unknown = sorted(set(overrides) - set(task_names))
     if unknown:
@@ -211,16 +161,90 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     for name in task_names:
         spec = catalog.task_spec(name)
         if name in overrides:
-            spec = task_spec_with_data(spec, overrides[name])
-        if config.skip_bad_rows:
-            task, groups, bad = load_groups_skipping(spec, config.limit)
-        else:
-            (task, groups), bad = load_groups(spec, config.limit), []
+            spec = task_spec_with_data(spec, overrides[name].path, overrides[name].shift)
+        task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
         if bad:
             where = "; ".join(str(e) for e in bad[:3])
             warn(f"task {name!r}: skipped {len(bad)} bad row{'s' * (len(bad) != 1)} (--skip-bad-rows), "
                  f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
-        loaded.append((spec, task, groups, bad))
+        loaded.append(LoadedTask(spec, task, groups, bad))
+    return loaded
+
+
+def _check_lengths(model_name: str, parts: list, loaded: Sequence[LoadedTask], config: EvalConfig,
+                   warn: Callable[[str], None]) -> list[int | None]:
+    """Refuse texts longer than the context; count (and warn about) texts --max-length cuts."""
+    if (config.max_length is not None or config.truncation != "left") and not parts:
+        warn(f"--max-length and --truncation do not apply to model {model_name!r}: only transformers "
+             f"adapters (implicit, seqcls, linear, generative) truncate")
+    all_groups = [g for t in loaded for g in t.groups]
+    for part in parts:  # a text longer than the model's context fails here, before any scoring
+        part.check_context(requests_for(all_groups))
+    truncated = [parts[0].truncated(requests_for(t.groups)) if parts else None for t in loaded]
+    for t, n in zip(loaded, truncated):
+        if n:
+            side = parts[0].truncation_side
+            warn(f"task {t.spec.name!r}: {n} of {t.n_responses} texts are longer than max_length "
+                 f"{parts[0].max_length} tokens and lose tokens on the {side} (--truncation {side})")
+    return truncated
+
+
+def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: EvalConfig) -> TaskResult:
+    """Metrics of one task; an error in them fails this task only, with the error recorded."""
+    groups, parts = t.groups, t.key_parts(config)
+    status, error, records = "success", None, ()
+    try:
+        records = tuple(summarize(t.spec.name, groups, rewards, config.eps, config.eps_unit,
+                                  group_units=t.task.bootstrap_units(groups),
+                                  extra_metrics=t.task.extra_metrics(groups, rewards),
+                                  n_bootstrap=config.n_bootstrap, seed=config.seed))
+    except RMBenchError as exc:
+        status, error = "error", f"{type(exc).__name__}: {exc}"
+    headline = tuple(getattr(t.task, "headline", DEFAULT_HEADLINE))
+    return TaskResult(
+        name=t.spec.name, kind=t.spec.kind, version=t.spec.version or 0, args=t.spec.args_dict,
+        data_fingerprint=parts.data_fingerprint, metric_version=METRIC_VERSION, eps=tuple(config.eps),
+        eps_unit=config.eps_unit,
+        counts=Counts(len(groups), t.n_responses, sum(len(g.discrimination_pairs()) for g in groups),
+                      sum(len(g.specificity_pairs()) for g in groups)),
+        sigma=_finite_or_none(reward_sigma(rewards)), metrics=records,
+        skipped_rows=SkippedRows(len(t.bad_rows), tuple(SkippedRow(e.path, e.line, e.field, str(e))
+                                                        for e in t.bad_rows[:REPORTED_BAD_ROWS])),
+        truncated_texts=n_truncated, headline=headline, official=getattr(t.task, "official", None),
+        status=status, error=error)
+
+
+def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:
+    rows, offset = [], 0
+    for g in t.groups:
+        rows += [RewardRow(t.spec.name, g.id, i, u, float(rewards[offset + i])) for i, u in enumerate(g.utilities)]
+        offset += len(g.responses)
+    return rows
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
+             catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
+             overwrite: bool = False) -> RunRecord:
+    """Score ``config.model`` on every task, compute all metrics, and write the run if ``out_dir``.
+
+    Plan (load and check every task), load the model, score every response once, assemble the
+    :class:`RunRecord`. A bad data row fails before any scoring and nothing is written (with
+    ``config.skip_bad_rows`` bad rows are left out, counted in the record and reported through
+    ``warn``; default: ``warnings.warn``). ``out_dir`` holding a different run is refused before
+    scoring unless ``overwrite``.
+    """
+    warn = warn or (lambda message: warnings.warn(message, stacklevel=2))
+    catalog = catalog or load_catalog(config.include)
+    model_spec = resolve_model_spec(config, catalog)
+    loaded = load_tasks(config, catalog, warn)
+    identity = RunIdentity(model_spec.name, model_spec.to_json(), tuple(t.key_parts(config) for t in loaded))
+    if out_dir is not None:
+        check_destination(out_dir, identity, overwrite)
+
     backend = make_backend(config.engine, workers=config.workers, ray_address=config.ray_address,
                            worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus)
     runtime = config.runtime
@@ -228,24 +252,12 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
         runtime = dataclasses.replace(runtime, device=backend.device)
     factory = ModelFactory(model_spec, runtime, config.max_length, config.truncation)
     model = factory()  # with the truncation set (workers of a distributed engine build it the same way)
-    parts = _tokenizing_parts(model)
-    if (config.max_length is not None or config.truncation != "left") and not parts:
-        warn(f"--max-length and --truncation do not apply to model {model_spec.name!r}: only transformers "
-             f"adapters (implicit, seqcls, linear, generative) truncate")
+    truncated = _check_lengths(model_spec.name, _tokenizing_parts(model), loaded, config, warn)
 
     # All tasks are scored in one pass, so a response that several tasks share is scored once.
-    all_groups = [g for _, _, groups, _ in loaded for g in groups]
-    for part in parts:  # a text longer than the model's context fails here, before any scoring
-        part.check_context(requests_for(all_groups))
-    # Texts longer than the model's max_length lose tokens: counted per task, never silently.
-    truncated = [parts[0].truncated(requests_for(groups)) if parts else None for _, _, groups, _ in loaded]
-    for (spec, _, groups, _), n in zip(loaded, truncated):
-        if n:
-            warn(f"task {spec.name!r}: {n} of {sum(len(g.responses) for g in groups)} texts are longer than "
-                 f"max_length {parts[0].max_length} tokens and lose tokens on the {parts[0].truncation_side} "
-                 f"(--truncation {parts[0].truncation_side})")
-    n_all = sum(len(g.responses) for g in all_groups)
-    advance = progress(f"{model_spec.name} on {', '.join(task_names)}", n_all) if progress else None
+    all_groups = [g for t in loaded for g in t.groups]
+    advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}",
+                       sum(t.n_responses for t in loaded)) if progress else None
     cache = ScoreCache(model.fingerprint(), config.cache_dir) if config.use_cache else None
     try:
         all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory)
@@ -253,73 +265,26 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
         if cache is not None:
             cache.close()
 
-    task_docs, metric_docs, reward_rows = [], [], []
-    offset = 0
-    for (spec, task, groups, bad), n_truncated in zip(loaded, truncated):
-        n_responses = sum(len(g.responses) for g in groups)
-        rewards = all_rewards[offset: offset + n_responses]
-        offset += n_responses
-        records = summarize(spec.name, groups, rewards, config.eps, config.eps_unit,
-                            group_units=task.bootstrap_units(groups),
-                            extra_metrics=task.extra_metrics(groups, rewards),
-                            n_bootstrap=config.n_bootstrap, seed=config.seed)
-        fingerprint = data_fingerprint(groups)
-        task_docs.append({
-            "name": spec.name, "version": spec.version, "kind": spec.kind, "args": spec.args_dict,
-            "data_fingerprint": fingerprint,
-            "comparability_key": comparability_key(spec.name, spec.version or 0, fingerprint, METRIC_VERSION,
-                                                   config.eps, config.eps_unit),
-            "counts": {"groups": len(groups), "responses": n_responses,
-                       "discrimination_pairs": sum(len(g.discrimination_pairs()) for g in groups),
-                       "specificity_pairs": sum(len(g.specificity_pairs()) for g in groups)},
-            "sigma": reward_sigma(rewards),
-            # Rows left out by --skip-bad-rows; the data fingerprint is of the groups kept.
-            "skipped_rows": skipped_rows_doc(bad),
-            # Texts longer than the model's max_length, which lost tokens (null: it does not tokenise).
-            "truncated_texts": n_truncated,
-        })
-        metric_docs += [r.to_json() for r in records]
-        row = 0
-        for g in groups:
-            for i, u in enumerate(g.utilities):
-                reward_rows.append(RewardRow(spec.name, g.id, i, u, float(rewards[row + i])))
-            row += len(g.responses)
-
-    results = {
-        "schema_version": SCHEMA_VERSION,
-        "rmbench_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "model": {"name": model_spec.name, "spec": model_spec.to_json(), "fingerprint": model.fingerprint()},
-        "tasks": task_docs,
-        "metrics": metric_docs,
-        "config": {"eps": list(config.eps), "eps_unit": config.eps_unit, "limit": config.limit,
-                   "skip_bad_rows": config.skip_bad_rows, "max_length": config.max_length,
-                   "truncation": config.truncation,
-                   "n_bootstrap": config.n_bootstrap, "seed": config.seed,
-                   "metric_version": METRIC_VERSION, "ci_level": 0.95},
-        "engine": {"runtime": dataclasses.asdict(config.runtime), "model": model.runtime_info(),
-                   "cache": str(cache.path) if cache is not None else None, "stats": stats.to_json(),
-                   "backend": backend.describe()},
-        "environment": {"python": sys.version.split()[0], "platform": platform.platform(),
-                        "git_revision": _git_revision()},
-    }
+    bounds = np.cumsum([0] + [t.n_responses for t in loaded])
+    per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
+    tasks = tuple(_task_result(t, r, n, config) for t, r, n in zip(loaded, per_task, truncated))
+    failed = sum(t.status != "success" for t in tasks)
+    record = RunRecord(
+        rmbench_version=__version__, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        model=ModelIdentity(model_spec.name, model_spec.to_json(), model.fingerprint()), tasks=tasks,
+        config=RunConfig(eps=tuple(config.eps), eps_unit=config.eps_unit, limit=config.limit,
+                         skip_bad_rows=config.skip_bad_rows, max_length=config.max_length,
+                         truncation=config.truncation, n_bootstrap=config.n_bootstrap, seed=config.seed,
+                         metric_version=METRIC_VERSION, ci_level=0.95,
+                         data={d.task: d.to_text().split("=", 1)[1] for d in config.data}),
+        execution=Execution(runtime=dataclasses.asdict(config.runtime), model=model.runtime_info(),
+                            backend=backend.describe(), stats=stats.to_json(),
+                            cache=str(cache.path) if cache is not None else None),
+        environment=current_environment(),
+        status="success" if not failed else ("error" if failed == len(tasks) else "partial"))
     if out_dir is not None and backend.is_main:  # under accelerate, rank 0 alone writes
-        write_run(out_dir, results, reward_rows)
-    return results
-
-
-def parse_data_overrides(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """``["ties=path.jsonl"]`` -> ``(("ties", "path.jsonl"),)``; one entry per task."""
-    out: dict[str, str] = {}
-    for item in items:
-        task, sep, path = item.partition("=")
-        if not sep or not task.strip() or not path.strip():
-            raise ConfigError(f"--data {item!r}: expected TASK=PATH")
-        if task.strip() in out:
-            raise ConfigError(f"--data gives task {task.strip()!r} twice")
-        out[task.strip()] = path.strip()
-    return tuple(out.items())
-
+        write_run(out_dir, record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], overwrite)
+    return record
 
 def parse_eps(text: str) -> tuple[float, ...]:
     try:

@@ -60,7 +60,8 @@ import pytest
 
 from rmbench.catalog import load_catalog
 from rmbench.errors import DataError
-from rmbench.runner import EvalConfig, evaluate, load_groups
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.tasks.loading import load_groups
 
 HERE = Path(__file__).parent
 
@@ -69,9 +70,9 @@ def test_loads_and_the_oracle_is_perfect():
     catalog = load_catalog([HERE])
     _, groups = load_groups(catalog.task_spec("{name}"))
     assert len(groups) == 3 and groups[0].utilities == (1, 0)
-    res = evaluate(EvalConfig(model="oracle", tasks=("{name}",), include=(str(HERE),), n_bootstrap=20))
-    acc = [m for m in res["metrics"] if m["metric"] == "pairwise_accuracy" and m["subset"] is None][0]
-    assert acc["value"] == 1.0
+    run = evaluate(EvalConfig(model="oracle", tasks=("{name}",), include=(str(HERE),), n_bootstrap=20))
+    assert run.metric("{name}", "pairwise_accuracy").value == 1.0
+    assert run.metric("{name}", "specificity", eps=0.1) is not None
 
 
 def test_bad_rows_name_file_line_and_field(tmp_path):

@@ -10,45 +10,20 @@ groups) and holds sigma at that value, so every slice and resample shares one ep
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from rmbench import metrics as M
+from rmbench.metric_registry import metric_def
+from rmbench.run_record import Estimate, MetricRecord
+from rmbench.tasks.base import TaskScores, as_task_scores
 from rmbench.types import ComparisonGroup, PairIndex, segment_gather
 
 PAIR_METRICS = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin")
 EPS_METRICS = ("discrimination", "specificity")
-
-
-@dataclass(frozen=True)
-class MetricRecord:
-    """One reported number; the ``metrics`` list of results.json holds these."""
-
-    task: str
-    subset: str | None
-    shift: str | None
-    metric: str
-    eps: float | None
-    eps_unit: str | None
-    value: float
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-
-    def to_json(self) -> dict:
-        out = asdict(self)
-        for k in ("value", "ci_low", "ci_high"):
-            if out[k] is not None and not math.isfinite(out[k]):
-                out[k] = None  # JSON has no nan; null means "not defined here"
-        return out
-
-    @classmethod
-    def from_json(cls, d: dict) -> "MetricRecord":
-        value = d["value"]
-        return cls(d["task"], d["subset"], d["shift"], d["metric"], d["eps"], d["eps_unit"],
-                   math.nan if value is None else float(value), d["ci_low"], d["ci_high"], int(d["n"]))
+GAP_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin")
 
 
 @dataclass(frozen=True)
@@ -74,20 +49,22 @@ def _slices(groups: Sequence[ComparisonGroup]) -> list[_Slice]:
 class SliceStatistic:
     """All metrics of one slice as a vector-valued function of resampled units.
 
-    ``labels[j]`` = (metric, eps as given or None) for entry j of ``statistic(units)``; the last
-    entry is balanced_best's raw eps. ``n_units`` units are drawn by the bootstrap.
+    ``labels[j]`` = (metric, eps as given or None, subset of a task score or None) for entry j
+    of ``statistic(units)``; the last entry is balanced_best's raw eps. ``n_units`` units are
+    drawn by the bootstrap. ``extra_counts``: the ``n`` of each task score.
     """
 
-    labels: tuple[tuple[str, float | None], ...]
+    labels: tuple[tuple[str, float | None, str | None], ...]
     statistic: Callable[[np.ndarray], np.ndarray]
     n_units: int
     n_diff: int
     n_eq: int
+    extra_counts: tuple[int, ...] = ()
 
 
 def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
                     eps_unit: str = "sigma", group_units: np.ndarray | None = None,
-                    extra_metrics: dict[str, Callable[[np.ndarray], float]] | None = None,
+                    extra_metrics: TaskScores | None = None,
                     group_ids: np.ndarray | None = None, index: PairIndex | None = None) -> SliceStatistic:
     """The metric vector of the groups ``group_ids`` (default: all), ready to bootstrap.
 
@@ -103,7 +80,7 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
     uniq, slice_units = np.unique(units_all[group_ids], return_inverse=True)
     # Groups sorted by unit, and groups per unit: fixed for the slice, used by every draw.
     by_unit, unit_sizes = np.argsort(slice_units, kind="stable"), np.bincount(slice_units)
-    extras = extra_metrics or {}
+    extras = as_task_scores(extra_metrics, len(groups))
 
     def statistic(units: np.ndarray) -> np.ndarray:
         gids = group_ids[by_unit[segment_gather(unit_sizes, units)[0]]]
@@ -115,30 +92,33 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
         values = [M.pairwise_accuracy(diff), M.sign_accuracy(diff, eq), M.ds_auc(diff, eq), bb,
                   M.reward_margin(diff, sigma)]
         values += [M.discrimination(diff, e) for e in eps_raw] + [M.specificity(eq, e) for e in eps_raw]
-        # Extra metrics receive the task's own unit numbers of the resampled units.
-        values += [fn(uniq[units]) for fn in extras.values()]
-        return np.array(values + [bb_eps], dtype=np.float64)
+        # Task scores receive the task's own unit numbers of the resampled units.
+        extra = list(np.asarray(extras.statistic(uniq[units]), dtype=np.float64)) if extras is not None else []
+        return np.array(values + extra + [bb_eps], dtype=np.float64)
 
-    labels = ([(m, None) for m in PAIR_METRICS] + [("discrimination", float(e)) for e in eps]
-              + [("specificity", float(e)) for e in eps] + [(name, None) for name in extras])
+    labels = ([(m, None, None) for m in PAIR_METRICS] + [("discrimination", float(e), None) for e in eps]
+              + [("specificity", float(e), None) for e in eps]
+              + [(name, None, subset) for name, subset in (extras.labels if extras is not None else ())])
     whole = index.select_groups(group_ids)
-    return SliceStatistic(tuple(labels), statistic, len(uniq), len(whole.diff_better), len(whole.eq_a))
+    counts = tuple(extras.counts or (len(group_ids),) * len(extras.labels)) if extras is not None else ()
+    return SliceStatistic(tuple(labels), statistic, len(uniq), len(whole.diff_better), len(whole.eq_a), counts)
 
 
 def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
               eps_unit: str = "sigma", group_units: np.ndarray | None = None,
-              extra_metrics: dict[str, Callable[[np.ndarray], float]] | None = None,
+              extra_metrics: TaskScores | None = None,
               n_bootstrap: int = 1000, seed: int = 0) -> list[MetricRecord]:
     """Every metric of the task, overall and per slice, with percentile bootstrap 95% CIs.
 
     ``group_units``: bootstrap unit of each group (default: each group its own unit).
-    ``extra_metrics``: task-level statistics of resampled units (e.g. ``ties_score``),
-    reported on the overall slice only.
+    ``extra_metrics``: task-level statistics of resampled units (e.g. ``ties_score``, or an
+    official score with its subset scores), reported on the overall slice only.
     """
     rewards = np.asarray(rewards, dtype=np.float64)
     sigma = M.reward_sigma(rewards)
     index = PairIndex.from_groups(groups)
     records: list[MetricRecord] = []
+    extra_metrics = as_task_scores(extra_metrics, len(groups))
     for sl in _slices(groups):
         extras = extra_metrics if sl.subset is None and sl.shift is None else None
         stat = slice_statistic(groups, rewards, eps, eps_unit, group_units, extras, sl.group_ids, index)
@@ -146,20 +126,21 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.nda
         low, high = M.bootstrap_ci(stat.statistic, stat.n_units, n_bootstrap, seed)
         if low.size == 0:
             low = high = np.full(point.size, np.nan)
-        n_pairs = {"discrimination": stat.n_diff, "pairwise_accuracy": stat.n_diff, "reward_margin": stat.n_diff,
-                   "specificity": stat.n_eq}
-        for j, (metric, e) in enumerate(stat.labels):
+        n_pairs = {"discrimination_pairs": stat.n_diff, "specificity_pairs": stat.n_eq,
+                   "all_pairs": stat.n_diff + stat.n_eq}
+        n_extra = iter(stat.extra_counts)
+        for j, (metric, e, subset) in enumerate(stat.labels):
             unit = eps_unit if e is not None else None
             if metric == "balanced_best":
                 e, unit = _balanced_eps(point[-1], eps_unit, sigma), eps_unit
-            n = n_pairs.get(metric, stat.n_diff + stat.n_eq) if metric in PAIR_METRICS + EPS_METRICS else len(sl.group_ids)
+            counted = metric_def(metric).n_counts.replace(" ", "_")
+            is_extra = metric not in PAIR_METRICS + EPS_METRICS
+            n = next(n_extra) if is_extra else n_pairs.get(counted, len(sl.group_ids))
             ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
-            records.append(MetricRecord(task_name, sl.subset, sl.shift, metric, e, unit, float(point[j]), *ci, n))
+            records.append(MetricRecord(task_name, subset if is_extra else sl.subset, sl.shift, metric, e, unit,
+                                        Estimate(float(point[j]), *ci), n))
     records += _shift_gaps(task_name, groups, rewards, eps, eps_unit, index, n_bootstrap, seed)
     return records
-
-
-GAP_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin")
 
 
 def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
@@ -178,12 +159,13 @@ def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.n
         a = slice_statistic(groups, rewards, eps, eps_unit, units, None, np.array(shifted), index)
         b = slice_statistic(groups, rewards, eps, eps_unit, units, None, np.array(sorted(originals)), index)
         diff, low, high = M.paired_bootstrap_diff(a.statistic, b.statistic, a.n_units, n_bootstrap, seed)
-        for j, (metric, e) in enumerate(a.labels):
+        for j, (metric, e, _) in enumerate(a.labels):
             if metric not in GAP_METRICS:
                 continue
             ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
             records.append(MetricRecord(task_name, None, shift, f"{metric}_shift_gap", e,
-                                        eps_unit if e is not None else None, float(diff[j]), *ci, a.n_units))
+                                        eps_unit if e is not None else None, Estimate(float(diff[j]), *ci),
+                                        a.n_units))
     return records
 
 

@@ -31,7 +31,7 @@ import yaml
 from rmbench import __version__
 from rmbench.errors import ConfigError, DataError
 from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.record import atomic_write_text
+from rmbench.files import atomic_write_text
 from rmbench.types import ComparisonGroup, canonical_json, data_fingerprint, sha256_hex
 
 MODEL_ENTRY = "rmbench_model.yaml"

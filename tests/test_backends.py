@@ -36,12 +36,12 @@ def test_ray_engine_equals_local_and_resumes_through_the_cache(tiny, tmp_path):
     try:
         first = evaluate(EvalConfig(**base, engine="ray", workers=2, cache_dir=str(tmp_path / "c_ray")),
                          out_dir=tmp_path / "ray")
-        assert first["engine"]["backend"]["name"] == "ray" and first["engine"]["backend"]["workers"] == 2
-        assert first["engine"]["stats"]["computed"] == local["engine"]["stats"]["computed"] > 0
+        assert first.execution.backend["name"] == "ray" and first.execution.backend["workers"] == 2
+        assert first.execution.stats["computed"] == local.execution.stats["computed"] > 0
         assert np.allclose(_rewards(tmp_path / "ray"), _rewards(tmp_path / "local"), rtol=1e-6, atol=1e-6)
         # The driver wrote every worker's scores to the cache: a rerun computes nothing.
         again = evaluate(EvalConfig(**base, engine="ray", workers=2, cache_dir=str(tmp_path / "c_ray")))
-        assert again["engine"]["stats"]["computed"] == 0
+        assert again.execution.stats["computed"] == 0
     finally:
         ray.shutdown()
 
@@ -79,9 +79,9 @@ def test_accelerate_engine_with_two_cpu_processes_equals_local(tiny, tmp_path):
     run = subprocess.run(launch + args + ["--engine", "accelerate", "--out", str(tmp_path / "acc")],
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.count("Wrote run folders") == 1  # rank 0 alone writes and prints
+    assert run.stdout.count("Wrote run folder") == 1  # rank 0 alone writes and prints
     results = json.loads((tmp_path / "acc" / "results.json").read_text())
-    assert results["engine"]["backend"]["name"] == "accelerate" and results["engine"]["backend"]["workers"] == 2
+    assert results["execution"]["backend"]["name"] == "accelerate" and results["execution"]["backend"]["workers"] == 2
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg_local")
     local = subprocess.run([sys.executable, "-m", "rmbench"] + args + ["--out", str(tmp_path / "local")],
                            capture_output=True, text=True, env=env, timeout=300)

@@ -20,8 +20,9 @@ from rmbench import metrics as M
 from rmbench.catalog import load_catalog
 from rmbench.cli import app
 from rmbench.errors import ConfigError, DataError, ModelError, RMBenchError
-from rmbench.record import RESULTS_FILE
-from rmbench.runner import EvalConfig, evaluate, load_groups, load_groups_skipping
+from rmbench.run_folder import RESULTS_FILE
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.tasks.loading import load_groups, load_groups_skipping
 from rmbench.types import data_fingerprint
 
 runner = CliRunner()
@@ -553,8 +554,9 @@ def _lengths(model_spec: str, folder) -> list[int]:
 
 @pytest.mark.parametrize("kind", ["implicit", "seqcls"])
 def test_truncation_is_counted_recorded_and_footnoted(tmp_path, tiny, kind):
-    from rmbench.leaderboard import build_leaderboard, render
-    from rmbench.record import load_run
+    from rmbench.leaderboard import build_leaderboard
+    from rmbench.leaderboard_render import render
+    from rmbench.run_folder import load_run
 
     folder = tmp_path / "data"
     _long_data(folder)
@@ -565,16 +567,16 @@ def test_truncation_is_counted_recorded_and_footnoted(tmp_path, tiny, kind):
     assert 0 < expected < len(lengths), lengths
     warnings = []
     doc = evaluate(_tiny_config(spec, folder, max_length=limit), out_dir=tmp_path / "run", warn=warnings.append)
-    assert doc["tasks"][0]["truncated_texts"] == expected
-    assert doc["config"]["max_length"] == limit and doc["config"]["truncation"] == "left"
-    assert doc["engine"]["model"]["max_length"] == limit and doc["engine"]["model"]["truncation"] == "left"
+    assert doc.tasks[0].truncated_texts == expected
+    assert doc.config.max_length == limit and doc.config.truncation == "left"
+    assert doc.execution.model["max_length"] == limit and doc.execution.model["truncation"] == "left"
     assert any(f"{expected} of {len(lengths)} texts are longer than max_length {limit}" in w for w in warnings)
     board = build_leaderboard([load_run(tmp_path / "run")])
     assert any(f"{expected} of {len(lengths)} texts truncated to {limit} tokens on the left" in n for n in board.notes)
     assert "truncated to 40 tokens" in render(board, "md") and "truncated to 40 tokens" in render(board, "html")
     untruncated = evaluate(_tiny_config(spec, folder))
-    assert untruncated["tasks"][0]["truncated_texts"] == 0
-    assert untruncated["model"]["fingerprint"] != doc["model"]["fingerprint"]
+    assert untruncated.tasks[0].truncated_texts == 0
+    assert untruncated.model.fingerprint != doc.model.fingerprint
     if kind == "implicit":
         # Cut on the right, a long prompt leaves the implicit RM no response tokens to score.
         with pytest.raises(RMBenchError, match="group 'long', response 0: the response has no tokens after truncation"):
@@ -582,9 +584,9 @@ def test_truncation_is_counted_recorded_and_footnoted(tmp_path, tiny, kind):
         return
     # Right truncation is another scoring function: another fingerprint and other numbers.
     right = evaluate(_tiny_config(spec, folder, max_length=limit, truncation="right"), warn=lambda m: None)
-    assert right["model"]["fingerprint"] not in (doc["model"]["fingerprint"], untruncated["model"]["fingerprint"])
-    assert right["engine"]["model"]["truncation"] == "right"
-    assert right["metrics"] != doc["metrics"]
+    assert right.model.fingerprint not in (doc.model.fingerprint, untruncated.model.fingerprint)
+    assert right.execution.model["truncation"] == "right"
+    assert [m.to_json() for m in right.records()] != [m.to_json() for m in doc.records()]
 
 
 def test_text_longer_than_the_context_needs_max_length(tmp_path, tiny):
@@ -599,7 +601,7 @@ def test_text_longer_than_the_context_needs_max_length(tmp_path, tiny):
     with pytest.raises(ConfigError, match="--max-length 1000 is longer than the model's context of 256"):
         evaluate(_tiny_config(model, folder, max_length=1000))
     doc = evaluate(_tiny_config(model, folder, max_length=256), warn=lambda m: None)
-    assert doc["tasks"][0]["truncated_texts"] >= 1
+    assert doc.tasks[0].truncated_texts >= 1
     result, out = _cli_eval(folder, "--no-cache", "--dtype", "float32", model=model)
     _assert_one_clear_error(result, out, "group 'huge', response 0", "--max-length 256")
 
@@ -645,7 +647,7 @@ def test_truncation_reaches_inner_and_reference_models(tiny):
 
 def test_skipping_many_bad_rows_reads_the_file_once(tmp_path, monkeypatch):
     """Built-in loaders skip a rejected row in place: one pass however many rows are bad."""
-    import rmbench.runner as runner_module
+    import rmbench.tasks.loading as runner_module
 
     lines = [_j(_row(id=f"r{i}", utilities=None if i % 2 else [1, 0])) for i in range(4000)]
     path = _write_case(tmp_path / "data", "jsonl", lines)

@@ -29,7 +29,7 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
     for args, message in ([["eval", "--model", "orcale"], "did you mean 'oracle'"],
                           [["eval", "--eps", "a,b"], "comma-separated numbers"],
                           [["eval", "--data", "ties"], "expected TASK=PATH"],
-                          [["leaderboard", "build", str(tmp_path)], "no such file"]):
+                          [["leaderboard", "build", str(tmp_path)], "no run folders under it"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, args
 
@@ -69,9 +69,38 @@ def test_several_models_share_one_leaderboard(tmp_path):
     result = runner.invoke(app, ["eval", "--model", "oracle,length", "--bootstrap", "20", "--out", str(tmp_path)],
                            env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "oracle" / "results.json").is_file() and (tmp_path / "length" / "results.json").is_file()
-    board = (tmp_path / "leaderboard.md").read_text()
+    assert (tmp_path / "oracle__ties" / "results.json").is_file()
+    assert (tmp_path / "length__ties" / "results.json").is_file()
+    board = (tmp_path / "leaderboard__ties__oracle+length.md").read_text()
     assert "| oracle" in board and "| length" in board
+
+
+def test_run_folders_never_replace_another_run(tmp_path, monkeypatch):
+    """The default folder names model and tasks; a folder holding another run is refused
+    (before any scoring) unless --overwrite; the same command replaces its own run."""
+    monkeypatch.chdir(tmp_path)
+    first = runner.invoke(app, ["eval", "--model", "length", "--bootstrap", "10"])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, ["eval", "--model", "length", "--tasks", "persona", "--bootstrap", "10"])
+    assert second.exit_code == 0, second.output
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["length__persona", "length__ties"]
+    again = runner.invoke(app, ["eval", "--model", "length", "--bootstrap", "10"])  # its own run: replaced
+    assert again.exit_code == 0, again.output
+    before = (tmp_path / "runs" / "length__ties" / "results.json").read_text()
+    for args, words in ((["--eps", "0,0.5"], "task ties: eps 0,0.1 vs 0,0.5"),
+                        (["--model", "oracle"], "model 'length', not 'oracle'"),
+                        (["--tasks", "persona"], "tasks ties, not persona")):
+        argv = ["eval", "--model", "length", "--bootstrap", "10", "--out", "runs/length__ties", *args]
+        if "--model" in args:
+            argv = ["eval", *args, "--bootstrap", "10", "--out", "runs/length__ties"]
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 2 and words in result.output and "--overwrite" in result.output, result.output
+        assert "Traceback" not in result.output
+    assert (tmp_path / "runs" / "length__ties" / "results.json").read_text() == before  # nothing lost
+    forced = runner.invoke(app, ["eval", "--model", "oracle", "--bootstrap", "10", "--out", "runs/length__ties",
+                                 "--overwrite"])
+    assert forced.exit_code == 0, forced.output
+    assert '"name": "oracle"' in (tmp_path / "runs" / "length__ties" / "results.json").read_text()
 
 
 def test_new_task_scaffold_passes_its_own_test(tmp_path):

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 from rmbench.cli import app
 from rmbench.compare import compare_runs
 from rmbench.errors import ConfigError, DataError
-from rmbench.record import load_run
+from rmbench.run_folder import load_run
 from rmbench.runner import EvalConfig, evaluate
 
 
@@ -25,8 +25,8 @@ def test_paired_difference_matches_the_runs(runs):
     def key(m):  # balanced_best's record eps is where it peaks, not an input
         return m.metric, m.eps if m.metric in ("discrimination", "specificity") else None
 
-    point = {key(m): m.value for m in a.metrics if m.subset is None}
-    other = {key(m): m.value for m in b.metrics if m.subset is None}
+    point = {key(m): m.value for m in a.record.records() if m.subset is None and m.shift is None}
+    other = {key(m): m.value for m in b.record.records() if m.subset is None and m.shift is None}
     for r in rows:
         assert r.value_a == pytest.approx(point[(r.metric, r.eps)])
         assert r.value_b == pytest.approx(other[(r.metric, r.eps)])
@@ -42,9 +42,18 @@ def test_a_run_against_itself_differs_by_exactly_zero(runs):
             assert r.diff == 0.0 and r.ci_low == 0.0 and r.ci_high == 0.0
 
 
-def test_incomparable_or_changed_data_is_refused(runs, tmp_path):
-    with pytest.raises(ConfigError, match="not comparable"):
+def test_runs_with_other_eps_compare_at_the_eps_they_share(runs, tmp_path):
+    evaluate(EvalConfig(model="length", eps=(0.0, 0.05, 0.1, 0.5), n_bootstrap=20), out_dir=tmp_path / "len")
+    rows = compare_runs(load_run(runs / "oracle"), load_run(tmp_path / "len"), n_bootstrap=50)
+    assert sorted({r.eps for r in rows if r.metric == "discrimination"}) == [0.0, 0.1]
+    with pytest.raises(ConfigError, match=r"share no eps \(A: 0,0.1, B: 0.3\)"):
         compare_runs(load_run(runs / "oracle"), load_run(runs / "length-eps"))
+
+
+def test_incomparable_or_changed_data_is_refused(runs, tmp_path):
+    evaluate(EvalConfig(model="length", limit=5, n_bootstrap=20), out_dir=tmp_path / "limit")
+    with pytest.raises(ConfigError, match="not comparable \\(data fingerprint"):
+        compare_runs(load_run(runs / "oracle"), load_run(tmp_path / "limit"))
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"id": "tied:0", "prompt": "q", "chosen": ["a", "b"], "rejected": ["c"]}) + "\n")
     with pytest.raises(DataError, match="fingerprint differs"):

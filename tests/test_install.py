@@ -40,4 +40,4 @@ def test_wheel_ships_builtin_tasks(installed_site, tmp_path):
     assert listed.returncode == 0 and "ties" in listed.stdout and "rewardbench2_ties" in listed.stdout
     result = run(installed_site, tmp_path, "-m", "rmbench", "eval", "--model", "length", "--bootstrap", "20")
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "runs" / "length" / "results.json").is_file()
+    assert (tmp_path / "runs" / "length__ties" / "results.json").is_file()

@@ -4,9 +4,12 @@ import pytest
 
 from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError
-from rmbench.leaderboard import build_leaderboard, render
-from rmbench.record import comparability_key, load_run
-from rmbench.runner import EvalConfig, evaluate, load_groups
+from rmbench.leaderboard import build_leaderboard
+from rmbench.leaderboard_render import render
+from rmbench.run_folder import load_run
+from rmbench.run_record import comparability_key
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.tasks.loading import load_groups
 from rmbench.types import data_fingerprint
 
 
@@ -42,22 +45,48 @@ def runs(tmp_path_factory):
 
 def test_rows_are_models_and_columns_split_d_and_spec(runs):
     lb = build_leaderboard([load_run(runs[m]) for m in ("length", "oracle", "constant")])
-    assert [r[0] for r in lb.rows] == ["oracle", "constant", "length"]  # best accuracy first (0.5 > 0.21)
-    assert [lb.header(*c) for c in lb.columns] == ["ties acc", "ties D@0.1σ", "ties Spec@0.1σ", "ties ds_auc",
+    assert [r[0][0] for r in lb.main.rows] == ["oracle", "constant", "length"]  # best accuracy first (0.5 > 0.21)
+    assert [c.header for c in lb.main.columns] == ["ties acc", "ties D@0.1σ", "ties Spec@0.1σ", "ties ds_auc",
                                                    "ties ties_score"]
     md = render(lb, "md")
     assert "| oracle" in md and "1.000 [1.000, 1.000]" in md and "95% bootstrap CI" in md
+    # the cells are the records, found through the run's own query
+    oracle = load_run(runs["oracle"]).record
+    spec_col = [c.header for c in lb.main.columns].index("ties Spec@0.1σ")
+    assert lb.main.rows[0][1][spec_col] == oracle.metric("ties", "specificity", eps=0.1).estimate
 
 
-def test_incomparable_runs_are_refused(runs):
-    with pytest.raises(ConfigError, match="not comparable.*--eps"):
-        build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-eps"])])
-    with pytest.raises(ConfigError, match="data fingerprint"):
-        build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-limit"])])
+def test_runs_with_other_eps_lists_share_the_cells_they_have(runs, tmp_path):
+    evaluate(EvalConfig(model="length", eps=(0.0, 0.05, 0.1, 0.5), n_bootstrap=50), out_dir=tmp_path / "len")
+    lb = build_leaderboard([load_run(runs["oracle"]), load_run(tmp_path / "len")])
+    assert lb.eps["ties"] == (0.1, "sigma") and not lb.notes
+    length = load_run(tmp_path / "len").record
+    row = dict((r[0][0], r[1]) for r in lb.main.rows)["length"]
+    assert row[1] == length.metric("ties", "discrimination", eps=0.1).estimate
+    # no eps in common: the first run's eps, and a note says which run lacks it and what it has
+    lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-eps"])])
+    assert lb.eps["ties"] == (0.1, "sigma")
+    assert any("no D/Spec at eps=0.1 (its eps: 0.2)" in n for n in lb.notes)
+    row = dict((r[0][0], r[1]) for r in lb.main.rows)["length"]
+    assert row[1] is None and row[0] is not None  # D@0.1 missing, accuracy shared
 
 
-def test_same_model_twice_is_refused(runs):
-    with pytest.raises(ConfigError, match="two runs of task 'ties'"):
+def test_runs_on_other_data_get_columns_of_their_own_with_a_note(runs):
+    lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-limit"])])
+    headers = [c.header for c in lb.main.columns]
+    assert "ties acc" in headers and "ties#2 acc" in headers
+    assert any(n.startswith("ties#2 (length-limit) cannot share cells with ties (oracle): data fingerprint "
+                            "0bee14202bc0 vs ") for n in lb.notes), lb.notes
+    rows = dict((r[0][0], r[1]) for r in lb.main.rows)
+    acc, acc2 = headers.index("ties acc"), headers.index("ties#2 acc")
+    assert rows["oracle"][acc] is not None and rows["oracle"][acc2] is None
+    assert rows["length"][acc] is None and rows["length"][acc2] is not None
+
+
+def test_two_runs_of_one_model_are_rows_named_by_folder(runs):
+    lb = build_leaderboard([load_run(runs["length"]), load_run(runs["length-eps"])])
+    assert sorted(r[0][0] for r in lb.main.rows) == ["length (length)", "length (length-eps)"]
+    with pytest.raises(ConfigError, match="both in folders named 'length'"):
         build_leaderboard([load_run(runs["length"]), load_run(runs["length"])])
 
 
@@ -66,8 +95,8 @@ def test_formats(runs):
     csv = render(lb, "csv")
     assert csv.splitlines()[0].startswith("model,ties acc,ties acc ci_low,ties acc ci_high")
     data = json.loads(render(lb, "json"))
-    cell = [r for r in data["rows"] if r["model"] == "oracle" and r["metric"] == "discrimination"][0]
-    assert cell["value"] == 1.0 and cell["eps"] == 0.1 and len(cell["comparability_key"]) == 64
+    cell = [r for r in data["tables"][0]["rows"] if r["model"] == "oracle" and r["metric"] == "discrimination"][0]
+    assert cell["value"] == 1.0 and cell["eps"] == 0.1 and len(data["task_keys"]["ties"]) == 64
     with pytest.raises(ConfigError, match="eps=0.7"):
         build_leaderboard([load_run(runs["oracle"])], eps=0.7)
     assert build_leaderboard([load_run(runs["oracle"])], eps=0.0).eps["ties"] == (0.0, "sigma")
@@ -91,5 +120,8 @@ def test_bad_run_folder_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="not valid JSON"):
         load_run(tmp_path)
     (tmp_path / "results.json").write_text(json.dumps({"schema_version": 99}))
-    with pytest.raises(ConfigError, match="field 'rmbench_version': missing"):
+    with pytest.raises(ConfigError, match="field 'schema_version': 99 is not supported"):
+        load_run(tmp_path)
+    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 2}))
+    with pytest.raises(ConfigError, match="field 'model': missing"):
         load_run(tmp_path)

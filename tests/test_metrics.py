@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rmbench import metrics as M
-from rb2_reference import official_ties_score
+import rb_official
 
 CASES = json.loads((Path(__file__).with_name("metric_cases.json")).read_text())["cases"]
 
@@ -180,11 +180,15 @@ def _random_ties(rng, n_prompts, discrete):
 
 @pytest.mark.parametrize("seed", range(25))
 @pytest.mark.parametrize("discrete", [False, True])
-def test_ties_score_matches_official_formula(seed, discrete):
-    """Discrete scores make equal margins and zero different_correct_margin (the nan/inf paths)."""
+def test_ties_score_matches_official_code(seed, discrete):
+    """Against RewardBench's own ``process_single_model`` (rewardbench 0.1.4). Discrete scores
+    make equal margins and zero different_correct_margin (the paths where terms are left out)."""
+    reason = rb_official.official_unavailable()
+    if reason:
+        pytest.skip(reason)
     rng = np.random.default_rng(seed)
     rows, official = _random_ties(rng, int(rng.integers(1, 30)), discrete)
-    assert M.ties_score(rows) == pytest.approx(official_ties_score(official), abs=1e-9)
+    assert M.ties_score(rows) == pytest.approx(rb_official.ties_official(official), abs=1e-9)
 
 
 def test_ties_row_ids_are_checked():

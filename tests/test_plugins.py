@@ -25,11 +25,11 @@ def test_toml_and_yaml_model_entries(tmp_path):
     catalog = load_catalog([tmp_path])
     assert {"my-rm", "my-const"} <= set(catalog.models)
     res = evaluate(EvalConfig(model="my-rm", include=(str(tmp_path),), n_bootstrap=20))
-    assert res["model"]["name"] == "my-rm" and res["model"]["spec"]["kind"] == "python"
-    acc = [m for m in res["metrics"] if m["metric"] == "pairwise_accuracy" and m["subset"] is None][0]["value"]
+    assert res.model.name == "my-rm" and res.model.spec["kind"] == "python"
+    acc = res.value("ties", "pairwise_accuracy")
     assert acc > 0.5  # shorter is better on Ties: the opposite of the length baseline
     res = evaluate(EvalConfig(model="my-const", include=(str(tmp_path),), n_bootstrap=20))
-    assert res["model"]["spec"]["args"] == {"value": 3}
+    assert res.model.spec["args"] == {"value": 3}
 
 
 PLUGIN = {
@@ -96,12 +96,12 @@ def test_installed_entry_point_plugin(plugin_site, tmp_path):
     result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties",
                      "--bootstrap", "20", "--out", str(tmp_path / "run"))
     assert result.returncode == 0, result.stderr
-    doc = json.loads((tmp_path / "run" / "results.json").read_text())
-    demo = [t for t in doc["tasks"] if t["name"] == "demo_pairs"][0]
-    assert demo["version"] == 2 and demo["counts"]["groups"] == 6
-    acc = [m for m in doc["metrics"] if m["task"] == "demo_pairs" and m["metric"] == "pairwise_accuracy"
-           and m["subset"] is None][0]
-    assert acc["value"] == 1.0
+    from rmbench.run_folder import read_run
+
+    run = read_run(tmp_path / "run")
+    demo = run.task("demo_pairs")
+    assert demo.version == 2 and demo.counts.groups == 6
+    assert run.value("demo_pairs", "pairwise_accuracy") == 1.0
 
 
 def test_broken_plugin_fails_loudly(plugin_site, tmp_path):

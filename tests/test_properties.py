@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rmbench.metrics import METRIC_VERSION
-from rmbench.record import comparability_key
+from rmbench.run_record import comparability_key
 from rmbench.summary import summarize
 from rmbench.types import ComparisonGroup, Message, data_fingerprint
 
@@ -268,7 +268,7 @@ def test_fingerprint_and_key_follow_content_not_form(groups, eps):
 def test_a_task_file_fingerprint_follows_rows_not_formatting(tmp_path):
     """Loaded through the ``groups`` kind: reformatted JSON keeps the fingerprint, swapped rows
     or one changed character do not."""
-    from rmbench.runner import load_groups
+    from rmbench.tasks.loading import load_groups
     from rmbench.types import Spec
 
     rows = [ComparisonGroup(f"g{i}", f"q{i}", [f"a{i}", f"b{i}", f"c{i}"], [2, 1, 1]).to_json() for i in range(3)]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rmbench import record
+from rmbench import files, run_folder
 from rmbench.cli import app
 
 # Rewards depend on the text only (no hash(): it differs between processes); the sleep paces the
@@ -93,7 +93,7 @@ def test_sigkill_mid_run_resumes_to_the_uninterrupted_result(tmp_path, slow_mode
     ref_dir = tmp_path / "reference"
     out.rename(ref_dir)
     shutil.rmtree(cache)
-    total = json.loads((ref_dir / "results.json").read_text())["engine"]["stats"]["distinct"]
+    total = json.loads((ref_dir / "results.json").read_text())["execution"]["stats"]["distinct"]
     assert total > 200
 
     proc = subprocess.Popen([sys.executable, "-m", "rmbench", *args], env=cli_env(tmp_path, RMBENCH_TEST_SLEEP="0.02"),
@@ -126,7 +126,7 @@ def test_sigkill_mid_run_resumes_to_the_uninterrupted_result(tmp_path, slow_mode
     a = json.loads(normalise((out / "results.json").read_text()))
     b = json.loads(normalise((ref_dir / "results.json").read_text()))
     # The engine's counters say how the run went (from the cache or computed), so they differ.
-    sa, sb = a["engine"].pop("stats"), b["engine"].pop("stats")
+    sa, sb = a["execution"].pop("stats"), b["execution"].pop("stats")
     assert a == b
     assert sa["distinct"] == sb["distinct"] == total and sa["requests"] == sb["requests"]
     assert sa["cached"] >= done and sa["cached"] + sa["computed"] == total and sa["computed"] > 0
@@ -150,13 +150,13 @@ def test_two_processes_share_one_cache(tmp_path, slow_model):
     assert {t: p.returncode for t, p in procs.items()} == {"ties": 0, "persona": 0}, errors
     assert len(list(cache.glob("*.sqlite"))) == 1  # one model, one file, two writers
     assert integrity(cache) == ["ok"]
-    distinct = sum(json.loads((tmp_path / t / "results.json").read_text())["engine"]["stats"]["distinct"]
+    distinct = sum(json.loads((tmp_path / t / "results.json").read_text())["execution"]["stats"]["distinct"]
                    for t in runs)
     assert cache_rows(cache) == distinct  # the tasks share no response
     for task, args in runs.items():  # the cache holds both: a rerun computes nothing
         again = rmbench(args[:-1] + [str(tmp_path / f"{task}_again")], cli_env(tmp_path))
         assert again.returncode == 0, again.stderr
-        stats = json.loads((tmp_path / f"{task}_again" / "results.json").read_text())["engine"]["stats"]
+        stats = json.loads((tmp_path / f"{task}_again" / "results.json").read_text())["execution"]["stats"]
         assert stats["computed"] == 0 and stats["cached"] == stats["distinct"]
 
 
@@ -193,11 +193,11 @@ class _DiskFull:
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path, monkeypatch):
     target = tmp_path / "results.json"
-    record.atomic_write_text(target, "old contents\n")
+    files.atomic_write_text(target, "old contents\n")
     real_fdopen = os.fdopen
-    monkeypatch.setattr(record.os, "fdopen", lambda fd, *a, **k: _DiskFull(real_fdopen(fd, *a, **k)))
+    monkeypatch.setattr(files.os, "fdopen", lambda fd, *a, **k: _DiskFull(real_fdopen(fd, *a, **k)))
     with pytest.raises(OSError, match="No space left"):
-        record.atomic_write_text(target, "new contents " * 1000)
+        files.atomic_write_text(target, "new contents " * 1000)
     monkeypatch.undo()
     assert target.read_text() == "old contents\n"
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
@@ -205,49 +205,50 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path, mon
     def no_rename(*_):
         raise OSError("rename failed")
 
-    monkeypatch.setattr(record.os, "replace", no_rename)
+    monkeypatch.setattr(files.os, "replace", no_rename)
     with pytest.raises(OSError, match="rename failed"):
-        record.atomic_write_text(target, "new contents")
+        files.atomic_write_text(target, "new contents")
     monkeypatch.undo()
     assert target.read_text() == "old contents\n"
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
     with pytest.raises(UnicodeEncodeError):  # text that cannot be encoded at all
-        record.atomic_write_text(target, "bad \ud800 surrogate")
+        files.atomic_write_text(target, "bad \ud800 surrogate")
     assert target.read_text() == "old contents\n" and [p.name for p in tmp_path.iterdir()] == ["results.json"]
 
 
 def test_a_rerun_that_dies_never_pairs_old_results_with_new_rewards(tmp_path, monkeypatch):
-    old_rows = [record.RewardRow("t", "g", 0, 1, 1.0)]
-    record.write_run(tmp_path, {"run": "old"}, old_rows)
-    real = record.atomic_write_text
+    from rmbench.runner import EvalConfig, evaluate
 
-    def dies_on_results(path, text):
-        if Path(path).name == record.RESULTS_FILE:
+    old = evaluate(EvalConfig(model="length", n_bootstrap=10, use_cache=False), out_dir=tmp_path)
+    real = files.atomic_write_bytes
+
+    def dies_on_results(path, data):
+        if Path(path).name == run_folder.RESULTS_FILE:
             raise KeyboardInterrupt  # killed after rewards.jsonl, before results.json
-        return real(path, text)
+        return real(path, data)
 
-    monkeypatch.setattr(record, "atomic_write_text", dies_on_results)
+    monkeypatch.setattr(files, "atomic_write_bytes", dies_on_results)
     with pytest.raises(KeyboardInterrupt):
-        record.write_run(tmp_path, {"run": "new"}, [record.RewardRow("t", "g", 0, 1, 2.0)])
+        run_folder.write_run(tmp_path, old, [run_folder.RewardRow("t", "g", 0, 1, 2.0)])
     # No results.json: the folder reads as an unfinished run, not as the old run with new rewards.
-    assert sorted(p.name for p in tmp_path.iterdir()) == [record.REWARDS_FILE]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [run_folder.REWARDS_FILE]
     from rmbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="no such file"):
-        record.load_run(tmp_path)
+        run_folder.load_run(tmp_path)
 
 
 def test_every_file_written_under_out_goes_through_atomic_write(tmp_path, monkeypatch):
     """eval (one and several models) and leaderboard build in every format: each file that
-    appears under the output folders was written by atomic_write_text, and by nothing else."""
+    appears under the output folders was written by atomic_write_bytes, and by nothing else."""
     written: list[Path] = []
-    real = record.atomic_write_text
+    real = files.atomic_write_bytes
 
-    def recording(path, text):
+    def recording(path, data):
         written.append(Path(path).resolve())
-        return real(path, text)
+        return real(path, data)
 
-    monkeypatch.setattr(record, "atomic_write_text", recording)
+    monkeypatch.setattr(files, "atomic_write_bytes", recording)
     runner = CliRunner()
     out = tmp_path / "out"
     for args in (["eval", "--model", "length", "--bootstrap", "10", "--out", str(out / "one")],
@@ -255,7 +256,7 @@ def test_every_file_written_under_out_goes_through_atomic_write(tmp_path, monkey
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     for fmt in ("md", "csv", "json", "html"):
-        result = runner.invoke(app, ["leaderboard", "build", str(out / "one"), str(out / "many" / "oracle"),
+        result = runner.invoke(app, ["leaderboard", "build", str(out / "one"), str(out / "many" / "oracle__ties"),
                                      "--format", fmt, "--out", str(out / "boards" / f"board.{fmt}")])
         assert result.exit_code == 0, result.output
     on_disk = sorted(p.resolve() for p in out.rglob("*") if p.is_file())
@@ -291,12 +292,12 @@ def test_the_same_command_gives_the_same_bytes(tiny, tmp_path):
     for name in ("rewards.jsonl", "leaderboard.md"):
         assert (cold / name).read_bytes() == (warm / name).read_bytes() == (cleared / name).read_bytes()
     a, b = json.loads(normalise(text[cold])), json.loads(normalise(text[warm]))
-    stats_cold, stats_warm = a["engine"].pop("stats"), b["engine"].pop("stats")
+    stats_cold, stats_warm = a["execution"].pop("stats"), b["execution"].pop("stats")
     assert a == b  # only the counters of what came from the cache differ
     assert stats_warm["computed"] == 0 and stats_warm["cached"] == stats_cold["computed"] == stats_cold["distinct"]
 
     doc = json.loads(text[cold])
     assert doc["config"]["seed"] == 3 and doc["config"]["n_bootstrap"] == 200  # the bootstrap's seed
-    assert doc["engine"]["model"]["discretize"]["seed"] == 7  # the MC-dropout seed
+    assert doc["execution"]["model"]["discretize"]["seed"] == 7  # the MC-dropout seed
     assert doc["model"]["spec"]["args"]["seed"] == 7
-    assert len({m["value"] for m in doc["metrics"] if m["value"] is not None}) > 3  # not a degenerate run
+    assert len({m["value"] for t in doc["tasks"] for m in t["metrics"] if m["value"] is not None}) > 3  # not a degenerate run

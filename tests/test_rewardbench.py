@@ -41,7 +41,7 @@ def test_rewardbench2_score_on_a_local_file(tmp_path):
     ]
     path = write(tmp_path / "rb2.jsonl", rows)
     res = evaluate(EvalConfig(model="length", tasks=("rewardbench2",), data=(("rewardbench2", path),), n_bootstrap=20))
-    score = [m for m in res["metrics"] if m["metric"] == "rewardbench2_score"][0]["value"]
+    score = res.value("rewardbench2", "rewardbench2_score")
     ties = ties_score([("tied:0", [1.0, 2.0], [3.0, 4.0]), ("ref:0", [5.0], [1.0])])
     assert score == pytest.approx(np.mean([1.0, 0.0, ties]), abs=1e-12)  # Focus 1, Math 0, Ties
     bad = write(tmp_path / "bad.jsonl", [{**rows[2], "id": "tie-zero"}])
@@ -54,8 +54,8 @@ def test_rewardbench2_ties_rows_match_the_official_ties_score():
     path = shared_file("rb2/ties_sample.jsonl")
     res = evaluate(EvalConfig(model="length", tasks=("rewardbench2", "rewardbench2_ties"),
                               data=(("rewardbench2", str(path)), ("rewardbench2_ties", str(path))), n_bootstrap=20))
-    rb2 = [m for m in res["metrics"] if m["metric"] == "rewardbench2_score"][0]["value"]
-    ties = [m for m in res["metrics"] if m["metric"] == "ties_score"][0]["value"]
+    rb2 = res.value("rewardbench2", "rewardbench2_score")
+    ties = res.value("rewardbench2_ties", "ties_score")
     assert rb2 == pytest.approx(ties, abs=1e-9)
 
 
@@ -65,7 +65,7 @@ def test_rewardbench_v1_loader_and_score(tmp_path):
     rows[1]["rejected"] = "an even longer wrong answer"
     path = write(tmp_path / "rb1.jsonl", rows)
     res = evaluate(EvalConfig(model="length", tasks=("rewardbench",), data=(("rewardbench", path),), n_bootstrap=20))
-    score = [m for m in res["metrics"] if m["metric"] == "rewardbench_score"][0]["value"]
+    score = res.value("rewardbench", "rewardbench_score")
     assert score == pytest.approx((0.5 + 1.0 + 0.5 * 1.0) / 2.5)
     with pytest.raises(Exception, match="field 'subset': missing"):
         list(RewardBenchTask(path=write(tmp_path / "b.jsonl", [{"prompt": "q", "chosen": "a", "rejected": "b"}])).groups())

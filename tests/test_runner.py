@@ -5,62 +5,70 @@ import numpy as np
 import pytest
 
 from rmbench.errors import ConfigError, DataError, ModelError
-from rmbench.record import REWARDS_FILE, RESULTS_FILE, load_rewards
-from rmbench.runner import EvalConfig, evaluate, load_groups
+from rmbench.run_folder import REWARDS_FILE, RESULTS_FILE, load_rewards
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.tasks.loading import load_groups
 from rmbench.catalog import load_catalog
-from rmbench.summary import MetricRecord, summarize
+from rmbench.run_record import MetricRecord
+from rmbench.summary import summarize
 
 from conftest import shared_file
 
 FAST = dict(n_bootstrap=50)
 
 
-def overall(results, metric, eps=None, task=None):
-    hits = [m for m in results["metrics"] if m["metric"] == metric and m["subset"] is None and m["shift"] is None
-            and (eps is None or m["eps"] == eps) and (task is None or m["task"] == task)]
-    assert hits, metric
-    return hits[0]
+def overall(run, metric, eps=None, task="ties"):
+    record = run.metric(task, metric, eps=eps)
+    assert record is not None, metric
+    return record
 
 
 def test_oracle_is_perfect(tmp_path):
     res = evaluate(EvalConfig(model="oracle", tasks=("ties",), **FAST), out_dir=tmp_path)
     for eps in (0.0, 0.1):
-        assert overall(res, "discrimination", eps)["value"] == 1.0
-        assert overall(res, "specificity", eps)["value"] == 1.0
-    assert overall(res, "ds_auc")["value"] == 1.0
-    assert overall(res, "pairwise_accuracy")["value"] == 1.0
-    assert overall(res, "sign_accuracy")["value"] == 1.0
-    # every tied answer is equal and every correct answer beats every wrong one: 0.3+0.3+0+0.2... no:
-    # different_correct_margin = 0 < correct_incorrect_margin = 1, so both margin terms are 1 and
-    # tanh(1/0 - 1) = tanh(inf) = 1: score = 0.3 + 0.3 + 0.2 + 0.2 + 0.01.
-    assert overall(res, "ties_score")["value"] == pytest.approx(1.01)
+        assert overall(res, "discrimination", eps).value == 1.0
+        assert overall(res, "specificity", eps).value == 1.0
+    assert overall(res, "ds_auc").value == 1.0
+    assert overall(res, "pairwise_accuracy").value == 1.0
+    assert overall(res, "sign_accuracy").value == 1.0
+    # every tied answer is equal and every correct answer beats every wrong one:
+    # different_correct_margin = 0 < correct_incorrect_margin = 1, so both preference terms are 1;
+    # the tanh term averages over prompts with a margin > 0 only (rewardbench 0.1.4), and there
+    # are none, so it is 0: score = 0.3 + 0.3 + 0.2 + 0.2 + 0.01 * 0.
+    assert overall(res, "ties_score").value == pytest.approx(1.0)
 
 
 def test_constant_discriminates_nothing_and_ties_everything(tmp_path):
     res = evaluate(EvalConfig(model="constant", tasks=("ties",), **FAST))
-    assert overall(res, "discrimination", 0.1)["value"] == 0.0
-    assert overall(res, "specificity", 0.1)["value"] == 1.0
-    assert overall(res, "ds_auc")["value"] == 0.0
-    assert overall(res, "pairwise_accuracy")["value"] == 0.5
+    assert overall(res, "discrimination", 0.1).value == 0.0
+    assert overall(res, "specificity", 0.1).value == 1.0
+    assert overall(res, "ds_auc").value == 0.0
+    assert overall(res, "pairwise_accuracy").value == 0.5
 
 
 def test_results_contract_and_rewards_recompute_every_metric(tmp_path):
     evaluate(EvalConfig(model="length", tasks=("ties",), eps=(0.0, 0.1, 0.5), **FAST), out_dir=tmp_path)
     doc = json.loads((tmp_path / RESULTS_FILE).read_text())
-    for key in ("schema_version", "rmbench_version", "created", "model", "tasks", "metrics"):
+    for key in ("schema_version", "status", "rmbench_version", "created", "model", "tasks", "config", "execution",
+                "environment"):
         assert key in doc
+    assert doc["schema_version"] == 2 and doc["status"] == "success"
     assert set(doc["model"]) >= {"name", "spec", "fingerprint"}
+    assert set(doc["environment"]) >= {"python", "platform", "packages", "git_revision", "git_dirty"}
+    assert doc["environment"]["packages"]["numpy"]
     task = doc["tasks"][0]
-    assert set(task) >= {"name", "version", "data_fingerprint", "comparability_key", "counts"}
-    assert task["counts"]["groups"] == 40
-    for m in doc["metrics"]:
+    assert set(task) >= {"name", "version", "data_fingerprint", "comparability_key", "task_key", "counts", "eps",
+                         "headline", "official", "status", "metrics"}
+    assert task["counts"]["groups"] == 40 and task["status"] == "success" and task["error"] is None
+    assert task["official"]["metric"] == "ties_score" and "ties_score" in task["headline"]
+    for m in task["metrics"]:
         assert set(m) == {"task", "subset", "shift", "metric", "eps", "eps_unit", "value", "ci_low", "ci_high", "n"}
         if m["ci_low"] is not None:
             assert m["ci_low"] <= m["value"] + 1e-12 or m["metric"] == "balanced_best"
-    assert {m["metric"] for m in doc["metrics"]} == {
+    assert {m["metric"] for m in task["metrics"]} == {
         "pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin", "discrimination",
         "specificity", "ties_score"}
-    assert {m["subset"] for m in doc["metrics"]} == {None, "tied", "ref"}
+    assert {m["subset"] for m in task["metrics"]} == {None, "tied", "ref"}
 
     # Recompute from rewards.jsonl + the task's groups, without the model.
     rows = load_rewards(tmp_path)
@@ -70,7 +78,7 @@ def test_results_contract_and_rewards_recompute_every_metric(tmp_path):
     task_obj, _ = load_groups(load_catalog().task_spec("ties"))
     again = summarize("ties", groups, rewards, (0.0, 0.1, 0.5), "sigma", task_obj.bootstrap_units(groups),
                       task_obj.extra_metrics(groups, rewards), n_bootstrap=50, seed=0)
-    assert [r.to_json() for r in again] == doc["metrics"]
+    assert [r.to_json() for r in again] == task["metrics"]
 
 
 def test_sigma_units_are_invariant_to_affine_rewards(tmp_path):
@@ -79,24 +87,24 @@ def test_sigma_units_are_invariant_to_affine_rewards(tmp_path):
                  "def moved(pairs):\n    return [3.0 * x - 11.0 for x in base(pairs)]\n")
     a = evaluate(EvalConfig(model=f"python:{f}:base", tasks=("ties",), **FAST))
     b = evaluate(EvalConfig(model=f"python:{f}:moved", tasks=("ties",), **FAST))
-    for ma, mb in zip(a["metrics"], b["metrics"]):
-        assert ma["metric"] == mb["metric"]
-        assert ma["eps"] == pytest.approx(mb["eps"], abs=1e-9)  # balanced_best's eps, in sigma units
+    for ma, mb in zip(a.records(), b.records()):
+        assert ma.metric == mb.metric
+        assert ma.eps == pytest.approx(mb.eps, abs=1e-9)  # balanced_best's eps, in sigma units
         # every metric, the Ties score included (its tanh term is a ratio of margins), is affine invariant
-        assert ma["value"] == pytest.approx(mb["value"], abs=1e-9), ma["metric"]
+        assert ma.value == pytest.approx(mb.value, abs=1e-9, nan_ok=True), ma.metric
 
 
 def test_raw_eps_unit(tmp_path):
     res = evaluate(EvalConfig(model="length", tasks=("ties",), eps=(5.0,), eps_unit="raw", **FAST))
     d = overall(res, "discrimination", 5.0)
-    assert d["eps_unit"] == "raw" and d["eps"] == 5.0
+    assert d.eps_unit == "raw" and d.eps == 5.0
 
 
 def test_shared_rb2_sample_runs(tmp_path):
     path = shared_file("rb2/ties_sample.jsonl")
     res = evaluate(EvalConfig(model="length", tasks=("ties",), data=(("ties", str(path)),), **FAST), out_dir=tmp_path)
-    assert res["tasks"][0]["counts"]["groups"] == 6
-    assert res["tasks"][0]["args"]["path"] == str(path.resolve())
+    assert res.tasks[0].counts.groups == 6
+    assert res.tasks[0].args["path"] == str(path.resolve())
     assert (tmp_path / REWARDS_FILE).is_file()
 
 
@@ -139,8 +147,8 @@ def test_config_errors():
 def test_limit_and_bootstrap_are_reproducible():
     a = evaluate(EvalConfig(model="length", limit=10, n_bootstrap=100, seed=5))
     b = evaluate(EvalConfig(model="length", limit=10, n_bootstrap=100, seed=5))
-    assert a["tasks"][0]["counts"]["groups"] == 10
-    assert a["metrics"] == b["metrics"]
+    assert a.tasks[0].counts.groups == 10
+    assert [m.to_json() for m in a.records()] == [m.to_json() for m in b.records()]
 
 
 def test_shift_slices_are_reported(tmp_path):
@@ -160,7 +168,7 @@ def test_written_files_get_the_usual_permissions(tmp_path):
     import os
     import stat
 
-    from rmbench.record import atomic_write_text
+    from rmbench.files import atomic_write_text
 
     old = os.umask(0o022)
     try:

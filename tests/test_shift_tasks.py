@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 from rmbench.catalog import load_catalog
-from rmbench.errors import DataError
-from rmbench.leaderboard import build_leaderboard, render
-from rmbench.record import load_run
-from rmbench.runner import EvalConfig, evaluate, load_groups
+from rmbench.errors import ConfigError, DataError
+from rmbench.leaderboard import build_leaderboard
+from rmbench.leaderboard_render import render
+from rmbench.run_folder import load_run
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.tasks.loading import load_groups
 from rmbench.summary import summarize
 from rmbench.tasks.persona import PersonaTask
 from rmbench.tasks.shift import PairedShiftTask
@@ -109,9 +111,9 @@ def test_token_shift_group_and_leaderboard_rows(tmp_path):
     catalog = load_catalog()
     assert catalog.expand(["token_shift", "ties"]) == ["paraphrase_shift", "translation_shift", "ties"]
     evaluate(EvalConfig(model="length", tasks=("token_shift",), n_bootstrap=50), out_dir=tmp_path / "len")
-    doc = json.loads((tmp_path / "len" / "results.json").read_text())
-    assert [t["name"] for t in doc["tasks"]] == ["paraphrase_shift", "translation_shift"]
-    gaps = {(m["task"], m["shift"]) for m in doc["metrics"] if m["metric"] == "pairwise_accuracy_shift_gap"}
+    run = load_run(tmp_path / "len").record
+    assert run.task_names == ("paraphrase_shift", "translation_shift")
+    gaps = {(m.task, m.shift) for m in run.records() if m.metric == "pairwise_accuracy_shift_gap"}
     assert gaps == {("paraphrase_shift", "paraphrase"), ("translation_shift", "translation:fr"),
                     ("translation_shift", "translation:es"), ("translation_shift", "translation:ru")}
     md = render(build_leaderboard([load_run(tmp_path / "len")]), "md")
@@ -120,7 +122,7 @@ def test_token_shift_group_and_leaderboard_rows(tmp_path):
 
 def test_domain_shift_slices(tmp_path):
     res = evaluate(EvalConfig(model="length", tasks=("domain_shift",), n_bootstrap=20))
-    shifts = {m["shift"] for m in res["metrics"] if m["metric"] == "pairwise_accuracy"}
+    shifts = {m.shift for m in res.records() if m.metric == "pairwise_accuracy"}
     assert shifts == {None, "none", "domain:math", "domain:code"}
 
 
@@ -159,7 +161,40 @@ def test_domain_shift_with_the_papers_math_file():
     path = shared_file("exrm-vs-imrm/rewardbench_math_train.jsonl")
     res = evaluate(EvalConfig(model="length", tasks=("domain_shift",), data=(("domain_shift", str(path)),),
                               n_bootstrap=20))
-    counts = res["tasks"][0]["counts"]
-    assert counts["groups"] == 64 + 34  # the built-in chat set beside the paper's 34 math-prm pairs
-    shifts = {m["shift"] for m in res["metrics"] if m["metric"] == "pairwise_accuracy"}
+    assert res.tasks[0].counts.groups == 64 + 34  # the built-in chat set beside the paper's 34 math-prm pairs
+    shifts = {m.shift for m in res.records() if m.metric == "pairwise_accuracy"}
     assert shifts == {None, "none", "domain:math"}
+
+
+def test_a_translation_file_is_labelled_a_translation(tmp_path):
+    """--data translation_shift=FILE: 'translation' (never 'paraphrase'); TASK=SHIFT=FILE names the
+    language; a row's own lang/shift field wins."""
+    from rmbench.catalog import builtin_tasks_dir
+    from rmbench.tasks.loading import DataOverride, parse_data_overrides
+
+    french = builtin_tasks_dir() / "data" / "token_shift" / "translation_fr.jsonl"
+    assert parse_data_overrides([f"translation_shift={french}"]) == (DataOverride("translation_shift", str(french)),)
+    assert parse_data_overrides([f"translation_shift=translation:de={french}"]) == (
+        DataOverride("translation_shift", str(french), "translation:de"),)
+    plain = evaluate(EvalConfig(model="length", tasks=("translation_shift",), data=parse_data_overrides(
+        [f"translation_shift={french}"]), n_bootstrap=10))
+    assert plain.task("translation_shift").shifts == ("none", "translation")
+    named = evaluate(EvalConfig(model="length", tasks=("translation_shift",), data=parse_data_overrides(
+        [f"translation_shift=translation:de={french}"]), n_bootstrap=10))
+    assert named.task("translation_shift").shifts == ("none", "translation:de")
+    assert named.metric("translation_shift", "pairwise_accuracy_shift_gap", shift="translation:de") is not None
+    rows = [json.loads(line) for line in french.read_text().splitlines()[:10]]
+    tagged = tmp_path / "tagged.jsonl"
+    tagged.write_text("".join(json.dumps({**r, "lang": "pt-BR"}) + "\n" for r in rows))
+    own = evaluate(EvalConfig(model="length", tasks=("paraphrase_shift",), data=(("paraphrase_shift", str(tagged)),),
+                              n_bootstrap=10))
+    assert own.task("paraphrase_shift").shifts == ("none", "translation:pt-BR")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**rows[0], "lang": "1 2"}) + "\n")
+    with pytest.raises(DataError, match="bad.jsonl, line 1, field 'lang'"):
+        evaluate(EvalConfig(model="length", tasks=("paraphrase_shift",), data=(("paraphrase_shift", str(bad)),)))
+    with pytest.raises(ConfigError, match="is not a shift task"):
+        evaluate(EvalConfig(model="length", data=(DataOverride("ties", str(french), "translation:de"),)))
+    # the leaderboard's shift table says which
+    md = render(build_leaderboard([named]), "md")
+    assert "translation:de" in md

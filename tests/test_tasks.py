@@ -4,7 +4,7 @@ import pytest
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
 from rmbench.errors import ConfigError, DataError
-from rmbench.runner import load_groups, task_spec_with_data
+from rmbench.tasks.loading import load_groups, task_spec_with_data
 from rmbench.tasks.jsonl import GroupsTask, PreferenceTask
 from rmbench.tasks.ties import TiesTask
 from rmbench.types import ComparisonGroup

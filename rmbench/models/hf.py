@@ -185,7 +185,7 @@ def folder_fingerprint(folder: str | Path) -> str:
             changed = True
         total.update(f"{p.name}:{digest}\n".encode())
     if changed:
-        from rmbench.record import atomic_write_text
+        from rmbench.files import atomic_write_text
 
         atomic_write_text(index_path, json.dumps(index))
     return total.hexdigest()

@@ -10,23 +10,60 @@ import re
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from rmbench.errors import DataError
+from rmbench.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.types import ComparisonGroup, TaskSpec, prompt_from_json
 
 ExtraMetric = Callable[[np.ndarray], float]
 """A task-specific statistic of the resampling units (see :meth:`Task.bootstrap_units`)."""
 
 
+@dataclass(frozen=True)
+class TaskScores:
+    """Task-level statistics computed together from one resample of units.
+
+    ``labels[j]`` = (metric, subset or None) of entry j of ``statistic(units)``, where ``units``
+    are the task's own unit numbers (:meth:`Task.bootstrap_units`), drawn with replacement.
+    ``counts[j]``: the record's ``n`` (groups behind entry j). An official score with its
+    subset scores is one of these, so each resample computes them all in one go.
+    """
+
+    labels: tuple[tuple[str, str | None], ...]
+    statistic: Callable[[np.ndarray], np.ndarray]
+    counts: tuple[int, ...] | None = None
+
+
+def as_task_scores(extras: "TaskScores | Mapping[str, ExtraMetric] | None", n_groups: int) -> TaskScores | None:
+    """A task's :meth:`Task.extra_metrics` (a TaskScores, or a plain dict of name -> function of
+    units, the plugin form) as one :class:`TaskScores`."""
+    if extras is None or isinstance(extras, TaskScores):
+        return extras
+    if not extras:
+        return None
+    fns = list(extras.values())
+    return TaskScores(tuple((str(name), None) for name in extras),
+                      lambda units: np.array([fn(units) for fn in fns], dtype=np.float64),
+                      tuple(n_groups for _ in fns))
+
+
 class Task(ABC):
-    """A benchmark task. Subclasses implement :meth:`groups`; the rest has sensible defaults."""
+    """A benchmark task. Subclasses implement :meth:`groups`; the rest has sensible defaults.
+
+    Declarations (class attributes): ``headline``, the metrics a leaderboard shows for the task
+    (registered names, :mod:`rmbench.metric_registry`); ``official``, the benchmark's official
+    table when it has one (RewardBench 1/2, Ties).
+    """
 
     spec: TaskSpec
     description: str = ""
+    headline: tuple[str, ...] = DEFAULT_HEADLINE
+    official: OfficialLayout | None = None
 
     @abstractmethod
     def groups(self) -> Iterator[ComparisonGroup]:
@@ -40,8 +77,10 @@ class Task(ABC):
         """
         return np.arange(len(groups))
 
-    def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> dict[str, ExtraMetric]:
-        """Task-specific metrics, each a function of an array of resampled unit numbers."""
+    def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray
+                      ) -> "TaskScores | dict[str, ExtraMetric]":
+        """Task-specific metrics of resampled unit numbers: a :class:`TaskScores`, or a dict of
+        name -> function of units (one number each, reported for the whole task)."""
         return {}
 
 

@@ -17,13 +17,13 @@ the mean of the six subset scores.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Iterator, Sequence
 
 import numpy as np
 
 from rmbench.metrics import ties_row_key, ties_score_from_terms, ties_terms
-from rmbench.tasks.base import ExtraMetric, RowReader, Task
+from rmbench.metric_registry import DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, RB2_SUBSETS
+from rmbench.tasks.base import RowReader, Task, TaskScores
 from rmbench.tasks.sources import iter_rows
 from rmbench.types import ComparisonGroup
 
@@ -43,24 +43,36 @@ RB1_EXAMPLE_COUNTS = {
     "hep-cpp": 164, "hep-go": 164, "hep-java": 164, "hep-js": 164, "hep-python": 164, "hep-rust": 164,
 }
 RB1_PRIOR_SETS = ("anthropic_helpful", "anthropic_hhh", "shp", "summarize")
-RB2_SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
+
+
+def rb1_sections(correct_by_subset: dict[str, np.ndarray]) -> dict[str, float]:
+    """The official v1 section scores from per-subset arrays of 0/1 correctness (see the module
+    doc): each section weights its subsets' accuracies by the official example counts; Prior
+    Sets is the plain mean of the prior sets present. Sections with no subset present are left out."""
+    acc = {s: float(np.mean(v)) for s, v in correct_by_subset.items() if len(v)}
+    sections = {}
+    for section, tests in RB1_SECTIONS.items():
+        present = [t for t in tests if t in acc]
+        if present:
+            total = sum(RB1_EXAMPLE_COUNTS[t] for t in present)
+            sections[section] = sum(acc[t] * RB1_EXAMPLE_COUNTS[t] for t in present) / total
+    prior = [acc[s] for s in RB1_PRIOR_SETS if s in acc]
+    if prior:
+        sections["Prior Sets"] = float(np.mean(prior))
+    return sections
+
+
+def rb1_score_of_sections(sections: dict[str, float]) -> float:
+    """(sum of the four sections + 0.5 Prior Sets) / (number of sections + 0.5)."""
+    weights = {name: 0.5 if name == "Prior Sets" else 1.0 for name in sections}
+    if not sections:
+        return float("nan")
+    return sum(v * weights[k] for k, v in sections.items()) / sum(weights.values())
 
 
 def rb1_score(correct_by_subset: dict[str, np.ndarray]) -> float:
     """The official v1 score from per-subset arrays of 0/1 correctness (see the module doc)."""
-    acc = {s: float(np.mean(v)) for s, v in correct_by_subset.items() if len(v)}
-    sections = []
-    for tests in RB1_SECTIONS.values():
-        present = [t for t in tests if t in acc]
-        if present:
-            total = sum(RB1_EXAMPLE_COUNTS[t] for t in present)
-            sections.append((sum(acc[t] * RB1_EXAMPLE_COUNTS[t] for t in present) / total, 1.0))
-    prior = [acc[s] for s in RB1_PRIOR_SETS if s in acc]
-    if prior:
-        sections.append((float(np.mean(prior)), 0.5))
-    if not sections:
-        return float("nan")
-    return sum(v * w for v, w in sections) / sum(w for _, w in sections)
+    return rb1_score_of_sections(rb1_sections(correct_by_subset))
 
 
 def best_of_n_credit(correct: np.ndarray, incorrect: np.ndarray) -> float:
@@ -72,6 +84,8 @@ def best_of_n_credit(correct: np.ndarray, incorrect: np.ndarray) -> float:
 
 class RewardBenchTask(Task):
     description = "RewardBench v1 pairs with the official section-weighted score"
+    headline = ("rewardbench_score",) + DEFAULT_HEADLINE
+    official = RB1_LAYOUT
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "filtered") -> None:
@@ -85,22 +99,30 @@ class RewardBenchTask(Task):
                 yield r.group(id=r.string("id", str(line)), prompt=r.prompt(),
                               responses=(r.string("chosen"), r.string("rejected")), utilities=(1, 0), subset=subset)
 
-    def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> dict[str, ExtraMetric]:
+    def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> TaskScores:
         r = np.asarray(rewards).reshape(-1, 2)  # every group is one (chosen, rejected) pair
         correct = (r[:, 0] > r[:, 1]).astype(float)
-        subsets = np.array([g.subset for g in groups])
+        names = sorted({g.subset for g in groups})
+        subset_of = np.array([names.index(g.subset) for g in groups])
+        present = rb1_sections({s: np.ones(1) for s in names})  # the sections this data has
+        labels = [(RB1_LAYOUT.metric, None)] + [(RB1_LAYOUT.metric, s) for s in present]
+        in_section = {sec: set(RB1_SECTIONS.get(sec, RB1_PRIOR_SETS)) for sec in present}
+        counts = [len(groups)] + [sum(g.subset in in_section[sec] for g in groups) for sec in present]
 
-        def score(units: np.ndarray) -> float:
-            by_subset: dict[str, list] = defaultdict(list)
-            for u in units:
-                by_subset[subsets[u]].append(correct[u])
-            return rb1_score({s: np.array(v) for s, v in by_subset.items()})
+        def score(units: np.ndarray) -> np.ndarray:
+            hits = np.bincount(subset_of[units], weights=correct[units], minlength=len(names))
+            sizes = np.bincount(subset_of[units], minlength=len(names))
+            by_subset = {s: np.array([hits[i] / sizes[i]]) for i, s in enumerate(names) if sizes[i]}
+            sections = rb1_sections(by_subset)
+            return np.array([rb1_score_of_sections(sections)] + [sections.get(s, np.nan) for s in present])
 
-        return {"rewardbench_score": score}
+        return TaskScores(tuple(labels), score, tuple(counts))
 
 
 class RewardBench2Task(Task):
     description = "RewardBench 2: best-of-n subsets and Ties, with the official score"
+    headline = ("rewardbench2_score",) + DEFAULT_HEADLINE
+    official = RB2_LAYOUT
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test") -> None:
@@ -127,41 +149,53 @@ class RewardBench2Task(Task):
         unit_of = {k: i for i, k in enumerate(dict.fromkeys(keys))}
         return np.array([unit_of[k] for k in keys], dtype=np.int64)
 
-    def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> dict[str, ExtraMetric]:
+    def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> TaskScores:
+        """The official score and its six subset scores (as subset records), from one resample.
+
+        Outside Ties a unit is one row with its best-of-n credit; Ties units are prompt ids whose
+        ``tied``/``ref`` rows are scored together by the official Ties score. The score is the
+        mean of the subset scores present.
+        """
         units = self.bootstrap_units(groups)
-        credit: dict[int, tuple[str, float]] = {}
-        ties_rows, ties_unit_of_row = [], []
+        n_units = int(units.max()) + 1 if len(units) else 0
+        subsets = [s for s in RB2_SUBSETS if any(g.subset == s for g in groups)]
+        subsets += sorted({g.subset for g in groups} - set(subsets))  # any other subset, after the official six
+        subset_of_unit = np.full(n_units, -1)
+        credit = np.zeros(n_units)
+        ties_rows, ties_units = [], []
         offset = 0
         for g, u in zip(groups, units):
             r = np.asarray(rewards[offset: offset + len(g.responses)])
             util = np.asarray(g.utilities)
             offset += len(g.responses)
+            subset_of_unit[u] = subsets.index(g.subset)
             if g.subset == "Ties":
                 ties_rows.append((g.id, r[util == 1], r[util == 0]))
-                ties_unit_of_row.append(u)
+                ties_units.append(int(u))
             else:
-                credit[int(u)] = (g.subset, best_of_n_credit(r[util == 1], r[util == 0]))
+                credit[u] = best_of_n_credit(r[util == 1], r[util == 0])
         terms = ties_terms(ties_rows) if ties_rows else None
-        # unit number -> index into terms.ids (the Ties prompt ids)
-        ties_index = {}
+        ties_index = np.full(n_units, -1)  # unit number -> index into terms.ids (the Ties prompt ids)
         if terms is not None:
             position = {k: i for i, k in enumerate(terms.ids)}
-            for (row_id, _, _), u in zip(ties_rows, ties_unit_of_row):
-                ties_index[int(u)] = position[ties_row_key(row_id)[1]]
+            for (row_id, _, _), u in zip(ties_rows, ties_units):
+                ties_index[u] = position[ties_row_key(row_id)[1]]
+        ties_pos = subsets.index("Ties") if "Ties" in subsets else -1
+        counts = [len(groups)] + [sum(g.subset == s for g in groups) for s in subsets]
 
-        def score(sample: np.ndarray) -> float:
-            by_subset: dict[str, list] = defaultdict(list)
-            ties_sample = []
-            for u in sample:
-                u = int(u)
-                if u in credit:
-                    subset, c = credit[u]
-                    by_subset[subset].append(c)
-                else:
-                    ties_sample.append(ties_index[u])
-            subset_scores = [float(np.mean(v)) for v in by_subset.values()]
-            if ties_sample:
-                subset_scores.append(ties_score_from_terms(terms, np.array(ties_sample)))
-            return float(np.mean(subset_scores)) if subset_scores else float("nan")
+        def score(sample: np.ndarray) -> np.ndarray:
+            which = subset_of_unit[sample]
+            sums = np.bincount(which, weights=credit[sample], minlength=len(subsets))
+            sizes = np.bincount(which, minlength=len(subsets))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per = np.where(sizes > 0, sums / np.maximum(sizes, 1), np.nan)
+            if ties_pos >= 0:
+                picked = ties_index[sample[which == ties_pos]]
+                per[ties_pos] = ties_score_from_terms(terms, picked) if picked.size else np.nan
+            official = per[[i for i, s in enumerate(subsets) if s in RB2_SUBSETS]]
+            present = official[~np.isnan(official)]
+            total = float(np.mean(present)) if present.size else np.nan
+            return np.concatenate([[total], per])
 
-        return {"rewardbench2_score": score}
+        labels = ((RB2_LAYOUT.metric, None),) + tuple((RB2_LAYOUT.metric, s) for s in subsets)
+        return TaskScores(labels, score, tuple(counts))

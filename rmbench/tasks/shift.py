@@ -5,11 +5,14 @@ is kept as it is) and the original it was made from (``orig_chosen``, ``orig_rej
 ``orig_index``). Every original becomes a group ``orig:K``; every shifted copy a group
 ``SHIFT:K`` with ``source_id = "orig:K"`` and ``shift = SHIFT`` (``paraphrase``,
 ``translation:fr``...), so each shifted result pairs with its original. Files of several shifts
-can be combined in one task: originals that appear in several must agree.
+can be combined in one task: originals that appear in several must agree. A row may name its
+own shift with a ``shift`` field (``translation:de``) or a ``lang`` field (``de``, read as
+``translation:de``); it wins over the file's label.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -18,6 +21,8 @@ from rmbench.errors import DataError
 from rmbench.tasks.base import RowReader, Task, units_by_source
 from rmbench.tasks.sources import iter_rows
 from rmbench.types import ComparisonGroup
+
+SHIFT_LABEL = re.compile(r"^(paraphrase|translation(:[A-Za-z][A-Za-z_-]*)?|[a-z][a-z_]*:[A-Za-z0-9][A-Za-z0-9_-]*)$")
 
 
 class PairedShiftTask(Task):
@@ -52,12 +57,13 @@ class PairedShiftTask(Task):
                     if k in seen:
                         raise r.error("orig_index", f"duplicate orig_index {k} in this file")
                     prompt = r.prompt()
+                    row_shift = self._row_shift(r) or shift
                     orig = r.group(id=f"orig:{k}", prompt=prompt,
                                    responses=(r.string("orig_chosen"), r.string("orig_rejected")), utilities=(1, 0))
                     if k in originals and originals[k][0] != orig:
                         raise r.error("orig_chosen", f"original pair {k} differs from the one in {originals[k][1]}")
-                    copy = r.group(id=f"{shift}:{k}", prompt=prompt, utilities=(1, 0), source_id=f"orig:{k}",
-                                   responses=(r.string("chosen"), r.string("rejected")), shift=shift)
+                    copy = r.group(id=f"{row_shift}:{k}", prompt=prompt, utilities=(1, 0), source_id=f"orig:{k}",
+                                   responses=(r.string("chosen"), r.string("rejected")), shift=row_shift)
                     # Only a row that passed every check is kept.
                     seen.add(k)
                     originals.setdefault(k, (orig, f"{location}, line {line}"))
@@ -67,6 +73,20 @@ class PairedShiftTask(Task):
         for k in sorted(originals):  # each original followed by its shifted copies
             yield originals[k][0]
             yield from shifted[k]
+
+    @staticmethod
+    def _row_shift(r: RowReader) -> str | None:
+        if r.get("shift", None) is not None:
+            label = r.string("shift")
+            if not SHIFT_LABEL.match(label):
+                raise r.error("shift", f"{label!r} is not a shift label (paraphrase, translation:LANG, KIND:NAME)")
+            return label
+        if r.get("lang", None) is not None:
+            lang = r.string("lang")
+            if not re.match(r"^[A-Za-z][A-Za-z_-]*$", lang):
+                raise r.error("lang", f"{lang!r} is not a language code such as de or pt-BR")
+            return f"translation:{lang}"
+        return None
 
     def bootstrap_units(self, groups: Sequence[ComparisonGroup]) -> np.ndarray:
         return units_by_source(groups)  # an original and its shifted copies resample together

@@ -12,6 +12,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from rmbench.metrics import ties_row_key, ties_score_from_terms, ties_terms
+from rmbench.metric_registry import DEFAULT_HEADLINE, TIES_LAYOUT
 from rmbench.tasks.base import ExtraMetric, RowReader, Task
 from rmbench.tasks.sources import iter_rows
 from rmbench.types import ComparisonGroup
@@ -28,6 +29,8 @@ class TiesTask(Task):
     """
 
     description = "RewardBench 2 Ties: several equally correct answers vs. wrong ones"
+    headline = DEFAULT_HEADLINE + ("ties_score",)
+    official = TIES_LAYOUT
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test") -> None:

@@ -1,0 +1,122 @@
+"""``rmbench eval`` as one library call: several models on the same tasks, each run written to
+its own folder, and their leaderboard beside them, built from the records in memory.
+
+Where things go (:func:`plan_outputs`), so that no command's results replace another's:
+
+* one model: the run folder is ``--out``, by default ``runs/<model>__<tasks>`` (a task read
+  from a ``--data`` file adds the file's stem: ``runs/length__ties-rb2_ties``); its
+  leaderboard is ``leaderboard.md`` inside it.
+* several models: each run goes to ``<root>/<model>__<tasks>`` (root: ``--out``, default
+  ``runs``), and the leaderboard to ``<root>/leaderboard__<tasks>__<models>.md``, a name only
+  the same command writes.
+
+A folder that holds another run (model, tasks or comparability key) is refused before any
+scoring unless ``overwrite`` (:func:`rmbench.run_folder.check_destination`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rmbench.errors import ConfigError
+from rmbench.files import atomic_write_text
+from rmbench.leaderboard import Leaderboard, build_leaderboard
+from rmbench.leaderboard_render import render
+from rmbench.run_folder import RESULTS_FILE, read_run
+from rmbench.run_record import RunRecord
+from rmbench.runner import EvalConfig, ProgressFactory, evaluate
+from rmbench.tasks.loading import DataOverride
+
+DEFAULT_ROOT = Path("runs")
+MAX_NAME = 100
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_.") or "x"
+
+
+def _short(name: str) -> str:
+    """``name``, or its start and a hash of the whole when it is too long for a file name."""
+    if len(name) <= MAX_NAME:
+        return name
+    return f"{name[:MAX_NAME - 10]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def tasks_slug(tasks: Sequence[str], data: Sequence[DataOverride] = ()) -> str:
+    """``ties+persona``; a task read from a ``--data`` file adds the file's stem: ``ties-rb2_ties``."""
+    stems = {d.task: Path(d.path).stem for d in data}
+    return "+".join(slug(t) + (f"-{slug(stems[t])}" if t in stems else "") for t in tasks)
+
+
+def run_folder_name(model: str, tasks: Sequence[str], data: Sequence[DataOverride] = ()) -> str:
+    return _short(f"{slug(model)}__{tasks_slug(tasks, data)}")
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    run_dirs: tuple[Path, ...]
+    leaderboard: Path
+
+
+def plan_outputs(models: Sequence[str], tasks: Sequence[str], out: Path | None = None,
+                 data: Sequence[DataOverride] = ()) -> OutputPlan:
+    if not models:
+        raise ConfigError("no model given")
+    if len(set(models)) != len(models):
+        raise ConfigError(f"--model names a model twice: {', '.join(models)}")
+    if len(models) == 1:
+        run_dir = out if out is not None else DEFAULT_ROOT / run_folder_name(models[0], tasks, data)
+        return OutputPlan((Path(run_dir),), Path(run_dir) / "leaderboard.md")
+    root = Path(out) if out is not None else DEFAULT_ROOT
+    board = _short(f"leaderboard__{tasks_slug(tasks, data)}__{'+'.join(slug(m) for m in models)}")
+    return OutputPlan(tuple(root / run_folder_name(m, tasks, data) for m in models), root / f"{board}.md")
+
+
+def precheck(configs: Sequence[EvalConfig], plan: OutputPlan, overwrite: bool) -> None:
+    """Refuse at once a folder that holds another model's or other tasks' run (the data-dependent
+    part of the check runs in :func:`evaluate`, still before any scoring)."""
+    if overwrite:
+        return
+    for config, run_dir in zip(configs, plan.run_dirs):
+        file = run_dir / RESULTS_FILE
+        if not file.exists():
+            continue
+        try:
+            old = read_run(file)
+        except ConfigError as exc:
+            raise ConfigError(f"{run_dir} already holds a results.json that cannot be read ({exc}); pass "
+                              f"--overwrite to replace it, or choose another --out") from None
+        if old.model.name != config.model:
+            raise ConfigError(f"{run_dir} holds another run (model {old.model.name!r}, not {config.model!r}; "
+                              f"written {old.created}); pass --overwrite to replace it, or choose another --out")
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    records: tuple[RunRecord, ...]
+    plan: OutputPlan
+    leaderboard: Leaderboard
+
+
+def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, overwrite: bool = False,
+                    progress: ProgressFactory | None = None, warn: Callable[[str], None] | None = None,
+                    write: bool = True) -> SuiteResult:
+    """Evaluate each config (one per model, same tasks), write every run and the leaderboard.
+
+    ``write=False`` (an ``accelerate`` rank other than 0) scores but writes nothing.
+    """
+    if not configs:
+        raise ConfigError("no model given")
+    plan = plan_outputs([c.model for c in configs], configs[0].tasks, out, configs[0].data)
+    if write:
+        precheck(configs, plan, overwrite)
+    records = tuple(evaluate(c, out_dir=d if write else None, progress=progress, warn=warn, overwrite=overwrite)
+                    for c, d in zip(configs, plan.run_dirs))
+    board = build_leaderboard(records)
+    if write:
+        atomic_write_text(plan.leaderboard, render(board, "md"))
+    return SuiteResult(records, plan, board)

@@ -1,0 +1,144 @@
+"""Rendering a :class:`~rmbench.leaderboard.Leaderboard`: Markdown, CSV, JSON and a sortable HTML
+page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from typing import Callable
+
+import pandas as pd
+
+from rmbench.errors import ConfigError
+from rmbench.leaderboard import FORMATS, Leaderboard, Table
+from rmbench.run_record import Estimate
+
+
+def format_cell(cell: Estimate | None) -> str:
+    return "–" if cell is None else cell.format()
+
+
+def to_frame(table: Table, wide_ci: bool = False) -> pd.DataFrame:
+    """Rows of ``table``. ``wide_ci``: value, ci_low and ci_high in separate numeric columns."""
+    records = []
+    for keys, cells in table.rows:
+        row: dict = dict(zip(table.key_headers, keys))
+        for col, cell in zip(table.columns, cells):
+            if wide_ci:
+                row[col.header] = None if cell is None or not cell.defined else cell.value
+                row[f"{col.header} ci_low"] = None if cell is None else cell.ci_low
+                row[f"{col.header} ci_high"] = None if cell is None else cell.ci_high
+            else:
+                row[col.header] = format_cell(cell)
+        records.append(row)
+    return pd.DataFrame.from_records(records, columns=None if records else list(table.key_headers))
+
+
+def _eps_note(lb: Leaderboard) -> str:
+    return ("D/Spec eps: " + ", ".join(f"{t}: {e:g} {u}" for t, (e, u) in lb.eps.items())
+            + ". Task keys (comparability): " + ", ".join(f"{t}: {k[:12]}" for t, k in lb.keys.items()) + ".")
+
+
+def render_md(lb: Leaderboard) -> str:
+    parts = []
+    for i, table in enumerate(lb.tables):
+        head = "" if i == 0 else f"### {table.title}\n\n"
+        parts.append(head + to_frame(table).to_markdown(index=False) + f"\n\n{table.caption}.\n")
+        if i == 0:
+            parts[-1] += _eps_note(lb) + "\n"
+            if lb.notes:
+                parts[-1] += "\nNotes:\n\n" + "".join(f"* {n}\n" for n in lb.notes)
+    return "\n".join(parts)
+
+
+def _value(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
+
+
+def render_json(lb: Leaderboard) -> str:
+    tables = []
+    for table in lb.tables:
+        rows = []
+        for keys, cells in table.rows:
+            for col, cell in zip(table.columns, cells):
+                if cell is None:
+                    continue
+                rows.append({**dict(zip(table.key_headers, keys)), "task": col.task or keys[-2], "metric": col.metric,
+                             "subset": col.subset, "eps": col.eps, "eps_unit": col.eps_unit, "header": col.header,
+                             "value": _value(cell.value), "ci_low": cell.ci_low, "ci_high": cell.ci_high})
+        tables.append({"title": table.title, "columns": [c.header for c in table.columns], "rows": rows})
+    return json.dumps({"tables": tables, "eps": {t: {"eps": e, "unit": u} for t, (e, u) in lb.eps.items()},
+                       "task_keys": lb.keys, "notes": list(lb.notes)}, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_csv(lb: Leaderboard) -> str:
+    """The main table, one numeric column per value and CI bound."""
+    return to_frame(lb.main, wide_ci=True).to_csv(index=False)
+
+
+_SORT_JS = """
+document.querySelectorAll('th').forEach(function (th) {
+  th.addEventListener('click', function () {
+    var col = th.cellIndex;
+    var body = th.closest('table').tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var asc = th.getAttribute('data-dir') !== 'asc';
+    th.parentNode.querySelectorAll('th').forEach(function (h) { h.removeAttribute('data-dir'); });
+    th.setAttribute('data-dir', asc ? 'asc' : 'desc');
+    rows.sort(function (a, b) {
+      var x = a.cells[col].getAttribute('data-v'), y = b.cells[col].getAttribute('data-v');
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
+      return asc ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  });
+});
+"""
+
+
+def _html_table(table: Table) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(h)}</th>" for h in list(table.key_headers) + [c.header for c in table.columns])
+    body = []
+    for keys, cells in table.rows:
+        tds = [f'<td data-v="{e(k)}">{e(k)}</td>' for k in keys]
+        for cell in cells:
+            v = "" if cell is None or not cell.defined else repr(cell.value)
+            tds.append(f'<td data-v="{e(v)}">{e(format_cell(cell))}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    return (f"<h2>{e(table.title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            f"<p>{e(table.caption)}.</p>")
+
+
+def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
+    """``figures``: task -> inline SVG (the D-Spec curves), embedded after the tables."""
+    e = html.escape
+    notes = f"<p>Notes:</p><ul>{''.join(f'<li>{e(n)}</li>' for n in lb.notes)}</ul>" if lb.notes else ""
+    # An SVG in an <img> is inert: names in its legend can never run as script.
+    figs = "".join(f'<figure><figcaption>{e(task)}: discrimination vs specificity</figcaption>'
+                   f'<img alt="{e(task)} D-Spec curve" src="data:image/svg+xml;base64,'
+                   f'{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></figure>'
+                   for task, svg in (figures or {}).items())
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
+        "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f4f4f4}"
+        "td:first-child{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
+        "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}</style></head><body>"
+        "<h1>rmbench leaderboard</h1>"
+        f"<p>Cells: value [95% bootstrap CI over groups]. {e(_eps_note(lb))} Click a header to sort.</p>"
+        + "".join(_html_table(t) for t in lb.tables) + notes + figs
+        + f"<script>{_SORT_JS}</script></body></html>\n")
+
+
+RENDERERS: dict[str, Callable[[Leaderboard], str]] = {"md": render_md, "csv": render_csv, "json": render_json,
+                                                      "html": render_html}
+
+
+def render(lb: Leaderboard, fmt: str, figures: dict[str, str] | None = None) -> str:
+    if fmt not in RENDERERS:
+        raise ConfigError(f"unknown leaderboard format {fmt!r}; use one of {', '.join(FORMATS)}")
+    return render_html(lb, figures) if fmt == "html" else RENDERERS[fmt](lb)

@@ -1,0 +1,120 @@
+"""Declared metrics: what each reported number is called, which way is better, what ``n`` counts.
+
+Every metric record in a run names one of these; leaderboards, ``compare``, plots and exports
+take their labels, directions and eps-dependence from here instead of string constants. A task
+declares its headline metrics and, for benchmarks with an official score, the official layout
+(:class:`OfficialLayout`): which records, under which column names, make the table a user puts
+beside the benchmark's own leaderboard.
+
+A task plugin may report a metric that is not registered here; it is shown under its own name,
+higher taken as better (:func:`metric_def`). :func:`register_metric` declares it properly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GAP_SUFFIX = "_shift_gap"
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """One kind of reported number.
+
+    ``eps_dependent``: reported once per eps of the run (D and Spec). ``n_counts``: what the
+    record's ``n`` counts. ``official``: a benchmark's own score, reproduced to its code.
+    """
+
+    name: str
+    label: str
+    higher_is_better: bool
+    eps_dependent: bool
+    n_counts: str
+    description: str
+    official: bool = False
+
+
+_BUILTIN = (
+    MetricDef("pairwise_accuracy", "acc", True, False, "discrimination pairs",
+              "over pairs with u(a) > u(b): 1 if r(a) > r(b), 0.5 if equal"),
+    MetricDef("sign_accuracy", "sign acc", True, False, "all pairs",
+              "sign(r(a) - r(b)) = sign(u(a) - u(b)) over all pairs"),
+    MetricDef("discrimination", "D", True, True, "discrimination pairs",
+              "D(eps) = P(r(a) > r(b) + eps | u(a) > u(b))"),
+    MetricDef("specificity", "Spec", True, True, "specificity pairs",
+              "Spec(eps) = 1 - P(|r(a) - r(b)| > eps | u(a) = u(b))"),
+    MetricDef("ds_auc", "ds_auc", True, False, "all pairs",
+              "area under (Spec(eps), D(eps)) for eps from 0 to inf"),
+    MetricDef("balanced_best", "bal best", True, False, "all pairs",
+              "max over eps of (D + Spec) / 2; its record's eps is where it is reached"),
+    MetricDef("reward_margin", "margin", True, False, "discrimination pairs",
+              "mean |r(better) - r(worse)| / sigma"),
+    MetricDef("ties_score", "ties_score", True, False, "groups", "RewardBench 2's official Ties score", official=True),
+    MetricDef("rewardbench_score", "RB1 score", True, False, "groups",
+              "RewardBench v1's official score; subset records are its sections", official=True),
+    MetricDef("rewardbench2_score", "RB2 score", True, False, "groups",
+              "RewardBench 2's official score; subset records are its six subsets", official=True),
+)
+
+METRICS: dict[str, MetricDef] = {m.name: m for m in _BUILTIN}
+
+
+def register_metric(metric: MetricDef) -> None:
+    """Declare a plugin's metric (a second declaration of a name must be identical)."""
+    known = METRICS.get(metric.name)
+    if known is not None and known != metric:
+        raise ValueError(f"metric {metric.name!r} is already declared differently: {known}")
+    METRICS[metric.name] = metric
+
+
+def metric_def(name: str) -> MetricDef:
+    """The declaration of ``name``; ``X_shift_gap`` derives from X (shifted - original)."""
+    if name in METRICS:
+        return METRICS[name]
+    if name.endswith(GAP_SUFFIX) and name[: -len(GAP_SUFFIX)] in METRICS:
+        base = METRICS[name[: -len(GAP_SUFFIX)]]
+        return MetricDef(name, f"{base.label} gap", base.higher_is_better, base.eps_dependent, "original groups",
+                         f"{base.name} on the shifted groups minus on their originals (paired)")
+    return MetricDef(name, name, True, False, "resampling units", "a task's own metric (not declared)")
+
+
+@dataclass(frozen=True)
+class OfficialColumn:
+    """One column of an official table: the record ``metric`` with ``subset`` (None: the total)."""
+
+    label: str
+    subset: str | None
+
+
+@dataclass(frozen=True)
+class OfficialLayout:
+    """A benchmark's official table: ``columns`` are records of ``metric``, in the benchmark's
+    own order and names; ``beside`` are rmbench metrics shown next to them."""
+
+    title: str
+    metric: str
+    columns: tuple[OfficialColumn, ...]
+    beside: tuple[str, ...] = ("discrimination", "specificity", "ds_auc")
+
+    def to_json(self) -> dict:
+        return {"title": self.title, "metric": self.metric,
+                "columns": [{"label": c.label, "subset": c.subset} for c in self.columns],
+                "beside": list(self.beside)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "OfficialLayout":
+        return cls(str(d["title"]), str(d["metric"]),
+                   tuple(OfficialColumn(str(c["label"]), c["subset"]) for c in d["columns"]),
+                   tuple(d.get("beside", ())))
+
+
+DEFAULT_HEADLINE = ("pairwise_accuracy", "discrimination", "specificity", "ds_auc")
+
+RB2_SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
+RB1_SECTIONS = ("Chat", "Chat Hard", "Safety", "Reasoning", "Prior Sets")
+
+RB2_LAYOUT = OfficialLayout("RewardBench 2", "rewardbench2_score",
+                            tuple(OfficialColumn(s, s) for s in RB2_SUBSETS) + (OfficialColumn("Score", None),))
+RB1_LAYOUT = OfficialLayout("RewardBench", "rewardbench_score",
+                            tuple(OfficialColumn(s, s) for s in RB1_SECTIONS) + (OfficialColumn("Score", None),))
+TIES_LAYOUT = OfficialLayout("RewardBench 2 Ties", "ties_score", (OfficialColumn("Ties", None),))

@@ -1,0 +1,86 @@
+"""A stored run's task data without its model: the task's groups, reloaded from the spec the run
+recorded and checked against its data fingerprint, and the run's rewards aligned to them.
+
+``compare`` and ``plot`` recompute statistics from these (paired bootstraps, dense D-Spec
+curves), so no model is ever loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from rmbench.catalog import load_catalog
+from rmbench.errors import DataError
+from rmbench.run_folder import RunFolder
+from rmbench.run_record import TaskResult
+from rmbench.tasks.base import Task
+from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
+from rmbench.types import ComparisonGroup, Spec, data_fingerprint
+
+
+@dataclass(frozen=True)
+class TaskData:
+    task: Task
+    result: TaskResult
+    groups: list[ComparisonGroup]
+
+
+def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOverride | str] | None = None
+                ) -> TaskData:
+    """The groups a run scored on ``result``'s task, reloaded (``data``: files moved since)."""
+    data = dict(data or {})
+    spec = Spec.make(result.name, result.kind, dict(result.args), result.version)
+    override = data.get(result.name)
+    if override is not None:
+        override = override if isinstance(override, DataOverride) else DataOverride(result.name, str(override))
+        spec = task_spec_with_data(spec, override.path, override.shift or result.args.get("shift"))
+    # A run that left out bad rows (--skip-bad-rows) is reloaded the same way; the fingerprint
+    # check below makes sure the same rows were left out.
+    skip = result.skipped_rows.count > 0
+    recorded = spec
+    try:
+        task, groups, _ = load_task(spec, limit, skip)
+    except DataError as missing:
+        catalog = load_catalog()
+        if override is not None or result.name not in catalog.tasks:
+            raise
+        reason = missing
+        # A built-in task recorded with another install's path: use this install's copy
+        # (the fingerprint check below makes sure it is the same data).
+        spec = catalog.task_spec(result.name)
+        task, groups, _ = load_task(spec, limit, skip)
+    if data_fingerprint(groups) != result.data_fingerprint:
+        where = _source(spec)
+        if spec is not recorded:  # the recorded source failed and this install's copy differs
+            raise DataError(f"task {result.name!r}: the data the run used ({_source(recorded)}) cannot be read "
+                            f"({reason}), and this install's copy at {where} is other data (fingerprint "
+                            f"differs); pass that file with --data {result.name}=PATH")
+        raise DataError(f"task {result.name!r}: the data at {where} is not the data the run used (fingerprint "
+                        f"differs); pass that file with --data {result.name}=PATH")
+    return TaskData(task, result, groups)
+
+
+def _source(spec: Spec):
+    args = spec.args_dict
+    return args.get("path") or args.get("dataset") or args.get("paths")
+
+
+def aligned_rewards(folder: RunFolder, task: str, groups: list[ComparisonGroup],
+                    rows=None) -> np.ndarray:
+    """The run's reward of every response of ``groups``, in group order (from rewards.jsonl)."""
+    rows = folder.rewards() if rows is None else rows
+    by_key = {(r.group_id, r.response_index): r.reward for r in rows if r.task == task}
+    try:
+        return np.array([by_key[(g.id, i)] for g in groups for i in range(len(g.responses))], dtype=np.float64)
+    except KeyError as exc:
+        raise DataError(f"{folder.path}/rewards.jsonl has no reward for task {task!r}, group/response {exc}") from None
+
+
+def task_rewards(folder: RunFolder, task: str, data: Mapping[str, DataOverride | str] | None = None
+                 ) -> tuple[TaskData, np.ndarray]:
+    """Reloaded groups of ``task`` and the run's rewards for them."""
+    td = reload_task(folder.record.task(task), folder.record.config.limit, data)
+    return td, aligned_rewards(folder, task, td.groups)

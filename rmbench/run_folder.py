@@ -1,0 +1,336 @@
+"""Run folders on disk: ``results.json`` (the :class:`~rmbench.run_record.RunRecord`),
+``rewards.jsonl`` (one reward per response) and the rules that keep results from being lost.
+
+* :func:`read_run` is the one reader: it validates every field (a bad file names the file and
+  the field) and migrates older schemas (version 1, written before the typed record) to the
+  current one, so every consumer sees the same :class:`RunRecord`.
+* :func:`write_run` writes rewards.jsonl, then results.json, each atomically, and refuses to
+  replace a folder that holds a *different* run (another model, other tasks or another
+  comparability key) unless ``overwrite``; re-running the same command replaces its own run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from rmbench.errors import ConfigError
+from rmbench.files import atomic_write_text
+from rmbench.metric_registry import DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialLayout
+from rmbench.run_record import (SCHEMA_VERSION, STATUSES, Counts, Environment, Execution, MetricRecord,
+                                ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows, TaskResult)
+
+RESULTS_FILE = "results.json"
+REWARDS_FILE = "rewards.jsonl"
+READABLE_SCHEMAS = (1, 2)
+
+
+@dataclass(frozen=True)
+class RewardRow:
+    task: str
+    group_id: str
+    response_index: int
+    utility: int
+    reward: float
+
+
+# --- writing ------------------------------------------------------------------------------
+
+def _metric_json(m: MetricRecord) -> dict:
+    return m.to_json()
+
+
+def task_to_json(t: TaskResult) -> dict:
+    return {
+        "name": t.name, "kind": t.kind, "version": t.version, "args": dict(t.args), "status": t.status,
+        "error": t.error, "data_fingerprint": t.data_fingerprint, "task_key": t.task_key,
+        "comparability_key": t.comparability_key, "metric_version": t.metric_version, "eps": list(t.eps),
+        "eps_unit": t.eps_unit, "counts": vars(t.counts).copy(), "sigma": t.sigma,
+        "skipped_rows": {"count": t.skipped_rows.count, "first": [vars(r).copy() for r in t.skipped_rows.first]},
+        "truncated_texts": t.truncated_texts, "headline": list(t.headline),
+        "official": t.official.to_json() if t.official else None,
+        "metrics": [_metric_json(m) for m in t.metrics],
+    }
+
+
+def record_to_json(run: RunRecord) -> dict:
+    c, x, e = run.config, run.execution, run.environment
+    return {
+        "schema_version": run.schema_version, "status": run.status, "rmbench_version": run.rmbench_version,
+        "created": run.created,
+        "model": {"name": run.model.name, "spec": dict(run.model.spec), "fingerprint": run.model.fingerprint},
+        "tasks": [task_to_json(t) for t in run.tasks],
+        "config": {"eps": list(c.eps), "eps_unit": c.eps_unit, "limit": c.limit, "skip_bad_rows": c.skip_bad_rows,
+                   "max_length": c.max_length, "truncation": c.truncation, "n_bootstrap": c.n_bootstrap,
+                   "seed": c.seed, "metric_version": c.metric_version, "ci_level": c.ci_level, "data": dict(c.data)},
+        "execution": {"runtime": dict(x.runtime), "model": dict(x.model), "backend": dict(x.backend),
+                      "stats": dict(x.stats), "cache": x.cache},
+        "environment": {"python": e.python, "platform": e.platform, "packages": dict(e.packages),
+                        "git_revision": e.git_revision, "git_dirty": e.git_dirty, "git_root": e.git_root},
+    }
+
+
+def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> None:
+    """Refuse (ConfigError) when ``out_dir`` holds a different run and ``overwrite`` is off."""
+    file = Path(out_dir) / RESULTS_FILE
+    if overwrite or not file.exists():
+        return
+    try:
+        old = read_run(file)
+    except ConfigError as exc:
+        raise ConfigError(f"{out_dir} already holds a results.json that cannot be read ({exc}); "
+                          f"pass --overwrite to replace it, or choose another --out") from None
+    what = old.identity.differences(identity)
+    if what:
+        raise ConfigError(f"{out_dir} holds another run ({'; '.join(what)}; written {old.created}); pass "
+                          f"--overwrite to replace it, or choose another --out")
+
+
+def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow], overwrite: bool = False) -> Path:
+    """Write rewards.jsonl, then results.json; returns the results.json path.
+
+    An earlier run's results.json goes first: killed in between, the folder must not pair the
+    old results with the new rewards (no results.json means the run did not finish).
+    """
+    out = Path(out_dir)
+    check_destination(out, run.identity, overwrite)
+    lines = [json.dumps({"task": r.task, "group_id": r.group_id, "response_index": r.response_index,
+                         "utility": r.utility, "reward": r.reward}, ensure_ascii=False) for r in rewards]
+    path = out / RESULTS_FILE
+    path.unlink(missing_ok=True)
+    atomic_write_text(out / REWARDS_FILE, "\n".join(lines) + ("\n" if lines else ""))
+    atomic_write_text(path, json.dumps(record_to_json(run), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    return path
+
+
+# --- reading ------------------------------------------------------------------------------
+
+class _Fields:
+    """Typed reads from one JSON object; errors name the file and the field's path."""
+
+    def __init__(self, data: Any, file: Path, where: str) -> None:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{file}: field {where or 'top level'!r}: expected an object, got "
+                              f"{type(data).__name__}")
+        self.data, self.file, self.where = data, file, where
+
+    def _name(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.file}: field {self._name(key)!r}: {problem}")
+
+    def get(self, key: str, types: tuple, default: Any = ..., what: str = "") -> Any:
+        if key not in self.data or (self.data[key] is None and default is not ... and type(None) not in types):
+            if default is ...:
+                raise self.fail(key, "missing")
+            return default
+        value = self.data[key]
+        bad_bool = isinstance(value, bool) and bool not in types
+        if not isinstance(value, types) or bad_bool:
+            raise self.fail(key, f"expected {what or '/'.join(t.__name__ for t in types)}, got {value!r}"[:300])
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(key, "not a finite number")
+        return value
+
+    def string(self, key: str, default: Any = ...) -> str:
+        return self.get(key, (str,), default)
+
+    def opt_string(self, key: str) -> str | None:
+        return self.get(key, (str, type(None)), None)
+
+    def integer(self, key: str, default: Any = ...) -> int:
+        return self.get(key, (int,), default, "an integer")
+
+    def opt_integer(self, key: str) -> int | None:
+        return self.get(key, (int, type(None)), None, "an integer or null")
+
+    def number(self, key: str, default: Any = ...) -> float:
+        return float(self.get(key, (int, float), default, "a number"))
+
+    def opt_number(self, key: str) -> float | None:
+        v = self.get(key, (int, float, type(None)), None, "a number or null")
+        return None if v is None else float(v)
+
+    def obj(self, key: str, default: Any = ...) -> "_Fields":
+        return _Fields(self.get(key, (dict,), {} if default is not ... else default, "an object"), self.file,
+                       self._name(key))
+
+    def items(self, key: str, default: Any = ...) -> list["_Fields"]:
+        value = self.get(key, (list,), default, "a list")
+        return [_Fields(v, self.file, f"{self._name(key)}[{i}]") for i, v in enumerate(value)]
+
+    def numbers(self, key: str, default: Any = ...) -> tuple[float, ...]:
+        value = self.get(key, (list,), default, "a list of numbers")
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value):
+            raise self.fail(key, f"expected a list of numbers, got {value!r}"[:300])
+        return tuple(float(v) for v in value)
+
+    def strings(self, key: str, default: Any = ...) -> tuple[str, ...]:
+        value = self.get(key, (list,), default, "a list of strings")
+        if any(not isinstance(v, str) for v in value):
+            raise self.fail(key, f"expected a list of strings, got {value!r}"[:300])
+        return tuple(value)
+
+
+def _metric(f: _Fields) -> MetricRecord:
+    for k in ("task", "subset", "shift", "metric", "eps", "eps_unit", "value", "ci_low", "ci_high", "n"):
+        if k not in f.data:
+            raise f.fail(k, "missing")
+    f.string("task"), f.opt_string("subset"), f.opt_string("shift"), f.string("metric"), f.opt_string("eps_unit")
+    f.opt_number("eps"), f.opt_number("value"), f.opt_number("ci_low"), f.opt_number("ci_high"), f.integer("n")
+    return MetricRecord.from_json(f.data)
+
+
+def _layout_for_v1(metrics: Sequence[MetricRecord]) -> OfficialLayout | None:
+    """Version 1 did not record a task's official layout: take the one whose score it has."""
+    names = {m.metric for m in metrics}
+    return next((layout for layout in (RB2_LAYOUT, RB1_LAYOUT, TIES_LAYOUT) if layout.metric in names), None)
+
+
+def _task(f: _Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None) -> TaskResult:
+    counts = f.obj("counts")
+    skipped = f.obj("skipped_rows", None) if f.data.get("skipped_rows") is not None else None
+    first = tuple(SkippedRow(r.opt_string("path"), r.opt_integer("line"), r.opt_string("field"), r.string("error"))
+                  for r in (skipped.items("first", []) if skipped else []))
+    name = f.string("name")
+    if metrics is None:  # version 2: the task holds its records
+        records = tuple(_metric(m) for m in f.items("metrics"))
+        official = f.data.get("official")
+        layout = OfficialLayout.from_json(official) if isinstance(official, dict) else None
+        headline = f.strings("headline", DEFAULT_HEADLINE)
+        eps, eps_unit, metric_version = f.numbers("eps"), f.string("eps_unit"), f.integer("metric_version")
+    else:  # version 1: records were one list for the run; every task had the run's eps
+        records = tuple(m for m in metrics if m.task == name)
+        layout = _layout_for_v1(records)
+        headline = DEFAULT_HEADLINE + ((layout.metric,) if layout else ())
+        eps, eps_unit, metric_version = config.eps, config.eps_unit, config.metric_version
+    status = f.string("status", "success")
+    if status not in ("success", "error"):
+        raise f.fail("status", f"expected 'success' or 'error', got {status!r}")
+    task = TaskResult(
+        name=name, kind=f.string("kind", ""), version=f.integer("version", 0) if f.data.get("version") is not None
+        else 0, args=f.obj("args", {}).data, data_fingerprint=f.string("data_fingerprint"),
+        metric_version=metric_version, eps=eps, eps_unit=eps_unit,
+        counts=Counts(counts.integer("groups"), counts.integer("responses"),
+                      counts.integer("discrimination_pairs", 0), counts.integer("specificity_pairs", 0)),
+        sigma=f.opt_number("sigma"), metrics=records,
+        skipped_rows=SkippedRows(skipped.integer("count", 0) if skipped else 0, first),
+        truncated_texts=f.opt_integer("truncated_texts"), headline=headline, official=layout, status=status,
+        error=f.opt_string("error"))
+    recorded = f.data.get("comparability_key")
+    if metrics is None and recorded is not None and recorded != task.comparability_key:
+        raise f.fail("comparability_key", "does not match the task's fields (the file was edited?)")
+    return task
+
+
+def _config(f: _Fields) -> RunConfig:
+    data = f.obj("data", {}).data
+    return RunConfig(eps=f.numbers("eps", (0.0, 0.1)), eps_unit=f.string("eps_unit", "sigma"),
+                     limit=f.opt_integer("limit"), skip_bad_rows=bool(f.get("skip_bad_rows", (bool,), False)),
+                     max_length=f.opt_integer("max_length"), truncation=f.string("truncation", "left"),
+                     n_bootstrap=f.integer("n_bootstrap", 1000), seed=f.integer("seed", 0),
+                     metric_version=f.integer("metric_version", 1), ci_level=f.number("ci_level", 0.95),
+                     data={str(k): str(v) for k, v in data.items()})
+
+
+def parse_record(data: Any, file: Path) -> RunRecord:
+    """Validate a results.json document (any readable schema) and build the current record."""
+    top = _Fields(data, file, "")
+    version = top.integer("schema_version")
+    if version not in READABLE_SCHEMAS:
+        raise top.fail("schema_version", f"{version} is not supported (this rmbench reads versions "
+                                         f"{', '.join(map(str, READABLE_SCHEMAS))}; a newer rmbench wrote it?)")
+    model = top.obj("model")
+    config = _config(top.obj("config", {}))
+    v1_metrics = tuple(_metric(m) for m in top.items("metrics")) if version == 1 else None
+    tasks = tuple(_task(t, config, v1_metrics) for t in top.items("tasks"))
+    execution = top.obj("execution" if version >= 2 else "engine", {})
+    env = top.obj("environment", {})
+    status = top.string("status", "success")
+    if status not in STATUSES:
+        raise top.fail("status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
+    return RunRecord(
+        rmbench_version=top.string("rmbench_version"), created=top.string("created"),
+        model=ModelIdentity(model.string("name"), model.obj("spec", {}).data, model.string("fingerprint", "")),
+        tasks=tasks, config=config,
+        execution=Execution(execution.obj("runtime", {}).data, execution.obj("model", {}).data,
+                            execution.obj("backend", {}).data, execution.obj("stats", {}).data,
+                            execution.opt_string("cache")),
+        environment=Environment(env.string("python", ""), env.string("platform", ""), env.obj("packages", {}).data,
+                                env.opt_string("git_revision"), env.get("git_dirty", (bool, type(None)), None),
+                                env.opt_string("git_root")),
+        status=status, schema_version=SCHEMA_VERSION)
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """A run read from disk: its record and where it lies (for its rewards.jsonl)."""
+
+    path: Path
+    record: RunRecord
+
+    @property
+    def label(self) -> str:
+        return self.path.name
+
+    def rewards(self) -> list[RewardRow]:
+        return load_rewards(self.path)
+
+
+def _results_file(path: str | Path) -> Path:
+    p = Path(path)
+    return p / RESULTS_FILE if p.is_dir() else p
+
+
+def read_run(path: str | Path) -> RunRecord:
+    """Read and validate a run folder's results.json (or the file itself), migrating old schemas."""
+    return load_run(path).record
+
+
+def load_run(path: str | Path) -> RunFolder:
+    p = Path(path)
+    file = _results_file(p)
+    if not file.is_file():
+        raise ConfigError(f"{file}: no such file (is {p} a run folder written by 'rmbench eval'?)")
+    try:
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: not valid JSON: {exc}") from None
+    return RunFolder(file.parent, parse_record(data, file))
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[RunFolder]:
+    """Every run folder among ``paths``: a run folder itself, or every run folder under a folder."""
+    out: list[RunFolder] = []
+    for p in map(Path, paths):
+        if p.is_dir() and not (p / RESULTS_FILE).is_file():
+            found = sorted(f.parent for f in p.rglob(RESULTS_FILE))
+            if not found:
+                raise ConfigError(f"{p}: no run folders under it (no results.json)")
+            out += [load_run(f) for f in found]
+        else:
+            out.append(load_run(p))
+    return out
+
+
+def load_rewards(path: str | Path) -> list[RewardRow]:
+    p = Path(path)
+    file = p / REWARDS_FILE if p.is_dir() else p
+    if not file.is_file():
+        raise ConfigError(f"{file}: no such file (the run folder has no rewards)")
+    rows = []
+    with file.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                rows.append(RewardRow(d["task"], d["group_id"], int(d["response_index"]), int(d["utility"]),
+                                      float(d["reward"])))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(f"{file}, line {n}: not a reward row ({type(exc).__name__}: {exc})") from None
+    return rows

@@ -1,0 +1,368 @@
+"""The run record: what one ``rmbench eval`` of one model produced, as typed, frozen values.
+
+:class:`RunRecord` is what :func:`rmbench.runner.evaluate` returns and what ``results.json``
+holds (schema :data:`SCHEMA_VERSION`; :mod:`rmbench.run_folder` reads, validates and migrates
+older files). Leaderboards, ``compare``, plots, exports and the reproductions ask it questions
+(``run.metric("ties", "specificity", eps=0.1)``) instead of walking JSON.
+
+Every reported number is an :class:`Estimate`: a value with its 95% bootstrap interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from rmbench.errors import ConfigError
+from rmbench.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
+from rmbench.types import canonical_json, sha256_hex
+
+SCHEMA_VERSION = 2
+KEY_VERSION = 1
+"""Version of the comparability key's recipe; bump it when the recipe changes."""
+
+STATUSES = ("success", "partial", "error")
+
+
+def _finite_or_none(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value and its 95% bootstrap interval; nan means "not defined here" (null in JSON)."""
+
+    value: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def defined(self) -> bool:
+        return not math.isnan(self.value)
+
+    @property
+    def has_ci(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None
+
+    def format(self, digits: int = 3) -> str:
+        if not self.defined:
+            return "–"
+        if not self.has_ci:
+            return f"{self.value:.{digits}f}"
+        return f"{self.value:.{digits}f} [{self.ci_low:.{digits}f}, {self.ci_high:.{digits}f}]"
+
+
+@dataclass(frozen=True)
+class MetricRecord:
+    """One reported number: a metric of a task (overall, one subset or one shift) at an eps."""
+
+    task: str
+    subset: str | None
+    shift: str | None
+    metric: str
+    eps: float | None
+    eps_unit: str | None
+    estimate: Estimate
+    n: int
+
+    @property
+    def value(self) -> float:
+        return self.estimate.value
+
+    @property
+    def ci_low(self) -> float | None:
+        return self.estimate.ci_low
+
+    @property
+    def ci_high(self) -> float | None:
+        return self.estimate.ci_high
+
+    def to_json(self) -> dict:
+        e = self.estimate
+        return {"task": self.task, "subset": self.subset, "shift": self.shift, "metric": self.metric,
+                "eps": self.eps, "eps_unit": self.eps_unit, "value": _finite_or_none(e.value),
+                "ci_low": _finite_or_none(e.ci_low), "ci_high": _finite_or_none(e.ci_high), "n": self.n}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "MetricRecord":
+        value = d["value"]
+        est = Estimate(math.nan if value is None else float(value),
+                       None if d["ci_low"] is None else float(d["ci_low"]),
+                       None if d["ci_high"] is None else float(d["ci_high"]))
+        return cls(d["task"], d["subset"], d["shift"], d["metric"], None if d["eps"] is None else float(d["eps"]),
+                   d["eps_unit"], est, int(d["n"]))
+
+
+def task_key(task_name: str, task_version: int, data_fingerprint: str, metric_version: int, eps_unit: str) -> str:
+    """sha256 over what makes two runs' numbers on a task comparable, *except* the eps list.
+
+    A leaderboard cell is (task key, metric, eps): runs with other eps lists share the cells
+    at the eps values they have in common.
+    """
+    payload = {"key_version": KEY_VERSION, "task": task_name, "task_version": int(task_version),
+               "data": data_fingerprint, "metric_version": int(metric_version), "eps_unit": eps_unit}
+    return sha256_hex(canonical_json(payload))
+
+
+def comparability_key(task_name: str, task_version: int, data_fingerprint: str, metric_version: int,
+                      eps, eps_unit: str) -> str:
+    """sha256 over exactly what changes the scores of a task, eps list included.
+
+    Task name and version, the data fingerprint, the metric version and the eps spec (unit and
+    the sorted eps values). Not the batch size, device, seed of the CIs, or rmbench version.
+    """
+    payload = {"key_version": KEY_VERSION, "task": task_name, "task_version": int(task_version),
+               "data": data_fingerprint, "metric_version": int(metric_version),
+               "eps": sorted(float(e) for e in eps), "eps_unit": eps_unit}
+    return sha256_hex(canonical_json(payload))
+
+
+@dataclass(frozen=True)
+class Counts:
+    groups: int
+    responses: int
+    discrimination_pairs: int
+    specificity_pairs: int
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    path: str | None
+    line: int | None
+    field: str | None
+    error: str
+
+
+@dataclass(frozen=True)
+class SkippedRows:
+    """Rows ``--skip-bad-rows`` left out: all counted, the first few quoted."""
+
+    count: int = 0
+    first: tuple[SkippedRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One task of a run: what was scored, how it compares, and its metric records."""
+
+    name: str
+    kind: str
+    version: int
+    args: Mapping[str, Any]
+    data_fingerprint: str
+    metric_version: int
+    eps: tuple[float, ...]
+    eps_unit: str
+    counts: Counts
+    sigma: float | None
+    metrics: tuple[MetricRecord, ...] = ()
+    skipped_rows: SkippedRows = field(default_factory=SkippedRows)
+    truncated_texts: int | None = None
+    headline: tuple[str, ...] = DEFAULT_HEADLINE
+    official: OfficialLayout | None = None
+    status: str = "success"
+    error: str | None = None
+
+    @property
+    def task_key(self) -> str:
+        return task_key(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps_unit)
+
+    @property
+    def comparability_key(self) -> str:
+        return comparability_key(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps,
+                                 self.eps_unit)
+
+    @property
+    def shifts(self) -> tuple[str, ...]:
+        """The shift slices reported ("none" is the originals), in record order."""
+        return tuple(dict.fromkeys(m.shift for m in self.metrics if m.shift is not None and m.subset is None
+                                   and not m.metric.endswith("_shift_gap")))
+
+    def has_eps(self, eps: float) -> bool:
+        return any(math.isclose(eps, e, abs_tol=1e-12) for e in self.eps)
+
+    def metric(self, metric: str, eps: float | None = None, subset: str | None = None,
+               shift: str | None = None) -> MetricRecord | None:
+        """The record of ``metric`` (at ``eps`` when it depends on eps), or None if not reported."""
+        dependent = metric_def(metric).eps_dependent
+        for m in self.metrics:
+            if m.metric != metric or m.subset != subset or m.shift != shift:
+                continue
+            if dependent and (eps is None or m.eps is None or not math.isclose(m.eps, eps, abs_tol=1e-12)):
+                continue
+            return m
+        return None
+
+    @property
+    def key_parts(self) -> "TaskKeyParts":
+        return TaskKeyParts(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps,
+                            self.eps_unit)
+
+    def differences(self, other: "TaskResult") -> list[str]:
+        """What keeps this task's numbers from sharing cells with ``other``'s, with both values."""
+        return self.key_parts.differences(other.key_parts)
+
+
+@dataclass(frozen=True)
+class TaskKeyParts:
+    """What a task's comparability rests on (known before any scoring)."""
+
+    name: str
+    version: int
+    data_fingerprint: str
+    metric_version: int
+    eps: tuple[float, ...]
+    eps_unit: str
+
+    @property
+    def comparability_key(self) -> str:
+        return comparability_key(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps,
+                                 self.eps_unit)
+
+    def differences(self, other: "TaskKeyParts", with_eps: bool = False) -> list[str]:
+        """What differs from ``other`` (task version, data, metric version, eps unit; the eps list
+        too when ``with_eps``), naming both values."""
+        out = []
+        if self.version != other.version:
+            out.append(f"task version {self.version} vs {other.version}")
+        if self.data_fingerprint != other.data_fingerprint:
+            out.append(f"data fingerprint {self.data_fingerprint[:12]} vs {other.data_fingerprint[:12]}")
+        if self.metric_version != other.metric_version:
+            out.append(f"metric version {self.metric_version} vs {other.metric_version}")
+        if self.eps_unit != other.eps_unit:
+            out.append(f"eps unit {self.eps_unit} vs {other.eps_unit}")
+        if with_eps and sorted(self.eps) != sorted(other.eps):
+            out.append(f"eps {eps_text(self.eps)} vs {eps_text(other.eps)}")
+        return out
+
+
+def eps_text(eps) -> str:
+    return ",".join(f"{e:g}" for e in eps)
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What makes two runs "the same run" (a rerun of one command may replace its own folder)."""
+
+    model: str
+    spec: Mapping[str, Any]
+    tasks: tuple[TaskKeyParts, ...]
+
+    def differences(self, other: "RunIdentity") -> list[str]:
+        out = []
+        if self.model != other.model:
+            out.append(f"model {self.model!r}, not {other.model!r}")
+        elif canonical_json(dict(self.spec)) != canonical_json(dict(other.spec)):
+            out.append(f"model {self.model!r} with other arguments ({canonical_json(dict(self.spec))[:120]})")
+        names, other_names = [t.name for t in self.tasks], [t.name for t in other.tasks]
+        if names != other_names:
+            out.append(f"tasks {','.join(names)}, not {','.join(other_names)}")
+        else:
+            for a, b in zip(self.tasks, other.tasks):
+                d = a.differences(b, with_eps=True)
+                if d:
+                    out.append(f"task {a.name}: {'; '.join(d)}")
+        return out
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    name: str
+    spec: Mapping[str, Any]
+    fingerprint: str
+
+    @property
+    def kind(self) -> str:
+        return str(self.spec.get("kind", ""))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The settings that defined the run (the model and tasks are in their own fields)."""
+
+    eps: tuple[float, ...]
+    eps_unit: str
+    limit: int | None
+    skip_bad_rows: bool
+    max_length: int | None
+    truncation: str
+    n_bootstrap: int
+    seed: int
+    metric_version: int
+    ci_level: float = 0.95
+    data: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the scores were computed: backend, runtime and the adapter's own description
+    (free-form: each adapter reports what identifies it), the cache and the engine's counts."""
+
+    runtime: Mapping[str, Any]
+    model: Mapping[str, Any]
+    backend: Mapping[str, Any]
+    stats: Mapping[str, Any]
+    cache: str | None = None
+
+
+@dataclass(frozen=True)
+class Environment:
+    python: str
+    platform: str
+    packages: Mapping[str, str] = field(default_factory=dict)
+    git_revision: str | None = None
+    git_dirty: bool | None = None
+    git_root: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One model on one or more tasks (see the module doc)."""
+
+    rmbench_version: str
+    created: str
+    model: ModelIdentity
+    tasks: tuple[TaskResult, ...]
+    config: RunConfig
+    execution: Execution
+    environment: Environment
+    status: str = "success"
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def model_name(self) -> str:
+        return self.model.name
+
+    @property
+    def task_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tasks)
+
+    @property
+    def identity(self) -> RunIdentity:
+        return RunIdentity(self.model.name, self.model.spec, tuple(t.key_parts for t in self.tasks))
+
+    def task(self, name: str) -> TaskResult:
+        for t in self.tasks:
+            if t.name == name:
+                return t
+        raise ConfigError(f"the run of {self.model.name!r} has no task {name!r} (it has {', '.join(self.task_names)})")
+
+    def has_task(self, name: str) -> bool:
+        return any(t.name == name for t in self.tasks)
+
+    def metric(self, task: str, metric: str, eps: float | None = None, subset: str | None = None,
+               shift: str | None = None) -> MetricRecord | None:
+        """``run.metric("ties", "specificity", eps=0.1)``: one record, or None if not reported."""
+        return self.task(task).metric(metric, eps, subset, shift)
+
+    def value(self, task: str, metric: str, eps: float | None = None, subset: str | None = None,
+              shift: str | None = None) -> float:
+        """The value of :meth:`metric`; nan when it is not reported or not defined."""
+        m = self.metric(task, metric, eps, subset, shift)
+        return math.nan if m is None else m.value
+
+    def records(self, task: str | None = None) -> Iterator[MetricRecord]:
+        for t in self.tasks:
+            if task is None or t.name == task:
+                yield from t.metrics

@@ -1,0 +1,133 @@
+"""Loading a task's groups: from its spec, from a user's ``--data`` file, skipping bad rows.
+
+``--data TASK=PATH`` replaces a task's own data source with a local file. For shift tasks the
+file's shift can be named: ``--data translation_shift=translation:de=FILE`` labels its shifted
+copies ``translation:de`` (a file given to a translation task without a label is labelled
+``translation``, never ``paraphrase``), ``--data domain_shift=domain:code=FILE`` names the
+domain. A row's own ``shift`` (or ``lang``: ``translation:LANG``) field wins over both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from rmbench.errors import ConfigError, DataError
+from rmbench.tasks import build_task
+from rmbench.tasks.base import Task, skipping_bad_rows
+from rmbench.tasks.shift import SHIFT_LABEL
+from rmbench.types import ComparisonGroup, Spec, TaskSpec
+
+
+
+@dataclass(frozen=True)
+class DataOverride:
+    """``--data TASK=[SHIFT=]PATH``: read ``task``'s data from ``path``, its shift named ``shift``."""
+
+    task: str
+    path: str
+    shift: str | None = None
+
+    def to_text(self) -> str:
+        return f"{self.task}={self.shift + '=' if self.shift else ''}{self.path}"
+
+
+def parse_data_overrides(items: Sequence[str]) -> tuple[DataOverride, ...]:
+    """``["ties=path.jsonl", "translation_shift=translation:de=de.jsonl"]`` -> overrides, one per task."""
+    out: dict[str, DataOverride] = {}
+    for item in items:
+        task, sep, rest = item.partition("=")
+        task, rest = task.strip(), rest.strip()
+        if not sep or not task or not rest:
+            raise ConfigError(f"--data {item!r}: expected TASK=PATH or TASK=SHIFT=PATH")
+        shift, sep2, path = rest.partition("=")
+        if not sep2 or not SHIFT_LABEL.match(shift.strip()) or Path(rest).exists():
+            shift, path = None, rest
+        else:
+            shift, path = shift.strip(), path.strip()
+        if task in out:
+            raise ConfigError(f"--data gives task {task!r} twice")
+        out[task] = DataOverride(task, path, shift)
+    return tuple(out.values())
+
+
+def _default_shift(spec: TaskSpec) -> str:
+    """The shift label of a file given to a paired-shift task with no label of its own."""
+    names = list(spec.args_dict.get("paths") or {}) or [spec.args_dict.get("shift") or "paraphrase"]
+    if all(n.startswith("translation") for n in names):
+        return names[0] if len(names) == 1 else "translation"
+    return names[0] if len(names) == 1 else "paraphrase"
+
+
+def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> TaskSpec:
+    """The same task reading a local file instead of its own source (``shift``: its label)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataError("no such file", path=str(p))
+    old = spec.args_dict
+    args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
+    if spec.kind == "domain_shift":
+        if "paths" in old:
+            args["paths"] = old["paths"]  # keep the in-domain set; the file becomes the shifted domain
+        if shift is not None:
+            args["domain"] = shift.split(":", 1)[-1]
+    elif spec.kind == "paired_shift":
+        args["shift"] = shift or _default_shift(spec)
+    elif shift is not None:
+        raise ConfigError(f"--data {spec.name}={shift}=...: task {spec.name!r} (kind {spec.kind}) is not a shift "
+                          f"task, so its data takes no shift label")
+    args["path"] = str(p.resolve())
+    return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
+
+
+def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[Task, list[ComparisonGroup]]:
+    """Build the task and read its groups (the first ``limit``), checking ids are unique."""
+    task = build_task(spec)
+    groups = []
+    seen: set[str] = set()
+    for g in task.groups():
+        if not isinstance(g, ComparisonGroup):
+            raise DataError(f"task {spec.name!r} yielded a {type(g).__name__}, not a ComparisonGroup")
+        if g.id in seen:  # loaders that know the line say so first; this catches the rest
+            raise DataError(f"task {spec.name!r}: two groups have the id {g.id!r}; group ids must be unique")
+        seen.add(g.id)
+        groups.append(g)
+        if limit is not None and len(groups) >= limit:
+            break
+    if not groups:
+        raise DataError(f"task {spec.name!r} has no comparison groups")
+    return task, groups
+
+
+def load_groups_skipping(spec: TaskSpec, limit: int | None = None
+                         ) -> tuple[Task, list[ComparisonGroup], list[DataError]]:
+    """:func:`load_groups` that leaves out bad rows (``--skip-bad-rows``) and returns their errors.
+
+    Readers skip rows they cannot parse as they go. A row that a loader rejects (a missing or
+    mistyped field) stops its generator, so the task is read again without that row: the groups
+    are exactly those of the file minus its bad rows, whatever state the loader keeps across rows.
+    Errors that name no line (a missing, empty or binary file) still fail, as does one that
+    recurs after its row was left out.
+    """
+    with skipping_bad_rows() as bad:
+        while True:
+            try:
+                task, groups = load_groups(spec, limit)
+                return task, groups, sorted(bad.errors, key=lambda e: (str(e.path), e.line))
+            except DataError as exc:
+                if exc.line is None or exc.path is None or (str(exc.path), int(exc.line)) in bad.excluded:
+                    if bad.errors and str(exc).endswith("has no comparison groups"):
+                        raise DataError(f"{exc}: all {len(bad.errors)} rows were bad and skipped; the first: "
+                                        f"{bad.errors[0]}") from None
+                    raise
+                bad.add(exc)
+
+
+def load_task(spec: TaskSpec, limit: int | None = None, skip_bad_rows: bool = False
+              ) -> tuple[Task, list[ComparisonGroup], list[DataError]]:
+    """Task, groups and the bad rows left out (none unless ``skip_bad_rows``)."""
+    if skip_bad_rows:
+        return load_groups_skipping(spec, limit)
+    task, groups = load_groups(spec, limit)
+    return task, groups, []
