@@ -26,7 +26,7 @@ from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text
 from rmbench.leaderboard import Leaderboard, build_leaderboard
 from rmbench.leaderboard_render import render
-from rmbench.run_folder import RESULTS_FILE, read_run
+from rmbench.run_folder import existing_run, refuse_other_run
 from rmbench.run_record import RunRecord
 from rmbench.runner import EvalConfig, ProgressFactory, evaluate
 from rmbench.tasks.loading import DataOverride
@@ -82,17 +82,9 @@ def precheck(configs: Sequence[EvalConfig], plan: OutputPlan, overwrite: bool) -
     if overwrite:
         return
     for config, run_dir in zip(configs, plan.run_dirs):
-        file = run_dir / RESULTS_FILE
-        if not file.exists():
-            continue
-        try:
-            old = read_run(file)
-        except ConfigError as exc:
-            raise ConfigError(f"{run_dir} already holds a results.json that cannot be read ({exc}); pass "
-                              f"--overwrite to replace it, or choose another --out") from None
-        if old.model.name != config.model:
-            raise ConfigError(f"{run_dir} holds another run (model {old.model.name!r}, not {config.model!r}; "
-                              f"written {old.created}); pass --overwrite to replace it, or choose another --out")
+        old = existing_run(run_dir)
+        if old is not None and old.model.name != config.model:
+            refuse_other_run(run_dir, old, [f"model {old.model.name!r}, not {config.model!r}"])
 
 
 @dataclass(frozen=True)

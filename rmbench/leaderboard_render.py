@@ -99,7 +99,7 @@ document.querySelectorAll('th').forEach(function (th) {
 """
 
 
-def _html_table(table: Table) -> str:
+def _html_table(table: Table, heading: bool = True) -> str:
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in list(table.key_headers) + [c.header for c in table.columns])
     body = []
@@ -109,7 +109,8 @@ def _html_table(table: Table) -> str:
             v = "" if cell is None or not cell.defined else repr(cell.value)
             tds.append(f'<td data-v="{e(v)}">{e(format_cell(cell))}</td>')
         body.append("<tr>" + "".join(tds) + "</tr>")
-    return (f"<h2>{e(table.title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    title = f"<h2>{e(table.title)}</h2>" if heading else ""
+    return (f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
             f"<p>{e(table.caption)}.</p>")
 
 
@@ -130,7 +131,7 @@ def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
         "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}</style></head><body>"
         "<h1>rmbench leaderboard</h1>"
         f"<p>Cells: value [95% bootstrap CI over groups]. {e(_eps_note(lb))} Click a header to sort.</p>"
-        + "".join(_html_table(t) for t in lb.tables) + notes + figs
+        + "".join(_html_table(t, heading=i > 0) for i, t in enumerate(lb.tables)) + notes + figs
         + f"<script>{_SORT_JS}</script></body></html>\n")
 
 

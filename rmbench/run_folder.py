@@ -73,20 +73,29 @@ def record_to_json(run: RunRecord) -> dict:
     }
 
 
-def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> None:
-    """Refuse (ConfigError) when ``out_dir`` holds a different run and ``overwrite`` is off."""
+def existing_run(out_dir: str | Path) -> RunRecord | None:
+    """The run a folder already holds (None for a new folder); an unreadable one is refused."""
     file = Path(out_dir) / RESULTS_FILE
-    if overwrite or not file.exists():
-        return
+    if not file.exists():
+        return None
     try:
-        old = read_run(file)
+        return read_run(file)
     except ConfigError as exc:
         raise ConfigError(f"{out_dir} already holds a results.json that cannot be read ({exc}); "
                           f"pass --overwrite to replace it, or choose another --out") from None
-    what = old.identity.differences(identity)
-    if what:
-        raise ConfigError(f"{out_dir} holds another run ({'; '.join(what)}; written {old.created}); pass "
+
+
+def refuse_other_run(out_dir: str | Path, old: RunRecord, differences: Sequence[str]) -> None:
+    if differences:
+        raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
                           f"--overwrite to replace it, or choose another --out")
+
+
+def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> None:
+    """Refuse (ConfigError) when ``out_dir`` holds a different run and ``overwrite`` is off."""
+    old = None if overwrite else existing_run(out_dir)
+    if old is not None:
+        refuse_other_run(out_dir, old, old.identity.differences(identity))
 
 
 def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow], overwrite: bool = False) -> Path:

@@ -125,3 +125,22 @@ def test_bad_run_folder_is_a_clear_error(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"schema_version": 2}))
     with pytest.raises(ConfigError, match="field 'model': missing"):
         load_run(tmp_path)
+
+
+def test_html_page_embeds_the_d_spec_curves(runs, tmp_path):
+    pytest.importorskip("matplotlib")
+    import base64
+    import re
+
+    from typer.testing import CliRunner
+
+    from rmbench.cli import app
+
+    page = tmp_path / "board.html"
+    result = CliRunner().invoke(app, ["leaderboard", "build", str(runs["oracle"]), str(runs["length"]), "--format",
+                                      "html", "--out", str(page)])
+    assert result.exit_code == 0, result.output
+    images = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', page.read_text())
+    assert len(images) == 1  # one task, one curve
+    svg = base64.b64decode(images[0]).decode("utf-8")
+    assert svg.startswith("<svg") and "</svg>" in svg
