@@ -11,7 +11,8 @@ Where things go (:func:`plan_outputs`), so that no command's results replace ano
   the same command writes.
 
 A folder that holds another run (model, tasks or comparability key) is refused before any
-scoring unless ``overwrite`` (:func:`rmbench.run_folder.check_destination`).
+model is scored unless ``overwrite`` (:func:`rmbench.run_folder.check_destination`): every run
+is planned and its folder checked first.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text
 from rmbench.leaderboard import Leaderboard, build_leaderboard
 from rmbench.leaderboard_render import render
-from rmbench.run_folder import existing_run, refuse_other_run
+from rmbench.run_folder import check_destination
 from rmbench.run_record import RunRecord
-from rmbench.runner import EvalConfig, ProgressFactory, evaluate
+from rmbench.runner import EvalConfig, ProgressFactory, evaluate, plan_run
 from rmbench.tasks.loading import DataOverride
 
 DEFAULT_ROOT = Path("runs")
@@ -76,17 +77,6 @@ def plan_outputs(models: Sequence[str], tasks: Sequence[str], out: Path | None =
     return OutputPlan(tuple(root / run_folder_name(m, tasks, data) for m in models), root / f"{board}.md")
 
 
-def precheck(configs: Sequence[EvalConfig], plan: OutputPlan, overwrite: bool) -> None:
-    """Refuse at once a folder that holds another model's or other tasks' run (the data-dependent
-    part of the check runs in :func:`evaluate`, still before any scoring)."""
-    if overwrite:
-        return
-    for config, run_dir in zip(configs, plan.run_dirs):
-        old = existing_run(run_dir)
-        if old is not None and old.model.name != config.model:
-            refuse_other_run(run_dir, old, [f"model {old.model.name!r}, not {config.model!r}"])
-
-
 @dataclass(frozen=True)
 class SuiteResult:
     records: tuple[RunRecord, ...]
@@ -104,10 +94,14 @@ def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, over
     if not configs:
         raise ConfigError("no model given")
     plan = plan_outputs([c.model for c in configs], configs[0].tasks, out, configs[0].data)
+    # Every run is planned (its data read and checked) and its folder checked before any scoring,
+    # so the last model's refused folder never costs the first models' scoring.
+    plans = [plan_run(c, warn=warn) for c in configs]
     if write:
-        precheck(configs, plan, overwrite)
-    records = tuple(evaluate(c, out_dir=d if write else None, progress=progress, warn=warn, overwrite=overwrite)
-                    for c, d in zip(configs, plan.run_dirs))
+        for run_plan, run_dir in zip(plans, plan.run_dirs):
+            check_destination(run_dir, run_plan.identity, overwrite)
+    records = tuple(evaluate(c, out_dir=d if write else None, progress=progress, warn=warn, overwrite=overwrite,
+                             plan=p) for c, d, p in zip(configs, plan.run_dirs, plans))
     board = build_leaderboard(records)
     if write:
         atomic_write_text(plan.leaderboard, render(board, "md"))

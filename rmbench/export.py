@@ -42,123 +42,28 @@ import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text
-from rmbench.metric_registry import RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, metric_def
+from rmbench.metric_registry import metric_def
 from rmbench.run_folder import RunFolder
 from rmbench.run_record import MetricRecord, RunRecord, TaskResult
 from rmbench.types import canonical_json
+from rmbench.export_names import RANGES, UNBOUNDED, Benchmark, benchmark_of, details, model_info, source_data
 
 FORMATS = ("every-eval-ever",)
 
 EEE_SCHEMA_VERSION = "0.3.0"
 """The Every Eval Ever schema version these logs follow (``eval.schema.json`` ``version``)."""
 
-RB2_HF_DATASET = "allenai/reward-bench-2"
-_TIES_BOUNDS = (-0.01, 1.01)  # 0.30 + 0.30 + 0.20 + 0.20 accuracy terms + 0.01 * tanh(...)
-_UNBOUNDED = ("-Infinity", "Infinity")
 
-
-# --- the official benchmarks ---------------------------------------------------------------
-
-class _Benchmark:
-    """How one official layout's records are named in Every Eval Ever."""
-
-    def __init__(self, dataset_name: str, namespace: str, names: dict[str | None, str],
-                 descriptions: dict[str | None, str], bounds: dict[str | None, tuple[float, float]]) -> None:
-        self.dataset_name = dataset_name
-        self.namespace = namespace  # for metric_id
-        self.names = names  # record subset (None: the total) -> evaluation_name
-        self.descriptions = descriptions
-        self.bounds = bounds
-
-    def order(self) -> list[str | None]:
-        """The adapter's order: the total first, then the columns in the benchmark's order."""
-        return [None] + [s for s in self.names if s is not None]
-
-
-_RB2 = _Benchmark(
-    "RewardBench 2", "rewardbench2",
-    names={None: "Score", "Factuality": "Factuality", "Precise IF": "Precise IF", "Math": "Math",
-           "Safety": "Safety", "Focus": "Focus", "Ties": "Ties"},
-    descriptions={
-        None: "Overall RewardBench 2 score: mean of the subset scores",
-        "Factuality": "RewardBench 2 Factuality: best-of-n accuracy on factual correctness",
-        "Precise IF": "RewardBench 2 Precise Instruction Following: best-of-n accuracy",
-        "Math": "RewardBench 2 Math: best-of-n accuracy on mathematical reasoning",
-        "Safety": "RewardBench 2 Safety: best-of-n accuracy on safety (comply or refuse)",
-        "Focus": "RewardBench 2 Focus: best-of-n accuracy on staying on topic",
-        "Ties": "RewardBench 2 Ties score: ranks equally correct answers above incorrect ones "
-                "without separating the correct ones",
-    },
-    bounds={None: _TIES_BOUNDS, "Ties": _TIES_BOUNDS})
-
-_RB1 = _Benchmark(
-    "RewardBench", "rewardbench",
-    names={None: "Score", "Chat": "Chat", "Chat Hard": "Chat Hard", "Safety": "Safety", "Reasoning": "Reasoning",
-           "Prior Sets": "Prior Sets (0.5 weight)"},
-    descriptions={
-        None: "Overall RewardBench score: (Chat + Chat Hard + Safety + Reasoning + 0.5 Prior Sets) / 4.5 "
-              "over the sections present",
-        "Chat": "RewardBench Chat accuracy (easy chat subsets, weighted by the official example counts)",
-        "Chat Hard": "RewardBench Chat Hard accuracy (hard chat subsets, weighted by the official example counts)",
-        "Safety": "RewardBench Safety accuracy (safety subsets, weighted by the official example counts)",
-        "Reasoning": "RewardBench Reasoning accuracy (code and math subsets, weighted by the official example counts)",
-        "Prior Sets": "RewardBench Prior Sets accuracy (mean of the prior test sets; weighted 0.5 in the score)",
-    },
-    bounds={})
-
-_RB2_TIES = _Benchmark(
-    "RewardBench 2", "rewardbench2", names={None: "Ties"},
-    descriptions={None: _RB2.descriptions["Ties"]}, bounds={None: _TIES_BOUNDS})
-
-_RANGES: dict[str, tuple[Any, Any]] = {
-    "pairwise_accuracy": (0.0, 1.0), "sign_accuracy": (0.0, 1.0), "discrimination": (0.0, 1.0),
-    "specificity": (0.0, 1.0), "ds_auc": (0.0, 1.0), "balanced_best": (0.0, 1.0),
-    "reward_margin": (0.0, "Infinity"), "ties_score": _TIES_BOUNDS,
-    "rewardbench_score": (0.0, 1.0), "rewardbench2_score": (0.0, 1.0),
-}
-
-
-def _benchmark(task: TaskResult) -> _Benchmark | None:
-    """The official naming of the task's official records, or None (rmbench's own names)."""
-    layout = task.official
-    if layout is None:
-        return None
-    if layout.metric == RB2_LAYOUT.metric:
-        return _RB2
-    if layout.metric == RB1_LAYOUT.metric:
-        return _RB1
-    if layout.metric == TIES_LAYOUT.metric:
-        args = task.args
-        real = args.get("dataset") == RB2_HF_DATASET and "path" not in args and args.get("split", "test") == "test"
-        return _RB2_TIES if real else None
-    return None
 
 
 # --- small helpers -----------------------------------------------------------------------
 
 def _finite(x: float | None) -> bool:
     return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
-
-
-def _text(value: Any) -> str:
-    """A value for an ``additional_details`` map (all strings)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def _details(pairs: Iterable[tuple[str, Any]]) -> dict[str, str]:
-    return {k: _text(v) for k, v in pairs if v is not None}
 
 
 def _parse_time(created: str) -> datetime | None:
@@ -194,98 +99,7 @@ def safe_name(name: str) -> str:
     return out or "model"
 
 
-# --- model ---------------------------------------------------------------------------------
-
-_HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-_BASELINES = ("oracle", "constant", "length")
-_LOCAL_KINDS = _BASELINES + ("implicit", "seqcls", "linear", "generative", "discretize", "vllm_implicit",
-                             "vllm_seqcls")
-
-
-def _hub_id(spec: dict, runtime: dict) -> str | None:
-    """The Hugging Face id of the model's weights, when they come from the hub.
-
-    The adapter's own record says first (``weights``: ``hub:ORG/NAME@COMMIT`` or ``sha256:...``
-    for a local folder); without it, the spec's ``model`` argument when it looks like a hub id.
-    rmbench's embedded models (a packaged GGUF of a hub model) name their hub model.
-    """
-    target = (spec.get("args") or {}).get("model")
-    try:
-        from rmbench.models.embedded import EMBEDDED
-    except Exception:  # noqa: BLE001 - the export needs no model code
-        EMBEDDED = {}
-    if isinstance(target, str) and target in EMBEDDED:
-        return str(EMBEDDED[target].get("hub") or "") or None
-    weights = runtime.get("weights")
-    if isinstance(weights, str) and weights.startswith("hub:"):
-        hub = weights[len("hub:"):].split("@", 1)[0]
-        return hub if _HF_ID.match(hub) else None
-    if isinstance(weights, str):
-        return None
-    if isinstance(target, str) and _HF_ID.match(target) and not target.startswith((".", "~")):
-        return target
-    return None
-
-
-def _model_info(record: RunRecord) -> dict:
-    m = record.model
-    spec = dict(m.spec)
-    kind = m.kind
-    runtime = dict(record.execution.model)
-    hub = _hub_id(spec, runtime)
-    if hub is not None:
-        model_id, developer = hub, hub.split("/", 1)[0]
-    elif kind in _BASELINES:
-        model_id, developer = f"rmbench/{m.name}", "rmbench"
-    else:
-        model_id, developer = f"local/{m.name}", None
-    packages = dict(record.environment.packages)
-    info: dict[str, Any] = {"name": m.name, "id": model_id}
-    if developer:
-        info["developer"] = developer
-    if kind.startswith("vllm"):
-        info["inference_engine"] = {"name": "vllm", "version": str(packages.get("vllm", "unknown"))}
-    elif kind == "lmeval":
-        info["inference_engine"] = {"name": "lm-eval", "version": str(runtime.get("lm_eval")
-                                                                      or packages.get("lm-eval", "unknown"))}
-    elif "transformers" in runtime:
-        info["inference_engine"] = {"name": "transformers", "version": str(runtime["transformers"])}
-    info["additional_details"] = _details([
-        ("deployment_type", "self_deployed" if kind in _LOCAL_KINDS else "unknown"),
-        ("model_availability", "unknown"),
-        ("rmbench_kind", kind or None),
-        ("rmbench_spec", canonical_json(spec)),
-        ("rmbench_fingerprint", m.fingerprint or None),
-        ("weights", runtime.get("weights")),
-        ("dtype", runtime.get("dtype")),
-    ])
-    return info
-
-
 # --- results -------------------------------------------------------------------------------
-
-def _source_data(task: TaskResult, record: RunRecord, dataset_name: str) -> dict:
-    args = task.args
-    details = _details([
-        ("rmbench_task", task.name), ("rmbench_task_kind", task.kind or None),
-        ("rmbench_task_version", task.version), ("data_fingerprint", task.data_fingerprint),
-        ("limit", record.config.limit), ("skipped_rows", task.skipped_rows.count or None),
-    ])
-    if "path" in args:
-        details["data_file"] = Path(str(args["path"])).name
-        return {"dataset_name": dataset_name, "source_type": "other", "additional_details": details}
-    if isinstance(args.get("dataset"), str):
-        if args.get("revision"):
-            details["revision"] = str(args["revision"])
-        out: dict[str, Any] = {"dataset_name": dataset_name, "source_type": "hf_dataset",
-                               "hf_repo": args["dataset"]}
-        if isinstance(args.get("split"), str):
-            out["hf_split"] = args["split"]
-        out["samples_number"] = int(task.counts.groups)
-        out["additional_details"] = details
-        return out
-    return {"dataset_name": dataset_name, "source_type": "other", "additional_details": details}
-
 
 def _uncertainty(m: MetricRecord, record: RunRecord) -> dict:
     out: dict[str, Any] = {}
@@ -310,7 +124,7 @@ def _bounds_config(bounds: tuple[Any, Any]) -> dict:
     return {"score_type": "continuous", "min_score": bounds[0], "max_score": bounds[1]}
 
 
-def _official_result(task: TaskResult, record: RunRecord, m: MetricRecord, bench: _Benchmark) -> dict:
+def _official_result(task: TaskResult, record: RunRecord, m: MetricRecord, bench: Benchmark) -> dict:
     label = bench.names[m.subset]
     bounds = bench.bounds.get(m.subset, (0.0, 1.0))
     config: dict[str, Any] = {
@@ -320,17 +134,17 @@ def _official_result(task: TaskResult, record: RunRecord, m: MetricRecord, bench
         "metric_kind": "score",
         "lower_is_better": False,
         **_bounds_config(bounds),
-        "additional_details": _details([("rmbench_metric", m.metric), ("metric_version", task.metric_version)]),
+        "additional_details": details([("rmbench_metric", m.metric), ("metric_version", task.metric_version)]),
     }
     if bounds == (0.0, 1.0):
         config["metric_unit"] = "proportion"
     return {
         "evaluation_result_id": _result_id(task, m),
         "evaluation_name": label,
-        "source_data": _source_data(task, record, bench.dataset_name),
+        "source_data": source_data(task, record, bench.dataset_name),
         "evaluation_timestamp": record.created,
         "metric_config": config,
-        "score_details": {"score": float(m.value), "details": _details([
+        "score_details": {"score": float(m.value), "details": details([
             ("rmbench_task", task.name), ("rmbench_metric", m.metric), ("subset", m.subset), ("n", m.n),
             ("n_counts", metric_def(m.metric).n_counts)]),
             "uncertainty": _uncertainty(m, record)},
@@ -353,7 +167,7 @@ def _rmbench_result(task: TaskResult, record: RunRecord, m: MetricRecord, datase
     elif m.eps is not None:  # balanced_best: the eps where the maximum is reached
         score_extra += [("eps", m.eps), ("eps_unit", m.eps_unit)]
     description += f" (rmbench task {task.name!r})"
-    lo, hi = _RANGES.get(m.metric, _UNBOUNDED)
+    lo, hi = RANGES.get(m.metric, UNBOUNDED)
     config: dict[str, Any] = {
         "evaluation_description": description,
         "metric_id": f"rmbench.{m.metric}",
@@ -361,7 +175,7 @@ def _rmbench_result(task: TaskResult, record: RunRecord, m: MetricRecord, datase
         "metric_kind": m.metric,
         "lower_is_better": not d.higher_is_better,
         **_bounds_config((lo, hi)),
-        "additional_details": _details([("rmbench_metric", m.metric), ("metric_version", task.metric_version),
+        "additional_details": details([("rmbench_metric", m.metric), ("metric_version", task.metric_version),
                                         ("eps_dependent", d.eps_dependent), ("n_counts", d.n_counts)]),
     }
     if (lo, hi) == (0.0, 1.0):
@@ -373,10 +187,10 @@ def _rmbench_result(task: TaskResult, record: RunRecord, m: MetricRecord, datase
     return {
         "evaluation_result_id": _result_id(task, m),
         "evaluation_name": name,
-        "source_data": _source_data(task, record, dataset_name),
+        "source_data": source_data(task, record, dataset_name),
         "evaluation_timestamp": record.created,
         "metric_config": config,
-        "score_details": {"score": float(m.value), "details": _details([
+        "score_details": {"score": float(m.value), "details": details([
             ("rmbench_task", task.name), ("rmbench_metric", m.metric), ("subset", m.subset), ("n", m.n),
             *score_extra]),
             "uncertainty": _uncertainty(m, record)},
@@ -387,7 +201,7 @@ def _task_results(task: TaskResult, record: RunRecord) -> list[dict]:
     """The task's results: its official columns (total first), then its pooled rmbench records."""
     if task.status != "success":
         return []
-    bench = _benchmark(task)
+    bench = benchmark_of(task)
     official_metric = task.official.metric if task.official else None
     dataset_name = bench.dataset_name if bench else task.name
     defined = [m for m in task.metrics if m.shift is None and _finite(m.value)]
@@ -448,11 +262,11 @@ def to_every_eval_ever(records: Sequence[RunRecord], *, source_organization_name
     if not results:
         raise ConfigError(f"the runs of {newest.model.name!r} have no defined results to export")
 
-    model_info = _model_info(newest)
+    model = model_info(newest)
     retrieved = _epoch(newest.created)
     env = newest.environment
     versions = sorted({r.rmbench_version for r in runs})
-    library_details = _details([
+    library_details = details([
         ("python", env.python or None), ("platform", env.platform or None),
         ("git_revision", env.git_revision), ("git_dirty", env.git_dirty),
         ("packages", dict(env.packages) or None),
@@ -461,7 +275,7 @@ def to_every_eval_ever(records: Sequence[RunRecord], *, source_organization_name
     ])
     return {
         "schema_version": EEE_SCHEMA_VERSION,
-        "evaluation_id": f"rmbench/{model_info['id'].replace('/', '_')}/{retrieved}",
+        "evaluation_id": f"rmbench/{model['id'].replace('/', '_')}/{retrieved}",
         "evaluation_timestamp": newest.created,
         "retrieved_timestamp": retrieved,
         "source_metadata": {
@@ -469,12 +283,12 @@ def to_every_eval_ever(records: Sequence[RunRecord], *, source_organization_name
             "source_type": "evaluation_run",
             "source_organization_name": source_organization_name,
             "evaluator_relationship": evaluator_relationship,
-            "additional_details": _details([("exporter", "rmbench export --format every-eval-ever"),
+            "additional_details": details([("exporter", "rmbench export --format every-eval-ever"),
                                             ("runs", len(runs))]),
         },
         "eval_library": {"name": "rmbench", "version": newest.rmbench_version or "unknown",
                          "additional_details": library_details},
-        "model_info": model_info,
+        "model_info": model,
         "evaluation_results": list(results.values()),
     }
 

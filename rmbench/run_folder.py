@@ -85,17 +85,13 @@ def existing_run(out_dir: str | Path) -> RunRecord | None:
                           f"pass --overwrite to replace it, or choose another --out") from None
 
 
-def refuse_other_run(out_dir: str | Path, old: RunRecord, differences: Sequence[str]) -> None:
-    if differences:
-        raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
-                          f"--overwrite to replace it, or choose another --out")
-
-
 def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> None:
     """Refuse (ConfigError) when ``out_dir`` holds a different run and ``overwrite`` is off."""
     old = None if overwrite else existing_run(out_dir)
-    if old is not None:
-        refuse_other_run(out_dir, old, old.identity.differences(identity))
+    differences = [] if old is None else old.identity.differences(identity)
+    if differences:
+        raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
+                          f"--overwrite to replace it, or choose another --out")
 
 
 def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow], overwrite: bool = False) -> Path:

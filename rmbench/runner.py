@@ -133,13 +133,15 @@ class LoadedTask:
     task: Task
     groups: list[ComparisonGroup]
     bad_rows: list[DataError]
+    fingerprint: str
+    """of the groups kept (:func:`rmbench.types.data_fingerprint`)"""
 
     @property
     def n_responses(self) -> int:
         return sum(len(g.responses) for g in self.groups)
 
     def key_parts(self, config: EvalConfig) -> TaskKeyParts:
-        return TaskKeyParts(self.spec.name, self.spec.version or 0, data_fingerprint(self.groups), METRIC_VERSION,
+        return TaskKeyParts(self.spec.name, self.spec.version or 0, self.fingerprint, METRIC_VERSION,
                             tuple(config.eps), config.eps_unit)
 
 
@@ -167,7 +169,7 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
             where = "; ".join(str(e) for e in bad[:3])
             warn(f"task {name!r}: skipped {len(bad)} bad row{'s' * (len(bad) != 1)} (--skip-bad-rows), "
                  f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
-        loaded.append(LoadedTask(spec, task, groups, bad))
+        loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups)))
     return loaded
 
 
@@ -226,24 +228,44 @@ def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """A run before any scoring: the model's spec and every task's groups, read and checked."""
+
+    config: EvalConfig
+    model_spec: Spec
+    tasks: tuple[LoadedTask, ...]
+
+    @property
+    def identity(self) -> RunIdentity:
+        return RunIdentity(self.model_spec.name, self.model_spec.to_json(),
+                           tuple(t.key_parts(self.config) for t in self.tasks))
+
+
+def plan_run(config: EvalConfig, catalog: Catalog | None = None,
+             warn: Callable[[str], None] | None = None) -> RunPlan:
+    """Resolve the model and load every task (a bad data row fails here, before any scoring)."""
+    warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
+    catalog = catalog or load_catalog(config.include)
+    return RunPlan(config, resolve_model_spec(config, catalog), tuple(load_tasks(config, catalog, warn)))
+
+
 def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
              catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
-             overwrite: bool = False) -> RunRecord:
+             overwrite: bool = False, plan: RunPlan | None = None) -> RunRecord:
     """Score ``config.model`` on every task, compute all metrics, and write the run if ``out_dir``.
 
-    Plan (load and check every task), load the model, score every response once, assemble the
-    :class:`RunRecord`. A bad data row fails before any scoring and nothing is written (with
-    ``config.skip_bad_rows`` bad rows are left out, counted in the record and reported through
-    ``warn``; default: ``warnings.warn``). ``out_dir`` holding a different run is refused before
-    scoring unless ``overwrite``.
+    Plan (load and check every task; or take ``plan``), load the model, score every response
+    once, assemble the :class:`RunRecord`. A bad data row fails before any scoring and nothing
+    is written (with ``config.skip_bad_rows`` bad rows are left out, counted in the record and
+    reported through ``warn``; default: ``warnings.warn``). ``out_dir`` holding a different run
+    is refused before scoring unless ``overwrite``.
     """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=2))
-    catalog = catalog or load_catalog(config.include)
-    model_spec = resolve_model_spec(config, catalog)
-    loaded = load_tasks(config, catalog, warn)
-    identity = RunIdentity(model_spec.name, model_spec.to_json(), tuple(t.key_parts(config) for t in loaded))
+    plan = plan or plan_run(config, catalog, warn)
+    model_spec, loaded = plan.model_spec, list(plan.tasks)
     if out_dir is not None:
-        check_destination(out_dir, identity, overwrite)
+        check_destination(out_dir, plan.identity, overwrite)
 
     backend = make_backend(config.engine, workers=config.workers, ray_address=config.ray_address,
                            worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus)

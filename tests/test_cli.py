@@ -97,6 +97,10 @@ def test_run_folders_never_replace_another_run(tmp_path, monkeypatch):
         assert result.exit_code == 2 and words in result.output and "--overwrite" in result.output, result.output
         assert "Traceback" not in result.output
     assert (tmp_path / "runs" / "length__ties" / "results.json").read_text() == before  # nothing lost
+    # several models: every folder is checked before any model is scored
+    other = runner.invoke(app, ["eval", "--model", "oracle,length", "--limit", "4", "--bootstrap", "10"])
+    assert other.exit_code == 2 and "runs/length__ties holds another run (task ties: data fingerprint" in other.output
+    assert not (tmp_path / "runs" / "oracle__ties").exists()
     forced = runner.invoke(app, ["eval", "--model", "oracle", "--bootstrap", "10", "--out", "runs/length__ties",
                                  "--overwrite"])
     assert forced.exit_code == 0, forced.output

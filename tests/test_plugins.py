@@ -1,6 +1,5 @@
 """A user's own RM without editing rmbench: a TOML/YAML model entry, and an installed entry-point plugin."""
 
-import json
 import os
 import subprocess
 import sys

@@ -1,0 +1,134 @@
+"""``rmbench`` commands on results already written: leaderboard build, compare, plot, export.
+They read run folders only; no model is loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from rmbench.cli_common import (_print_leaderboard, app, console, err_console, leaderboard_app, user_errors)
+from rmbench.errors import RMBenchError
+
+
+@leaderboard_app.command("build")
+def leaderboard_build(
+    runs: List[Path] = typer.Argument(..., help="Run folders written by 'rmbench eval', or folders to search for "
+                                      "them (every run under the folder)."),
+    fmt: str = typer.Option("md", "--format", "-f", help="md, csv, json or html."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the table here (default: print only)."),
+    eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns [default: 0.1 if every run "
+                                        "has it, else the smallest eps they share]."),
+) -> None:
+    """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
+    from rmbench.errors import ConfigError
+    from rmbench.files import atomic_write_text
+    from rmbench.leaderboard import FORMATS, build_leaderboard
+    from rmbench.leaderboard_render import render
+    from rmbench.run_folder import find_runs
+
+    with user_errors():
+        if fmt not in FORMATS:
+            raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+        folders = find_runs(runs)
+        lb = build_leaderboard(folders, eps=eps)
+        figures = _curve_figures(folders, lb, err_console) if fmt == "html" else None
+        text = render(lb, fmt, figures)
+        if out is not None:
+            atomic_write_text(out, text)
+        if fmt == "md" or out is None:
+            if fmt == "md":
+                _print_leaderboard(lb)
+            else:
+                typer.echo(text, nl=False)
+        if out is not None:
+            err_console.print(f"Wrote {out}", markup=False, highlight=False)
+
+
+def _curve_figures(folders, lb, console_) -> dict[str, str]:
+    """The D-Spec curve of each task as inline SVG, when matplotlib is installed."""
+    try:
+        from rmbench.plot import ds_curve_svg
+    except ImportError:
+        return {}
+    figures = {}
+    for task in lb.eps:
+        if "#" in task:  # a column group of runs on other data: its curve would mix them with the first
+            continue
+        try:
+            figures[task] = ds_curve_svg(folders, task)
+        except RMBenchError as exc:  # matplotlib missing: the page has the tables only
+            console_.print(f"note: no curves in the page: {exc}", markup=False, highlight=False)
+            return {}
+    return figures
+
+
+@app.command("compare")
+def compare_command(
+    run_a: Path = typer.Argument(..., help="Run folder of model A."),
+    run_b: Path = typer.Argument(..., help="Run folder of model B."),
+    task: List[str] = typer.Option([], "--task", help="Compare only these tasks (default: all shared). Repeatable."),
+    data: List[str] = typer.Option([], "--data", help="TASK=PATH: the file the runs were scored on, if moved."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Paired bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+) -> None:
+    """A - B on every metric of the shared tasks at the eps both runs have, with paired bootstrap 95% CIs."""
+    from rmbench.compare import compare_runs
+    from rmbench.run_folder import load_run
+    from rmbench.tasks.loading import parse_data_overrides
+
+    with user_errors():
+        a, b = load_run(run_a), load_run(run_b)
+        rows = compare_runs(a, b, task, {d.task: d for d in parse_data_overrides(data)}, bootstrap, seed)
+        table = Table(title=f"{a.record.model.name} (A) vs {b.record.model.name} (B)",
+                      caption="A - B with a paired bootstrap 95% CI over groups; * = CI excludes 0")
+        for col in ("task", "metric", "subset", "eps", "A", "B", "A - B", "95% CI", ""):
+            table.add_column(col, justify="left" if col in ("task", "metric", "subset") else "right", no_wrap=True)
+        for r in rows:
+            eps = "" if r.eps is None else f"{r.eps:g} {r.eps_unit}"
+            fmt = lambda v: "–" if v != v else f"{v:.4f}"  # noqa: E731  (nan prints as a dash)
+            ci = "" if r.ci_low != r.ci_low else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
+            star = "*" if r.ci_low == r.ci_low and (r.ci_low > 0 or r.ci_high < 0) else ""
+            table.add_row(r.task, r.metric, r.subset or "", eps, fmt(r.value_a), fmt(r.value_b), fmt(r.diff), ci, star)
+        console.print(table)
+
+
+@app.command("plot")
+def plot_command(
+    runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
+    out: Path = typer.Option(Path("plots"), "--out", "-o", help="Folder for the figures."),
+    fmt: str = typer.Option("png,svg", "--format", "-f", help="Comma-separated: png, svg."),
+    task: List[str] = typer.Option([], "--task", help="Only these tasks (default: every task of the runs)."),
+) -> None:
+    """D(eps)-Spec(eps) curves per task (one curve per run) and original-vs-shifted bars for shift tasks."""
+    from rmbench.errors import ConfigError
+    from rmbench.plot import plot_runs
+    from rmbench.run_folder import find_runs
+
+    with user_errors():
+        formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
+        bad = [f for f in formats if f not in ("png", "svg")]
+        if bad or not formats:
+            raise ConfigError(f"--format {fmt!r}: use png, svg or png,svg")
+        paths = plot_runs(find_runs(runs), out, formats, tuple(task) or None,
+                         warn=lambda m: err_console.print(f"note: {m}", markup=False, highlight=False))
+        for path in paths:
+            console.print(f"Wrote {path}", markup=False, highlight=False)
+
+
+@app.command("export")
+def export_command(
+    runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
+    fmt: str = typer.Option("every-eval-ever", "--format", "-f", help="every-eval-ever (one EvaluationLog JSON "
+                            "per model)."),
+    out: Path = typer.Option(Path("export"), "--out", "-o", help="Folder for the exported files."),
+) -> None:
+    """Export runs to a community results schema (Every Eval Ever), one file per model."""
+    from rmbench.export import export_runs
+    from rmbench.run_folder import find_runs
+
+    with user_errors():
+        for path in export_runs(find_runs(runs), out, fmt):
+            console.print(f"Wrote {path}", markup=False, highlight=False)
