@@ -64,8 +64,8 @@ def eval_command(
                                              "models); truncated texts are counted per task."),
     truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
                                    "from: 'left' (drop the prompt's start, keep the response) or 'right'."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder [default: runs/<model>__<tasks>]; with "
-                                       "several models, the parent of one folder per model [default: runs]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<model>__<tasks>); with "
+                                       "several models, the parent of one folder per model (default: runs)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a run folder that holds another run (other "
                                    "model, tasks, data or eps); without it such a folder is refused."),
     include: List[Path] = typer.Option([], "--include", help="Folder of extra task/model entry files. Repeatable."),
@@ -76,7 +76,7 @@ def eval_command(
     dtype: str = typer.Option("auto", "--dtype", help="auto (bf16 where the CPU has bf16 units), float32, bfloat16, float16."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, mps."),
     token_budget: int = typer.Option(8192, "--token-budget", help="Padded tokens per batch."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Score cache [default: $XDG_CACHE_HOME/rmbench/scores]."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model repositories to run their own code."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "
@@ -85,7 +85,7 @@ def eval_command(
                                "actors; pip install 'rmbench[ray]') or accelerate (under 'accelerate launch')."),
     workers: int = typer.Option(2, "--workers", help="--engine ray: number of actors, each loading the model once."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="--engine ray: an existing cluster "
-                                              "(e.g. ray://head:10001 or auto) [default: start a local one]."),
+                                              "(e.g. ray://head:10001 or auto) (default: start a local one)."),
     worker_cpus: float = typer.Option(1.0, "--worker-cpus", help="--engine ray: CPUs per actor."),
     worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
 ) -> None:

@@ -19,8 +19,8 @@ def leaderboard_build(
                                       "them (every run under the folder)."),
     fmt: str = typer.Option("md", "--format", "-f", help="md, csv, json or html."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the table here (default: print only)."),
-    eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns [default: 0.1 if every run "
-                                        "has it, else the smallest eps they share]."),
+    eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns (default: 0.1 if every run "
+                                        "has it, else the smallest eps they share)."),
 ) -> None:
     """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
     from rmbench.errors import ConfigError
