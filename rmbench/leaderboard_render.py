@@ -127,7 +127,7 @@ def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
         "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
         "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f4f4f4}"
-        "td:first-child{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
+        "td:first-child,th:first-child{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
         "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}</style></head><body>"
         "<h1>rmbench leaderboard</h1>"
         f"<p>Cells: value [95% bootstrap CI over groups]. {e(_eps_note(lb))} Click a header to sort.</p>"

@@ -50,6 +50,8 @@ JSONL_CASES = [
     ("trailing_comma", [G1, b'{"id": "g2", "prompt": "q", "responses": ["a", "b"], "utilities": [1, 0],}', G3],
      2, None, "not valid JSON"),
     ("truncated_last_line", [G1, G3, b'{"id": "g2", "prompt": "q", "resp'], 3, None, "not valid JSON"),
+    ("cut_mid_string", [G1, b'{"id": "g2", "prompt": "q", "responses": ["a", "b', G3], 2, None,
+     "not valid JSON (Unterminated string starting at column 48)"),
     ("array_row", [G1, b'[{"id": "g2"}]', G3], 2, None, "expected a JSON object, got an array"),
     ("string_row", [G1, b'"g2"', G3], 2, None, "expected a JSON object, got a string"),
     ("deeply_nested", [G1, b'{"id": "g2", "meta": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", G3], 2, None,

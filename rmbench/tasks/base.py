@@ -212,12 +212,14 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
                 continue
             rows += 1
             try:
-                obj = json.loads(line)
+                # without its newline, a line cut mid-string reads as unterminated, not "a control character"
+                obj = json.loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as exc:
                 hint = ("; rmbench reads JSON Lines: one object per line, not a JSON array"
                         if line.lstrip().startswith("[") else "")
-                bad_row(DataError(f"not valid JSON ({exc.msg} at column {exc.colno}){hint}", path=location,
-                                  line=lineno))
+                at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at" has its own
+                where = f"{exc.msg}{at} column {exc.colno}"
+                bad_row(DataError(f"not valid JSON ({where}){hint}", path=location, line=lineno))
                 continue
             except RecursionError:
                 bad_row(DataError("not valid JSON (nested too deeply)", path=location, line=lineno))
