@@ -18,26 +18,22 @@ is planned and its folder checked first.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
-from rmbench.files import atomic_write_text
+from rmbench.files import atomic_write_text, safe_file_name
 from rmbench.leaderboard import Leaderboard, build_leaderboard
 from rmbench.leaderboard_render import render
 from rmbench.run_folder import check_destination
 from rmbench.run_record import RunRecord
-from rmbench.runner import EvalConfig, ProgressFactory, evaluate, plan_run
+from rmbench.runner import EvalConfig, ProgressFactory, RunPlan, evaluate, plan_run
 from rmbench.tasks.loading import DataOverride
 
 DEFAULT_ROOT = Path("runs")
 MAX_NAME = 100
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_.") or "x"
 
 
 def _short(name: str) -> str:
@@ -50,11 +46,11 @@ def _short(name: str) -> str:
 def tasks_slug(tasks: Sequence[str], data: Sequence[DataOverride] = ()) -> str:
     """``ties+persona``; a task read from a ``--data`` file adds the file's stem: ``ties-rb2_ties``."""
     stems = {d.task: Path(d.path).stem for d in data}
-    return "+".join(slug(t) + (f"-{slug(stems[t])}" if t in stems else "") for t in tasks)
+    return "+".join(safe_file_name(t) + (f"-{safe_file_name(stems[t])}" if t in stems else "") for t in tasks)
 
 
 def run_folder_name(model: str, tasks: Sequence[str], data: Sequence[DataOverride] = ()) -> str:
-    return _short(f"{slug(model)}__{tasks_slug(tasks, data)}")
+    return _short(f"{safe_file_name(model)}__{tasks_slug(tasks, data)}")
 
 
 @dataclass(frozen=True)
@@ -73,8 +69,25 @@ def plan_outputs(models: Sequence[str], tasks: Sequence[str], out: Path | None =
         run_dir = out if out is not None else DEFAULT_ROOT / run_folder_name(models[0], tasks, data)
         return OutputPlan((Path(run_dir),), Path(run_dir) / "leaderboard.md")
     root = Path(out) if out is not None else DEFAULT_ROOT
-    board = _short(f"leaderboard__{tasks_slug(tasks, data)}__{'+'.join(slug(m) for m in models)}")
+    board = _short(f"leaderboard__{tasks_slug(tasks, data)}__{'+'.join(safe_file_name(m) for m in models)}")
     return OutputPlan(tuple(root / run_folder_name(m, tasks, data) for m in models), root / f"{board}.md")
+
+
+def _plan_all(configs: Sequence[EvalConfig], warn: Callable[[str], None] | None) -> list[RunPlan]:
+    """A plan per config; configs that read the same data share its loaded tasks (read, checked,
+    fingerprinted and warned about once)."""
+    shared: dict[tuple, tuple[Catalog, tuple]] = {}
+    plans = []
+    for c in configs:
+        key = (c.tasks, c.data, c.limit, c.skip_bad_rows, c.include)
+        if key in shared:
+            catalog, tasks = shared[key]
+            plans.append(plan_run(c, catalog, warn, tasks))
+        else:
+            catalog = load_catalog(c.include)
+            plans.append(plan_run(c, catalog, warn))
+            shared[key] = (catalog, plans[-1].tasks)
+    return plans
 
 
 @dataclass(frozen=True)
@@ -96,7 +109,7 @@ def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, over
     plan = plan_outputs([c.model for c in configs], configs[0].tasks, out, configs[0].data)
     # Every run is planned (its data read and checked) and its folder checked before any scoring,
     # so the last model's refused folder never costs the first models' scoring.
-    plans = [plan_run(c, warn=warn) for c in configs]
+    plans = _plan_all(configs, warn)
     if write:
         for run_plan, run_dir in zip(plans, plan.run_dirs):
             check_destination(run_dir, run_plan.identity, overwrite)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rmbench.errors import ConfigError
-from rmbench.files import atomic_write_text
+from rmbench.files import atomic_write_text, safe_file_name
 from rmbench.metric_registry import metric_def
 from rmbench.run_folder import RunFolder
 from rmbench.run_record import MetricRecord, RunRecord, TaskResult
@@ -91,12 +91,6 @@ def _slug(text: str) -> str:
 
 def _eps_text(eps: float | None, unit: str | None) -> str:
     return "" if eps is None else f"{eps:g}{unit or ''}"
-
-
-def safe_name(name: str) -> str:
-    """A file name for a model name: letters, digits, ``.``, ``-`` and ``_`` only."""
-    out = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
-    return out or "model"
 
 
 # --- results -------------------------------------------------------------------------------
@@ -295,7 +289,7 @@ def to_every_eval_ever(records: Sequence[RunRecord], *, source_organization_name
 
 def _file_names(groups: list[tuple[str, str]]) -> list[str]:
     """``{safe model name}.json`` per group; names two models share get their fingerprints."""
-    base = [safe_name(name) for name, _ in groups]
+    base = [safe_file_name(name, "model") for name, _ in groups]
     out = []
     for (name, fp), b in zip(groups, base):
         out.append(b if base.count(b) == 1 else f"{b}-{fp[:12] or 'nofp'}")

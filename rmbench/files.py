@@ -4,8 +4,14 @@ reader ever sees half of it."""
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
+
+
+def safe_file_name(text: str, fallback: str = "x") -> str:
+    """``text`` as a file name: letters, digits, ``.``, ``_``, ``+`` and ``-``; other runs become ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_.") or fallback
 
 
 def atomic_write_text(path: Path, text: str) -> None:

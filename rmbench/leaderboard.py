@@ -170,9 +170,10 @@ def _cell(rec: _Entry, col: Column, shift: str | None = None) -> Estimate | None
     return None if m is None else m.estimate
 
 
-def _sorted_rows(rows: list, higher_is_better: bool) -> list:
+def _sorted_rows(rows: list, higher_is_better: bool, column: int = 0) -> list:
+    """Best first on ``column``; missing or undefined cells last."""
     def key(row):
-        cell = row[1][0] if row[1] else None
+        cell = row[1][column] if row[1] else None
         missing = cell is None or not cell.defined
         return (missing, 0.0 if missing else (-cell.value if higher_is_better else cell.value))
     return sorted(rows, key=key)
@@ -202,8 +203,7 @@ def _official_table(name: str, task: TaskResult, entries: list[tuple[str, _Entry
     cols += [_column(task, m, eps, "", column_task=name) for m in layout.beside]
     rows = [((label,), tuple(_cell(rec, c) for c in cols)) for label, rec in entries if rec.has_task(name)]
     total = next((i for i, c in enumerate(layout.columns) if c.subset is None), 0)
-    rows = sorted(rows, key=lambda r: (r[1][total] is None or not r[1][total].defined,
-                                       -(r[1][total].value if r[1][total] is not None and r[1][total].defined else 0)))
+    rows = _sorted_rows(rows, metric_def(layout.metric).higher_is_better, total)
     return Table(f"{layout.title} ({name}): official layout", ("model",), tuple(cols), tuple(rows),
                  f"{layout.title}'s own scores, computed as its code does; 95% bootstrap CIs")
 

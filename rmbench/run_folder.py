@@ -19,7 +19,8 @@ from typing import Any, Iterable, Sequence
 
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text
-from rmbench.metric_registry import DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialLayout
+from rmbench.metric_registry import (DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialColumn,
+                                     OfficialLayout)
 from rmbench.run_record import (SCHEMA_VERSION, STATUSES, Counts, Environment, Execution, MetricRecord,
                                 ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows, TaskResult)
 
@@ -39,10 +40,6 @@ class RewardRow:
 
 # --- writing ------------------------------------------------------------------------------
 
-def _metric_json(m: MetricRecord) -> dict:
-    return m.to_json()
-
-
 def task_to_json(t: TaskResult) -> dict:
     return {
         "name": t.name, "kind": t.kind, "version": t.version, "args": dict(t.args), "status": t.status,
@@ -52,7 +49,7 @@ def task_to_json(t: TaskResult) -> dict:
         "skipped_rows": {"count": t.skipped_rows.count, "first": [vars(r).copy() for r in t.skipped_rows.first]},
         "truncated_texts": t.truncated_texts, "headline": list(t.headline),
         "official": t.official.to_json() if t.official else None,
-        "metrics": [_metric_json(m) for m in t.metrics],
+        "metrics": [m.to_json() for m in t.metrics],
     }
 
 
@@ -160,9 +157,13 @@ class _Fields:
         v = self.get(key, (int, float, type(None)), None, "a number or null")
         return None if v is None else float(v)
 
-    def obj(self, key: str, default: Any = ...) -> "_Fields":
-        return _Fields(self.get(key, (dict,), {} if default is not ... else default, "an object"), self.file,
-                       self._name(key))
+    def obj(self, key: str, required: bool = True) -> "_Fields":
+        """A nested object; a missing (or null) optional one reads as empty."""
+        return _Fields(self.get(key, (dict,), ... if required else {}, "an object"), self.file, self._name(key))
+
+    def mapping(self, key: str) -> dict:
+        """A free-form optional object (an adapter's own description, package versions...)."""
+        return self.obj(key, required=False).data
 
     def items(self, key: str, default: Any = ...) -> list["_Fields"]:
         value = self.get(key, (list,), default, "a list")
@@ -190,6 +191,12 @@ def _metric(f: _Fields) -> MetricRecord:
     return MetricRecord.from_json(f.data)
 
 
+def _layout(f: _Fields) -> OfficialLayout:
+    o = f.obj("official")
+    columns = tuple(OfficialColumn(c.string("label"), c.opt_string("subset")) for c in o.items("columns"))
+    return OfficialLayout(o.string("title"), o.string("metric"), columns, o.strings("beside", ()))
+
+
 def _layout_for_v1(metrics: Sequence[MetricRecord]) -> OfficialLayout | None:
     """Version 1 did not record a task's official layout: take the one whose score it has."""
     names = {m.metric for m in metrics}
@@ -198,14 +205,13 @@ def _layout_for_v1(metrics: Sequence[MetricRecord]) -> OfficialLayout | None:
 
 def _task(f: _Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None) -> TaskResult:
     counts = f.obj("counts")
-    skipped = f.obj("skipped_rows", None) if f.data.get("skipped_rows") is not None else None
+    skipped = f.obj("skipped_rows", required=False)
     first = tuple(SkippedRow(r.opt_string("path"), r.opt_integer("line"), r.opt_string("field"), r.string("error"))
-                  for r in (skipped.items("first", []) if skipped else []))
+                  for r in skipped.items("first", []))
     name = f.string("name")
     if metrics is None:  # version 2: the task holds its records
         records = tuple(_metric(m) for m in f.items("metrics"))
-        official = f.data.get("official")
-        layout = OfficialLayout.from_json(official) if isinstance(official, dict) else None
+        layout = _layout(f) if f.data.get("official") is not None else None
         headline = f.strings("headline", DEFAULT_HEADLINE)
         eps, eps_unit, metric_version = f.numbers("eps"), f.string("eps_unit"), f.integer("metric_version")
     else:  # version 1: records were one list for the run; every task had the run's eps
@@ -217,13 +223,13 @@ def _task(f: _Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None)
     if status not in ("success", "error"):
         raise f.fail("status", f"expected 'success' or 'error', got {status!r}")
     task = TaskResult(
-        name=name, kind=f.string("kind", ""), version=f.integer("version", 0) if f.data.get("version") is not None
-        else 0, args=f.obj("args", {}).data, data_fingerprint=f.string("data_fingerprint"),
+        name=name, kind=f.string("kind", ""), version=f.integer("version", 0),
+        args=f.mapping("args"), data_fingerprint=f.string("data_fingerprint"),
         metric_version=metric_version, eps=eps, eps_unit=eps_unit,
         counts=Counts(counts.integer("groups"), counts.integer("responses"),
                       counts.integer("discrimination_pairs", 0), counts.integer("specificity_pairs", 0)),
         sigma=f.opt_number("sigma"), metrics=records,
-        skipped_rows=SkippedRows(skipped.integer("count", 0) if skipped else 0, first),
+        skipped_rows=SkippedRows(skipped.integer("count", 0), first),
         truncated_texts=f.opt_integer("truncated_texts"), headline=headline, official=layout, status=status,
         error=f.opt_string("error"))
     recorded = f.data.get("comparability_key")
@@ -233,7 +239,7 @@ def _task(f: _Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None)
 
 
 def _config(f: _Fields) -> RunConfig:
-    data = f.obj("data", {}).data
+    data = f.mapping("data")
     return RunConfig(eps=f.numbers("eps", (0.0, 0.1)), eps_unit=f.string("eps_unit", "sigma"),
                      limit=f.opt_integer("limit"), skip_bad_rows=bool(f.get("skip_bad_rows", (bool,), False)),
                      max_length=f.opt_integer("max_length"), truncation=f.string("truncation", "left"),
@@ -250,22 +256,21 @@ def parse_record(data: Any, file: Path) -> RunRecord:
         raise top.fail("schema_version", f"{version} is not supported (this rmbench reads versions "
                                          f"{', '.join(map(str, READABLE_SCHEMAS))}; a newer rmbench wrote it?)")
     model = top.obj("model")
-    config = _config(top.obj("config", {}))
+    config = _config(top.obj("config", required=False))
     v1_metrics = tuple(_metric(m) for m in top.items("metrics")) if version == 1 else None
     tasks = tuple(_task(t, config, v1_metrics) for t in top.items("tasks"))
-    execution = top.obj("execution" if version >= 2 else "engine", {})
-    env = top.obj("environment", {})
+    execution = top.obj("execution" if version >= 2 else "engine", required=False)
+    env = top.obj("environment", required=False)
     status = top.string("status", "success")
     if status not in STATUSES:
         raise top.fail("status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
     return RunRecord(
         rmbench_version=top.string("rmbench_version"), created=top.string("created"),
-        model=ModelIdentity(model.string("name"), model.obj("spec", {}).data, model.string("fingerprint", "")),
+        model=ModelIdentity(model.string("name"), model.mapping("spec"), model.string("fingerprint", "")),
         tasks=tasks, config=config,
-        execution=Execution(execution.obj("runtime", {}).data, execution.obj("model", {}).data,
-                            execution.obj("backend", {}).data, execution.obj("stats", {}).data,
-                            execution.opt_string("cache")),
-        environment=Environment(env.string("python", ""), env.string("platform", ""), env.obj("packages", {}).data,
+        execution=Execution(execution.mapping("runtime"), execution.mapping("model"), execution.mapping("backend"),
+                            execution.mapping("stats"), execution.opt_string("cache")),
+        environment=Environment(env.string("python", ""), env.string("platform", ""), env.mapping("packages"),
                                 env.opt_string("git_revision"), env.get("git_dirty", (bool, type(None)), None),
                                 env.opt_string("git_root")),
         status=status, schema_version=SCHEMA_VERSION)

@@ -25,7 +25,7 @@ KEY_VERSION = 1
 STATUSES = ("success", "partial", "error")
 
 
-def _finite_or_none(x: float | None) -> float | None:
+def finite_or_none(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
@@ -81,8 +81,8 @@ class MetricRecord:
     def to_json(self) -> dict:
         e = self.estimate
         return {"task": self.task, "subset": self.subset, "shift": self.shift, "metric": self.metric,
-                "eps": self.eps, "eps_unit": self.eps_unit, "value": _finite_or_none(e.value),
-                "ci_low": _finite_or_none(e.ci_low), "ci_high": _finite_or_none(e.ci_high), "n": self.n}
+                "eps": self.eps, "eps_unit": self.eps_unit, "value": finite_or_none(e.value),
+                "ci_low": finite_or_none(e.ci_low), "ci_high": finite_or_none(e.ci_high), "n": self.n}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "MetricRecord":

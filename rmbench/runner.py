@@ -27,7 +27,7 @@ from rmbench.metrics import METRIC_VERSION, reward_sigma
 from rmbench.models import Runtime, build_model, parse_model_spec
 from rmbench.run_folder import RewardRow, check_destination, write_run
 from rmbench.run_record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
-                                SkippedRows, TaskKeyParts, TaskResult)
+                                SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
 from rmbench.summary import summarize
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
@@ -209,7 +209,7 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         eps_unit=config.eps_unit,
         counts=Counts(len(groups), t.n_responses, sum(len(g.discrimination_pairs()) for g in groups),
                       sum(len(g.specificity_pairs()) for g in groups)),
-        sigma=_finite_or_none(reward_sigma(rewards)), metrics=records,
+        sigma=finite_or_none(reward_sigma(rewards)), metrics=records,
         skipped_rows=SkippedRows(len(t.bad_rows), tuple(SkippedRow(e.path, e.line, e.field, str(e))
                                                         for e in t.bad_rows[:REPORTED_BAD_ROWS])),
         truncated_texts=n_truncated, headline=headline, official=getattr(t.task, "official", None),
@@ -222,10 +222,6 @@ def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:
         rows += [RewardRow(t.spec.name, g.id, i, u, float(rewards[offset + i])) for i, u in enumerate(g.utilities)]
         offset += len(g.responses)
     return rows
-
-
-def _finite_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 @dataclass(frozen=True)
@@ -242,12 +238,17 @@ class RunPlan:
                            tuple(t.key_parts(self.config) for t in self.tasks))
 
 
-def plan_run(config: EvalConfig, catalog: Catalog | None = None,
-             warn: Callable[[str], None] | None = None) -> RunPlan:
-    """Resolve the model and load every task (a bad data row fails here, before any scoring)."""
+def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
+             tasks: Sequence[LoadedTask] | None = None) -> RunPlan:
+    """Resolve the model and load every task (a bad data row fails here, before any scoring).
+
+    ``tasks``: the tasks of another plan whose config reads the same data (another model of one
+    ``rmbench eval``), taken as they are instead of being read again.
+    """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
     catalog = catalog or load_catalog(config.include)
-    return RunPlan(config, resolve_model_spec(config, catalog), tuple(load_tasks(config, catalog, warn)))
+    loaded = tuple(tasks) if tasks is not None else tuple(load_tasks(config, catalog, warn))
+    return RunPlan(config, resolve_model_spec(config, catalog), loaded)
 
 
 def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
@@ -298,7 +299,7 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
                          skip_bad_rows=config.skip_bad_rows, max_length=config.max_length,
                          truncation=config.truncation, n_bootstrap=config.n_bootstrap, seed=config.seed,
                          metric_version=METRIC_VERSION, ci_level=0.95,
-                         data={d.task: d.to_text().split("=", 1)[1] for d in config.data}),
+                         data={d.task: d.source_text() for d in config.data}),
         execution=Execution(runtime=dataclasses.asdict(config.runtime), model=model.runtime_info(),
                             backend=backend.describe(), stats=stats.to_json(),
                             cache=str(cache.path) if cache is not None else None),

@@ -29,8 +29,12 @@ class DataOverride:
     path: str
     shift: str | None = None
 
+    def source_text(self) -> str:
+        """``[SHIFT=]PATH``, as given after ``TASK=``."""
+        return f"{self.shift}={self.path}" if self.shift else self.path
+
     def to_text(self) -> str:
-        return f"{self.task}={self.shift + '=' if self.shift else ''}{self.path}"
+        return f"{self.task}={self.source_text()}"
 
 
 def parse_data_overrides(items: Sequence[str]) -> tuple[DataOverride, ...]:
@@ -55,9 +59,9 @@ def parse_data_overrides(items: Sequence[str]) -> tuple[DataOverride, ...]:
 def _default_shift(spec: TaskSpec) -> str:
     """The shift label of a file given to a paired-shift task with no label of its own."""
     names = list(spec.args_dict.get("paths") or {}) or [spec.args_dict.get("shift") or "paraphrase"]
-    if all(n.startswith("translation") for n in names):
-        return names[0] if len(names) == 1 else "translation"
-    return names[0] if len(names) == 1 else "paraphrase"
+    if len(names) == 1:
+        return names[0]
+    return "translation" if all(n.startswith("translation") for n in names) else "paraphrase"
 
 
 def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> TaskSpec:
