@@ -67,7 +67,19 @@ def test_shared_plan_covers_everything_once_within_budget(rows, budget, max_batc
         assert len(b) <= max_batch
         assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= budget
         work, padded = batch_cost(lengths, prefix, keys, b)
-        assert 0 < work <= padded <= len(b) * max(lengths[i] for i in b)
+        # Padded, a batch runs at most a plain pass plus one prefix pass per prompt in it (two
+        # prompts whose longest rest and longest text are in different rows pad past rows x longest).
+        n_prompts, longest_prefix = len({keys[i] for i in b}), max(prefix[i] for i in b)
+        assert 0 < work <= padded <= len(b) * max(lengths[i] for i in b) + n_prompts * longest_prefix
+
+
+def test_shared_plan_padding_bound_with_two_prompts():
+    """The case hypothesis found: prompts of 5 and 15 tokens in one batch run 2 x 15 prefix
+    tokens and 3 x 115 rest tokens, 375 > 3 x 124 (rows x longest text)."""
+    lengths, prefix, keys = [120, 111, 124], [5, 15, 15], [0, 1, 1]
+    plan = plan_shared_batches(lengths, prefix, keys, 372, 3)
+    assert plan == [[0, 2, 1]]
+    assert batch_cost(lengths, prefix, keys, plan[0]) == (5 + 15 + 115 + 96 + 109, 2 * 15 + 3 * 115)
 
 
 def test_shared_plan_keeps_a_prompts_responses_together():
