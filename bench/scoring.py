@@ -199,9 +199,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from rmbench.models.hf import resolve_dtype
+    from rmbench.models.hf.loading import resolve_dtype
 
-    dtype = str(resolve_dtype(args.dtype, "cpu")).removeprefix("torch.")
+    dtype = resolve_dtype(args.dtype, "cpu")
     if args.rss_child:
         rss_child(dtype)
         return 0

@@ -51,8 +51,8 @@ def machine_line(runtime: Runtime | None = None) -> str:
 
     from rmbench import __version__
 
-    from rmbench.models.hf import resolve_dtype
+    from rmbench.models.hf.loading import resolve_dtype
 
-    dtype = f", scoring in {str(resolve_dtype(runtime.dtype, 'cpu')).removeprefix('torch.')}" if runtime else ""
+    dtype = f", scoring in {resolve_dtype(runtime.dtype, 'cpu')}" if runtime else ""
     return (f"{platform.machine()} ({torch.get_num_threads()} threads){dtype}, python {platform.python_version()}, "
             f"torch {torch.__version__}, transformers {transformers.__version__}, rmbench {__version__}")

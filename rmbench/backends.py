@@ -28,7 +28,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from rmbench.errors import ConfigError, ModelError
+from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import RewardModel, ScoreRequest
 from rmbench.types import prompt_from_json, prompt_to_json
 
@@ -45,52 +45,48 @@ def request_from_json(d: dict) -> ScoreRequest:
     return ScoreRequest(prompt_from_json(d["prompt"]), d["response"], d["group_id"], int(d["index"]), d["utility"])
 
 
-def model_name(model: Any) -> str:
-    return model.spec.name if hasattr(model, "spec") else type(model).__name__
-
-
 def score_batch(model: RewardModel, batch: Sequence[ScoreRequest]) -> np.ndarray:
     """``model.score(batch)`` as checked floats (:func:`checked_rewards`), with a failure
-    reported as where it happened. Every backend scores through it, in whatever process."""
+    reported as where it happened. Every backend scores through it, in whatever process; its
+    errors say what the model did, and the engine adds which model it was."""
     try:
         out = model.score(batch)
-    except ModelError:
+    except RMBenchError:  # already says what is wrong (a model that cannot load, a bad setting)
         raise
     except Exception as exc:  # the model's own failure, reported with where it happened
-        raise ModelError(f"model {model_name(model)!r} failed on a batch starting at group {batch[0].group_id!r}, "
+        raise ModelError(f"failed on a batch starting at group {batch[0].group_id!r}, "
                          f"response {batch[0].index}: {type(exc).__name__}: {exc}") from exc
-    return checked_rewards(model, batch, out)
+    return checked_rewards(batch, out)
 
 
-def checked_rewards(model: Any, batch: Sequence[ScoreRequest], out: Any) -> np.ndarray:
+def checked_rewards(batch: Sequence[ScoreRequest], out: Any) -> np.ndarray:
     """One finite float (or one fixed-length vector) per request, or a ModelError that names the
     offending request: a value that is not a number (a string or a bool is refused even where
     numpy would convert it), the wrong count, or NaN/infinity."""
-    name = model_name(model)
     if isinstance(out, (str, bytes)) or not isinstance(out, Iterable):
-        raise ModelError(f"model {name!r} returned {type(out).__name__}, not a list of floats, for a batch of "
+        raise ModelError(f"returned {type(out).__name__}, not a list of floats, for a batch of "
                          f"{len(batch)} responses starting at group {batch[0].group_id!r}, response "
                          f"{batch[0].index}")
     if not isinstance(out, np.ndarray):
         out = list(out)
         for request, value in zip(batch, out):
             if value is None or isinstance(value, (str, bytes, bool, np.bool_)):
-                raise ModelError(f"model {name!r} returned rewards that are not numbers: {type(value).__name__} "
+                raise ModelError(f"returned rewards that are not numbers: {type(value).__name__} "
                                  f"{str(value)[:60]!r} for group {request.group_id!r}, response {request.index}; "
                                  f"return one float per (prompt, response) pair")
     try:
         values = np.asarray(out, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ModelError(f"model {name!r} returned rewards that are not numbers: {str(out)[:200]}") from None
+        raise ModelError(f"returned rewards that are not numbers: {str(out)[:200]}") from None
     if values.ndim == 0 or values.shape[0] != len(batch) or values.ndim > 2:
-        raise ModelError(f"model {name!r} returned {values.shape[0] if values.ndim else 'a scalar'} rewards for a "
+        raise ModelError(f"returned {values.shape[0] if values.ndim else 'a scalar'} rewards for a "
                          f"batch of {len(batch)} responses (group {batch[0].group_id!r}, response {batch[0].index} "
                          f"to group {batch[-1].group_id!r}, response {batch[-1].index}); return one reward per "
                          f"(prompt, response) pair, in order")
     bad = np.flatnonzero(~np.isfinite(values.reshape(len(batch), -1)).all(axis=1))
     if bad.size:
         request = batch[int(bad[0])]
-        raise ModelError(f"model {name!r} returned a non-finite reward ({values[bad[0]]}) for group "
+        raise ModelError(f"returned a non-finite reward ({values[bad[0]]}) for group "
                          f"{request.group_id!r}, response {request.index}")
     return values
 
@@ -101,6 +97,7 @@ class LocalBackend:
     name = "local"
     workers = 1
     is_main = True
+    device: str | None = None  # the device this process must use, when the backend decides it
 
     def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[ScoreRequest]]
             ) -> Iterator[tuple[int, Any]]:
@@ -117,7 +114,7 @@ class _RayScorer:
     def __init__(self, factory: Factory, fingerprint: str) -> None:
         self.model = factory()
         if self.model.fingerprint() != fingerprint:
-            raise ModelError(f"a Ray worker built model {model_name(self.model)!r} with fingerprint "
+            raise ModelError(f"a Ray worker built the model with fingerprint "
                              f"{self.model.fingerprint()[:12]}, not the driver's {fingerprint[:12]}: the worker has "
                              f"other weights or another rmbench; give every node the same files and versions")
 
@@ -142,6 +139,7 @@ class RayBackend:
     num_gpus: float = 0.0
     name: ClassVar[str] = "ray"
     is_main: ClassVar[bool] = True  # the driver writes cache and files; workers only score
+    device: ClassVar[str | None] = None  # each worker picks its own
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

@@ -20,17 +20,13 @@ import numpy as np
 
 from rmbench.models.base import ScoreRequest
 from rmbench.paths import user_cache_dir
-from rmbench.types import canonical_json, prompt_to_json, sha256_hex
 
 BUSY_TIMEOUT_S = 60.0
 
 
 def request_key(req: ScoreRequest, with_utility: bool = False) -> str:
-    """sha256 of the scored input: the prompt and the response (and the utility for the oracle)."""
-    payload = {"prompt": prompt_to_json(req.prompt), "response": req.response}
-    if with_utility:
-        payload["utility"] = req.utility
-    return sha256_hex(canonical_json(payload))
+    """The cache key of a request (:meth:`ScoreRequest.key`)."""
+    return req.key(with_utility)
 
 
 class ScoreCache:

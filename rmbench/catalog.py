@@ -24,7 +24,6 @@ A broken file fails loudly with its path; unknown keys are errors, not silence.
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -33,7 +32,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from rmbench.errors import ConfigError
+from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models import MODEL_KINDS
 from rmbench.models.presets import DESCRIPTIONS as PRESET_DESCRIPTIONS
 from rmbench.models.presets import PRESETS
@@ -74,8 +73,7 @@ class Catalog:
             version = getattr(TASK_KINDS.get(name), "version", 1)
             return Spec.make(name=name, kind=name, version=int(version))
         choices = sorted(set(self.tasks) | set(self.groups) | set(TASK_KINDS.names()))
-        close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(name, choices)
         raise ConfigError(f"unknown task {name!r}{hint} (known: {', '.join(choices)})")
 
 
@@ -94,8 +92,8 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         key = unknown[0]
-        close = difflib.get_close_matches(key, sorted(_KEYS), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        close = did_you_mean(key, _KEYS, n=1).removeprefix("; ")
+        hint = f" ({close})" if close else ""
         raise ConfigError(f"{path}: field {key!r}: unknown key{hint}; allowed: {', '.join(sorted(_KEYS))}")
     if "group" in data:
         members = data["group"]
@@ -140,8 +138,7 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
         if file_part.endswith(".py") and not Path(file_part).expanduser().is_absolute():
             data = {**data, "kind": f"{(path.parent / file_part).resolve()}:{attr}"}
     elif kind not in registry:
-        close = difflib.get_close_matches(data["kind"], registry.names(), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(data["kind"], registry.names())
         raise ConfigError(f"{path}: field 'kind': unknown {entry_type} kind {data['kind']!r}{hint}")
     spec = Spec.make(name=data["name"], kind=data["kind"], args=args,
                      version=version if entry_type == "task" else None)

@@ -26,10 +26,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from rmbench.backends import LocalBackend, model_name
+from rmbench.backends import LocalBackend
 from rmbench.cache import ScoreCache, request_key
 from rmbench.errors import ModelError
-from rmbench.models.base import RewardModel, Runtime, ScoreRequest
+from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel
 from rmbench.types import ComparisonGroup
 
 Progress = Callable[[int], None]
@@ -52,9 +52,17 @@ class EngineStats:
         return dict(self.__dict__)
 
 
-def requests_for(groups: Sequence[ComparisonGroup]) -> list[ScoreRequest]:
-    return [ScoreRequest(prompt=g.prompt, response=resp, group_id=g.id, index=i, utility=u)
+def requests_for(groups: Sequence[ComparisonGroup], with_context: bool = False) -> list[ScoreRequest]:
+    """One request per response, in group order; ``with_context``: each carries the other
+    responses of its group (for a :class:`~rmbench.models.base.GroupContextModel`)."""
+    return [ScoreRequest(prompt=g.prompt, response=resp, group_id=g.id, index=i, utility=u,
+                         context=tuple(r for j, r in enumerate(g.responses) if j != i) if with_context else ())
             for g in groups for i, (resp, u) in enumerate(zip(g.responses, g.utilities))]
+
+
+def model_requests(model: RewardModel, groups: Sequence[ComparisonGroup]) -> list[ScoreRequest]:
+    """The requests ``model`` scores for ``groups`` (with group context where it declares it reads it)."""
+    return requests_for(groups, with_context=isinstance(model, GroupContextModel))
 
 
 def plan_batches(lengths: Sequence[int], token_budget: int, max_batch: int, spread: float = 0.1) -> list[list[int]]:
@@ -154,14 +162,19 @@ def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Seq
 
 def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
                  progress: Progress | None = None, cache: ScoreCache | None = None, backend=None,
-                 factory: Callable[[], RewardModel] | None = None) -> tuple[np.ndarray, EngineStats]:
+                 factory: Callable[[], RewardModel] | None = None, name: str | None = None
+                 ) -> tuple[np.ndarray, EngineStats]:
     """One reward per response of ``groups``, flattened in group order, and what it cost.
 
     ``backend`` (:mod:`rmbench.backends`; default local) runs the batches that the cache does
-    not hold; ``factory`` rebuilds ``model`` in a worker process (the Ray backend needs it)."""
+    not hold; ``factory`` rebuilds ``model`` in a worker process (the Ray backend needs it);
+    ``name``: the model's display name in errors. A model whose scores are all cached is never
+    asked for anything but :meth:`~rmbench.models.base.RewardModel.postprocess`, so its weights
+    (and tokenizer) never load."""
     t0 = time.perf_counter()
     runtime = runtime or Runtime()
-    requests = requests_for(groups)
+    name = name or model.kind_name()
+    requests = model_requests(model, groups)
     keys = [request_key(r, model.uses_utility) for r in requests]
     first: dict[str, int] = {}
     for i, k in enumerate(keys):
@@ -175,7 +188,7 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     if len(known) == len(distinct):  # all cached (a re-run with other --eps): no tokenising, no plan
         lengths = prefix = [0] * len(distinct)
         plan = [list(range(len(distinct)))] if distinct else []
-    elif (prefix := model.prefix_lengths(distinct)) is None:
+    elif (prefix := model.prefix_lengths(distinct) if isinstance(model, TokenizedModel) else None) is None:
         lengths = model.lengths(distinct)
         prefix = [0] * len(distinct)
         plan = plan_batches(lengths, runtime.token_budget, max_batch)
@@ -195,7 +208,7 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
         else:
             todo.append(idx)
     backend = backend or LocalBackend()
-    for j, out in backend.run(model, factory, [[distinct[i] for i in idx] for idx in todo]):
+    for j, out in _named(name, backend.run(model, factory, [[distinct[i] for i in idx] for idx in todo])):
         idx = todo[j]
         batch_keys = [distinct_keys[i] for i in idx]
         values = np.asarray(out, dtype=np.float64)  # checked by the backend (rmbench.backends.score_batch)
@@ -219,10 +232,18 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     try:
         rewards = np.asarray(model.postprocess(groups, raw), dtype=np.float64)
     except ValueError as exc:
-        raise ModelError(f"model {model_name(model)!r}: {exc}") from None
+        raise ModelError(f"model {name!r}: {exc}") from None
     if rewards.shape != (len(requests),) or not np.isfinite(rewards).all():
-        raise ModelError(f"model {model_name(model)!r} post-processing returned {rewards.shape} values, some not finite, "
+        raise ModelError(f"model {name!r} post-processing returned {rewards.shape} values, some not finite, "
                          f"for {len(requests)} responses")
     stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, work, padded,
                         time.perf_counter() - t0)
     return rewards, stats
+
+
+def _named(name: str, results):
+    """The backend's results, with a model error said to come from model ``name``."""
+    try:
+        yield from results
+    except ModelError as exc:
+        raise ModelError(f"model {name!r} {exc}") from exc.__cause__

@@ -29,3 +29,13 @@ class ConfigError(RMBenchError):
 
 class ModelError(RMBenchError):
     """A reward model returned something unusable (wrong count, NaN, not a number)."""
+
+
+def did_you_mean(name: str, choices, *, n: int = 3, cutoff: float = 0.5) -> str:
+    """The hint for a misspelt ``name``: ``"; did you mean 'a', 'b'?"``, or ``""`` when nothing is close.
+
+    Every "unknown X" message builds its hint here, so they all read alike."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), sorted({str(c) for c in choices}), n=n, cutoff=cutoff)
+    return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""

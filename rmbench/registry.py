@@ -7,7 +7,6 @@ name answers with "did you mean".
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.util
 import sys
@@ -15,6 +14,8 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, TypeVar
+
+from rmbench.errors import did_you_mean
 
 T = TypeVar("T")
 
@@ -119,8 +120,7 @@ class Registry(Generic[T]):
         try:
             return self._entries[name]
         except KeyError:
-            close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            hint = did_you_mean(name, self._entries)
             known = ", ".join(sorted(self._entries)) or "none"
             raise RegistryError(f"unknown {self.what} {name!r}{hint} (known: {known})") from None
 
@@ -144,7 +144,7 @@ def instantiate(registry: Registry, spec: Any, what: str, required_method: str, 
 
     ``context`` holds keyword arguments (such as ``runtime``) passed only to factories whose
     signature names them. The result must have ``required_method``; an object that is not a
-    ``base`` instance is wrapped with ``wrap``. Every failure is a ConfigError that names the
+    ``base`` instance is wrapped with ``wrap(obj, spec)``. Every failure is a ConfigError that names the
     spec, its kind and arguments.
     """
     import inspect
@@ -171,6 +171,5 @@ def instantiate(registry: Registry, spec: Any, what: str, required_method: str, 
         raise ConfigError(f"{what} kind {spec.kind!r} returned {type(obj).__name__}, "
                           f"which has no {required_method}() method")
     if not isinstance(obj, base):
-        obj = wrap(obj)
-    obj.spec = spec
+        obj = wrap(obj, spec)
     return obj

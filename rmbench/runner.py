@@ -17,14 +17,14 @@ import numpy as np
 
 from rmbench import __version__
 from rmbench.backends import ENGINES, make_backend
-from rmbench.cache import ScoreCache
+from rmbench.cache import ScoreCache, request_key
 from rmbench.catalog import Catalog, load_catalog
-from rmbench.engine import requests_for, score_groups
+from rmbench.engine import model_requests, requests_for, score_groups
 from rmbench.environment import current_environment
 from rmbench.errors import ConfigError, DataError, RMBenchError
-from rmbench.metric_registry import DEFAULT_HEADLINE
 from rmbench.metrics import METRIC_VERSION, reward_sigma
-from rmbench.models import Runtime, build_model, parse_model_spec
+from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
+from rmbench.models.base import RewardModel, tokenized_parts
 from rmbench.run_folder import RewardRow, check_destination, write_run
 from rmbench.run_record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
                                 SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
@@ -94,25 +94,10 @@ class EvalConfig:
             raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.truncation!r}")
 
 
-def _tokenizing_parts(model) -> list:
-    """The adapters inside ``model`` that tokenise and can truncate (itself, a discretised inner
-    model, an implicit RM's reference), outermost first."""
-    from rmbench.models.base import RewardModel
-
-    parts, todo = [], [model]
-    while todo:
-        m = todo.pop(0)
-        if callable(getattr(m, "set_truncation", None)):
-            parts.append(m)
-        todo += [sub for sub in (getattr(m, "inner", None), getattr(m, "reference", None))
-                 if isinstance(sub, RewardModel)]
-    return parts
-
-
 @dataclass(frozen=True)
 class ModelFactory:
-    """Builds the run's model with its truncation set: in this process, and again in each
-    worker of a distributed engine (it pickles: a spec, a runtime and two settings)."""
+    """Builds the run's model with the run's truncation policy: in this process, and again in
+    each worker of a distributed engine (it pickles: a spec, a runtime and two settings)."""
 
     spec: Spec
     runtime: Runtime
@@ -120,11 +105,10 @@ class ModelFactory:
     truncation: str = "left"
 
     def __call__(self):
-        model = build_model(self.spec, self.runtime)
+        policy = None
         if self.max_length is not None or self.truncation != "left":
-            for part in _tokenizing_parts(model):
-                part.set_truncation(self.max_length, self.truncation)
-        return model
+            policy = Truncation(self.max_length, self.truncation)
+        return build_model(self.spec, self.runtime, policy)
 
 
 @dataclass(frozen=True)
@@ -173,21 +157,29 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
     return loaded
 
 
-def _check_lengths(model_name: str, parts: list, loaded: Sequence[LoadedTask], config: EvalConfig,
-                   warn: Callable[[str], None]) -> list[int | None]:
-    """Refuse texts longer than the context; count (and warn about) texts --max-length cuts."""
+def _check_lengths(model_name: str, model: RewardModel, loaded: Sequence[LoadedTask], config: EvalConfig,
+                   cache: ScoreCache | None, warn: Callable[[str], None]) -> list[int | None]:
+    """Refuse texts longer than the context (among those still to score: cached ones passed
+    when they were scored); count (and warn about) texts --max-length cuts."""
+    parts = tokenized_parts(model)
     if (config.max_length is not None or config.truncation != "left") and not parts:
-        warn(f"--max-length and --truncation do not apply to model {model_name!r}: only transformers "
-             f"adapters (implicit, seqcls, linear, generative) truncate")
-    all_groups = [g for t in loaded for g in t.groups]
-    for part in parts:  # a text longer than the model's context fails here, before any scoring
-        part.check_context(requests_for(all_groups))
+        warn(f"--max-length and --truncation do not apply to model {model_name!r}: it reads no tokens")
+    if parts:
+        todo = model_requests(model, [g for t in loaded for g in t.groups])
+        if cache is not None:
+            known = cache.get_many([request_key(r, model.uses_utility) for r in todo])
+            todo = [r for r in todo if request_key(r, model.uses_utility) not in known]
+        for part in parts:  # a text longer than the model's context fails here, before any scoring
+            try:
+                part.check_context(todo)
+            except ConfigError as exc:
+                raise ConfigError(f"model {model_name!r}: {exc}") from None
     truncated = [parts[0].truncated(requests_for(t.groups)) if parts else None for t in loaded]
     for t, n in zip(loaded, truncated):
         if n:
-            side = parts[0].truncation_side
+            policy = parts[0].truncation
             warn(f"task {t.spec.name!r}: {n} of {t.n_responses} texts are longer than max_length "
-                 f"{parts[0].max_length} tokens and lose tokens on the {side} (--truncation {side})")
+                 f"{policy.max_length} tokens and lose tokens on the {policy.side} (--truncation {policy.side})")
     return truncated
 
 
@@ -202,7 +194,7 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
                                   n_bootstrap=config.n_bootstrap, seed=config.seed))
     except RMBenchError as exc:
         status, error = "error", f"{type(exc).__name__}: {exc}"
-    headline = tuple(getattr(t.task, "headline", DEFAULT_HEADLINE))
+    headline = tuple(t.task.headline)
     return TaskResult(
         name=t.spec.name, kind=t.spec.kind, version=t.spec.version or 0, args=t.spec.args_dict,
         data_fingerprint=parts.data_fingerprint, metric_version=METRIC_VERSION, eps=tuple(config.eps),
@@ -212,7 +204,7 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         sigma=finite_or_none(reward_sigma(rewards)), metrics=records,
         skipped_rows=SkippedRows(len(t.bad_rows), tuple(SkippedRow(e.path, e.line, e.field, str(e))
                                                         for e in t.bad_rows[:REPORTED_BAD_ROWS])),
-        truncated_texts=n_truncated, headline=headline, official=getattr(t.task, "official", None),
+        truncated_texts=n_truncated, headline=headline, official=t.task.official,
         status=status, error=error)
 
 
@@ -271,19 +263,20 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     backend = make_backend(config.engine, workers=config.workers, ray_address=config.ray_address,
                            worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus)
     runtime = config.runtime
-    if getattr(backend, "device", None) and runtime.device == "auto":  # accelerate: this rank's device
+    if backend.device is not None and runtime.device == "auto":  # accelerate: this rank's device
         runtime = dataclasses.replace(runtime, device=backend.device)
     factory = ModelFactory(model_spec, runtime, config.max_length, config.truncation)
-    model = factory()  # with the truncation set (workers of a distributed engine build it the same way)
-    truncated = _check_lengths(model_spec.name, _tokenizing_parts(model), loaded, config, warn)
+    model = factory()  # cheap: weights load when a batch needs them (workers build it the same way)
 
     # All tasks are scored in one pass, so a response that several tasks share is scored once.
     all_groups = [g for t in loaded for g in t.groups]
-    advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}",
-                       sum(t.n_responses for t in loaded)) if progress else None
     cache = ScoreCache(model.fingerprint(), config.cache_dir) if config.use_cache else None
     try:
-        all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory)
+        truncated = _check_lengths(model_spec.name, model, loaded, config, cache, warn)
+        advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}",
+                           sum(t.n_responses for t in loaded)) if progress else None
+        all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory,
+                                          name=model_spec.name)
     finally:
         if cache is not None:
             cache.close()
@@ -300,7 +293,7 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
                          truncation=config.truncation, n_bootstrap=config.n_bootstrap, seed=config.seed,
                          metric_version=METRIC_VERSION, ci_level=0.95,
                          data={d.task: d.source_text() for d in config.data}),
-        execution=Execution(runtime=dataclasses.asdict(config.runtime), model=model.runtime_info(),
+        execution=Execution(runtime=dataclasses.asdict(config.runtime), model=model.describe(),
                             backend=backend.describe(), stats=stats.to_json(),
                             cache=str(cache.path) if cache is not None else None),
         environment=current_environment(),

@@ -31,10 +31,9 @@ import yaml
 from rmbench import __version__
 from rmbench.errors import ConfigError, DataError
 from rmbench.models.base import Runtime, ScoreRequest
+from rmbench.models.trained import MODEL_ENTRY, load_trained_entry  # noqa: F401 - re-exported
 from rmbench.files import atomic_write_text
 from rmbench.types import ComparisonGroup, canonical_json, data_fingerprint, sha256_hex
-
-MODEL_ENTRY = "rmbench_model.yaml"
 
 
 @dataclass(frozen=True)
@@ -95,10 +94,10 @@ class _ExTrainer:
     def rewards(self, batch):
         from rmbench.models.seqcls import pool
 
-        enc = self.rm.tokenize([self.rm.formatter.context_and_full(r.prompt, r.response)[1] for r in batch])
-        hidden = self.model.base_model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
-                                       position_ids=enc["position_ids"]).last_hidden_state
-        return self.head(pool(hidden, enc["attention_mask"], "last").float())[:, 0]
+        enc = self.rm.front.encode(self.rm.front.full_texts(batch))
+        hidden = self.model.base_model(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+                                       position_ids=enc.position_ids).last_hidden_state
+        return self.head(pool(hidden, enc.attention_mask, "last").float())[:, 0]
 
     def save(self, folder: Path, config: TrainConfig) -> dict:
         from safetensors.torch import save_file
@@ -138,10 +137,12 @@ class _ImTrainer:
         from rmbench.models.implicit import gather_logprobs
 
         enc = self.rm._encode(batch)
-        hidden = self.model.base_model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
-                                       position_ids=enc["position_ids"]).last_hidden_state
-        lp = gather_logprobs(self.model.get_output_embeddings(), hidden, enc["input_ids"], enc["rows"], enc["cols"])
-        return torch.zeros(len(batch), dtype=lp.dtype).index_add(0, enc["rows"], lp)
+        hidden = self.model.base_model(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+                                       position_ids=enc.position_ids).last_hidden_state
+        rows = torch.tensor([i for i, p in enumerate(enc.positions) for _ in p])
+        cols = torch.tensor([j for p in enc.positions for j in p])
+        lp = gather_logprobs(self.model.get_output_embeddings(), hidden, enc.input_ids, rows, cols)
+        return torch.zeros(len(batch), dtype=lp.dtype).index_add(0, rows, lp)
 
     def rewards(self, batch):
         import torch
@@ -242,19 +243,3 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
          f"- hyperparameters: {json.dumps(asdict(config))}", f"- rmbench {__version__}, torch {torch.__version__}",
          "", f"Evaluate: `rmbench eval --model {out}`", ""]))
     return card
-
-
-def load_trained_entry(folder: Path) -> dict:
-    """The model entry of a trained folder, with its relative paths made absolute."""
-    path = folder / MODEL_ENTRY
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
-        raise ConfigError(f"{path}: cannot parse: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
-        raise ConfigError(f"{path}: expected a mapping with kind and args")
-    args = dict(data.get("args", {}))
-    for key in ("model", "head"):
-        if isinstance(args.get(key), str) and (folder / args[key]).exists():
-            args[key] = str((folder / args[key]).resolve())
-    return {**data, "args": args}

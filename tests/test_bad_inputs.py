@@ -630,21 +630,20 @@ def test_truncation_options_through_the_cli(tmp_path, tiny):
 
 
 def test_truncation_reaches_inner_and_reference_models(tiny):
-    from rmbench.models import Runtime, build_model, parse_model_spec
-    from rmbench.runner import _tokenizing_parts
+    from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
+    from rmbench.models.base import tokenized_parts
     from rmbench.types import Spec
 
     runtime = Runtime(dtype="float32", device="cpu")
     inner = Spec.make("im", "implicit", {"model": str(tiny["causal"]), "ref": str(tiny["causal_ref"])})
-    model = build_model(Spec.make("d", "discretize", {"inner": inner.to_json()}), runtime)
-    parts = _tokenizing_parts(model)
+    spec = Spec.make("d", "discretize", {"inner": inner.to_json()})
+    model = build_model(spec, runtime)
+    parts = tokenized_parts(model)
     assert len(parts) == 2 and parts[1] is parts[0].reference
-    before = model.fingerprint()
-    for part in parts:
-        part.set_truncation(32, "right")
-    assert all(p.max_length == 32 and p.truncation_side == "right" for p in parts)
-    assert model.fingerprint() != before
-    assert _tokenizing_parts(build_model(parse_model_spec("length"), runtime)) == []
+    truncated = build_model(spec, runtime, Truncation(32, "right"))
+    assert all(p.truncation == Truncation(32, "right") for p in tokenized_parts(truncated))
+    assert truncated.fingerprint() != model.fingerprint()
+    assert tokenized_parts(build_model(parse_model_spec("length"), runtime)) == []
 
 
 def test_skipping_many_bad_rows_reads_the_file_once(tmp_path, monkeypatch):

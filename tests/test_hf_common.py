@@ -5,26 +5,30 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rmbench.errors import ConfigError  # noqa: E402
-from rmbench.models import hf  # noqa: E402
-from rmbench.models.hf import response_token_positions  # noqa: E402
+from rmbench.models.hf import identity, loading  # noqa: E402
+from rmbench.models.hf import rendering as hf  # noqa: E402
+from rmbench.models.hf.rendering import response_token_positions  # noqa: E402
 
 
 def test_dtype_auto_follows_the_cpu(monkeypatch):
-    monkeypatch.setattr(hf, "cpu_has_bf16", lambda: True)
-    assert hf.resolve_dtype("auto", "cpu") == torch.bfloat16
-    monkeypatch.setattr(hf, "cpu_has_bf16", lambda: False)
-    assert hf.resolve_dtype("auto", "cpu") == torch.float32
-    assert hf.resolve_dtype("auto", "cuda") == torch.bfloat16
-    assert hf.resolve_dtype("float16", "cpu") == torch.float16
+    monkeypatch.setattr(loading, "cpu_has_bf16", lambda: True)
+    assert loading.resolve_dtype("auto", "cpu") == "bfloat16"
+    assert loading.resolve_dtype("auto", "auto") == "bfloat16"  # decided without importing torch
+    monkeypatch.setattr(loading, "cpu_has_bf16", lambda: False)
+    assert loading.resolve_dtype("auto", "cpu") == "float32"
+    assert loading.resolve_dtype("auto", "cuda") == "bfloat16"
+    assert loading.resolve_dtype("auto", "auto") == ("bfloat16" if torch.cuda.is_available() else "float32")
+    assert loading.resolve_dtype("fp16", "cpu") == "float16"
+    assert loading.torch_dtype(loading.resolve_dtype("bf16", "cpu")) == torch.bfloat16
     with pytest.raises(ConfigError, match="--dtype 'fp8'"):
-        hf.resolve_dtype("fp8", "cpu")
+        loading.resolve_dtype("fp8", "cpu")
 
 
 def test_device_checks():
-    assert hf.resolve_device("cpu") == "cpu"
+    assert loading.resolve_device("cpu") == "cpu"
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="CUDA is not available"):
-            hf.resolve_device("cuda")
+            loading.resolve_device("cuda")
 
 
 def test_response_boundary_moves_trailing_whitespace_into_the_response():
@@ -60,7 +64,7 @@ def test_formatter_modes(tiny):
 def test_folder_fingerprint_changes_with_content(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "model.safetensors").write_bytes(b"abc")
-    a = hf.folder_fingerprint(tmp_path)
-    assert a == hf.folder_fingerprint(tmp_path)
+    a = identity.folder_fingerprint(tmp_path)
+    assert a == identity.folder_fingerprint(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(b"abd")
-    assert hf.folder_fingerprint(tmp_path) != a
+    assert identity.folder_fingerprint(tmp_path) != a

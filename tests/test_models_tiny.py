@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from rmbench.errors import ConfigError  # noqa: E402
-from rmbench.models import Runtime  # noqa: E402
+from rmbench.models import Runtime, Truncation  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.models.discretize import DiscretizedRM, cluster_levels, prob_within  # noqa: E402
 from rmbench.models.generative import GenerativeRM  # noqa: E402
@@ -107,8 +107,8 @@ def test_generative_p_yes_matches_a_direct_softmax(tiny):
     assert rm.score(reqs()) == pytest.approx(expected, abs=1e-6)
     odds = GenerativeRM(str(tiny["causal"]), runtime=FP32, score="log_odds").score(reqs())
     assert odds == pytest.approx(log_odds, abs=1e-5)
-    with pytest.raises(ConfigError, match="single tokens"):
-        GenerativeRM(str(tiny["causal"]), runtime=FP32, yes_token="Yes indeed")
+    with pytest.raises(ConfigError, match="single tokens"):  # checked when the tokenizer loads, at first use
+        GenerativeRM(str(tiny["causal"]), runtime=FP32, yes_token="Yes indeed").score(reqs())
 
 
 def test_linear_head_on_an_encoder(tiny, tmp_path):
@@ -129,8 +129,8 @@ def test_linear_head_on_an_encoder(tiny, tmp_path):
         expected.append(float(h @ u) + 0.5)
     assert rm.score(reqs()) == pytest.approx(expected, abs=1e-4)
     save_file({"weight": torch.randn(7)}, str(tmp_path / "bad.safetensors"))
-    with pytest.raises(ConfigError, match="head has 7 weights"):
-        LinearHeadRM(str(tiny["bert"]), head=str(tmp_path / "bad.safetensors"), runtime=FP32)
+    with pytest.raises(ConfigError, match="head has 7 weights"):  # checked when the weights load
+        LinearHeadRM(str(tiny["bert"]), head=str(tmp_path / "bad.safetensors"), runtime=FP32).score(reqs())
 
 
 # --- discretisation ------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def test_discretized_rewards_are_seeded_integers(tiny, variant):
 
 
 def test_discretize_refuses_models_without_dropout():
-    with pytest.raises(ConfigError, match="supports dropout"):
+    with pytest.raises(ConfigError, match="can sample with dropout"):
         DiscretizedRM("length")
 
 
@@ -208,7 +208,7 @@ def test_prompt_kv_reuse_equals_one_pass_per_text(tiny, template, max_length):
     batch = reqs(SHARED + PAIRS)
     enc = rm._encode(batch)
     from rmbench.models.prefix import prefix_units
-    units = prefix_units(enc["input_ids"], enc["shared"])[1]
+    units = prefix_units(enc.input_ids, enc.shared)[1]
     if max_length is None:
         assert len(units) == len({str(p) for p, _ in SHARED + PAIRS})  # each prompt runs once
     shared = rm.score(batch)
@@ -222,16 +222,16 @@ def test_prefix_lengths_stop_before_the_token_that_predicts_the_response(tiny):
     rm = ImplicitRM(str(tiny["causal"]), runtime=FP32)
     batch = reqs(SHARED)
     enc = rm._encode(batch)
-    assert rm.prefix_lengths(batch) == enc["shared"]
-    assert rm.lengths(batch) == enc["attention_mask"].sum(1).tolist()
-    assert len(set(enc["shared"][:5])) == 1 and len(set(enc["shared"][5:])) == 1
+    assert rm.prefix_lengths(batch) == list(enc.shared)
+    assert rm.lengths(batch) == enc.lengths()
+    assert len(set(enc.shared[:5])) == 1 and len(set(enc.shared[5:])) == 1
 
 
 def test_seqcls_kv_reuse_equals_one_pass_per_text(tiny):
     rm = SeqClsRM(str(tiny["seqcls"]), runtime=FP32)
     assert rm.shares_prefix
     batch = reqs(SHARED)
-    assert len(set(rm._encode(batch)["shared"])) == 2
+    assert len(set(rm._encode(batch).shared)) == 2
     assert rm.score(batch) == pytest.approx([rm.score([r])[0] for r in batch], abs=1e-5)
     assert rm.score(batch)[:2] == pytest.approx([hand_seqcls(tiny["seqcls"], p, r) for p, r in SHARED[:2]], abs=1e-5)
     assert not SeqClsRM(str(tiny["seqcls"]), runtime=FP32, padding_side="left").shares_prefix
@@ -258,8 +258,10 @@ def test_reference_reuses_the_encoding_only_when_it_would_encode_alike(tiny):
     rm = ImplicitRM(str(tiny["causal"]), ref=str(tiny["causal_ref"]), runtime=FP32)
     assert rm._encodes_like_reference()  # the tiny models share one tokenizer
     shared = rm.score(reqs(SHARED))
-    rm.reference.set_truncation(side="right")  # the reference alone would cut elsewhere: it encodes for itself
-    assert not rm._encodes_like_reference()
-    rm.reference.set_truncation(side="left")
+    own = rm.reference
+    rm.reference = ImplicitRM(str(tiny["causal_ref"]), runtime=FP32, truncation=Truncation(None, "right"))
+    assert not rm._encodes_like_reference()  # the reference alone would cut elsewhere: it encodes for itself
+    assert list(rm.score(reqs(SHARED))) == pytest.approx(list(shared), abs=1e-6)
+    rm.reference = own
     assert rm._encodes_like_reference()
     assert list(rm.score(reqs(SHARED))) == list(shared)

@@ -129,7 +129,7 @@ def test_a_hostile_pickle_never_runs(tiny, tmp_path):
 
 
 def test_hub_models_load_safetensors_only_unless_allowed():
-    from rmbench.models.hf import ModelSource, check_no_pickle, load_weights
+    from rmbench.models.hf.loading import ModelSource, check_no_pickle, load_weights
 
     class FakeAuto:
         seen: dict = {}
@@ -157,7 +157,7 @@ def test_hub_models_load_safetensors_only_unless_allowed():
 
 
 def test_gguf_folders_are_not_pickle(tmp_path):
-    from rmbench.models.hf import ModelSource, check_no_pickle
+    from rmbench.models.hf.loading import ModelSource, check_no_pickle
 
     (tmp_path / "model.gguf").write_bytes(b"GGUF")
     (tmp_path / "training_args.bin").write_bytes(b"x")

@@ -16,14 +16,11 @@ point names a factory (class or function) called with the spec's arguments that 
 
 from __future__ import annotations
 
-import difflib
-from pathlib import Path
 from typing import Mapping, Sequence
 
-from rmbench.errors import ConfigError
-from rmbench.models.base import RewardModel, Runtime, ScoreRequest
+from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation
 from rmbench.registry import Registry, instantiate
-from rmbench.types import ModelSpec, Spec
+from rmbench.types import ModelSpec
 
 MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
 MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM", description="reward = true utility (upper bound; for tests)")
@@ -50,48 +47,40 @@ MODEL_KINDS.register("lmeval", "rmbench.models.lmeval:LMEvalRM",
 
 
 def parse_model_spec(text: str, named: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
-    """Turn a ``--model`` string into a frozen spec (see the module docstring for the forms)."""
-    named = named or {}
-    text = text.strip()
-    if text in named:
-        return named[text]
-    kind, sep, target = text.partition(":")
-    if sep and kind in MODEL_KINDS:
-        # The target fills the argument the kind names in ``target_arg`` (``model`` for the
-        # transformers adapters, ``inner`` for discretize, ``target`` for python).
-        target_arg = getattr(MODEL_KINDS.get(kind), "target_arg", "target")
-        return Spec.make(name=text, kind=kind, args={target_arg: target})
-    if text in MODEL_KINDS:
-        return Spec.make(name=text, kind=text)
-    folder = Path(text).expanduser()
-    if (folder / "rmbench_model.yaml").is_file():  # a folder written by ``rmbench train``
-        from rmbench.train import load_trained_entry
+    """Turn a ``--model`` string into a frozen spec (see the module docstring for the forms),
+    its nested references (discretize's ``inner``) resolved over ``named`` too.
 
-        entry = load_trained_entry(folder)
-        return Spec.make(name=str(entry.get("name", folder.name)), kind=entry["kind"], args=entry["args"])
-    known = sorted(set(MODEL_KINDS.names()) | set(named))
-    close = difflib.get_close_matches(kind if sep else text, known, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise ConfigError(f"unknown model {text!r}{hint} (known: {', '.join(known)}; or KIND:TARGET such as "
-                      f"python:my_rm.py:score)")
+    Thin call of :class:`rmbench.models.names.ModelNames`. A nested reference that names no
+    model does not fail here but when the model is built (so that ``--model-arg``, merged
+    after this, can still replace it); :func:`rmbench.models.names.resolve_model` fails at once.
+    """
+    from rmbench.models.names import ModelNames
+
+    return ModelNames(named).resolve(text, defer_unknown=True)
 
 
 class _PluginModel(RewardModel):
-    """Wraps a plugin object that has ``score`` but does not subclass RewardModel."""
+    """Wraps a plugin object that has ``score`` but does not subclass RewardModel; its identity
+    is its spec's kind and arguments (never the spec's name)."""
 
-    def __init__(self, inner) -> None:
+    def __init__(self, inner, spec: ModelSpec) -> None:
         self.inner = inner
+        self.plugin_kind, self.plugin_args = spec.kind, spec.args_dict
         self.max_batch = getattr(inner, "max_batch", None)
 
     def score(self, batch: Sequence[ScoreRequest]):
         return self.inner.score(batch)
 
+    def identity(self) -> dict:
+        return {"kind": self.plugin_kind, "args": self.plugin_args}
 
-def build_model(spec: ModelSpec, runtime: Runtime | None = None) -> RewardModel:
-    """Instantiate the adapter a spec describes; factories that take ``runtime`` get it.
-    Errors name the model and what was wrong."""
+
+def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Truncation | None = None) -> RewardModel:
+    """Instantiate the adapter a spec describes; factories that take ``runtime`` or
+    ``truncation`` (the run's ``--max-length``/``--truncation`` policy) get them. Errors name the
+    model and what was wrong."""
     return instantiate(MODEL_KINDS, spec, "model", "score", RewardModel, _PluginModel,
-                       {"runtime": runtime or Runtime()})
+                       {"runtime": runtime or Runtime(), "truncation": truncation})
 
 
-__all__ = ["MODEL_KINDS", "RewardModel", "Runtime", "ScoreRequest", "build_model", "parse_model_spec"]
+__all__ = ["MODEL_KINDS", "RewardModel", "Runtime", "ScoreRequest", "Truncation", "build_model", "parse_model_spec"]

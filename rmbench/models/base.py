@@ -1,15 +1,30 @@
-"""The reward-model interface: every adapter scores whole batches of (prompt, response) requests."""
+"""The reward-model interface and the capabilities an adapter may declare.
+
+Every adapter is a :class:`RewardModel`: it scores whole batches of (prompt, response)
+requests, has an :meth:`~RewardModel.identity` (what makes its numbers what they are: kind,
+canonical arguments, weights content; never its display name) and a
+:meth:`~RewardModel.describe` (how it ran). What else the engine and the runner may use is
+declared by subclassing a capability, never discovered by probing attributes:
+
+* :class:`TokenizedModel`: reads tokens. Token lengths and prompt-prefix lengths for batching,
+  a context limit, and a :class:`Truncation` policy given at construction.
+* :class:`StochasticModel`: draws dropout samples (what ``discretize`` needs).
+* :class:`CompositeModel`: made of other models (``discretize``'s inner model, an implicit RM's
+  reference); :func:`parts` walks them.
+"""
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from rmbench import __version__
-from rmbench.types import ModelSpec, Prompt, canonical_json, sha256_hex
+from rmbench.errors import ConfigError
+from rmbench.types import Prompt, canonical_json, prompt_to_json, sha256_hex
 
 if TYPE_CHECKING:
     from rmbench.types import ComparisonGroup
@@ -20,7 +35,9 @@ class ScoreRequest:
     """One response to score.
 
     ``utility`` is the ground truth, present only so that the ``oracle`` baseline can exist;
-    real adapters must ignore it (and leave ``uses_utility`` False).
+    real adapters must ignore it (and leave ``uses_utility`` False). ``context`` holds the other
+    responses of the request's group, filled in only for a :class:`GroupContextModel` (whose
+    score of a response may depend on them; the cache key then includes them).
     """
 
     prompt: Prompt
@@ -28,6 +45,17 @@ class ScoreRequest:
     group_id: str = ""
     index: int = 0
     utility: int | None = None
+    context: tuple[str, ...] = ()
+
+    def key(self, with_utility: bool = False) -> str:
+        """sha256 of the scored input: the prompt and the response (with the group's other
+        responses when ``context`` is given, and the utility for the oracle)."""
+        payload: dict[str, Any] = {"prompt": prompt_to_json(self.prompt), "response": self.response}
+        if self.context:
+            payload["context"] = list(self.context)
+        if with_utility:
+            payload["utility"] = self.utility
+        return sha256_hex(canonical_json(payload))
 
 
 @dataclass(frozen=True)
@@ -50,17 +78,71 @@ class Runtime:
     max_batch: int = 64
 
 
+@dataclass(frozen=True)
+class Truncation:
+    """How a tokenised model cuts a text longer than ``max_length`` tokens (None: never).
+
+    ``side``: ``left`` (the default) drops the start of the prompt and keeps the response whole;
+    ``right`` drops the end. Part of a tokenised model's identity, so cached scores never mix
+    settings.
+    """
+
+    max_length: int | None = None
+    side: str = "left"
+
+    def __post_init__(self) -> None:
+        if self.side not in ("left", "right"):
+            raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.side!r}")
+        m = self.max_length
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
+            raise ConfigError(f"--max-length must be a positive integer, got {m!r}")
+
+    def over(self, policy: "Truncation | None") -> "Truncation":
+        """This policy with the fields that ``policy`` (the run's ``--max-length``/``--truncation``) sets."""
+        if policy is None:
+            return self
+        return Truncation(policy.max_length if policy.max_length is not None else self.max_length, policy.side)
+
+
+IDENTITY_EXCLUDED = ("runtime", "truncation")
+"""Constructor arguments that are never part of an identity: how a model runs, and the
+truncation policy (which a tokenised model records as its effective max length and side)."""
+
+
 class RewardModel(ABC):
     """Base class of model adapters.
 
     Subclasses implement :meth:`score` over a whole batch, so an adapter can pad and vectorise
     as it likes. The engine plans batches (sorted by :meth:`lengths`, under a token budget),
     skips what its cache holds, and finally calls :meth:`postprocess` with whole groups in view.
+
+    ``kind``: the registered kind name (identity uses it; a class without one is named by its
+    import path). The constructor's arguments, bound with their defaults, are recorded for
+    :meth:`identity`, so a model built in code and the same model built from a spec have the
+    same identity.
     """
 
-    spec: ModelSpec
-    uses_utility: bool = False
+    kind: ClassVar[str | None] = None
+    uses_utility: ClassVar[bool] = False
     max_batch: int | None = None  # an adapter's own cap on requests per batch, if any
+    _init_args: dict[str, Any] | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        obj = super().__new__(cls)
+        try:
+            bound = inspect.signature(cls.__init__).bind(obj, *args, **kwargs)
+        except TypeError:  # __init__ itself will raise the clear error
+            return obj
+        bound.apply_defaults()
+        recorded: dict[str, Any] = {}
+        for name, value in list(bound.arguments.items())[1:]:
+            param = bound.signature.parameters[name]
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                recorded.update(value)
+            elif name not in IDENTITY_EXCLUDED:
+                recorded[name] = value
+        obj._init_args = recorded
+        return obj
 
     @abstractmethod
     def score(self, batch: Sequence[ScoreRequest]) -> Sequence[float] | np.ndarray:
@@ -71,28 +153,133 @@ class RewardModel(ABC):
         """Cost of each request in tokens, for batching (default: characters / 4)."""
         return [1 + (_text_length(r.prompt) + len(r.response)) // 4 for r in batch]
 
-    def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
-        """Tokens at the start of each request that other requests with the same prompt can
-        reuse (a causal model's prompt KV cache), or None when the adapter does not reuse any.
-        The engine then keeps a prompt's requests in one batch."""
-        return None
-
     def postprocess(self, groups: Sequence["ComparisonGroup"], raw: np.ndarray) -> np.ndarray:
         """Raw outputs of all responses (flattened in group order) -> one reward each."""
         if raw.ndim != 1:
             raise ValueError(f"{type(self).__name__} returned vectors but does not post-process them")
         return raw
 
-    def fingerprint(self) -> str:
-        """Identity of the scoring function: keys the score cache. Adapters with weights or
-        code add their hash; built-ins include rmbench's version so a new release re-scores."""
-        spec = getattr(self, "spec", None)  # set by build_model; absent when built directly in code
-        described = spec.to_json() if spec is not None else {"class": type(self).__name__}
-        return sha256_hex(canonical_json({"spec": described, "rmbench": __version__}))
+    # --- identity ---------------------------------------------------------------------------
+    def kind_name(self) -> str:
+        cls = type(self)
+        return self.kind or f"{cls.__module__}:{cls.__qualname__}"
 
-    def runtime_info(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, Any]:
+        """What makes this model's numbers what they are, as JSON: its kind and canonical
+        arguments (the constructor's, defaults filled in). Adapters with weights or code replace
+        their location arguments by a hash of the content. Never the display name."""
+        return {"kind": self.kind_name(), "args": _jsonable(self._init_args or {})}
+
+    def fingerprint(self) -> str:
+        """sha256 of :meth:`identity` and rmbench's version: keys the score cache (a new release
+        re-scores)."""
+        return sha256_hex(canonical_json({"identity": self.identity(), "rmbench": __version__}))
+
+    def describe(self) -> dict[str, Any]:
         """What the run record should say about how this model ran (dtype, device, versions)."""
         return {}
+
+
+class TokenizedModel(ABC):
+    """A model that reads tokens: the engine plans its batches with :meth:`RewardModel.lengths`
+    in tokens and :meth:`prefix_lengths`; the runner refuses texts past :meth:`context_limit`
+    and counts the texts ``truncation`` cuts."""
+
+    truncation: Truncation
+
+    @abstractmethod
+    def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        """Tokens of each request's whole text, untruncated."""
+
+    def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
+        """Tokens at the start of each request that other requests with the same prompt can
+        reuse (a causal model's prompt KV cache), or None when the model reuses none. The engine
+        then keeps a prompt's requests in one batch."""
+        return None
+
+    @abstractmethod
+    def context_limit(self) -> int | None:
+        """The longest input the model takes, if known."""
+
+    def truncated(self, batch: Sequence[ScoreRequest]) -> int:
+        """How many of these texts are longer than ``truncation.max_length`` tokens (lose tokens)."""
+        limit = self.truncation.max_length
+        return 0 if limit is None else sum(n > limit for n in self.lengths(batch))
+
+    def check_context(self, batch: Sequence[ScoreRequest]) -> None:
+        """Refuse a text that would still be longer than the context after truncation: positions
+        past it give garbage or crash, and a huge text would hang. The message names the first."""
+        limit, max_length = self.context_limit(), self.truncation.max_length
+        if limit is None or (max_length is not None and max_length <= limit):
+            return
+        for request, n in zip(batch, self.lengths(batch)):
+            if n <= limit:
+                continue
+            if max_length is not None:
+                raise ConfigError(f"--max-length {max_length} is longer than the model's context of {limit} "
+                                  f"tokens, and group {request.group_id!r}, response {request.index} is {n} "
+                                  f"tokens; pass --max-length {limit} or less")
+            raise ConfigError(f"group {request.group_id!r}, response {request.index} is {n} tokens, longer than "
+                              f"the model's context of {limit}; pass --max-length {limit} to truncate such texts "
+                              f"(--truncation left, the default, keeps the response and drops the start of the "
+                              f"prompt), or drop the row")
+
+
+class StochasticModel(ABC):
+    """A model that can score with dropout forced on (MC dropout)."""
+
+    @abstractmethod
+    def sample(self, batch: Sequence[ScoreRequest], n_samples: int, p: float, variant: str,
+               seed: int) -> np.ndarray:
+        """(len(batch), n_samples) values with dropout at rate ``p``: ``full`` inside the model,
+        ``head`` on its final hidden states only. Seeded: same inputs and seed, same values."""
+
+
+class CompositeModel(ABC):
+    """A model made of other models."""
+
+    @abstractmethod
+    def children(self) -> Sequence[RewardModel]:
+        """The models this one scores through, outermost first."""
+
+
+class GroupContextModel(ABC):
+    """A model whose score of a response may depend on the other responses of its group (e.g.
+    RewardBench's DPO truncation, decided by the longest answer of a pair): the engine fills
+    :attr:`ScoreRequest.context` for it, and the cache key includes that context."""
+
+
+def parts(model: RewardModel) -> Iterator[RewardModel]:
+    """``model`` and every model it is made of (:class:`CompositeModel`), outermost first."""
+    todo = [model]
+    while todo:
+        m = todo.pop(0)
+        yield m
+        if isinstance(m, CompositeModel):
+            todo += list(m.children())
+
+
+def tokenized_parts(model: RewardModel) -> list[TokenizedModel]:
+    """The parts of ``model`` that tokenise, outermost first."""
+    return [m for m in parts(model) if isinstance(m, TokenizedModel)]
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON form of constructor arguments: numbers as floats (``beta: 1`` from a YAML file is
+    ``beta=1.0`` in code), tuples as lists, other objects by type and repr."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, RewardModel):
+        return value.identity()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return {"type": f"{type(value).__module__}.{type(value).__qualname__}", "repr": repr(value)}
 
 
 def _text_length(prompt: Prompt) -> int:

@@ -10,6 +10,7 @@ from rmbench.models.base import RewardModel, ScoreRequest
 class OracleRM(RewardModel):
     """reward = true utility. Perfect discrimination and specificity; for tests and sanity checks."""
 
+    kind = "oracle"
     description = "reward = true utility (upper bound; for tests)"
     uses_utility = True
 
@@ -22,6 +23,7 @@ class OracleRM(RewardModel):
 class ConstantRM(RewardModel):
     """reward = a constant (``value``, default 0): D = 0 and Spec = 1 at every eps."""
 
+    kind = "constant"
     description = "reward = a constant (lower bound on discrimination)"
 
     def __init__(self, value: float = 0.0) -> None:
@@ -34,6 +36,7 @@ class ConstantRM(RewardModel):
 class LengthRM(RewardModel):
     """reward = response length, in characters (``unit: chars``) or whitespace words (``unit: words``)."""
 
+    kind = "length"
     description = "reward = response length (the length-bias baseline)"
 
     def __init__(self, unit: str = "chars") -> None:

@@ -26,8 +26,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import RewardModel, Runtime, ScoreRequest
-from rmbench.types import canonical_json, sha256_hex
+from rmbench.models.base import CompositeModel, RewardModel, Runtime, ScoreRequest, StochasticModel, Truncation
 
 
 def _phi(x: float) -> float:
@@ -73,16 +72,18 @@ def cluster_levels(means: np.ndarray, variances: np.ndarray, delta: float = 1.0,
     return levels
 
 
-class DiscretizedRM(RewardModel):
+class DiscretizedRM(RewardModel, CompositeModel):
+    kind = "discretize"
     description = "MC-dropout discretisation of another adapter: integer reward levels per prompt"
     target_arg = "inner"
+    model_refs = ("inner",)
 
     def __init__(self, inner: str | Mapping[str, Any], T: int = 4, p: float = 0.02, variant: str = "full",
                  delta: float = 1.0, delta_unit: str = "noise", p_star: float = 0.5, seed: int = 0,
-                 runtime: Runtime | None = None) -> None:
-        from rmbench.models import build_model, parse_model_spec
+                 runtime: Runtime | None = None, truncation: Truncation | None = None) -> None:
+        from rmbench.models import build_model
+        from rmbench.models.names import resolve_model
         from rmbench.models.presets import PRESETS
-        from rmbench.types import Spec
 
         if int(T) < 2:
             raise ConfigError(f"T must be at least 2 (a variance needs two samples), got {T}")
@@ -90,25 +91,23 @@ class DiscretizedRM(RewardModel):
             raise ConfigError(f"p must be in (0, 1), got {p}")
         if variant not in ("full", "head") or delta_unit not in ("noise", "raw"):
             raise ConfigError("variant must be full or head, delta_unit noise or raw")
-        if isinstance(inner, Mapping):
-            spec = Spec.make(str(inner.get("name", inner.get("kind"))), str(inner["kind"]), inner.get("args", {}))
-        else:
-            spec = parse_model_spec(str(inner), PRESETS)
-        self.inner = build_model(spec, runtime)
-        if not callable(getattr(self.inner, "sample", None)):
-            raise ConfigError(f"discretize needs an adapter that supports dropout (implicit, seqcls, linear, "
-                              f"generative); {spec.name!r} is {type(self.inner).__name__}")
+        spec = resolve_model(inner, PRESETS)  # a name or a {"name", "kind", "args"} mapping
+        self.inner = build_model(spec, runtime, truncation)
+        if not isinstance(self.inner, StochasticModel):
+            raise ConfigError(f"discretize needs a model that can sample with dropout (implicit, seqcls, linear, "
+                              f"generative: a StochasticModel); {spec.name!r} ({spec.kind}) is not one")
         self.T, self.p, self.variant = int(T), float(p), variant
         self.delta, self.delta_unit, self.p_star, self.seed = float(delta), delta_unit, float(p_star), int(seed)
         self.max_batch = self.inner.max_batch
 
     def _batch_seed(self, batch: Sequence[ScoreRequest]) -> int:
-        from rmbench.cache import request_key
-
         h = hashlib.sha256(f"{self.seed}|".encode())
         for r in batch:
-            h.update(request_key(r).encode())
+            h.update(r.key().encode())
         return int.from_bytes(h.digest()[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+    def children(self) -> list[RewardModel]:
+        return [self.inner]
 
     def lengths(self, batch):
         return self.inner.lengths(batch)
@@ -129,11 +128,14 @@ class DiscretizedRM(RewardModel):
             offset += len(g.responses)
         return out
 
-    def fingerprint(self) -> str:
-        return sha256_hex(canonical_json({"inner": self.inner.fingerprint(), "T": self.T, "p": self.p,
-                                          "variant": self.variant, "seed": self.seed}))
+    def identity(self) -> dict[str, Any]:
+        """The inner model's identity and what shapes the dropout samples (T, p, variant, seed):
+        the score cache holds the samples, so the clustering's delta and p* are left out (a run
+        with another delta re-clusters cached samples)."""
+        return {"kind": self.kind_name(), "args": {"T": self.T, "p": self.p, "variant": self.variant,
+                                                   "seed": self.seed}, "inner": self.inner.identity()}
 
-    def runtime_info(self) -> dict[str, Any]:
-        return {**self.inner.runtime_info(), "discretize": {"T": self.T, "p": self.p, "variant": self.variant,
-                                                            "delta": self.delta, "delta_unit": self.delta_unit,
-                                                            "p_star": self.p_star, "seed": self.seed}}
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), "discretize": {"T": self.T, "p": self.p, "variant": self.variant,
+                                                        "delta": self.delta, "delta_unit": self.delta_unit,
+                                                        "p_star": self.p_star, "seed": self.seed}}

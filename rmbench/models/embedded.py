@@ -102,23 +102,22 @@ def _complete(folder: Path) -> bool:
     return (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
 
 
-def resolve(name: str, dtype=None):
-    """A :class:`~rmbench.models.hf.ModelSource` for an embedded model name: the float32 copy,
-    or for bfloat16/float16 a copy stored in that dtype."""
-    import torch
-
-    from rmbench.models.hf import ModelSource
-
+def resolve(name: str, dtype: str | None = None) -> Path | None:
+    """The local folder of an embedded model: the float32 copy, or for ``bfloat16``/``float16``
+    a copy stored in that dtype; None when neither the converted copy nor the package that ships
+    the weights is here (then the hub id is the source)."""
     info = EMBEDDED[name]
     folder = user_cache_dir() / "models" / info["folder"]
     if not _complete(folder):
         gguf = package_gguf(info["package"], info["gguf"])
         if gguf is None:
-            return ModelSource(info["hub"], None, False)
+            return None
         convert_gguf(gguf, folder)
-    if dtype in (torch.bfloat16, torch.float16):
-        half = folder.with_name(f"{folder.name}-{str(dtype).replace('torch.', '')}")
+    if dtype in ("bfloat16", "float16"):
+        import torch
+
+        half = folder.with_name(f"{folder.name}-{dtype}")
         if not _complete(half):
-            cast_folder(folder, half, dtype)
+            cast_folder(folder, half, getattr(torch, dtype))
         folder = half
-    return ModelSource(str(folder), None, True)
+    return folder

@@ -16,29 +16,27 @@ is the default token there. ``yes_token``/``no_token`` override them; each must 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import HFRewardModel, load_weights
+from rmbench.models.base import Runtime, ScoreRequest, Truncation
+from rmbench.models.hf import Encoding, HFRewardModel, load_weights
 from rmbench.models.seqcls import last_token_index
 
 DEFAULT_TEMPLATE = "Question: {question}\nAnswer: {answer}\nVerification: Is the answer correct (Yes/No)?"
 
 
 class GenerativeRM(HFRewardModel):
+    kind = "generative"
     description = "generative verifier: P('Yes') after 'Is the answer correct (Yes/No)?'"
-    target_arg = "model"
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  prompt_template: str = DEFAULT_TEMPLATE, score: str = "p_yes", yes_token: str | None = None,
                  no_token: str | None = None, template: str = "auto", system_prompt: str | None = None,
-                 max_length: int | None = None) -> None:
-        from transformers import AutoModelForCausalLM
-
-        super().__init__(model, runtime, revision, template, system_prompt, max_length)
+                 max_length: int | None = None, truncation: Truncation | None = None) -> None:
+        super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation)
         if score not in ("p_yes", "log_odds"):
             raise ConfigError(f"score must be 'p_yes' or 'log_odds', got {score!r}")
         try:
@@ -46,10 +44,28 @@ class GenerativeRM(HFRewardModel):
         except (KeyError, IndexError) as exc:
             raise ConfigError(f"prompt_template may use only {{question}} and {{answer}}: unknown field {exc}") from None
         self.prompt_template, self.score_kind = prompt_template, score
+        self._yes_no = (yes_token, no_token)
+        self._answer_ids: tuple[int, int] | None = None
+
+    def _load_weights(self):
+        from transformers import AutoModelForCausalLM
+
+        return load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype, self.device)
+
+    @property
+    def answer_tokens(self) -> tuple[str, str]:
+        """The "Yes" and "No" tokens: with a chat template the first token of the reply, in
+        plain mode a continuation (" Yes", with a space), unless given."""
         space = "" if self.formatter.chat else " "
-        self.yes_token, self.no_token = yes_token or f"{space}Yes", no_token or f"{space}No"
-        self.yes_id, self.no_id = self._single_token(self.yes_token), self._single_token(self.no_token)
-        self.model = load_weights(AutoModelForCausalLM, model, self.source, self.runtime, self.dtype, self.device)
+        yes, no = self._yes_no
+        return yes or f"{space}Yes", no or f"{space}No"
+
+    @property
+    def answer_ids(self) -> tuple[int, int]:
+        if self._answer_ids is None:
+            yes, no = self.answer_tokens
+            self._answer_ids = (self._single_token(yes), self._single_token(no))
+        return self._answer_ids
 
     def _single_token(self, text: str) -> int:
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -66,25 +82,19 @@ class GenerativeRM(HFRewardModel):
         return [self.formatter.user_turn(self.prompt_template.format(
             question=self.formatter.plain_prompt(r.prompt), answer=r.response)) for r in batch]
 
-    def _encode(self, batch: Sequence[ScoreRequest]) -> dict[str, Any]:
-        return self.tokenize(self._texts(batch))
+    def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding:
+        return self.front.encode(self._texts(batch))
 
-    def _hidden(self, enc):
-        return self.backbone_hidden(enc)
-
-    def _head(self, enc, hidden) -> np.ndarray:
+    def _head(self, enc: Encoding, hidden) -> np.ndarray:
         import torch
 
-        idx = last_token_index(enc["attention_mask"].to(hidden.device))
+        yes_id, no_id = self.answer_ids
+        idx = last_token_index(enc.attention_mask.to(hidden.device))
         logits = self.model.get_output_embeddings()(hidden[torch.arange(hidden.shape[0]), idx]).float()
         softcap = getattr(self.model.config, "final_logit_softcapping", None)
         if softcap:
             logits = torch.tanh(logits / softcap) * softcap
         logp = torch.log_softmax(logits, dim=-1)
-        yes, no = logp[:, self.yes_id].double(), logp[:, self.no_id].double()
+        yes, no = logp[:, yes_id].double(), logp[:, no_id].double()
         value = yes.exp() if self.score_kind == "p_yes" else yes - no
         return value.cpu().numpy()
-
-    def adapter_config(self) -> dict[str, Any]:
-        return {**super().adapter_config(), "prompt_template": self.prompt_template, "score": self.score_kind,
-                "yes": self.yes_token, "no": self.no_token}

@@ -14,14 +14,15 @@ only over those positions (in chunks), not over the whole sequence.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import numpy as np
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import HFRewardModel, load_weights, shareable_prefix, tokenizer_identity
-from rmbench.types import Spec
+from rmbench.models.base import CompositeModel, RewardModel, Runtime, ScoreRequest, Truncation
+from rmbench.models.hf import Encoding, HFRewardModel, load_weights
+from rmbench.models.hf.identity import tokenizer_identity
 
 LM_HEAD_CHUNK = 256  # response positions per LM-head call: bounds the (positions x vocab) logits (50 MB at 49k vocab)
 
@@ -40,71 +41,66 @@ def gather_logprobs(lm_head, hidden, input_ids, rows, cols, softcap: float | Non
     return torch.cat(out) if out else torch.zeros(0)
 
 
-class ImplicitRM(HFRewardModel):
+class ImplicitRM(HFRewardModel, CompositeModel):
     """Implicit RM of a causal LM, optionally against a reference LM."""
 
+    kind = "implicit"
     description = "implicit reward beta * log(pi/pi_ref) of a causal LM (reference-free without ref)"
-    target_arg = "model"
     shares_prefix = True
 
     def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, normalize: str = "sum",
                  runtime: Runtime | None = None, revision: str | None = None, ref_revision: str | None = None,
-                 template: str = "auto", system_prompt: str | None = None, max_length: int | None = None) -> None:
-        from transformers import AutoModelForCausalLM
-
-        super().__init__(model, runtime, revision, template, system_prompt, max_length)
+                 template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
+                 truncation: Truncation | None = None) -> None:
+        super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation)
         if normalize not in ("sum", "mean"):
             raise ConfigError(f"normalize must be 'sum' or 'mean', got {normalize!r}")
         self.beta, self.normalize = float(beta), normalize
-        self.model = load_weights(AutoModelForCausalLM, model, self.source, self.runtime, self.dtype, self.device)
         self.reference = None
         if ref is not None:
             self.reference = ImplicitRM(ref, beta=1.0, normalize=normalize, runtime=self.runtime,
                                         revision=ref_revision, template=template, system_prompt=system_prompt,
-                                        max_length=max_length)
-            self.reference.spec = Spec.make(f"reference:{ref}", "implicit",
-                                            {"model": ref, "revision": ref_revision, "normalize": normalize})
-        self._same_tokenizer = (self.reference is not None
-                                and tokenizer_identity(self.tokenizer) == tokenizer_identity(self.reference.tokenizer))
+                                        max_length=max_length, truncation=truncation)
+        self._same_tokenizer: bool | None = None
+
+    def _load_weights(self):
+        from transformers import AutoModelForCausalLM
+
+        return load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype, self.device)
+
+    def children(self) -> list[RewardModel]:
+        return [self.reference] if self.reference is not None else []
 
     @property
     def backbone(self):
         return self.model.base_model
 
-    def _encode(self, batch: Sequence[ScoreRequest]) -> dict[str, Any]:
-        import torch
-
-        enc, all_positions = self.encode_responses(batch)
-        rows, cols, shared = [], [], []
-        for i, positions in enumerate(all_positions):
-            # The very first token of a sequence has no prediction; it can only be a response
-            # token when the prompt renders to nothing, which a template never does.
-            positions = [j for j in positions if j > 0]
-            if not positions:
+    def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding:
+        enc = self.front.encode_responses(batch, share=True)
+        # The very first token of a sequence has no prediction; it can only be a response token
+        # when the prompt renders to nothing, which a template never does. Rows of one prompt
+        # share everything before the token that predicts their first response token.
+        positions = tuple(tuple(j for j in p if j > 0) for p in enc.positions)
+        for i, p in enumerate(positions):
+            if not p:
                 raise ConfigError(f"group {batch[i].group_id!r}, response {batch[i].index}: the response has no "
                                   f"tokens after truncation (max_length={self.max_length})")
-            rows += [i] * len(positions)
-            cols += positions
-            shared.append(shareable_prefix(positions))
-        enc["rows"], enc["cols"] = torch.tensor(rows), torch.tensor(cols)
-        # Rows of one prompt share everything before the token that predicts their first
-        # response token (see rmbench.models.prefix).
-        enc["shared"] = shared
-        enc["n_tokens"] = np.bincount(rows, minlength=len(batch))
-        return enc
+        return dataclasses.replace(enc, positions=positions)
 
-    def _hidden(self, enc):
-        return self.backbone_hidden(enc)
+    def _head(self, enc: Encoding, hidden) -> np.ndarray:
+        import torch
 
-    def _head(self, enc, hidden) -> np.ndarray:
+        rows = [i for i, p in enumerate(enc.positions) for _ in p]
+        cols = [j for p in enc.positions for j in p]
         softcap = getattr(self.model.config, "final_logit_softcapping", None)
-        lp = gather_logprobs(self.model.get_output_embeddings(), hidden, enc["input_ids"].to(hidden.device),
-                             enc["rows"].to(hidden.device), enc["cols"].to(hidden.device), softcap)
-        n = len(enc["n_tokens"])
-        sums = np.bincount(enc["rows"].numpy(), weights=lp.double().cpu().numpy(), minlength=n)
-        return sums / enc["n_tokens"] if self.normalize == "mean" else sums
+        lp = gather_logprobs(self.model.get_output_embeddings(), hidden, enc.input_ids.to(hidden.device),
+                             torch.tensor(rows, device=hidden.device), torch.tensor(cols, device=hidden.device),
+                             softcap)
+        n_tokens = np.array([len(p) for p in enc.positions], dtype=np.float64)
+        sums = np.bincount(rows, weights=lp.double().cpu().numpy(), minlength=len(enc.positions))
+        return sums / n_tokens if self.normalize == "mean" else sums
 
-    def _finish(self, batch, enc, values: np.ndarray) -> np.ndarray:
+    def _finish(self, batch, enc: Encoding, values: np.ndarray) -> np.ndarray:
         if self.reference is not None:
             ref = (self.reference.score_encoded(batch, enc) if self._encodes_like_reference()
                    else self.reference.score(batch))
@@ -115,10 +111,12 @@ class ImplicitRM(HFRewardModel):
         """True when the reference would encode a batch exactly as this model does (same
         tokenizer, rendering and truncation), so it can score this model's encoding as is."""
         r = self.reference
+        if self._same_tokenizer is None:
+            self._same_tokenizer = tokenizer_identity(self.tokenizer) == tokenizer_identity(r.tokenizer)
         return (self._same_tokenizer and r.formatter.chat == self.formatter.chat
-                and r.formatter.system_prompt == self.formatter.system_prompt and r.max_length == self.max_length
-                and r.tokenizer.truncation_side == self.tokenizer.truncation_side)
+                and r.formatter.system_prompt == self.formatter.system_prompt and r.truncation == self.truncation)
 
-    def adapter_config(self) -> dict[str, Any]:
-        return {**super().adapter_config(), "beta": self.beta, "normalize": self.normalize,
-                "reference": None if self.reference is None else self.reference.fingerprint()}
+    def identity(self) -> dict[str, Any]:
+        out = super().identity()
+        args = {k: v for k, v in out["args"].items() if k not in ("ref", "ref_revision")}
+        return {**out, "args": args, "reference": None if self.reference is None else self.reference.identity()}

@@ -23,8 +23,9 @@ import numpy as np
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest
-from rmbench.models.hf import Formatter, load_tokenizer, resolve_source, response_boundary, weights_identity
-from rmbench.types import canonical_json, sha256_hex
+from rmbench.models.hf.identity import weights_identity
+from rmbench.models.hf.loading import load_tokenizer, resolve_source
+from rmbench.models.hf.rendering import Formatter, check_template, response_boundary
 
 
 def parse_arg_string(text: str) -> dict[str, str]:
@@ -38,6 +39,7 @@ def parse_arg_string(text: str) -> dict[str, str]:
 
 
 class LMEvalRM(RewardModel):
+    kind = "lmeval"
     description = "an lm-evaluation-harness model (hf, vllm, local-completions) as an implicit RM via loglikelihood"
     target_arg = "model_args"
 
@@ -46,19 +48,40 @@ class LMEvalRM(RewardModel):
                  system_prompt: str | None = None, batch_size: int = 8, runtime: Runtime | None = None) -> None:
         if normalize not in ("sum", "mean"):
             raise ConfigError(f"normalize must be 'sum' or 'mean', got {normalize!r}")
+        check_template(template)
         self.runtime = runtime or Runtime()
         self.lm_name, self.model_args, self.ref_model_args = lm, model_args, ref_model_args
-        self.beta, self.normalize = float(beta), normalize
+        self.beta, self.normalize, self.batch_size = float(beta), normalize, batch_size
+        self.template, self.system_prompt = template, system_prompt
         args = parse_arg_string(model_args)
-        tok_name = tokenizer or args.get("tokenizer") or args.get("pretrained") or args.get("model")
-        if not tok_name:
+        self.tok_name = tokenizer or args.get("tokenizer") or args.get("pretrained") or args.get("model")
+        if not self.tok_name:
             raise ConfigError("lmeval: give tokenizer= (or pretrained= in model_args) for the chat template")
-        self.tok_source = resolve_source(tok_name)
-        self.tokenizer = load_tokenizer(tok_name, self.tok_source, self.runtime)
-        self.formatter = Formatter(self.tokenizer, template, system_prompt)
-        self.lm = create_lm(lm, model_args, batch_size, self.runtime.device)
-        self.ref = create_lm(lm, ref_model_args, batch_size, self.runtime.device) if ref_model_args else None
+        self.tok_source = resolve_source(self.tok_name)
+        self._formatter: Formatter | None = None
+        self._lms: tuple | None = None
         self.max_batch = 256
+
+    @property
+    def formatter(self) -> Formatter:
+        if self._formatter is None:
+            tokenizer = load_tokenizer(self.tok_name, self.tok_source, self.runtime)
+            self._formatter = Formatter(tokenizer, self.template, self.system_prompt)
+        return self._formatter
+
+    @property
+    def tokenizer(self):
+        return self.formatter.tokenizer
+
+    @property
+    def lms(self) -> tuple:
+        """(the lm-eval model, its reference or None), created on first use."""
+        if self._lms is None:
+            lm = create_lm(self.lm_name, self.model_args, self.batch_size, self.runtime.device)
+            ref = (create_lm(self.lm_name, self.ref_model_args, self.batch_size, self.runtime.device)
+                   if self.ref_model_args else None)
+            self._lms = (lm, ref)
+        return self._lms
 
     def _requests(self, batch: Sequence[ScoreRequest]):
         from lm_eval.api.instance import Instance
@@ -76,33 +99,32 @@ class LMEvalRM(RewardModel):
                                    add_special_tokens=False)["input_ids"]) for r in batch]
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        lm, ref = self.lms
         requests, n_tokens = self._requests(batch)
-        ll = np.array([x[0] for x in self.lm.loglikelihood(requests, disable_tqdm=True)], dtype=np.float64)
-        if self.ref is not None:
+        ll = np.array([x[0] for x in lm.loglikelihood(requests, disable_tqdm=True)], dtype=np.float64)
+        if ref is not None:
             requests, _ = self._requests(batch)  # fresh Instances: lm-eval writes responses into them
-            ll = ll - np.array([x[0] for x in self.ref.loglikelihood(requests, disable_tqdm=True)], dtype=np.float64)
+            ll = ll - np.array([x[0] for x in ref.loglikelihood(requests, disable_tqdm=True)], dtype=np.float64)
         if self.normalize == "mean":
             ll = ll / n_tokens
         return self.beta * ll
 
-    def fingerprint(self) -> str:
+    def identity(self) -> dict[str, Any]:
         weights = {}
         for key, args in (("policy", self.model_args), ("reference", self.ref_model_args or "")):
             pretrained = parse_arg_string(args).get("pretrained")
             if pretrained:
                 weights[key] = weights_identity(resolve_source(pretrained))
-        return sha256_hex(canonical_json({"lm": self.lm_name, "model_args": self.model_args,
-                                          "ref_model_args": self.ref_model_args, "beta": self.beta,
-                                          "normalize": self.normalize, "weights": weights,
-                                          "template": "chat" if self.formatter.chat else "plain",
-                                          "tokenizer": weights_identity(self.tok_source),
-                                          "base": super().fingerprint()}))
+        return {**super().identity(), "weights": weights, "tokenizer": weights_identity(self.tok_source)}
 
-    def runtime_info(self) -> dict[str, Any]:
-        import lm_eval
+    def describe(self) -> dict[str, Any]:
+        from importlib import metadata
 
-        return {"lm_eval": getattr(lm_eval, "__version__", "unknown"), "lm": self.lm_name,
-                "model_args": self.model_args}
+        try:
+            version = metadata.version("lm_eval")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        return {"lm_eval": version, "lm": self.lm_name, "model_args": self.model_args}
 
 
 def create_lm(lm_name: str, arg_string: str, batch_size: int = 8, device: str = "auto"):

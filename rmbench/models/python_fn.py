@@ -17,6 +17,7 @@ from rmbench.types import prompt_to_json
 
 
 class PythonFunctionRM(RewardModel):
+    kind = "python"
     description = "python:PATH_OR_MODULE:FUNC, FUNC(list of (prompt, response)) -> list of floats"
     target_arg = "target"
 
@@ -31,12 +32,13 @@ class PythonFunctionRM(RewardModel):
         # The engine checks what comes back (count, numbers, finite) and names the request at fault.
         return self.fn([(prompt_to_json(r.prompt), r.response) for r in batch])
 
-    def fingerprint(self) -> str:
-        # The source file's content and the function's name are its identity: edit the file and
-        # its cached scores no longer apply.
+    def identity(self) -> dict:
+        """The function's qualified name and its source file's content (edit the file and its
+        cached scores no longer apply), not the path it was named by."""
         try:
             source = Path(inspect.getsourcefile(self.fn) or "").read_bytes()
         except (OSError, TypeError):
             source = b""
-        name = getattr(self.fn, "__qualname__", self.target)
-        return hashlib.sha256(source + b"\0" + name.encode() + b"\0" + super().fingerprint().encode()).hexdigest()
+        return {"kind": self.kind_name(), "args": {},
+                "function": getattr(self.fn, "__qualname__", self.target),
+                "source": hashlib.sha256(source).hexdigest()}

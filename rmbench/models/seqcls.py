@@ -21,8 +21,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import HFRewardModel, load_weights, shareable_prefix
+from rmbench.models.base import Runtime, ScoreRequest, Truncation
+from rmbench.models.hf import Encoding, HFRewardModel, load_weights
+from rmbench.models.hf.identity import file_sha256
+
+POOLINGS = ("last", "mean", "cls")
 
 
 def last_token_index(attention_mask):
@@ -50,93 +53,111 @@ def pool(hidden, attention_mask, how: str):
 class _TextRM(HFRewardModel):
     """Scores the whole rendered (prompt, response) text."""
 
-    target_arg = "model"
-
-    def _encode(self, batch: Sequence[ScoreRequest]) -> dict[str, Any]:
+    def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding:
         if not self.shares_prefix:
-            return self.tokenize(self._texts(batch))
-        enc, positions = self.encode_responses(batch)
-        enc["shared"] = [shareable_prefix(p) for p in positions]
-        return enc
+            return self.front.encode(self._texts(batch))
+        return self.front.encode_responses(batch, share=True)
 
 
 class SeqClsRM(_TextRM):
+    kind = "seqcls"
     description = "AutoModelForSequenceClassification with one output: reward = logit at the last real token"
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
-                 padding_side: str = "right", num_labels: int | None = None) -> None:
+                 padding_side: str = "right", num_labels: int | None = None,
+                 truncation: Truncation | None = None) -> None:
+        super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation, padding_side)
+        # num_labels=1 turns a plain LM checkpoint into a (freshly initialised) one-output head.
+        self.num_labels = None if num_labels is None else int(num_labels)
+        self.head = None
+
+    def _load_weights(self):
         from transformers import AutoModelForSequenceClassification
 
-        super().__init__(model, runtime, revision, template, system_prompt, max_length)
-        if padding_side not in ("left", "right"):
-            raise ConfigError(f"padding_side must be left or right, got {padding_side!r}")
-        self.tokenizer.padding_side = padding_side
-        # num_labels=1 turns a plain LM checkpoint into a (freshly initialised) one-output head.
-        extra = {"num_labels": int(num_labels)} if num_labels is not None else {}
-        self.model = load_weights(AutoModelForSequenceClassification, model, self.source, self.runtime, self.dtype,
-                                  self.device, **extra)
-        if self.model.config.num_labels != 1:
-            raise ConfigError(f"model {model!r} has {self.model.config.num_labels} outputs; a reward model has 1")
-        self.head = getattr(self.model, "score", None)  # decoder-style heads; encoders use their own forward
+        extra = {"num_labels": self.num_labels} if self.num_labels is not None else {}
+        model = load_weights(AutoModelForSequenceClassification, self.model_name, self.source, self.runtime,
+                             self.dtype, self.device, **extra)
+        if model.config.num_labels != 1:
+            raise ConfigError(f"model {self.model_name!r} has {model.config.num_labels} outputs; a reward model has 1")
+        self.head = getattr(model, "score", None)  # decoder-style heads; encoders use their own forward
+        return model
+
+    @property
+    def decoder_head(self) -> bool:
+        self.model  # noqa: B018 - the head is known once the weights are loaded
+        return self.head is not None
 
     @property
     def backbone(self):
-        return self.model.base_model if self.head is not None else self.model
+        return self.model.base_model if self.decoder_head else self.model
 
     @property
     def shares_prefix(self) -> bool:  # a decoder read at its last token, right-padded
-        return self.head is not None and self.tokenizer.padding_side == "right"
+        return self.front.padding_side == "right" and self.decoder_head
 
-    def _hidden(self, enc):
-        if self.head is not None:
+    def _hidden(self, enc: Encoding):
+        if self.decoder_head:
             return self.backbone_hidden(enc)
         return enc  # encoder classifiers: the whole forward happens in _head
 
-    def _head(self, enc, hidden) -> np.ndarray:
-        if self.head is None:
-            out = self.model(input_ids=enc["input_ids"].to(self.device),
-                             attention_mask=enc["attention_mask"].to(self.device))
+    def _head(self, enc: Encoding, hidden) -> np.ndarray:
+        if not self.decoder_head:
+            out = self.model(input_ids=enc.input_ids.to(self.device), attention_mask=enc.attention_mask.to(self.device))
             return out.logits[:, 0].double().cpu().numpy()
-        h = pool(hidden, enc["attention_mask"], "last")
+        h = pool(hidden, enc.attention_mask, "last")
         return self.head(h)[:, 0].double().cpu().numpy()
 
     def sample(self, batch, n_samples, p, variant, seed):
-        if self.head is None and variant == "head":
+        if not self.decoder_head and variant == "head":
             raise ConfigError("variant 'head' needs a decoder-style reward head; use variant 'full' for encoders")
         return super().sample(batch, n_samples, p, variant, seed)
 
 
 class LinearHeadRM(_TextRM):
+    kind = "linear"
     description = "linear head r = <u, h(x, y)> + b on a backbone's last hidden state (head from a file)"
 
     def __init__(self, model: str, head: str, pooling: str = "auto", runtime: Runtime | None = None,
                  revision: str | None = None, template: str = "auto", system_prompt: str | None = None,
-                 max_length: int | None = None) -> None:
-        import torch
-        from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
-
-        super().__init__(model, runtime, revision, template, system_prompt, max_length)
-        config = AutoConfig.from_pretrained(self.source.location, revision=self.source.revision,
-                                            gguf_file=self.source.gguf_file,
-                                            trust_remote_code=self.runtime.trust_remote_code)
-        is_causal = any(a.endswith("ForCausalLM") for a in (getattr(config, "architectures", None) or []))
-        self.is_causal = is_causal
-        if is_causal:
-            lm = load_weights(AutoModelForCausalLM, model, self.source, self.runtime, self.dtype, self.device)
-            self.model = lm.base_model
-        else:
-            self.model = load_weights(AutoModel, model, self.source, self.runtime, self.dtype, self.device)
-        self.pooling = ("last" if is_causal else "mean") if pooling == "auto" else pooling
-        pool(torch.zeros(1, 1, 1), torch.ones(1, 1, dtype=torch.long), self.pooling)  # validate the name
+                 max_length: int | None = None, truncation: Truncation | None = None) -> None:
+        super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation)
+        if pooling not in ("auto",) + POOLINGS:
+            raise ConfigError(f"pooling must be auto, last, mean or cls, got {pooling!r}")
+        self.pooling_arg = pooling
         self.head_path = Path(head).expanduser().resolve()
+        if not self.head_path.is_file():
+            raise ConfigError(f"{self.head_path}: no such head file")
+        self._causal: bool | None = None
+
+    @property
+    def is_causal(self) -> bool:
+        if self._causal is None:
+            config = self.loaded_config()
+            self._causal = any(a.endswith("ForCausalLM") for a in (getattr(config, "architectures", None) or []))
+        return self._causal
+
+    @property
+    def pooling(self) -> str:
+        return ("last" if self.is_causal else "mean") if self.pooling_arg == "auto" else self.pooling_arg
+
+    def _load_weights(self):
+        import torch
+        from transformers import AutoModel, AutoModelForCausalLM
+
+        if self.is_causal:
+            model = load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype,
+                                 self.device).base_model
+        else:
+            model = load_weights(AutoModel, self.model_name, self.source, self.runtime, self.dtype, self.device)
         weight, bias = load_head(self.head_path)
-        hidden_size = self.model.config.hidden_size
+        hidden_size = model.config.hidden_size
         if weight.shape[-1] != hidden_size:
-            raise ConfigError(f"{self.head_path}: head has {weight.shape[-1]} weights but {model!r} has hidden size "
-                              f"{hidden_size}")
+            raise ConfigError(f"{self.head_path}: head has {weight.shape[-1]} weights but {self.model_name!r} has "
+                              f"hidden size {hidden_size}")
         self.weight = weight.reshape(-1).to(self.device, torch.float32)
         self.bias = float(bias)
+        return model
 
     @property
     def backbone(self):
@@ -146,16 +167,13 @@ class LinearHeadRM(_TextRM):
     def shares_prefix(self) -> bool:  # a causal backbone read at its last token
         return self.is_causal and self.pooling == "last"
 
-    def _hidden(self, enc):
-        return self.backbone_hidden(enc)
-
-    def _head(self, enc, hidden) -> np.ndarray:
-        h = pool(hidden, enc["attention_mask"], self.pooling).float()
+    def _head(self, enc: Encoding, hidden) -> np.ndarray:
+        h = pool(hidden, enc.attention_mask, self.pooling).float()
         return (h @ self.weight + self.bias).double().cpu().numpy()
 
-    def adapter_config(self) -> dict[str, Any]:
-        return {**super().adapter_config(), "pooling": self.pooling,
-                "head": file_sha256(self.head_path)}
+    def identity(self) -> dict[str, Any]:
+        out = super().identity()
+        return {**out, "args": {**out["args"], "head": file_sha256(self.head_path)}}
 
 
 def load_head(path: Path):
@@ -180,9 +198,3 @@ def load_head(path: Path):
         raise ConfigError(f"{path}: field 'weight': expected shape (H,) or (1, H), got {tuple(weight.shape)}")
     bias = tensors.get("bias", torch.zeros(1)).float().reshape(-1)
     return weight, float(bias[0]) if bias.numel() else 0.0
-
-
-def file_sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()

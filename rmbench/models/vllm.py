@@ -19,8 +19,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import Runtime, ScoreRequest
-from rmbench.models.hf import HFRewardModel
+from rmbench.models.base import CompositeModel, RewardModel, Runtime, ScoreRequest, Truncation
+from rmbench.models.hf import HFTokenizedModel
 
 
 def import_vllm():
@@ -45,39 +45,52 @@ def summed_prompt_logprobs(prompt_logprobs: Sequence[Any], token_ids: Sequence[i
     return total
 
 
-class _VLLMRM(HFRewardModel):
-    target_arg = "model"
+class _VLLMRM(HFTokenizedModel):
+    """The tokenizer front-end of :class:`HFTokenizedModel` in front of a vLLM engine (built on
+    first use, like the transformers adapters' weights)."""
+
     max_batch = 4096
     runner = "generate"
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
-                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1) -> None:
-        vllm = import_vllm()
-        super().__init__(model, runtime, revision, template, system_prompt, max_length)
-        kwargs = dict(model=self.source.location, revision=self.source.revision, tokenizer=self.source.location,
-                      dtype=str(self.dtype).replace("torch.", ""), trust_remote_code=self.runtime.trust_remote_code,
-                      gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
-                      enable_prefix_caching=True)
-        if max_length is not None:
-            kwargs["max_model_len"] = max_length
-        if self.runner == "pooling":
-            kwargs["runner"] = "pooling"
-        try:
-            self.llm = vllm.LLM(**kwargs)
-        except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"vLLM cannot load {model!r}: {type(exc).__name__}: {str(exc)[:300]}") from None
+                 gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
+                 truncation: Truncation | None = None) -> None:
+        import_vllm()
+        super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation)
+        self.engine_args = dict(gpu_memory_utilization=gpu_memory_utilization,
+                                tensor_parallel_size=tensor_parallel_size)
+        self._llm = None
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            vllm = import_vllm()
+            kwargs = dict(model=self.source.location, revision=self.source.revision, tokenizer=self.source.location,
+                          dtype=self.dtype, trust_remote_code=self.runtime.trust_remote_code,
+                          enable_prefix_caching=True, **self.engine_args)
+            if self.max_length is not None:
+                kwargs["max_model_len"] = self.max_length
+            if self.runner == "pooling":
+                kwargs["runner"] = "pooling"
+            try:
+                self._llm = vllm.LLM(**kwargs)
+            except Exception as exc:  # noqa: BLE001
+                raise ConfigError(f"vLLM cannot load {self.model_name!r}: {type(exc).__name__}: "
+                                  f"{str(exc)[:300]}") from None
+        return self._llm
 
     def _token_ids(self, batch: Sequence[ScoreRequest]) -> list[dict]:
-        enc, all_positions = self.encode_responses(batch)
-        return [{"ids": [t for t, m in zip(enc["input_ids"][i].tolist(), enc["attention_mask"][i].tolist()) if m],
-                 "positions": [j for j in positions if j > 0]} for i, positions in enumerate(all_positions)]
+        enc = self.front.encode_responses(batch, share=False)
+        return [{"ids": [t for t, m in zip(enc.input_ids[i].tolist(), enc.attention_mask[i].tolist()) if m],
+                 "positions": [j for j in positions if j > 0]} for i, positions in enumerate(enc.positions)]
 
-    def adapter_config(self) -> dict[str, Any]:
-        return {**super().adapter_config(), "engine": "vllm"}
+    def identity(self) -> dict:
+        return {**super().identity(), "engine": "vllm"}
 
 
-class VLLMImplicitRM(_VLLMRM):
+class VLLMImplicitRM(_VLLMRM, CompositeModel):
+    kind = "vllm_implicit"
     description = "implicit RM beta*log(pi/pi_ref) through vLLM prompt_logprobs (GPU; pip install 'rmbench[vllm]')"
 
     def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, runtime: Runtime | None = None,
@@ -85,6 +98,9 @@ class VLLMImplicitRM(_VLLMRM):
         super().__init__(model, runtime, **kwargs)
         self.beta = float(beta)
         self.reference = VLLMImplicitRM(ref, runtime=runtime, **kwargs) if ref is not None else None
+
+    def children(self) -> list[RewardModel]:
+        return [self.reference] if self.reference is not None else []
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
         vllm = import_vllm()
@@ -97,12 +113,14 @@ class VLLMImplicitRM(_VLLMRM):
             values = values - self.reference.score(batch)
         return self.beta * values
 
-    def adapter_config(self) -> dict[str, Any]:
-        return {**super().adapter_config(), "beta": self.beta,
-                "reference": None if self.reference is None else self.reference.fingerprint()}
+    def identity(self) -> dict[str, Any]:
+        out = super().identity()
+        return {**out, "args": {k: v for k, v in out["args"].items() if k != "ref"},
+                "reference": None if self.reference is None else self.reference.identity()}
 
 
 class VLLMSeqClsRM(_VLLMRM):
+    kind = "vllm_seqcls"
     description = "sequence-classification RM (1 output) through vLLM's pooling runner (GPU; pip install 'rmbench[vllm]')"
     runner = "pooling"
 

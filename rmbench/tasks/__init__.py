@@ -40,7 +40,7 @@ def build_task(spec: TaskSpec) -> Task:
 class _PluginTask(Task):
     """Wraps a plugin object that has ``groups()`` but does not subclass Task."""
 
-    def __init__(self, inner) -> None:
+    def __init__(self, inner, spec=None) -> None:
         self.inner = inner
         self.description = getattr(inner, "description", "")
 

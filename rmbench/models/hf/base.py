@@ -1,0 +1,240 @@
+"""The thin bases of the transformers and vLLM adapters.
+
+:class:`HFTokenizedModel`: a model read through a Hugging Face tokenizer (``implicit``,
+``seqcls``, ``linear``, ``generative``, the vLLM adapters): its source, dtype, truncation,
+token lengths and identity, all known before any weights load.
+
+:class:`HFRewardModel`: adds transformers weights, loaded on first use (a re-run whose scores
+are all cached never loads them), and the three steps that :meth:`~HFRewardModel.score` and
+:meth:`~HFRewardModel.sample` combine: ``_encode`` (texts -> :class:`Encoding`), ``_hidden``
+(backbone -> final hidden states) and ``_head`` (hidden states -> one value per request).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from importlib import metadata
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from rmbench.errors import ConfigError
+from rmbench.models.base import RewardModel, Runtime, ScoreRequest, StochasticModel, TokenizedModel, Truncation
+from rmbench.models.hf.dropout import mc_dropout
+from rmbench.models.hf.encoding import Encoding
+from rmbench.models.hf.front import TokenizerFront
+from rmbench.models.hf.identity import weights_identity
+from rmbench.models.hf.loading import (check_local_source, cpu_has_bf16, resolve_device, resolve_dtype,
+                                       resolve_source)
+from rmbench.models.hf.rendering import check_template
+from rmbench.models.prefix import shared_prefix_hidden
+
+LOCATION_ARGS = ("model", "revision", "max_length")
+"""Constructor arguments an identity replaces: where the weights are (by their content) and the
+max length (by the effective truncation)."""
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+class HFTokenizedModel(RewardModel, TokenizedModel):
+    """A model read through a Hugging Face tokenizer; see the module docstring."""
+
+    target_arg: ClassVar[str] = "model"
+    shares_prefix: ClassVar[bool] = False
+    """True for causal adapters whose head reads only from the token before the response on:
+    rows of one prompt then share the prompt's KV cache (:mod:`rmbench.models.prefix`)."""
+
+    def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
+                 template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
+                 truncation: Truncation | None = None, padding_side: str = "right") -> None:
+        check_template(template)
+        if padding_side not in ("left", "right"):
+            raise ConfigError(f"padding_side must be left or right, got {padding_side!r}")
+        self.runtime = runtime or Runtime()
+        self.model_name = model
+        self.dtype = resolve_dtype(self.runtime.dtype, self.runtime.device)
+        self.source = resolve_source(model, revision, self.dtype)
+        check_local_source(model, self.source, self.runtime)
+        self.truncation = Truncation(max_length).over(truncation)
+        self.front = TokenizerFront(model, self.source, self.runtime, template, system_prompt, self.truncation,
+                                    padding_side)
+        self._weights_id: str | None = None
+
+    @property
+    def tokenizer(self):
+        return self.front.tokenizer
+
+    @property
+    def formatter(self):
+        return self.front.formatter
+
+    @property
+    def max_length(self) -> int | None:
+        return self.truncation.max_length
+
+    def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
+        """The texts the model reads (default: each rendered (prompt, response))."""
+        return self.front.full_texts(batch)
+
+    def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        if self.shares_prefix:
+            return [self.front.measure(r)[0] for r in batch]
+        return self.front.text_lengths(self._texts(batch))
+
+    def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
+        return [self.front.measure(r)[1] for r in batch] if self.shares_prefix else None
+
+    def loaded_config(self):
+        """The model's config (its weights' ``config.json``)."""
+        from rmbench.models.hf.loading import load_config
+
+        return load_config(self.model_name, self.source, self.runtime)
+
+    def context_limit(self) -> int | None:
+        """``max_position_embeddings`` or the like from the model's config, if it has one."""
+        config = self.loaded_config()
+        for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+            value = getattr(config, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
+
+    # --- identity, from files and arguments only ------------------------------------------------
+    def weights_id(self) -> str:
+        if self._weights_id is None:
+            self._weights_id = weights_identity(self.source)
+        return self._weights_id
+
+    def identity(self) -> dict[str, Any]:
+        base = super().identity()
+        args = {k: v for k, v in base["args"].items() if k not in LOCATION_ARGS}
+        truncation: dict[str, Any] = {"max_length": self.truncation.max_length}
+        if self.truncation.max_length is not None:
+            truncation["side"] = self.truncation.side
+        return {"kind": base["kind"], "args": args, "weights": self.weights_id(), "dtype": self.dtype,
+                "truncation": truncation}
+
+    def describe(self) -> dict[str, Any]:
+        return {"dtype": self.dtype, "weights": self.weights_id(), "torch": _version("torch"),
+                "transformers": _version("transformers"), "cpu_bf16": cpu_has_bf16(),
+                "template": self.front.template, "max_length": self.truncation.max_length,
+                "truncation": self.truncation.side}
+
+
+class HFRewardModel(HFTokenizedModel, StochasticModel):
+    """Transformers weights behind :class:`HFTokenizedModel`; see the module docstring."""
+
+    def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
+                 template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
+                 truncation: Truncation | None = None, padding_side: str = "right") -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            raise ConfigError("the transformers adapters need torch: pip install torch")
+        super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation, padding_side)
+        self._model = None
+        self._device: str | None = None
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            self._device = resolve_device(self.runtime.device)
+        return self._device
+
+    @property
+    def model(self):
+        """The transformers model, loaded on first use."""
+        if self._model is None:
+            self._model = self._load_weights()
+        return self._model
+
+    @property
+    def weights_loaded(self) -> bool:
+        return self._model is not None
+
+    def loaded_config(self):
+        return self.model.config if self._model is not None else super().loaded_config()
+
+    # --- subclasses implement -------------------------------------------------------------------
+    @abstractmethod
+    def _load_weights(self):
+        """Load the transformers model (in ``self.dtype`` on ``self.device``, evaluation mode)."""
+
+    @property
+    @abstractmethod
+    def backbone(self):
+        """The module whose last hidden states the head reads."""
+
+    @abstractmethod
+    def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding: ...
+
+    @abstractmethod
+    def _head(self, enc: Encoding, hidden) -> np.ndarray: ...
+
+    def _hidden(self, enc: Encoding):
+        return self.backbone_hidden(enc)
+
+    def _finish(self, batch: Sequence[ScoreRequest], enc: Encoding, values: np.ndarray) -> np.ndarray:
+        """Last step on the (n,) or (n, T) values; the implicit RM subtracts its reference here."""
+        return values
+
+    # --- shared -------------------------------------------------------------------------------
+    def backbone_hidden(self, enc: Encoding):
+        import torch
+
+        if enc.shared is not None and self.shares_prefix:
+            hidden = shared_prefix_hidden(self.backbone, enc.input_ids, enc.attention_mask, enc.shared, self.device)
+            if hidden is not None:
+                return hidden
+        with torch.inference_mode():
+            out = self.backbone(input_ids=enc.input_ids.to(self.device),
+                                attention_mask=enc.attention_mask.to(self.device),
+                                position_ids=enc.position_ids.to(self.device))
+        return out.last_hidden_state
+
+    def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        return self.score_encoded(batch, self._encode(batch))
+
+    def score_encoded(self, batch: Sequence[ScoreRequest], enc: Encoding) -> np.ndarray:
+        """:meth:`score` on an encoding already made (an implicit RM's reference reuses its
+        model's when both tokenise alike)."""
+        import torch
+
+        with torch.inference_mode():
+            values = self._head(enc, self._hidden(enc))
+        return self._finish(batch, enc, values)
+
+    def sample(self, batch: Sequence[ScoreRequest], n_samples: int, p: float, variant: str, seed: int) -> np.ndarray:
+        """(n, n_samples) values with dropout at rate p: ``full`` re-runs the backbone with
+        dropout inside; ``head`` runs it once and drops out only the final hidden states."""
+        import torch
+        import torch.nn.functional as F
+
+        if variant not in ("full", "head"):
+            raise ConfigError(f"dropout variant must be 'full' or 'head', got {variant!r}")
+        enc = self._encode(batch)
+        samples = []
+        with torch.random.fork_rng(devices=[]), torch.inference_mode():
+            torch.manual_seed(seed)
+            if variant == "head":
+                hidden = self._hidden(enc)
+                for _ in range(n_samples):
+                    samples.append(self._head(enc, F.dropout(hidden, p, training=True)))
+            else:
+                # No prompt sharing under dropout: each row must draw its own noise on its prompt.
+                enc = enc.unshared()
+                with mc_dropout(self.backbone, p):
+                    for _ in range(n_samples):
+                        samples.append(self._head(enc, self._hidden(enc)))
+        return self._finish(batch, enc, np.stack(samples, axis=1))
+
+    def describe(self) -> dict[str, Any]:
+        """The base's description and the device: the one the weights run on, or where no batch
+        needed them (every score cached), the one asked for (so a warm re-run of a command
+        describes itself as the cold run did when the device was named)."""
+        return {**super().describe(), "device": self._device or self.runtime.device}

