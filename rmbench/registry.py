@@ -159,7 +159,9 @@ def instantiate(registry: Registry, spec: Any, what: str, required_method: str, 
     kwargs = dict(spec.args_dict)
     if context:
         try:
-            params = inspect.signature(factory).parameters
+            # A class's own __init__ names its parameters (a __new__ taking *args, **kwargs, as
+            # RewardModel's does to record them, would hide them from inspect.signature(cls)).
+            params = inspect.signature(factory.__init__ if isinstance(factory, type) else factory).parameters
         except (TypeError, ValueError):
             params = {}
         kwargs.update({k: v for k, v in context.items() if k in params})

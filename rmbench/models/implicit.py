@@ -6,6 +6,13 @@ summed over the response tokens, the template's end-of-turn tokens included (``n
 mean`` averages instead, RewardBench's ``avg``). Without ``ref`` the reward is reference-free:
 beta * log pi(y | x).
 
+``convention: rewardbench`` scores as RewardBench does (``rewardbench.dpo.DPOInference``, TRL's
+conventions; :mod:`rmbench.models.rewardbench_dpo` lists them): the prompt is the chat template
+without a generation prompt, BOS before it and EOS after every answer, the pair's (here: the
+group's) longest answer decides truncation to ``max_length`` (default 2048) with the prompt cut to
+its last ``max_prompt_length`` (128) tokens, and the reference scores the policy's tokens;
+``normalize`` may then also be ``norm`` (-sqrt(sum of squared log-probs), reference-free only).
+
 The response tokens are found by character offsets in the tokenised whole text: every token
 that holds any character of the response counts, so a token that spans the prompt/response
 boundary belongs to the response and no continuation token is lost or split. The LM head runs
@@ -20,9 +27,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import CompositeModel, RewardModel, Runtime, ScoreRequest, Truncation
+from rmbench.models.base import CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest, Truncation
 from rmbench.models.hf import Encoding, HFRewardModel, load_weights
 from rmbench.models.hf.identity import tokenizer_identity
+from rmbench.models.rewardbench_dpo import DPOTokens, rewardbench_dpo_tokens
+from rmbench.types import prompt_to_json
+
+CONVENTIONS = ("rmbench", "rewardbench")
 
 LM_HEAD_CHUNK = 256  # response positions per LM-head call: bounds the (positions x vocab) logits (50 MB at 49k vocab)
 
@@ -48,19 +59,29 @@ class ImplicitRM(HFRewardModel, CompositeModel):
     description = "implicit reward beta * log(pi/pi_ref) of a causal LM (reference-free without ref)"
     shares_prefix = True
 
+    def __new__(cls, *args: Any, **kwargs: Any):
+        if cls is ImplicitRM and kwargs.get("convention") == "rewardbench":
+            cls = RewardBenchImplicitRM  # the same constructor; Python then runs its __init__
+        return super().__new__(cls, *args, **kwargs)
+
     def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, normalize: str = "sum",
                  runtime: Runtime | None = None, revision: str | None = None, ref_revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
-                 truncation: Truncation | None = None) -> None:
+                 truncation: Truncation | None = None, convention: str = "rmbench",
+                 max_prompt_length: int = 128) -> None:
         super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation)
-        if normalize not in ("sum", "mean"):
-            raise ConfigError(f"normalize must be 'sum' or 'mean', got {normalize!r}")
+        if convention not in CONVENTIONS:
+            raise ConfigError(f"convention must be 'rmbench' or 'rewardbench', got {convention!r}")
+        if normalize not in (("sum", "mean", "norm") if convention == "rewardbench" else ("sum", "mean")):
+            raise ConfigError(f"normalize must be 'sum' or 'mean'{' or norm' * (convention == 'rewardbench')}, "
+                              f"got {normalize!r}")
         self.beta, self.normalize = float(beta), normalize
         self.reference = None
         if ref is not None:
             self.reference = ImplicitRM(ref, beta=1.0, normalize=normalize, runtime=self.runtime,
                                         revision=ref_revision, template=template, system_prompt=system_prompt,
-                                        max_length=max_length, truncation=truncation)
+                                        max_length=max_length, truncation=truncation, convention=convention,
+                                        max_prompt_length=max_prompt_length)
         self._same_tokenizer: bool | None = None
 
     def _load_weights(self):
@@ -97,7 +118,10 @@ class ImplicitRM(HFRewardModel, CompositeModel):
                              torch.tensor(rows, device=hidden.device), torch.tensor(cols, device=hidden.device),
                              softcap)
         n_tokens = np.array([len(p) for p in enc.positions], dtype=np.float64)
-        sums = np.bincount(rows, weights=lp.double().cpu().numpy(), minlength=len(enc.positions))
+        lp = lp.double().cpu().numpy()
+        if self.normalize == "norm":
+            return -np.sqrt(np.bincount(rows, weights=lp * lp, minlength=len(enc.positions)))
+        sums = np.bincount(rows, weights=lp, minlength=len(enc.positions))
         return sums / n_tokens if self.normalize == "mean" else sums
 
     def _finish(self, batch, enc: Encoding, values: np.ndarray) -> np.ndarray:
@@ -119,4 +143,80 @@ class ImplicitRM(HFRewardModel, CompositeModel):
     def identity(self) -> dict[str, Any]:
         out = super().identity()
         args = {k: v for k, v in out["args"].items() if k not in ("ref", "ref_revision")}
+        if args.get("convention") == "rmbench":  # the identity of every implicit RM before conventions
+            args = {k: v for k, v in args.items() if k not in ("convention", "max_prompt_length")}
         return {**out, "args": args, "reference": None if self.reference is None else self.reference.identity()}
+
+
+class RewardBenchImplicitRM(ImplicitRM, GroupContextModel):
+    """``implicit`` with ``convention: rewardbench``: RewardBench's DPO tokens and reward (see the
+    module docstring). A response's truncation depends on its group's longest answer, so it is a
+    :class:`GroupContextModel`: its requests carry the group's other responses."""
+
+    DEFAULT_MAX_LENGTH = 2048
+
+    def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, normalize: str = "sum",
+                 runtime: Runtime | None = None, revision: str | None = None, ref_revision: str | None = None,
+                 template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
+                 truncation: Truncation | None = None, convention: str = "rewardbench",
+                 max_prompt_length: int = 128) -> None:
+        if template == "plain" or system_prompt is not None:
+            raise ConfigError("convention=rewardbench renders prompts with the tokenizer's chat template as "
+                              "RewardBench does: template plain and system_prompt do not apply")
+        if ref is not None and normalize != "sum":
+            raise ConfigError("convention=rewardbench with a reference: RewardBench subtracts summed "
+                              f"log-probabilities (its ref_free_norm applies only without one); got normalize={normalize!r}")
+        max_length = max_length if max_length is not None else self.DEFAULT_MAX_LENGTH
+        super().__init__(model, ref, beta, normalize, runtime, revision, ref_revision, template, system_prompt,
+                         max_length, truncation, convention, max_prompt_length)
+        self.max_prompt_length = int(max_prompt_length)
+        self._tokens: dict[str, DPOTokens] = {}
+
+    def _dpo_tokens(self, request: ScoreRequest) -> DPOTokens:
+        key = request.key()
+        if key not in self._tokens:
+            try:
+                self._tokens[key] = rewardbench_dpo_tokens(
+                    self.tokenizer, prompt_to_json(request.prompt), [request.response, *request.context],
+                    self.truncation.max_length, self.max_prompt_length)[0]
+            except ValueError as exc:
+                raise ConfigError(f"convention=rewardbench: group {request.group_id!r}: {exc}") from None
+        return self._tokens[key]
+
+    def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        return [len(self._dpo_tokens(r).input_ids) for r in batch]
+
+    def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
+        return [max(self._dpo_tokens(r).answer_positions[0] - 1, 0) if self._dpo_tokens(r).answer_positions else 0
+                for r in batch]
+
+    def truncated(self, batch: Sequence[ScoreRequest]) -> int:
+        """Texts the rule cut: whose prompt plus the group's longest answer exceeds max_length."""
+        cut = 0
+        for r in batch:
+            whole = rewardbench_dpo_tokens(self.tokenizer, prompt_to_json(r.prompt), [r.response, *r.context],
+                                           1 << 62, self.max_prompt_length)[0]
+            cut += len(whole.input_ids) != len(self._dpo_tokens(r).input_ids)
+        return cut
+
+    def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding:
+        import torch
+
+        tokens = [self._dpo_tokens(r) for r in batch]
+        width = max(len(t.input_ids) for t in tokens)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, t in enumerate(tokens):
+            ids[i, :len(t.input_ids)] = torch.tensor(t.input_ids)
+            mask[i, :len(t.input_ids)] = 1
+        for i, t in enumerate(tokens):
+            if not t.answer_positions:
+                raise ConfigError(f"group {batch[i].group_id!r}, response {batch[i].index}: the response has no "
+                                  f"tokens after RewardBench's truncation (max_length={self.max_length})")
+        positions = tuple(tuple(t.answer_positions) for t in tokens)
+        return Encoding(ids, mask, (mask.cumsum(-1) - 1).clamp(min=0), positions,
+                        tuple(max(p[0] - 1, 0) for p in positions))
+
+    def _encodes_like_reference(self) -> bool:
+        return True  # RewardBench's reference scores the policy's tokens (one tokenizer for both)

@@ -94,10 +94,11 @@ class VLLMImplicitRM(_VLLMRM, CompositeModel):
     description = "implicit RM beta*log(pi/pi_ref) through vLLM prompt_logprobs (GPU; pip install 'rmbench[vllm]')"
 
     def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, runtime: Runtime | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(model, runtime, **kwargs)
+                 truncation: Truncation | None = None, **kwargs: Any) -> None:
+        super().__init__(model, runtime, truncation=truncation, **kwargs)
         self.beta = float(beta)
-        self.reference = VLLMImplicitRM(ref, runtime=runtime, **kwargs) if ref is not None else None
+        self.reference = (VLLMImplicitRM(ref, runtime=runtime, truncation=truncation, **kwargs) if ref is not None
+                          else None)
 
     def children(self) -> list[RewardModel]:
         return [self.reference] if self.reference is not None else []
