@@ -23,7 +23,8 @@ from rmbench.engine import model_requests, requests_for, score_groups
 from rmbench.environment import current_environment
 from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.metrics import METRIC_VERSION, reward_sigma
-from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
+from rmbench.models import Runtime, Truncation, build_model
+from rmbench.models.names import resolve_model
 from rmbench.models.base import RewardModel, tokenized_parts
 from rmbench.run_folder import RewardRow, check_destination, write_run
 from rmbench.run_record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
@@ -130,10 +131,10 @@ class LoadedTask:
 
 
 def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> Spec:
-    spec = parse_model_spec(config.model, catalog.models)
-    if config.model_args:
-        spec = Spec.make(spec.name, spec.kind, {**spec.args_dict, **dict(config.model_args)})
-    return spec
+    """``config.model`` through the one name resolver (:mod:`rmbench.models.names`), with
+    ``--model-arg`` overrides applied before its nested references (``inner``) are resolved, so
+    an override may itself name any model the catalog knows."""
+    return resolve_model(config.model, catalog.models, overrides=dict(config.model_args))
 
 
 def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]) -> list[LoadedTask]:

@@ -209,6 +209,8 @@ class TokenizedModel(ABC):
     def check_context(self, batch: Sequence[ScoreRequest]) -> None:
         """Refuse a text that would still be longer than the context after truncation: positions
         past it give garbage or crash, and a huge text would hang. The message names the first."""
+        if not batch:
+            return
         limit, max_length = self.context_limit(), self.truncation.max_length
         if limit is None or (max_length is not None and max_length <= limit):
             return

