@@ -62,9 +62,9 @@ def _run(cmd: list[str], cwd: Path) -> float:
     return wall
 
 
-def eval_args(eps: str, cache: Path, out: Path) -> list[str]:
-    return ["eval", "--model", "smollm2-135m", "--tasks", "ties", "--eps", eps, "--cache-dir", str(cache),
-            "--out", str(out)]
+def eval_args(eps: str, cache: Path, out: Path, limit: int | None = None) -> list[str]:
+    return (["eval", "--model", "smollm2-135m", "--tasks", "ties", "--eps", eps, "--cache-dir", str(cache),
+             "--out", str(out)] + ([] if limit is None else ["--limit", str(limit)]))
 
 
 def cli(args: list[str]) -> list[str]:
@@ -161,7 +161,7 @@ def startup_times(tmp: Path, reps: int = 3) -> dict[str, float]:
             for label, code in probes.items()}
 
 
-def cached_rerun(reps: int) -> dict:
+def cached_rerun(reps: int, limit: int | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="rmbench-models-") as tmp_name:
         tmp = Path(tmp_name)
         # Untimed warm-up: converts the embedded weights if this machine has not yet, fills the
@@ -170,12 +170,12 @@ def cached_rerun(reps: int) -> dict:
         uncached, cached = [], []
         for r in range(reps):
             cache = tmp / f"cache{r}"
-            uncached.append(_run(cli(eval_args("0,0.1", cache, tmp / f"o1_{r}")), tmp))
-            cached.append(_run(cli(eval_args("0,0.2", cache, tmp / f"o2_{r}")), tmp))
+            uncached.append(_run(cli(eval_args("0,0.1", cache, tmp / f"o1_{r}", limit)), tmp))
+            cached.append(_run(cli(eval_args("0,0.2", cache, tmp / f"o2_{r}", limit)), tmp))
             print(f"CLI run {r + 1}: uncached {uncached[-1]:.1f} s, cached {cached[-1]:.1f} s", flush=True)
         profile = tmp / "profile.json"
         child = [sys.executable, "-m", "bench.models", "--sample-cli", str(profile), "--",
-                 *eval_args("0,0.2", tmp / "cache0", tmp / "o3")]
+                 *eval_args("0,0.2", tmp / "cache0", tmp / "o3", limit)]
         sampled_wall = _run(child, tmp)
         sampled = json.loads(profile.read_text())
         starts = startup_times(tmp)
@@ -243,7 +243,7 @@ def mask_costs(dtype, hidden: int, tokens: int = 2048, reps: int = 7) -> dict[st
     return out
 
 
-def mc_dropout_cost(reps: int, dtype: str) -> dict:
+def mc_dropout_cost(reps: int, dtype: str, limit: int | None = None) -> dict:
     import torch
     import torch.nn.functional as F
 
@@ -253,41 +253,23 @@ def mc_dropout_cost(reps: int, dtype: str) -> dict:
     from rmbench.tasks.loading import load_groups
 
     catalog = load_catalog()
-    _, groups = load_groups(catalog.task_spec("ties"))
+    _, groups = load_groups(catalog.task_spec("ties"), limit)
     runtime = Runtime(dtype=dtype, device="cpu")
     torch.manual_seed(0)
     base = build_model(parse_model_spec(BASE, catalog.models), runtime)
     disc = build_model(parse_model_spec(DISCRETE, catalog.models), runtime)
-    inner = disc.inner
-    T = disc.T
+    inner, T = disc.inner, disc.T
 
-    times = {"base": [], "discrete": []}
-    stats = {}
-    for r in range(reps):
-        for label, model in (("base", base), ("discrete", disc)):
-            _, st = score_groups(model, groups, runtime)  # no cache: every rep computes
-            times[label].append(st.seconds)
-            stats[label] = st
-            print(f"rep {r + 1}: {label} {st.seconds:.1f} s ({st.batches_computed} batches, "
-                  f"{st.padded_tokens} tokens run)", flush=True)
-
-    # Where the discretize time goes, on the same texts (each row one pass over its own plan).
     requests = requests_for(groups)
     max_batch = min(runtime.max_batch, inner.max_batch or runtime.max_batch)
     lengths = inner.lengths(requests)
     prefix = inner.prefix_lengths(requests)
     prompts = [r.prompt for r in requests]
-    shared_plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)
-    plain_plan = plan_batches(lengths, runtime.token_budget, max_batch)
-
-    def cost(plan, pre):
-        work = padded = 0
-        for idx in plan:
-            w, p = batch_cost(lengths, pre, prompts, idx)
-            work, padded = work + w, padded + p
-        return work, padded
+    shared_plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)  # the base's
+    plain_plan = plan_batches(lengths, runtime.token_budget, max_batch)  # discretize's (no prefix_lengths)
 
     def passes(plan, n, drop=None, shared=True):
+        """``n`` passes of the inner model over ``plan``'s batches, dropout hooks optional."""
         was = inner.shares_prefix
         inner.shares_prefix = shared
         t0 = time.perf_counter()
@@ -304,29 +286,45 @@ def mc_dropout_cost(reps: int, dtype: str) -> dict:
             inner.shares_prefix = was
         return time.perf_counter() - t0
 
-    def discretize_passes():  # what the engine runs for discretize: its plan, disc.score per batch
-        t0 = time.perf_counter()
-        for idx in plain_plan:
-            disc.score([requests[i] for i in idx])
-        return time.perf_counter() - t0
+    # Untimed: one pass over each plan, so every row meets warm kernels (oneDNN builds one per new
+    # matmul shape on first use) and warm memory, whichever runs first.
+    warm = passes(shared_plan, 1) + passes(plain_plan, 1, shared=False)
+    print(f"warm-up passes: {warm:.1f} s", flush=True)
+
+    times = {"base": [], "discrete": []}
+    stats = {}
+    for r in range(reps):
+        for label, model in (("base", base), ("discrete", disc)):
+            _, st = score_groups(model, groups, runtime)  # no cache: every rep computes
+            times[label].append(st.seconds)
+            stats[label] = st
+            print(f"rep {r + 1}: {label} {st.seconds:.1f} s ({st.batches_computed} batches, "
+                  f"{st.padded_tokens} tokens run)", flush=True)
+
+    def cost(plan, pre):
+        work = padded = 0
+        for idx in plan:
+            w, p = batch_cost(lengths, pre, prompts, idx)
+            work, padded = work + w, padded + p
+        return work, padded
 
     dense = lambda x, p: F.dropout(x, p, training=True)  # noqa: E731 - the mask mc_dropout draws
     unshared = [0] * len(requests)
-    rows = [  # (label, plan, shared prefix lengths, passes, timed function)
-        ("base: prompts shared, 1 pass (the base's engine plan)", shared_plan, prefix, 1,
-         lambda: passes(shared_plan, 1)),
-        ("inner without prompt sharing, 1 pass, no dropout (discretize's engine plan)", plain_plan, unshared, 1,
+    base_s, disc_s = statistics.median(times["base"]), statistics.median(times["discrete"])
+    rows = [  # (label, plan, shared prefix lengths, passes, seconds or a function that times it)
+        ("base (the run above): prompts shared, 1 pass", shared_plan, prefix, 1, base_s),
+        ("inner without prompt sharing, 1 pass, no dropout (discretize's batches)", plain_plan, unshared, 1,
          lambda: passes(plain_plan, 1, shared=False)),
-        (f"discretize as it is (`score`): T={T} passes, unshared, `mc_dropout` (F.dropout)", plain_plan, unshared, T,
-         discretize_passes),
-        (f"prototype: T={T} passes, prompts shared under dropout, F.dropout hooks", shared_plan, prefix, T,
+        (f"discretize (the run above): T={T} passes, unshared, `mc_dropout` (F.dropout)", plain_plan, unshared, T,
+         disc_s),
+        (f"prototype: T={T} passes, prompts shared under dropout, F.dropout masks", shared_plan, prefix, T,
          lambda: passes(shared_plan, T, dense)),
         (f"prototype: T={T} passes, prompts shared under dropout, sparse masks", shared_plan, prefix, T,
          lambda: passes(shared_plan, T, sparse_dropout)),
     ]
     decomposition = []
-    for label, plan, pre, n_passes, fn in rows:
-        seconds = statistics.median(fn() for _ in range(reps))
+    for label, plan, pre, n_passes, timed in rows:
+        seconds = timed if isinstance(timed, float) else statistics.median(timed() for _ in range(reps))
         work, padded = cost(plan, pre)
         decomposition.append((label, len(plan), work * n_passes, padded * n_passes, seconds))
         print(f"{label}: {seconds:.1f} s", flush=True)
@@ -345,7 +343,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--dtype", default="auto", help="runtime dtype of the in-process MC-dropout part (default auto)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads here and OMP_NUM_THREADS of the CLI runs (default: torch's own default)")
     ap.add_argument("--write", action="store_true", help="replace this benchmark's section of bench/RESULTS.md")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="only the first N groups of ties (a quick check; recorded numbers use them all)")
     ap.add_argument("--skip-cli", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--skip-dropout", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--sample-cli", metavar="JSON", help=argparse.SUPPRESS)
@@ -354,12 +356,17 @@ def main(argv=None) -> int:
         return sample_cli(args.sample_cli, [a for a in rest if a != "--"])
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the CLI runs inherit it
+        import torch
+
+        torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
     load_start = os.getloadavg()[0]
     parts = []
 
     if not args.skip_cli:
-        c = cached_rerun(args.reps)
+        c = cached_rerun(args.reps, args.limit)
         unc, cac = statistics.median(c["uncached"]), statistics.median(c["cached"])
         share = cac / unc
         lines = ["| run | wall s |", "|---|---:|",
@@ -386,7 +393,7 @@ def main(argv=None) -> int:
         parts.append(("### Cached CLI re-run", cli_body))
 
     if not args.skip_dropout:
-        d = mc_dropout_cost(args.reps, args.dtype)
+        d = mc_dropout_cost(args.reps, args.dtype, args.limit)
         base_s, disc_s = statistics.median(d["times"]["base"]), statistics.median(d["times"]["discrete"])
         ratio = disc_s / base_s
         sb, sd = d["stats"]["base"], d["stats"]["discrete"]
@@ -421,12 +428,13 @@ def main(argv=None) -> int:
 
     total_min = (time.perf_counter() - t_start) / 60
     load_end = os.getloadavg()[0]
-    if args.write and parts:
+    if args.write and parts and args.limit is None:
         import torch
         import transformers
 
+        threads = "" if args.threads is None else f" --threads {args.threads}"
         header = (f"## Model layer (ties, SmolLM2-135M-Instruct)\n\n"
-                  f"Command: `python -m bench.models --reps {args.reps} --write`\n\n"
+                  f"Command: `python -m bench.models --reps {args.reps}{threads} --write`\n\n"
                   f"Machine: {machine_line()}, torch {torch.__version__}, transformers {transformers.__version__}, "
                   f"{torch.get_num_threads()} threads; load average {load_start:.1f} at the start, {load_end:.1f} at "
                   f"the end (other processes share these cores). Medians of {args.reps} repetition"

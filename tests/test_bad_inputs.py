@@ -638,8 +638,8 @@ def test_truncation_reaches_inner_and_reference_models(tiny):
     inner = Spec.make("im", "implicit", {"model": str(tiny["causal"]), "ref": str(tiny["causal_ref"])})
     spec = Spec.make("d", "discretize", {"inner": inner.to_json()})
     model = build_model(spec, runtime)
-    parts = tokenized_parts(model)
-    assert len(parts) == 2 and parts[1] is parts[0].reference
+    parts = tokenized_parts(model)  # discretize (batching by its inner model's tokens), inner, reference
+    assert len(parts) == 3 and parts[1] is model.inner and parts[2] is parts[1].reference
     truncated = build_model(spec, runtime, Truncation(32, "right"))
     assert all(p.truncation == Truncation(32, "right") for p in tokenized_parts(truncated))
     assert truncated.fingerprint() != model.fingerprint()

@@ -68,3 +68,42 @@ def test_folder_fingerprint_changes_with_content(tmp_path):
     assert a == identity.folder_fingerprint(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(b"abd")
     assert identity.folder_fingerprint(tmp_path) != a
+
+
+def test_sparse_dropout_has_the_distribution_of_f_dropout():
+    """Zeros drawn as Geometric(p) gaps: an iid Bernoulli(p) mask, the rest scaled by 1/(1-p)."""
+    from rmbench.models.hf.dropout import drop, sparse_dropout
+
+    n, p = 1_000_000, 0.02
+    torch.manual_seed(0)
+    out = sparse_dropout(torch.ones(n), p)
+    zeros = out == 0
+    sd = (n * p * (1 - p)) ** 0.5
+    assert abs(int(zeros.sum()) - n * p) < 5 * sd  # the count: Binomial(n, p)
+    assert torch.allclose(out[~zeros], torch.tensor(1 / (1 - p)))
+    gaps = torch.diff(torch.nonzero(zeros).flatten()).double()
+    assert abs(gaps.mean().item() - 1 / p) < 5 * (((1 - p) / p ** 2) / len(gaps)) ** 0.5  # Geometric(p) gaps
+    z = zeros.double()
+    assert abs(torch.corrcoef(torch.stack([z[:-1], z[1:]]))[0, 1].item()) < 5 / n ** 0.5  # independent neighbours
+    torch.manual_seed(1)
+    a = sparse_dropout(torch.ones(3, 7, 5), p)
+    torch.manual_seed(1)
+    assert torch.equal(a, sparse_dropout(torch.ones(3, 7, 5), p))  # seeded
+    assert sparse_dropout(torch.ones(0), p).numel() == 0
+    torch.manual_seed(2)
+    high = drop(torch.ones(n), 0.5)  # high rates use F.dropout
+    assert abs(float((high == 0).double().mean()) - 0.5) < 0.005
+
+
+def test_discretize_batches_and_shares_prompts_like_its_inner_model(tiny):
+    from rmbench.models import Runtime
+    from rmbench.models.base import ScoreRequest
+    from rmbench.models.discretize import DiscretizedRM
+
+    d = DiscretizedRM({"name": "i", "kind": "implicit", "args": {"model": str(tiny["causal"])}},
+                      runtime=Runtime(dtype="float32", device="cpu"))
+    batch = [ScoreRequest("Name a colour.", r, "g", i) for i, r in enumerate(["red", "blue", "a b c"])]
+    assert d.prefix_lengths(batch) == d.inner.prefix_lengths(batch) and d.lengths(batch) == d.inner.lengths(batch)
+    samples = d.score(batch)
+    assert samples.shape == (3, 4) and (samples.std(axis=1) > 0).all()  # dropout is on
+    assert (d.score(batch) == samples).all()  # seeded by the batch's inputs

@@ -26,7 +26,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import CompositeModel, RewardModel, Runtime, ScoreRequest, StochasticModel, Truncation
+from rmbench.models.base import (CompositeModel, RewardModel, Runtime, ScoreRequest, StochasticModel, TokenizedModel,
+                                 Truncation)
+
+
+SAMPLER = 2
+"""How dropout samples are drawn, part of the identity (cached samples of another sampler never
+mix in): 2 = zeros drawn as Geometric gaps (rmbench.models.hf.dropout.sparse_dropout), the
+prompt's tokens shared by the responses of one prompt in a pass."""
 
 
 def _phi(x: float) -> float:
@@ -72,7 +79,7 @@ def cluster_levels(means: np.ndarray, variances: np.ndarray, delta: float = 1.0,
     return levels
 
 
-class DiscretizedRM(RewardModel, CompositeModel):
+class DiscretizedRM(RewardModel, CompositeModel, TokenizedModel):
     kind = "discretize"
     description = "MC-dropout discretisation of another adapter: integer reward levels per prompt"
     target_arg = "inner"
@@ -109,8 +116,20 @@ class DiscretizedRM(RewardModel, CompositeModel):
     def children(self) -> list[RewardModel]:
         return [self.inner]
 
+    # Batching follows the inner model: its token lengths, and the prompt prefixes it shares
+    # (under dropout too, see HFRewardModel.sample), so the engine plans T passes like one.
     def lengths(self, batch):
         return self.inner.lengths(batch)
+
+    def prefix_lengths(self, batch):
+        return self.inner.prefix_lengths(batch) if isinstance(self.inner, TokenizedModel) else None
+
+    def context_limit(self):
+        return self.inner.context_limit() if isinstance(self.inner, TokenizedModel) else None
+
+    @property
+    def truncation(self) -> Truncation:
+        return self.inner.truncation if isinstance(self.inner, TokenizedModel) else Truncation()
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
         return self.inner.sample(batch, self.T, self.p, self.variant, self._batch_seed(batch))
@@ -133,7 +152,8 @@ class DiscretizedRM(RewardModel, CompositeModel):
         the score cache holds the samples, so the clustering's delta and p* are left out (a run
         with another delta re-clusters cached samples)."""
         return {"kind": self.kind_name(), "args": {"T": self.T, "p": self.p, "variant": self.variant,
-                                                   "seed": self.seed}, "inner": self.inner.identity()}
+                                                   "seed": self.seed}, "sampler": SAMPLER,
+                "inner": self.inner.identity()}
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "discretize": {"T": self.T, "p": self.p, "variant": self.variant,

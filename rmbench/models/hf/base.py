@@ -226,8 +226,9 @@ class HFRewardModel(HFTokenizedModel, StochasticModel):
                 for _ in range(n_samples):
                     samples.append(self._head(enc, F.dropout(hidden, p, training=True)))
             else:
-                # No prompt sharing under dropout: each row must draw its own noise on its prompt.
-                enc = enc.unshared()
+                # The responses of one prompt share its KV cache under dropout too, so a pass draws
+                # one dropout mask for the prompt's tokens (common random numbers): each response's
+                # samples are distributed as with a mask of its own, at the cost of one pass.
                 with mc_dropout(self.backbone, p):
                     for _ in range(n_samples):
                         samples.append(self._head(enc, self._hidden(enc)))
