@@ -247,7 +247,7 @@ def main(argv=None) -> int:
     print(f"plain loop: {real_tokens / peer_t:.0f} tok/s", flush=True)
     from rmbench.models.embedded import resolve
 
-    lmeval_t, lmeval_rewards = lmeval_peer(resolve(SMOL).location, dtype, groups, args.reps)
+    lmeval_t, lmeval_rewards = lmeval_peer(str(resolve(SMOL)), dtype, groups, args.reps)
     lmeval_agreement = float(np.max(np.abs(ours - lmeval_rewards) / np.maximum(np.abs(lmeval_rewards), 1.0)))
     print(f"lm-eval hf: {real_tokens / lmeval_t:.0f} tok/s", flush=True)
 

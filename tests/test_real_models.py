@@ -27,9 +27,9 @@ def smol_folder():
     smollm2_gguf()
     from rmbench.models.embedded import resolve
 
-    source = resolve("smollm2-135m-instruct")
-    assert source.is_local and (Path(source.location) / "model.safetensors").is_file()
-    return source.location
+    folder = resolve("smollm2-135m-instruct")
+    assert folder is not None and (folder / "model.safetensors").is_file()
+    return str(folder)
 
 
 def pair():
@@ -40,7 +40,7 @@ def test_implicit_prefers_the_true_answer(smol_folder):
     rm = build_model(PRESETS["smollm2-135m"], FP32)
     good, bad = rm.score(pair())
     assert np.isfinite([good, bad]).all() and good > bad
-    assert rm.runtime_info()["weights"].startswith("sha256:")
+    assert rm.describe()["weights"].startswith("sha256:")
 
 
 def test_generative_gives_a_probability(smol_folder):
