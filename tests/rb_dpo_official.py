@@ -44,42 +44,27 @@ Tests use it as::
 from __future__ import annotations
 
 import copy
-import sys
 import types
 from functools import lru_cache
 
-REWARDBENCH_VERSION = "0.1.4"
+from rb_official import import_rewardbench, unavailable_reason
 
 
 @lru_cache(maxsize=1)
 def _load():
-    if "rewardbench.models" not in sys.modules:  # same stub as rb_official._load
-        stub = types.ModuleType("rewardbench.models")
-        stub.__path__ = []
-        stub.REWARD_MODEL_CONFIG = {}
-        stub.DPO_MODEL_CONFIG = {}
-        sys.modules["rewardbench.models"] = stub
+    """Import DPOInference once (the model zoo stubbed as in ``rb_official``); a namespace or raises."""
+    import_rewardbench()
     import torch
 
-    import rewardbench
     from rewardbench import dpo, utils
 
-    if rewardbench.__version__ != REWARDBENCH_VERSION:
-        raise ImportError(f"rewardbench {rewardbench.__version__} is installed, the harness expects "
-                          f"{REWARDBENCH_VERSION}")
     return types.SimpleNamespace(torch=torch, DPOInference=dpo.DPOInference,
                                  prepare_dialogue_from_tokenizer=utils.prepare_dialogue_from_tokenizer)
 
 
 def dpo_unavailable() -> str | None:
     """None when RewardBench's DPOInference imports, else why not (for ``pytest.skip``)."""
-    try:
-        _load()
-    except Exception as exc:  # ImportError, or anything the package raises at import time
-        _load.cache_clear()
-        return (f"official RewardBench DPO code unavailable ({type(exc).__name__}: {exc}); install it with "
-                f"`pip install --no-deps rewardbench=={REWARDBENCH_VERSION} fschat`")
-    return None
+    return unavailable_reason(_load, "official RewardBench DPO code")
 
 
 def script_tokenizer(tokenizer):

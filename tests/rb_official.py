@@ -46,25 +46,44 @@ RB1_PRIOR_SETS = ("anthropic_helpful", "anthropic_hhh", "shp", "summarize")
 _logger = logging.getLogger("rb_official")
 
 
-@lru_cache(maxsize=1)
-def _load():
-    """Import the official modules once; returns a namespace or raises."""
+def import_rewardbench():
+    """``rewardbench`` 0.1.4 imported with its model zoo stubbed (see the module docstring), or
+    ImportError. Shared with ``rb_dpo_official``."""
     if "rewardbench.models" not in sys.modules:
         stub = types.ModuleType("rewardbench.models")
         stub.__path__ = []  # a package with no submodules: importing any of them fails cleanly
         stub.REWARD_MODEL_CONFIG = {}
         stub.DPO_MODEL_CONFIG = {}
         sys.modules["rewardbench.models"] = stub
-    import numpy as np
-    import pandas as pd
-    from datasets import Dataset
-
     import rewardbench
-    from rewardbench import constants, utils
 
     if rewardbench.__version__ != REWARDBENCH_VERSION:
         raise ImportError(f"rewardbench {rewardbench.__version__} is installed, the harness expects "
                           f"{REWARDBENCH_VERSION}")
+    return rewardbench
+
+
+def unavailable_reason(load, what: str) -> str | None:
+    """None when ``load()`` imports the official code, else why not (for ``pytest.skip``)."""
+    try:
+        load()
+    except Exception as exc:  # ImportError, or anything the package raises at import time
+        load.cache_clear()
+        return (f"{what} unavailable ({type(exc).__name__}: {exc}); install it with "
+                f"`pip install --no-deps rewardbench=={REWARDBENCH_VERSION} fschat`")
+    return None
+
+
+@lru_cache(maxsize=1)
+def _load():
+    """Import the official modules once; returns a namespace or raises."""
+    import_rewardbench()
+    import numpy as np
+    import pandas as pd
+    from datasets import Dataset
+
+    from rewardbench import constants, utils
+
     from analysis import get_benchmark_results  # shipped as a top-level package by the wheel
 
     return types.SimpleNamespace(np=np, pd=pd, Dataset=Dataset, utils=utils, constants=constants,
@@ -73,13 +92,7 @@ def _load():
 
 def official_unavailable() -> str | None:
     """None when RewardBench's official code imports, else why not (for ``pytest.skip``)."""
-    try:
-        _load()
-    except Exception as exc:  # ImportError, or anything the package raises at import time
-        _load.cache_clear()
-        return (f"official RewardBench code unavailable ({type(exc).__name__}: {exc}); install it with "
-                f"`pip install --no-deps rewardbench=={REWARDBENCH_VERSION} fschat`")
-    return None
+    return unavailable_reason(_load, "official RewardBench code")
 
 
 # --------------------------------------------------------------------------------------------
