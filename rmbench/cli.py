@@ -6,30 +6,29 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
-
-from rmbench.cli_common import (_print_leaderboard, _progress_factory, _RateColumn, _warn, app, console, err_console,
-                                models_app, tasks_app, user_errors)
+from rmbench.cli_common import (_print_leaderboard, _warn, app, console, err_console, models_app, progress_bars,
+                                tasks_app, user_errors)
+from rmbench.cli_tables import Grid, print_grid
 
 
-def _details_table(record) -> Table:
-    table = Table(title=f"{record.model.name}: all metrics (overall)")
-    for col in ("task", "metric", "eps", "value", "95% CI", "n"):
-        table.add_column(col, justify="left" if col in ("task", "metric") else "right", no_wrap=True)
+def _details_grid(record) -> Grid:
+    """Every overall metric of one run, one row per (task, metric, eps)."""
+    rows = []
     for m in record.records():
         if m.subset is not None or m.shift is not None:
             continue
         eps = "" if m.eps is None else f"{m.eps:g} {m.eps_unit}"
         value = "–" if not m.estimate.defined else f"{m.value:.4f}"
         ci = "" if not m.estimate.has_ci else f"[{m.ci_low:.4f}, {m.ci_high:.4f}]"
-        table.add_row(m.task, m.metric, eps, value, ci, str(m.n))
-    return table
+        rows.append((m.task, m.metric, eps, value, ci, str(m.n)))
+    return Grid(headers=("task", "metric", "eps", "value", "95% CI", "n"), rows=tuple(rows), keys=2,
+                title=f"{record.model.name}: all metrics (overall)")
 
 
 def _parse_model_args(items: List[str]) -> tuple:
@@ -54,7 +53,8 @@ def eval_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
                               "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
     tasks: str = typer.Option("ties", "--tasks", "-t", help="Comma-separated task names."),
-    data: List[str] = typer.Option([], "--data", help="TASK=PATH: read TASK's data from a local file. Repeatable."),
+    data: List[str] = typer.Option([], "--data", metavar="TASK=PATH",
+                                   help="TASK=PATH: read TASK's data from a local file. Repeatable."),
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
     eps_unit: str = typer.Option("sigma", "--eps-unit", help="'sigma' (eps times the std of the rewards) or 'raw'."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N groups of each task."),
@@ -68,10 +68,11 @@ def eval_command(
                                        "several models, the parent of one folder per model (default: runs)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a run folder that holds another run (other "
                                    "model, tasks, data or eps); without it such a folder is refused."),
-    include: List[Path] = typer.Option([], "--include", help="Folder of extra task/model entry files. Repeatable."),
+    include: List[Path] = typer.Option([], "--include", metavar="DIR",
+                                       help="Folder of extra task/model entry files. Repeatable."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% CIs (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    model_arg: List[str] = typer.Option([], "--model-arg", help="KEY=VALUE overriding an argument of the model "
+    model_arg: List[str] = typer.Option([], "--model-arg", metavar="KEY=VALUE", help="KEY=VALUE overriding an argument of the model "
                                         "(e.g. beta=0.1, T=8). Repeatable."),
     dtype: str = typer.Option("auto", "--dtype", help="auto (bf16 where the CPU has bf16 units), float32, bfloat16, float16."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, mps."),
@@ -109,21 +110,17 @@ def eval_command(
                               engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,
                               worker_gpus=worker_gpus)
                    for m in models]
-        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("responses"), _RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
-                   TimeRemainingColumn())
         main = is_main_process(engine)
-        with Progress(*columns, console=err_console, transient=False) as progress:
-            suite = evaluate_models(configs, out, overwrite, progress=_progress_factory(progress), warn=_warn,
-                                    write=main)
+        with progress_bars("responses") as progress:
+            suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
         if not main:  # accelerate: rank 0 writes and prints
             return
         if len(suite.records) == 1:
-            console.print(_details_table(suite.records[0]))
+            print_grid(console, _details_grid(suite.records[0]))
         _print_leaderboard(suite.leaderboard)
-        written = ", ".join(str(d) for d in suite.plan.run_dirs)
-        console.print(f"Wrote run folder{'s' * (len(suite.records) > 1)} {written} and {suite.plan.leaderboard}",
-                      markup=False, highlight=False)
+        paths = "".join(f"\n  {p}" for p in (*suite.plan.run_dirs, suite.plan.leaderboard))
+        console.print(f"Wrote run folder{'s' * (len(suite.records) > 1)} and leaderboard:{paths}", markup=False,
+                      highlight=False, soft_wrap=True)  # a path on a line of its own, never broken, to copy
         failed = [f"{r.model.name} on {t.name}: {t.error}" for r in suite.records for t in r.tasks
                   if t.status != "success"]
         if failed:
@@ -132,46 +129,36 @@ def eval_command(
 
 
 @tasks_app.command("list")
-def tasks_list(include: List[Path] = typer.Option([], "--include", help="Extra entry folders.")) -> None:
+def tasks_list(include: List[Path] = typer.Option([], "--include", metavar="DIR", help="Extra entry folders.")) -> None:
     """List named tasks and task kinds."""
     from rmbench.catalog import load_catalog
     from rmbench.tasks import TASK_KINDS
 
     with user_errors():
         catalog = load_catalog(include)
-        table = Table(title="tasks (named entries, then kinds usable as tasks with default arguments)")
-        for col in ("name", "kind", "version", "description", "source"):
-            table.add_column(col)
-        for name, spec in sorted(catalog.tasks.items()):
-            table.add_row(*map(escape, (name, spec.kind, str(spec.version), catalog.descriptions[("task", name)],
-                                        catalog.origins[("task", name)])))
-        for name, members in sorted(catalog.groups.items()):
-            table.add_row(*map(escape, (name, "(group)", "", f"{catalog.descriptions[('group', name)]} = "
-                                        f"{', '.join(members)}", catalog.origins[("group", name)])))
-        for kind in TASK_KINDS.names():
-            description, origin = TASK_KINDS.describe(kind)
-            table.add_row(*map(escape, (kind, "(kind)", "", description, origin)))
-        console.print(table)
+        rows = [(name, spec.kind, str(spec.version), catalog.descriptions[("task", name)],
+                 catalog.origins[("task", name)]) for name, spec in sorted(catalog.tasks.items())]
+        rows += [(name, "(group)", "", f"{catalog.descriptions[('group', name)]} = {', '.join(members)}",
+                  catalog.origins[("group", name)]) for name, members in sorted(catalog.groups.items())]
+        rows += [(kind, "(kind)", "", *TASK_KINDS.describe(kind)) for kind in TASK_KINDS.names()]
+        print_grid(console, Grid(headers=("name", "kind", "version", "description", "source"), rows=tuple(rows),
+                                 prose=frozenset({3, 4}), numeric=False,
+                                 title="tasks (named entries, then kinds usable as tasks with default arguments)"))
 
 
 @models_app.command("list")
-def models_list(include: List[Path] = typer.Option([], "--include", help="Extra entry folders.")) -> None:
+def models_list(include: List[Path] = typer.Option([], "--include", metavar="DIR", help="Extra entry folders.")) -> None:
     """List named models and model kinds."""
     from rmbench.catalog import load_catalog
     from rmbench.models import MODEL_KINDS
 
     with user_errors():
         catalog = load_catalog(include)
-        table = Table(title="models (named entries, then kinds)")
-        for col in ("name", "kind", "description", "source"):
-            table.add_column(col)
-        for name, spec in sorted(catalog.models.items()):
-            table.add_row(*map(escape, (name, spec.kind, catalog.descriptions[("model", name)],
-                                        catalog.origins[("model", name)])))
-        for kind in MODEL_KINDS.names():
-            description, origin = MODEL_KINDS.describe(kind)
-            table.add_row(*map(escape, (kind, "(kind)", description, origin)))
-        console.print(table)
+        rows = [(name, spec.kind, catalog.descriptions[("model", name)], catalog.origins[("model", name)])
+                for name, spec in sorted(catalog.models.items())]
+        rows += [(kind, "(kind)", *MODEL_KINDS.describe(kind)) for kind in MODEL_KINDS.names()]
+        print_grid(console, Grid(headers=("name", "kind", "description", "source"), rows=tuple(rows),
+                                 prose=frozenset({2, 3}), numeric=False, title="models (named entries, then kinds)"))
 
 
 @app.command("shift")
@@ -190,15 +177,12 @@ def shift_command(
     from rmbench.rewrite import write_shifted
 
     with user_errors():
-        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("texts"), _RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
-                      TimeRemainingColumn(), console=err_console) as progress:
+        with progress_bars("texts") as progress:
             source = Path(data)
             n_pairs = sum(1 for line in source.open(encoding="utf-8") if line.strip()) if source.is_file() else None
             total = 2 * min(n_pairs, limit or n_pairs) if n_pairs is not None else None
-            task_id = progress.add_task(f"{shift} with {rewriter}", total=total)
             path = write_shifted(data, out, rewriter, shift, prompt_template, limit,
-                                 progress=lambda n: progress.advance(task_id, n), split=split)
+                                 progress=progress(f"{shift} with {rewriter}", total), split=split)
         console.print(f"Wrote {path} and {path}.meta.json. Evaluate it with: rmbench eval --tasks paraphrase_shift "
                       f"--data paraphrase_shift={path} (or a paired_shift entry of your own)", markup=False,
                       highlight=False)
@@ -210,13 +194,13 @@ def new_task_command(
     directory: Path = typer.Option(Path("."), "--dir", help="Parent folder of the new task folder."),
 ) -> None:
     """Write a working task plugin skeleton: YAML entry, loader, example data and a test."""
-    from rmbench.scaffold import new_task
+    from rmbench.scaffold import new_task, next_steps
 
     with user_errors():
         folder = new_task(name, directory)
         console.print(f"Wrote {folder}/ ({name}.yaml, {name}_task.py, {name}.jsonl, test_{name}.py).\n"
-                      f"Try: rmbench eval --include {folder} --tasks {name} --model length\n"
-                      f"Test: python -m pytest {folder}", markup=False, highlight=False)
+                      + next_steps(name, folder, sys.executable), markup=False, highlight=False,
+                      soft_wrap=True)  # the commands stay whole lines, to copy
 
 
 # The train and results commands register on the same app, after the ones above (the order of --help).

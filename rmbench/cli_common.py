@@ -1,5 +1,11 @@
 """What every ``rmbench`` command shares: the typer apps, the consoles, one-line user errors,
-progress columns and the leaderboard tables on the terminal."""
+progress columns and the leaderboard tables on the terminal.
+
+Help is plain text (``rich_markup_mode=None``): with typer's default rich markup, every
+``[...]`` in a help text (``'rmbench[ray]'``, ``[default: ...]``) would be read as a style and
+vanish, and flags would show a ``<bool>`` type. Usage lines name arguments as click does
+(``RUNS...``), not as typer 0.29 does (``{runs}...``).
+"""
 
 from __future__ import annotations
 
@@ -7,26 +13,54 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, ProgressColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.table import Column
 from rich.text import Text
-from rich.table import Table
+from typer.core import TyperCommand
 
+from rmbench.cli_tables import Grid, OutputConsole, print_grid
 from rmbench.errors import RMBenchError
 from rmbench.registry import RegistryError
 
-app = typer.Typer(help="rmbench: benchmark reward models on discrimination and specificity.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-tasks_app = typer.Typer(help="Inspect the task registry.", no_args_is_help=True)
-models_app = typer.Typer(help="Inspect the model registry.", no_args_is_help=True)
-leaderboard_app = typer.Typer(help="Build leaderboards from run folders.", no_args_is_help=True)
+
+class _Command(TyperCommand):
+    """A typer command whose usage line names its arguments as click does: ``RUNS...`` when
+    required, ``[NAME]`` when not (typer 0.29 writes ``{runs}...``)."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = (param.metavar or param.name).upper()
+                pieces.append((name if param.required else f"[{name}]") + ("..." if param.nargs != 1 else ""))
+        return pieces
+
+
+class _Typer(typer.Typer):
+    """``typer.Typer`` with plain-text help and :class:`_Command` commands (see the module's docstring)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(rich_markup_mode=None, **kwargs)
+
+    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs):
+        return super().command(name, cls=cls or _Command, **kwargs)
+
+
+app = _Typer(help="rmbench: benchmark reward models on discrimination and specificity.",
+             no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+tasks_app = _Typer(help="Inspect the task registry.", no_args_is_help=True)
+models_app = _Typer(help="Inspect the model registry.", no_args_is_help=True)
+leaderboard_app = _Typer(help="Build leaderboards from run folders.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(models_app, name="models")
 app.add_typer(leaderboard_app, name="leaderboard")
 
-console = Console()
-err_console = Console(stderr=True)
+console = OutputConsole()
+"""Results (stdout); as wide as the terminal, or unlimited when piped (see :mod:`rmbench.cli_tables`)."""
+err_console = OutputConsole(stderr=True)
+"""Progress, warnings and errors (stderr)."""
 
 
 @contextmanager
@@ -45,10 +79,36 @@ def _warn(message: str) -> None:
 
 
 class _RateColumn(ProgressColumn):
-    """Items per second of a task (blank until rich has a speed estimate)."""
+    """Items per second of a task: rich's estimate, else (a task done in one step, such as a
+    fully cached run) items completed over the time elapsed; "–" until an item is done."""
 
     def render(self, task) -> Text:
-        return Text(f"{task.speed:,.1f} items/s" if task.speed else "", style="progress.data.speed")
+        return Text(rate_text(task.finished_speed or task.speed, task.completed,
+                              task.finished_time if task.finished else task.elapsed),
+                    style="progress.data.speed")
+
+
+def rate_text(speed: float | None, completed: float, elapsed: float | None) -> str:
+    """``1,234.5 items/s`` from ``speed``, else from ``completed / elapsed``; "–" when neither is known."""
+    if not speed and completed and elapsed:
+        speed = completed / elapsed
+    return f"{speed:,.1f} items/s" if speed else "–"
+
+
+FULL_PROGRESS_WIDTH = 110
+"""Below this width a progress line drops its bar and eta (the counts say as much)."""
+
+
+def progress_columns(unit: str, width: int) -> tuple[ProgressColumn, ...]:
+    """Columns of a progress line counting ``unit`` (e.g. "responses") on a console ``width``
+    columns wide: the description wraps instead of being cut; counts, rate and times stay whole."""
+    description = TextColumn("{task.description}", style="progress.description", markup=False,
+                             table_column=Column(overflow="fold"))
+    counts = (MofNCompleteColumn(), TextColumn(unit, markup=False), _RateColumn(), TimeElapsedColumn())
+    if width < FULL_PROGRESS_WIDTH:
+        return (description, *counts)
+    bar = BarColumn(bar_width=None, table_column=Column(max_width=40))
+    return (description, bar, *counts, TextColumn("eta"), TimeRemainingColumn())
 
 
 def _progress_factory(progress: Progress):
@@ -58,22 +118,42 @@ def _progress_factory(progress: Progress):
     return factory
 
 
-def _rich_table(table) -> Table:
+@contextmanager
+def progress_bars(unit: str) -> Iterator:
+    """A progress factory (``factory(description, total)`` -> ``advance(n)``) drawing on stderr
+    that starts with its first bar, so a command that fails before any work prints its one
+    error line and nothing else (a started display ends with a line of its own)."""
+    progress = Progress(*progress_columns(unit, err_console.width), console=err_console)
+    started = False
+
+    def factory(description: str, total: int | None):
+        nonlocal started
+        if not started:
+            progress.start()
+            started = True
+        task_id = progress.add_task(description, total=total)
+        return lambda n: progress.advance(task_id, n)
+
+    try:
+        yield factory
+    finally:
+        if started:
+            progress.stop()
+
+
+def leaderboard_grid(table) -> Grid:
+    """A :class:`rmbench.leaderboard.Table` as a grid: rows of runs, one column per metric."""
     from rmbench.leaderboard_render import format_cell
 
-    out = Table(title=table.title, caption=table.caption)
-    for i, head in enumerate(table.key_headers):
-        out.add_column(head, style="bold" if i == 0 else None, no_wrap=True)
-    for col in table.columns:
-        out.add_column(col.header, justify="right")
-    for keys, cells in table.rows:
-        out.add_row(*keys, *[format_cell(c) for c in cells])
-    return out
+    return Grid(headers=tuple(table.key_headers) + tuple(col.header for col in table.columns),
+                rows=tuple(tuple(keys) + tuple(format_cell(c) for c in cells) for keys, cells in table.rows),
+                keys=len(table.key_headers), transpose=True, title=table.title, caption=table.caption)
 
 
 def _print_leaderboard(lb) -> None:
-    console.print(_rich_table(lb.main))
+    """Every table of ``lb`` fitted to the console's width, the notes after the main table."""
+    print_grid(console, leaderboard_grid(lb.main))
     for note in lb.notes:
-        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"note: {note}", markup=False, highlight=False)
     for table in lb.tables[1:]:
-        console.print(_rich_table(table))
+        print_grid(console, leaderboard_grid(table))

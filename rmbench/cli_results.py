@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
 
 from rmbench.cli_common import (_print_leaderboard, app, console, err_console, leaderboard_app, user_errors)
+from rmbench.cli_tables import Grid, print_grid
 from rmbench.errors import RMBenchError
 
 
@@ -69,8 +69,8 @@ def _curve_figures(folders, lb, console_) -> dict[str, str]:
 def compare_command(
     run_a: Path = typer.Argument(..., help="Run folder of model A."),
     run_b: Path = typer.Argument(..., help="Run folder of model B."),
-    task: List[str] = typer.Option([], "--task", help="Compare only these tasks (default: all shared). Repeatable."),
-    data: List[str] = typer.Option([], "--data", help="TASK=PATH: the file the runs were scored on, if moved."),
+    task: List[str] = typer.Option([], "--task", metavar="TASK", help="Compare only these tasks (default: all shared). Repeatable."),
+    data: List[str] = typer.Option([], "--data", metavar="TASK=PATH", help="TASK=PATH: the file the runs were scored on, if moved."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Paired bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
 ) -> None:
@@ -82,17 +82,23 @@ def compare_command(
     with user_errors():
         a, b = load_run(run_a), load_run(run_b)
         rows = compare_runs(a, b, task, {d.task: d for d in parse_data_overrides(data)}, bootstrap, seed)
-        table = Table(title=f"{a.record.model.name} (A) vs {b.record.model.name} (B)",
-                      caption="A - B with a paired bootstrap 95% CI over groups; * = CI excludes 0")
-        for col in ("task", "metric", "subset", "eps", "A", "B", "A - B", "95% CI", ""):
-            table.add_column(col, justify="left" if col in ("task", "metric", "subset") else "right", no_wrap=True)
-        for r in rows:
-            eps = "" if r.eps is None else f"{r.eps:g} {r.eps_unit}"
-            fmt = lambda v: "–" if v != v else f"{v:.4f}"  # noqa: E731  (nan prints as a dash)
-            ci = "" if r.ci_low != r.ci_low else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
-            star = "*" if r.ci_low == r.ci_low and (r.ci_low > 0 or r.ci_high < 0) else ""
-            table.add_row(r.task, r.metric, r.subset or "", eps, fmt(r.value_a), fmt(r.value_b), fmt(r.diff), ci, star)
-        console.print(table)
+        print_grid(console, _compare_grid(a.record.model.name, b.record.model.name, rows))
+
+
+def _compare_grid(name_a: str, name_b: str, rows) -> Grid:
+    """One row per compared (task, metric, subset, eps); nan prints as a dash."""
+    def fmt(v: float) -> str:
+        return "–" if v != v else f"{v:.4f}"
+
+    cells = []
+    for r in rows:
+        eps = "" if r.eps is None else f"{r.eps:g} {r.eps_unit}"
+        ci = "" if r.ci_low != r.ci_low else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
+        star = "*" if r.ci_low == r.ci_low and (r.ci_low > 0 or r.ci_high < 0) else ""
+        cells.append((r.task, r.metric, r.subset or "", eps, fmt(r.value_a), fmt(r.value_b), fmt(r.diff), ci, star))
+    return Grid(headers=("task", "metric", "subset", "eps", "A", "B", "A - B", "95% CI", ""), rows=tuple(cells),
+                keys=2, title=f"{name_a} (A) vs {name_b} (B)",
+                caption="A - B with a paired bootstrap 95% CI over groups; * = CI excludes 0")
 
 
 @app.command("plot")
@@ -100,7 +106,7 @@ def plot_command(
     runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
     out: Path = typer.Option(Path("plots"), "--out", "-o", help="Folder for the figures."),
     fmt: str = typer.Option("png,svg", "--format", "-f", help="Comma-separated: png, svg."),
-    task: List[str] = typer.Option([], "--task", help="Only these tasks (default: every task of the runs)."),
+    task: List[str] = typer.Option([], "--task", metavar="TASK", help="Only these tasks (default: every task of the runs)."),
 ) -> None:
     """D(eps)-Spec(eps) curves per task (one curve per run) and original-vs-shifted bars for shift tasks."""
     from rmbench.errors import ConfigError

@@ -1,12 +1,21 @@
-"""Atomic file writes: a file is written to a temporary name and renamed into place, so no
-reader ever sees half of it."""
+"""Atomic file writes (a file is written to a temporary name and renamed into place, so no
+reader ever sees half of it), safe file names, and how a bad JSON line is described."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
 from pathlib import Path
+
+
+def json_error_text(exc: json.JSONDecodeError) -> str:
+    """``exc`` as words: ``Unterminated string starting at column 28``, never "at at" (some of
+    json's messages end with their own "at"). Parse a line without its newline, so that a line cut
+    mid-string reads as unterminated rather than as "Invalid control character"."""
+    at = "" if exc.msg.endswith(" at") else " at"
+    return f"{exc.msg}{at} column {exc.colno}"
 
 
 def safe_file_name(text: str, fallback: str = "x") -> str:

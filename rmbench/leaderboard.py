@@ -260,6 +260,7 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None) -> Lead
                      for name in task_order if first[name].official is not None
                      and len(first[name].official.columns) > 1)  # a one-number layout is in the main table
     notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes
+    notes += list(dict.fromkeys(metric_def(c.metric).reading for c in columns if metric_def(c.metric).reading))
     keys = {name: first[name].task_key for name in task_order}
     return Leaderboard(main, official, _shift_table(task_order, ordered, first, eps_by_task), eps_by_task, keys,
                        tuple(notes))

@@ -100,11 +100,13 @@ document.querySelectorAll('th').forEach(function (th) {
 
 
 def _html_table(table: Table, heading: bool = True) -> str:
+    """A sortable table; the key columns (model, task, shift), headers and cells, left-aligned."""
     e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in list(table.key_headers) + [c.header for c in table.columns])
+    head = "".join([f'<th class="key">{e(h)}</th>' for h in table.key_headers]
+                   + [f"<th>{e(c.header)}</th>" for c in table.columns])
     body = []
     for keys, cells in table.rows:
-        tds = [f'<td data-v="{e(k)}">{e(k)}</td>' for k in keys]
+        tds = [f'<td class="key" data-v="{e(k)}">{e(k)}</td>' for k in keys]
         for cell in cells:
             v = "" if cell is None or not cell.defined else repr(cell.value)
             tds.append(f'<td data-v="{e(v)}">{e(format_cell(cell))}</td>')
@@ -114,25 +116,36 @@ def _html_table(table: Table, heading: bool = True) -> str:
             f"<p>{e(table.caption)}.</p>")
 
 
-def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
-    """``figures``: task -> inline SVG (the D-Spec curves), embedded after the tables."""
+def _html_notes(lb: Leaderboard) -> str:
+    """What the Markdown prints under its main table: the eps and task keys (comparability) of
+    the columns, then the notes (runs that cannot share cells, missing eps, failed tasks...)."""
     e = html.escape
     notes = f"<p>Notes:</p><ul>{''.join(f'<li>{e(n)}</li>' for n in lb.notes)}</ul>" if lb.notes else ""
+    return f"<p>{e(_eps_note(lb))}</p>{notes}"
+
+
+_STYLE = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+          "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f4f4f4}"
+          "th.key,td.key{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
+          "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}")
+
+
+def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
+    """The tables in the Markdown's order, with its notes under the main table; ``figures``:
+    task -> inline SVG (the D-Spec curves), embedded after the tables."""
+    e = html.escape
     # An SVG in an <img> is inert: names in its legend can never run as script.
     figs = "".join(f'<figure><figcaption>{e(task)}: discrimination vs specificity</figcaption>'
                    f'<img alt="{e(task)} D-Spec curve" src="data:image/svg+xml;base64,'
                    f'{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></figure>'
                    for task, svg in (figures or {}).items())
+    tables = [_html_table(t, heading=i > 0) + (_html_notes(lb) if i == 0 else "") for i, t in enumerate(lb.tables)]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
-        "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
-        "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f4f4f4}"
-        "td:first-child,th:first-child{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
-        "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}</style></head><body>"
-        "<h1>rmbench leaderboard</h1>"
-        f"<p>Cells: value [95% bootstrap CI over groups]. {e(_eps_note(lb))} Click a header to sort.</p>"
-        + "".join(_html_table(t, heading=i > 0) for i, t in enumerate(lb.tables)) + notes + figs
-        + f"<script>{_SORT_JS}</script></body></html>\n")
+        f"<style>{_STYLE}</style></head><body><h1>rmbench leaderboard</h1>"
+        "<p>Cells: value [95% bootstrap CI over groups]; cells are shared by comparable runs only. "
+        "Click a header to sort.</p>"
+        + "".join(tables) + figs + f"<script>{_SORT_JS}</script></body></html>\n")
 
 
 RENDERERS: dict[str, Callable[[Leaderboard], str]] = {"md": render_md, "csv": render_csv, "json": render_json,

@@ -23,6 +23,7 @@ class MetricDef:
 
     ``eps_dependent``: reported once per eps of the run (D and Spec). ``n_counts``: what the
     record's ``n`` counts. ``official``: a benchmark's own score, reproduced to its code.
+    ``reading``: a note that leaderboards showing the metric carry (e.g. a range that is not [0, 1]).
     """
 
     name: str
@@ -32,7 +33,12 @@ class MetricDef:
     n_counts: str
     description: str
     official: bool = False
+    reading: str | None = None
 
+
+TIES_READING = ("ties_score ranges over [-0.01, 1.01], not [0, 1]: RewardBench 2's formula adds 0.01 x the "
+                "mean tanh(margin ratio - 1) to terms that sum to at most 1, so an RM whose correct answers sit "
+                "far above the incorrect ones, relative to their spread among themselves, scores up to 1.010")
 
 _BUILTIN = (
     MetricDef("pairwise_accuracy", "acc", True, False, "discrimination pairs",
@@ -49,7 +55,8 @@ _BUILTIN = (
               "max over eps of (D + Spec) / 2; its record's eps is where it is reached"),
     MetricDef("reward_margin", "margin", True, False, "discrimination pairs",
               "mean |r(better) - r(worse)| / sigma"),
-    MetricDef("ties_score", "ties_score", True, False, "groups", "RewardBench 2's official Ties score", official=True),
+    MetricDef("ties_score", "ties_score", True, False, "groups", "RewardBench 2's official Ties score", official=True,
+              reading=TIES_READING),
     MetricDef("rewardbench_score", "RB1 score", True, False, "groups",
               "RewardBench v1's official score; subset records are its sections", official=True),
     MetricDef("rewardbench2_score", "RB2 score", True, False, "groups",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from rmbench.errors import ConfigError
-from rmbench.files import atomic_write_text
+from rmbench.files import atomic_write_text, json_error_text
 from rmbench.metric_registry import (DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialColumn,
                                      OfficialLayout)
 from rmbench.run_record import (SCHEMA_VERSION, STATUSES, Counts, Environment, Execution, MetricRecord,
@@ -308,8 +308,10 @@ def load_run(path: str | Path) -> RunFolder:
         raise ConfigError(f"{file}: no such file (is {p} a run folder written by 'rmbench eval'?)")
     try:
         data: Any = json.loads(file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: not valid JSON: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{file}, line {exc.lineno}: not valid JSON ({json_error_text(exc)})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start + 1})") from None
     return RunFolder(file.parent, parse_record(data, file))
 
 
@@ -338,7 +340,10 @@ def load_rewards(path: str | Path) -> list[RewardRow]:
             if not line.strip():
                 continue
             try:
-                d = json.loads(line)
+                d = json.loads(line.rstrip("\r\n"))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{file}, line {n}: not valid JSON ({json_error_text(exc)})") from None
+            try:
                 rows.append(RewardRow(d["task"], d["group_id"], int(d["response_index"]), int(d["utility"]),
                                       float(d["reward"])))
             except (ValueError, KeyError, TypeError) as exc:

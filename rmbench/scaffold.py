@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import keyword
 import re
+import shlex
 from pathlib import Path
 
 from rmbench.errors import ConfigError
@@ -51,7 +53,7 @@ DATA = """\
 """
 
 TEST = '''\
-"""Tests of the {name} task; run with: python -m pytest {folder}"""
+"""Tests of the {name} task; run them with the Python that has rmbench: python -m pytest {folder}"""
 
 import json
 from pathlib import Path
@@ -97,3 +99,15 @@ def new_task(name: str, parent: str | Path = ".") -> Path:
     (folder / f"{name}.jsonl").write_text(DATA.format())
     (folder / f"test_{name}.py").write_text(TEST.format(name=name, folder=folder))
     return folder
+
+
+def next_steps(name: str, folder: Path, python: str) -> str:
+    """The commands that evaluate and test the new task, run by ``python`` (the interpreter that
+    has rmbench, e.g. ``sys.executable``: plain ``python`` may be another one, without rmbench or
+    pytest), quoted for a POSIX shell."""
+    py, where = shlex.quote(python), shlex.quote(str(folder))
+    lines = [f"Try:  {py} -m rmbench eval --include {where} --tasks {name} --model length",
+             f"Test: {py} -m pytest {where}"]
+    if importlib.util.find_spec("pytest") is None:
+        lines[-1] += f"  (first: {py} -m pip install pytest)"
+    return "\n".join(lines)

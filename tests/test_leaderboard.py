@@ -6,6 +6,7 @@ from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError
 from rmbench.leaderboard import build_leaderboard
 from rmbench.leaderboard_render import render
+from rmbench.metric_registry import TIES_READING
 from rmbench.run_folder import load_run
 from rmbench.run_record import comparability_key
 from rmbench.runner import EvalConfig, evaluate
@@ -56,10 +57,20 @@ def test_rows_are_models_and_columns_split_d_and_spec(runs):
     assert lb.main.rows[0][1][spec_col] == oracle.metric("ties", "specificity", eps=0.1).estimate
 
 
+def test_a_ties_score_above_one_says_why(runs):
+    from rmbench.metrics import ties_score
+
+    # Correct answers 0.1 apart, 10 above the incorrect one: the 0.01 x tanh(margin term) adds ~0.01.
+    wide = ties_score([("tied:1", [10.0, 10.1], [0.0]), ("ref:1", [10.0], [0.0])])
+    assert 1.0 < wide <= 1.01
+    lb = build_leaderboard([load_run(runs["oracle"])])
+    assert TIES_READING in lb.notes and "[-0.01, 1.01]" in render(lb, "md")
+
+
 def test_runs_with_other_eps_lists_share_the_cells_they_have(runs, tmp_path):
     evaluate(EvalConfig(model="length", eps=(0.0, 0.05, 0.1, 0.5), n_bootstrap=50), out_dir=tmp_path / "len")
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(tmp_path / "len")])
-    assert lb.eps["ties"] == (0.1, "sigma") and not lb.notes
+    assert lb.eps["ties"] == (0.1, "sigma") and lb.notes == (TIES_READING,)  # only the Ties score's range
     length = load_run(tmp_path / "len").record
     row = dict((r[0][0], r[1]) for r in lb.main.rows)["length"]
     assert row[1] == length.metric("ties", "discrimination", eps=0.1).estimate
@@ -111,6 +122,25 @@ def test_html_is_self_contained_escaped_and_sortable(runs, tmp_path):
     assert "<script>alert" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
     assert "http" not in page and "<link" not in page  # nothing fetched from elsewhere
     assert "addEventListener('click'" in page and 'data-v="1.0"' in page
+
+
+def test_html_has_the_markdown_notes_under_the_main_table_and_left_aligned_keys(runs):
+    import html
+
+    from rmbench.leaderboard_render import _eps_note
+
+    lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-eps"])])
+    assert lb.notes  # length-eps has no D/Spec at eps=0.1
+    md, page = render(lb, "md"), render(lb, "html")
+    main_end = page.index("</table>")
+    for note in (_eps_note(lb), *lb.notes):  # what the Markdown says, escaped, right after the main table
+        assert note in md and html.escape(note) in page, note
+        assert page.index(html.escape(note)) > main_end
+        assert "<h2>" not in page[main_end:page.index(html.escape(note))]
+    assert '<th class="key">model</th>' in page and '<td class="key" data-v="oracle">oracle</td>' in page
+    assert "th.key,td.key{text-align:left}" in page and "first-child" not in page
+    values = page[page.index("<th", page.index("<thead>")):page.index("</thead>")]
+    assert values.count('class="key"') == len(lb.main.key_headers)  # metric headers stay right-aligned
 
 
 def test_bad_run_folder_is_a_clear_error(tmp_path):

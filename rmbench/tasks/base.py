@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from rmbench.errors import DataError
+from rmbench.files import json_error_text
 from rmbench.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.types import ComparisonGroup, TaskSpec, prompt_from_json
 
@@ -217,9 +218,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
             except json.JSONDecodeError as exc:
                 hint = ("; rmbench reads JSON Lines: one object per line, not a JSON array"
                         if line.lstrip().startswith("[") else "")
-                at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at" has its own
-                where = f"{exc.msg}{at} column {exc.colno}"
-                bad_row(DataError(f"not valid JSON ({where}){hint}", path=location, line=lineno))
+                bad_row(DataError(f"not valid JSON ({json_error_text(exc)}){hint}", path=location, line=lineno))
                 continue
             except RecursionError:
                 bad_row(DataError("not valid JSON (nested too deeply)", path=location, line=lineno))

