@@ -1,4 +1,10 @@
-"""``rmbench train``: the command line over :mod:`rmbench.train`."""
+"""``rmbench train``: the command line over :mod:`rmbench.train`.
+
+Before training it prints the plan (pairs, epochs, kinds, steps); meanwhile one line per phase
+(each epoch of each kind, the IM-RM's reference pass) and an overall line counting every pair
+update of the job (pairs x epochs x kinds) whose eta is the whole job's, from a rate measured
+per phase (:class:`rmbench.train_progress.JobEstimate`; ``~`` while a kind has not run yet).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,103 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.table import Column
+from rich.text import Text
 
-from rmbench.cli_common import _progress_factory, _RateColumn, app, console, err_console, user_errors
+from rmbench.cli_common import app, console, err_console, user_errors
+
+NARROW = 110
+"""Below this console width the progress lines drop their bars."""
+
+
+class _UnitRateColumn(ProgressColumn):
+    """``0.62 pairs/s``: rich's speed estimate of the task in its own unit; "–" before one."""
+
+    def render(self, task) -> Text:
+        speed = task.finished_speed or task.speed
+        if not speed and task.completed and task.elapsed:
+            speed = task.completed / task.elapsed
+        text = "–" if not speed else f"{speed:,.2f} {task.fields.get('unit', 'items')}/s"
+        return Text(text, style="progress.data.speed")
+
+
+class _EtaColumn(ProgressColumn):
+    """The overall line's eta from its :class:`JobEstimate`; other lines' from rich's own rate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rich = TimeRemainingColumn()
+
+    def render(self, task) -> Text:
+        from rmbench.train_progress import format_eta
+
+        estimate = task.fields.get("estimate")
+        if estimate is not None:
+            return Text(format_eta(*estimate.remaining()), style="progress.remaining")
+        if task.finished:
+            return Text("done", style="progress.remaining")
+        return Text.assemble("eta ", self._rich.render(task))
+
+
+def _columns(width: int) -> tuple[ProgressColumn, ...]:
+    description = TextColumn("{task.description}", style="progress.description", markup=False,
+                             table_column=Column(overflow="fold"))
+    counts = (MofNCompleteColumn(), TextColumn("{task.fields[unit]}", markup=False), _UnitRateColumn(),
+              TimeElapsedColumn(), _EtaColumn())
+    if width < NARROW:
+        return (description, *counts)
+    return (description, BarColumn(bar_width=None, table_column=Column(max_width=30)), *counts)
+
+
+class _JobProgress:
+    """The rich lines of a training job; passed to ``train_one`` as its ``progress`` (it has the
+    ``begin``/``restored`` methods of :class:`rmbench.train_progress.PhaseReport`)."""
+
+    def __init__(self, progress: Progress, kinds: list[str], n_pairs: int, n_texts: int, epochs: int) -> None:
+        from rmbench.train_progress import JobEstimate, plan_phases
+
+        self.progress = progress
+        self.estimate = JobEstimate(plan_phases(kinds, n_pairs, n_texts, epochs))
+        label = f"all: {'+'.join(kinds)}, {epochs} epoch{'s' * (epochs != 1)}"
+        self.overall = progress.add_task(label, total=n_pairs * epochs * len(kinds), unit="pairs",
+                                         estimate=self.estimate)
+
+    def begin(self, kind: str, phase: str, description: str, total: int):
+        unit = "texts" if phase == "reference" else "pairs"
+        task = self.progress.add_task(description, total=total, unit=unit)
+        self.estimate.start(kind, phase)
+
+        def advance(n: int) -> None:
+            self.estimate.advance(kind, phase, n)
+            self.progress.advance(task, n)
+            if phase == "train":
+                self.progress.advance(self.overall, n)
+        return advance
+
+    def restored(self, kind: str, phase: str, description: str, items: int) -> None:
+        self.progress.add_task(description, total=items, completed=items, unit="texts" if phase == "reference"
+                               else "pairs")
+        self.estimate.restore(kind, phase, items)
+        if phase == "train":
+            self.progress.advance(self.overall, items)
+
+
+def _lora_settings(lora: bool, r: Optional[int], alpha: Optional[float], dropout: Optional[float],
+                   targets: Optional[str]) -> dict:
+    from rmbench.errors import ConfigError
+
+    given = {"lora_r": r, "lora_alpha": alpha, "lora_dropout": dropout, "lora_targets": targets}
+    given = {k: v for k, v in given.items() if v is not None}
+    if given and not lora:
+        raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in given)} appl"
+                          f"{'ies' if len(given) == 1 else 'y'} only with --lora")
+    if lora:
+        from rmbench.train_lora import import_peft
+
+        import_peft()  # its error before any data or weights load
+    return {"lora": lora, **given}
 
 
 @app.command("train")
@@ -25,31 +125,43 @@ def train_command(
     seed: int = typer.Option(0, "--seed"),
     max_length: int = typer.Option(512, "--max-length", help="Tokens per text (longer ones lose their start)."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N groups."),
-    include: List[Path] = typer.Option([], "--include", help="Extra task entry folders."),
-    lora: bool = typer.Option(False, "--lora", help="LoRA instead of full fine-tuning (needs peft)."),
+    include: List[Path] = typer.Option([], "--include", metavar="DIR", help="Extra task entry folders."),
+    lora: bool = typer.Option(False, "--lora", help="LoRA adapters instead of full fine-tuning, merged into the "
+                              "saved weights (needs peft: pip install 'rmbench[lora]')."),
+    lora_r: Optional[int] = typer.Option(None, "--lora-r", help="LoRA rank (default 8)."),
+    lora_alpha: Optional[float] = typer.Option(None, "--lora-alpha", help="LoRA alpha; updates scale by "
+                                               "alpha/r (default 16)."),
+    lora_dropout: Optional[float] = typer.Option(None, "--lora-dropout", help="Dropout on the LoRA inputs "
+                                                 "(default 0)."),
+    lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="Modules that get adapters: "
+                                               "all-linear (default: the attention and MLP projections) or "
+                                               "comma-separated names such as q_proj,v_proj."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow a base model in pickle files "
                                       "(pytorch_model.bin), which can run code when loaded."),
 ) -> None:
     """Train an EX-RM (linear head) and/or an IM-RM (DPO) from one base on the same pairs."""
     from rmbench.catalog import load_catalog
-    from rmbench.errors import ConfigError
     from rmbench.tasks.jsonl import PreferenceTask
     from rmbench.tasks.loading import load_groups
-    from rmbench.train import TrainConfig, train_one
+    from rmbench.train import TrainConfig, preference_pairs, train_one
+    from rmbench.train_models import distinct_responses
+    from rmbench.train_progress import plan_line
 
     with user_errors():
-        if lora:
-            raise ConfigError("--lora is not available yet: rmbench train does full fine-tuning")
         config = TrainConfig(base=base, kind=kind, epochs=epochs, lr=lr, beta=beta, batch_size=batch_size, seed=seed,
-                             max_length=max_length, head_lr=head_lr)
+                             max_length=max_length, head_lr=head_lr,
+                             **_lora_settings(lora, lora_r, lora_alpha, lora_dropout, lora_targets))
         if Path(data).is_file():
             groups = list(PreferenceTask(path=data).groups())[:limit]
         else:
             _, groups = load_groups(load_catalog(include).task_spec(data), limit)
-        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("pairs"), _RateColumn(), TimeElapsedColumn(), TextColumn("eta"),
-                      TimeRemainingColumn(), console=err_console) as progress:
-            for k in (["ex", "im"] if kind == "both" else [kind]):
-                card = train_one(k, config, groups, out / k, _progress_factory(progress), allow_pickle=allow_pickle)
+        kinds = ["ex", "im"] if kind == "both" else [kind]
+        pairs = preference_pairs(groups)
+        n_pairs, n_texts = len(pairs) // 2, len(distinct_responses(pairs))
+        err_console.print(plan_line(kinds, n_pairs, n_texts, config), markup=False, highlight=False, soft_wrap=True)
+        with Progress(*_columns(err_console.width), console=err_console) as progress:
+            job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
+            for k in kinds:
+                card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle)
                 console.print(f"{k.upper()}-RM: loss per epoch {', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}"
                               f"; evaluate with: rmbench eval --model {out / k}", markup=False, highlight=False)

@@ -26,6 +26,7 @@ def test_unknown_engine_is_a_config_error():
         EvalConfig(engine="spark")
 
 
+@pytest.mark.distributed
 def test_ray_engine_equals_local_and_resumes_through_the_cache(tiny, tmp_path):
     pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
     import ray
@@ -46,6 +47,7 @@ def test_ray_engine_equals_local_and_resumes_through_the_cache(tiny, tmp_path):
         ray.shutdown()
 
 
+@pytest.mark.distributed
 def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
     pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
     import ray
@@ -68,6 +70,7 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
         ray.shutdown()
 
 
+@pytest.mark.distributed
 def test_accelerate_engine_with_two_cpu_processes_equals_local(tiny, tmp_path):
     pytest.importorskip("accelerate", reason="the accelerate engine needs pip install 'rmbench[accelerate]'")
     args = ["eval", "--model", f"implicit:{tiny['causal']}", "--tasks", "ties", "--limit", "8", "--dtype", "float32",

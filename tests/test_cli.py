@@ -2,6 +2,8 @@ import json
 
 from typer.testing import CliRunner
 
+import pytest
+
 from rmbench.cli import app
 
 runner = CliRunner()
@@ -107,6 +109,7 @@ def test_run_folders_never_replace_another_run(tmp_path, monkeypatch):
     assert '"name": "oracle"' in (tmp_path / "runs" / "length__ties" / "results.json").read_text()
 
 
+@pytest.mark.slow
 def test_new_task_scaffold_passes_its_own_test(tmp_path):
     import subprocess
     import sys

@@ -203,6 +203,7 @@ def test_rate_column_is_never_blank():
     assert _RateColumn().render(progress.tasks[0]).plain.endswith(" items/s")
 
 
+@pytest.mark.slow
 def test_new_task_prints_commands_that_work_outside_the_virtualenv(tmp_path):
     result = runner.invoke(app, ["new-task", "my_pairs", "--dir", str(tmp_path / "a dir")])
     assert result.exit_code == 0, result.output

@@ -28,6 +28,7 @@ def _rmbench(args, cwd, **env):
     return done, time.monotonic() - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("endpoint", BLOCKED)
 def test_a_missing_hub_model_fails_fast_with_one_line(tmp_path, endpoint):
     done, seconds = _rmbench(["eval", "--model", "seqcls:someorg/no-such-model", "--limit", "2", "--out",
@@ -43,6 +44,7 @@ def test_a_missing_hub_model_fails_fast_with_one_line(tmp_path, endpoint):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_missing_dataset_fails_fast_with_one_line(tmp_path):
     done, seconds = _rmbench(["eval", "--model", "length", "--tasks", "rewardbench2", "--out", str(tmp_path / "run")],
                              tmp_path, HF_ENDPOINT=BLOCKED[0], HF_HOME=str(tmp_path / "hf"))
@@ -61,6 +63,7 @@ def _hub_cache_with(folder: Path, cache: Path, repo: str) -> str:
     return commit
 
 
+@pytest.mark.slow
 def test_a_model_in_the_hub_cache_loads_without_the_hub(tiny, tmp_path):
     commit = _hub_cache_with(tiny["seqcls"], tmp_path / "hub", "someorg/tiny-rm")
     done, seconds = _rmbench(["eval", "--model", "seqcls:someorg/tiny-rm", "--limit", "2", "--bootstrap", "20",

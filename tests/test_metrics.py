@@ -93,6 +93,7 @@ def test_ds_auc_is_the_area_under_the_spec_d_curve(d, e):
     assert M.ds_auc(d, e) == pytest.approx(area, abs=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(gaps, gaps)
 def test_balanced_best_is_the_max_over_a_dense_eps_grid(d, e):

@@ -195,9 +195,9 @@ def test_a_trained_folder_resolves_alone_and_as_inner(tmp_path, catalog):
     folder = _trained_folder(tmp_path, "im", {"type": "model", "name": "im", "kind": "implicit",
                                               "args": {"model": "model", "ref": "smollm2-135m-instruct"}})
     alone = parse_model_spec(str(folder))
-    assert alone.name == "im" and alone.args_dict == {"model": str((folder / "model").resolve()),
+    assert alone.name == str(folder) and alone.args_dict == {"model": str((folder / "model").resolve()),
                                                       "ref": "smollm2-135m-instruct"}  # ref names weights: kept
-    assert resolve_model(f"discretize:{folder}").args_dict["inner"] == {"name": "im", "kind": "implicit",
+    assert resolve_model(f"discretize:{folder}").args_dict["inner"] == {"name": str(folder), "kind": "implicit",
                                                                         "args": alone.args_dict}
     write_entries(tmp_path / "inc2", {"disc-trained": {"kind": "discretize", "args": {"inner": str(folder)}}})
     named = load_catalog([tmp_path / "inc2"]).models

@@ -70,6 +70,7 @@ def _scores_by_row(folder, task: str) -> dict[str, list[float]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_rewardbench2_subsets_and_score_equal_the_official_code(official, tmp_path, seed):
     rows = _rb2_rows(seed)

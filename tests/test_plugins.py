@@ -87,6 +87,7 @@ def run_cli(site, cwd, *args):
     return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_installed_entry_point_plugin(plugin_site, tmp_path):
     listed = run_cli(plugin_site, tmp_path, "models", "list")
     assert listed.returncode == 0 and "keyword-rm" in listed.stdout and "rmbench-plugin-demo" in listed.stdout
@@ -103,6 +104,7 @@ def test_installed_entry_point_plugin(plugin_site, tmp_path):
     assert run.value("demo_pairs", "pairwise_accuracy") == 1.0
 
 
+@pytest.mark.slow
 def test_broken_plugin_fails_loudly(plugin_site, tmp_path):
     (plugin_site / "rmbench_plugin_demo" / "__init__.py").write_text("raise ImportError('half-installed')\n")
     try:

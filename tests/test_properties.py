@@ -107,6 +107,7 @@ def test_summary_ignores_the_order_of_responses_within_a_group(task, data):
     _same(_table(base), _table(moved))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(scored_tasks(), st.integers(1, 64), st.integers(-50, 50))
 def test_sigma_unit_summary_and_its_cis_survive_affine_rewards(task, c4, b):
@@ -119,6 +120,7 @@ def test_sigma_unit_summary_and_its_cis_survive_affine_rewards(task, c4, b):
     _same(_table(base, with_ci=True), _table(moved, with_ci=True))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(scored_tasks(), st.integers(0, 3))
 def test_probabilities_and_their_cis_stay_in_the_unit_interval(task, seed):
@@ -245,6 +247,7 @@ def _key(groups, version: int = 1, eps=(0.0, 0.1), unit: str = "sigma") -> str:
     return comparability_key("t", version, data_fingerprint(groups), METRIC_VERSION, eps, unit)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(task_data(), st.sampled_from(MUTATIONS), st.data())
 def test_any_change_to_the_data_changes_fingerprint_and_key(groups, kind, data):

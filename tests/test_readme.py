@@ -21,7 +21,7 @@ import pytest
 
 from conftest import smollm2_gguf
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.slow, pytest.mark.real_model]
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 NOT_OFFLINE = ("HuggingFaceTB/", "path/to/", "openai:")
@@ -108,5 +108,5 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     de = json.loads((tmp_path / "runs" / "length__translation_shift-pairs_de" / "results.json").read_text())
     assert {m["shift"] for m in de["tasks"][0]["metrics"]} >= {"none", "translation:de"}
     everything = (tmp_path / "leaderboards" / "all.md").read_text()
-    assert "smollm2-135m-discrete" in everything and "| im " in everything  # trained/im, named by its card
+    assert "smollm2-135m-discrete" in everything and "| trained/im " in everything  # named as typed, as its run folder
     assert "ties#2 (length__ties-rb2_ties) cannot share cells with ties" in everything  # other data: apart

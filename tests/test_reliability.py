@@ -83,6 +83,7 @@ def slow_model(tmp_path) -> str:
     return f"python:{f}:score"
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_resumes_to_the_uninterrupted_result(tmp_path, slow_model):
     out, cache = tmp_path / "run", tmp_path / "cache"
     # --token-budget 1: every response is its own batch and its own cache transaction.
@@ -132,6 +133,7 @@ def test_sigkill_mid_run_resumes_to_the_uninterrupted_result(tmp_path, slow_mode
     assert sa["cached"] >= done and sa["cached"] + sa["computed"] == total and sa["computed"] > 0
 
 
+@pytest.mark.slow
 def test_two_processes_share_one_cache(tmp_path, slow_model):
     """The same model on two tasks at once: both write the same SQLite file, batch by batch."""
     cache = tmp_path / "cache"
@@ -267,6 +269,7 @@ def test_every_file_written_under_out_goes_through_atomic_write(tmp_path, monkey
 
 # --- determinism -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_same_command_gives_the_same_bytes(tiny, tmp_path):
     """Implicit scoring, MC dropout and the bootstrap, in separate processes with other hash
     seeds: a warm cache, a fresh out folder and a cleared cache all give identical files."""

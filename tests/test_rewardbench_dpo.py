@@ -218,6 +218,7 @@ def test_rewards_tiny_lm_truncated(tiny_lms):
     _check_rewards(tiny_lms[0], tiny_lms[1], PAIRS[1:], max_length=24, max_prompt_length=8)
 
 
+@pytest.mark.real_model
 def test_rewards_tiny_lm_smollm2_tokenizer(tiny_smol_vocab_lm):
     # policy: the tiny SmolLM2-vocab LM; reference: the same LM perturbed, saved beside it
     from transformers import AutoModelForCausalLM

@@ -223,6 +223,7 @@ class EvilTask(Task):
 """
 
 
+@pytest.mark.slow
 def test_python_files_beside_the_data_or_in_cwd_are_never_imported(tmp_path):
     script = Path(sys.executable).with_name("rmbench")
     if not script.is_file():
@@ -264,6 +265,7 @@ def _snapshot(*roots: Path) -> dict[Path, tuple[int, int]]:
             if p.is_file() or p.is_symlink()}
 
 
+@pytest.mark.slow
 def test_nothing_is_written_outside_out_and_the_cache(tiny, tmp_path):
     home, xdg, tmpdir, cwd, out = (tmp_path / n for n in ("home", "xdg", "tmp", "cwd", "out"))
     for d in (home, xdg, tmpdir, cwd):
@@ -351,6 +353,7 @@ def _parse(dom: str) -> _Dom:
     return parser
 
 
+@pytest.mark.slow
 def test_browser_check_detects_script_that_runs(tmp_path):
     """The control: the same check sees a script that does run, so the next test is not vacuous."""
     browser = _browser()
@@ -360,6 +363,7 @@ def test_browser_check_detects_script_that_runs(tmp_path):
     assert dom.title == "pwned-img" and "img" in dom.tags
 
 
+@pytest.mark.slow
 def test_html_leaderboard_shows_hostile_names_as_text_in_a_browser(tmp_path):
     from rmbench.runner import EvalConfig, evaluate
 

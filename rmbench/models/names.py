@@ -150,9 +150,9 @@ class ModelNames:
         if text in self.kinds:
             return Spec.make(name=text, kind=text)
         if is_trained_folder(text):
-            folder = Path(text).expanduser()
-            entry = load_trained_entry(folder)
-            return Spec.make(name=str(entry.get("name") or folder.name), kind=entry["kind"], args=entry["args"])
+            entry = load_trained_entry(Path(text).expanduser())
+            # Named as typed (trained/ex), as its run folder is (a file name made of the --model text).
+            return Spec.make(name=text, kind=entry["kind"], args=entry["args"])
         if sep and is_import_target(text):
             return Spec.make(name=text, kind=text)
         raise self.unknown(text)
