@@ -166,26 +166,41 @@ def shift_command(
     data: str = typer.Option(..., "--data", help="Preference pairs: a JSON Lines file (prompt, chosen, rejected) "
                              "or a hub dataset id."),
     split: str = typer.Option("train", "--split", help="Split of a hub dataset."),
-    rewriter: str = typer.Option(..., "--rewriter", help="python:FILE.py:FUNC, openai:BASE_URL:MODEL or "
-                                 "lmeval:LM:MODEL_ARGS."),
-    shift: str = typer.Option("paraphrase", "--shift", help="paraphrase, translation:fr, translation:ru, ..."),
+    rewriter: str = typer.Option(..., "--rewriter", help="python:FILE.py:FUNC, openai:BASE_URL:MODEL, "
+                                 "lmeval:LM:MODEL_ARGS or style:NAME (an offline style rewriter, listed below)."),
+    shift: Optional[str] = typer.Option(None, "--shift", help="The copies' shift label: paraphrase, translation:fr, "
+                                        "KIND:NAME, ... (default: style:NAME for a style rewriter, else paraphrase)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output file in the paper's format (paired_shift reads it)."),
-    prompt_template: Optional[str] = typer.Option(None, "--prompt-template", help="Rewriter prompt with {text}."),
+    prompt_template: Optional[str] = typer.Option(None, "--prompt-template", help="Rewriter prompt with {text} "
+                                                  "(openai and lmeval rewriters; style rewriters take none)."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N pairs."),
 ) -> None:
-    """Write a paraphrased or translated copy of a preference dataset, paired with its originals."""
-    from rmbench.rewrite import write_shifted
+    """Write a shifted copy of a preference dataset (paraphrased, translated or restyled), paired with its
+    originals.
+
+    \b
+    Style rewriters, --rewriter style:NAME (offline, no prompt template):
+      markdown-to-plain  plain-to-markdown  bullets-to-prose  whitespace
+      spacious  polite  plain  ascii-punctuation
+    """
+    import json
+
+    from rmbench.rewrite import resolve_shift, write_shifted
 
     with user_errors():
+        label = resolve_shift(rewriter, shift, prompt_template)[0]
         with progress_bars("texts") as progress:
             source = Path(data)
             n_pairs = sum(1 for line in source.open(encoding="utf-8") if line.strip()) if source.is_file() else None
             total = 2 * min(n_pairs, limit or n_pairs) if n_pairs is not None else None
             path = write_shifted(data, out, rewriter, shift, prompt_template, limit,
-                                 progress=progress(f"{shift} with {rewriter}", total), split=split)
-        console.print(f"Wrote {path} and {path}.meta.json. Evaluate it with: rmbench eval --tasks paraphrase_shift "
-                      f"--data paraphrase_shift={path} (or a paired_shift entry of your own)", markup=False,
-                      highlight=False)
+                                 progress=progress(label if label == rewriter else f"{label} with {rewriter}", total), split=split)
+        meta = json.loads(path.with_name(path.name + ".meta.json").read_text(encoding="utf-8"))
+        same = f" ({meta['unchanged_texts']} of {2 * meta['rows']} texts unchanged)" if meta["unchanged_texts"] else ""
+        console.print(f"Wrote {path} and {path}.meta.json{same}. Evaluate it with: rmbench eval --tasks "
+                      f"paraphrase_invariance --data paraphrase_invariance={path} (each answer beside its rewrite), "
+                      f"or --tasks paraphrase_shift --data paraphrase_shift={path} (original vs shifted pairs)",
+                      markup=False, highlight=False)
 
 
 @app.command("new-task")

@@ -39,6 +39,14 @@ class MetricDef:
 TIES_READING = ("ties_score ranges over [-0.01, 1.01], not [0, 1]: RewardBench 2's formula adds 0.01 x the "
                 "mean tanh(margin ratio - 1) to terms that sum to at most 1, so an RM whose correct answers sit "
                 "far above the incorrect ones, relative to their spread among themselves, scores up to 1.010")
+LENGTH_CORRELATION_READING = (
+    "length_correlation ranges over [-1, 1] and 0 is ideal (the reward difference of two equally good answers "
+    "does not follow their length difference); > 0: longer answers get more reward, < 0: shorter ones. Both "
+    "signs are a bias: it is marked lower-is-better only because the typical bias is positive; read |value|")
+LENGTH_GAP_READING = (
+    "length_bias_gap = acc when the better answer is longer - acc when it is shorter, over [-1, 1]; 0 is ideal, "
+    "> 0 favours length, < 0 brevity. Both signs are a bias: marked lower-is-better only because the typical "
+    "bias is positive; read |value|")
 
 _BUILTIN = (
     MetricDef("pairwise_accuracy", "acc", True, False, "discrimination pairs",
@@ -61,6 +69,30 @@ _BUILTIN = (
               "RewardBench v1's official score; subset records are its sections", official=True),
     MetricDef("rewardbench2_score", "RB2 score", True, False, "groups",
               "RewardBench 2's official score; subset records are its six subsets", official=True),
+    MetricDef("length_correlation", "len corr", False, False, "specificity pairs",
+              "Spearman's rho between r(a) - r(b) and len(a) - len(b) (characters) over pairs with u(a) = u(b), "
+              "each pair taken in both orientations; 0 = no length bias, > 0 = longer answers get more reward, "
+              "< 0 = shorter ones", reading=LENGTH_CORRELATION_READING),
+    MetricDef("accuracy_longer_better", "acc longer", True, False, "discrimination pairs",
+              "pairwise accuracy over the pairs with u(a) > u(b) whose better answer a is the longer one "
+              "(characters); pairs of equal length are left out"),
+    MetricDef("accuracy_shorter_better", "acc shorter", True, False, "discrimination pairs",
+              "pairwise accuracy over the pairs with u(a) > u(b) whose better answer a is the shorter one "
+              "(characters); pairs of equal length are left out; far below acc longer = length bias"),
+    MetricDef("length_bias_gap", "len gap", False, False, "discrimination pairs",
+              "accuracy_longer_better - accuracy_shorter_better; 0 = no length bias, > 0 = favours longer answers, "
+              "< 0 = shorter ones", reading=LENGTH_GAP_READING),
+    MetricDef("rewrite_specificity", "rw Spec", True, True, "cross-form specificity pairs",
+              "Spec(eps) over pairs of an answer and its meaning-preserving rewrite (equal utility by construction)"),
+    MetricDef("within_form_discrimination", "D within", True, True, "within-form discrimination pairs",
+              "D(eps) over pairs of one surface form (original vs original, rewrite vs rewrite)"),
+    MetricDef("cross_form_discrimination", "D cross", True, True, "cross-form discrimination pairs",
+              "D(eps) over pairs across forms (original better vs rewritten worse, and the reverse)"),
+    MetricDef("cross_form_gap", "D gap", True, True, "cross-form discrimination pairs",
+              "D cross - D within at eps, from the same resample (paired CI); < 0: the preference weakens when "
+              "the surface changes"),
+    MetricDef("preference_flip_rate", "flips", False, False, "rewritten discrimination pairs",
+              "share of rewritten pairs whose preference sign differs from their originals'"),
 )
 
 METRICS: dict[str, MetricDef] = {m.name: m for m in _BUILTIN}

@@ -10,10 +10,17 @@ fingerprint. Rewriters:
 * ``openai:BASE_URL:MODEL``: an OpenAI-compatible server's ``/chat/completions`` (vLLM, llama.cpp,
   ...), temperature 0; the API key, if any, from ``OPENAI_API_KEY``;
 * ``lmeval:LM:MODEL_ARGS``: an lm-evaluation-harness model's ``generate_until`` (e.g.
-  ``lmeval:hf:pretrained=path/to/model``).
+  ``lmeval:hf:pretrained=path/to/model``);
+* ``style:NAME``: a deterministic, offline style rewriter of :mod:`rmbench.style_rewriters`
+  (``markdown-to-plain``, ``polite``, ...): no prompt template; the shift label defaults to
+  ``style:NAME``, and the meta file records the style's ``rewriter_version``.
 
-The default prompt for ``--shift paraphrase`` asks for a meaning-preserving paraphrase, for
+The meta file also counts the texts the rewriter left exactly as they were (``unchanged_texts``).
+
+Without ``--shift``, the python, openai and lmeval rewriters label their copies ``paraphrase``. The
+default prompt for ``--shift paraphrase`` asks for a meaning-preserving paraphrase, for
 ``--shift translation:fr`` (any ISO code) a faithful translation; both keep errors on purpose.
+A python rewriter needs no prompt (it gets the shift's default one, if any, only for the record).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Callable, Sequence
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text
 from rmbench.tasks.jsonl import PreferenceTask
+from rmbench.tasks.shift import SHIFT_LABEL
 from rmbench.types import data_fingerprint, prompt_to_json
 
 LANGUAGES = {"fr": "French", "es": "Spanish", "de": "German", "it": "Italian", "pt": "Portuguese", "ru": "Russian",
@@ -91,10 +99,17 @@ def lmeval_rewriter(lm_name: str, model_args: str, template: str, max_gen_toks: 
     return run
 
 
-def make_rewriter(spec: str, template: str) -> Rewriter:
+def make_rewriter(spec: str, template: str | None = None) -> Rewriter:
+    """The rewriter a ``--rewriter`` spec names; ``template`` (with ``{text}``) is the LLM kinds' prompt."""
     kind, sep, rest = spec.partition(":")
     if kind == "python" and sep:
         return python_rewriter(rest)
+    if kind == "style" and sep:
+        from rmbench.style_rewriters import style_rewriter
+
+        return style_rewriter(rest)
+    if kind in ("openai", "lmeval") and sep and template is None:
+        raise ConfigError(f"--rewriter {spec!r} needs a prompt template with {{text}} in it")
     if kind == "openai" and sep:
         base, _, model = rest.rpartition(":")
         if not base or not model:
@@ -103,22 +118,46 @@ def make_rewriter(spec: str, template: str) -> Rewriter:
     if kind == "lmeval" and sep:
         lm_name, _, args = rest.partition(":")
         return lmeval_rewriter(lm_name, args, template)
-    raise ConfigError(f"--rewriter {spec!r}: use python:FILE.py:FUNC, openai:BASE_URL:MODEL or lmeval:LM:MODEL_ARGS")
+    raise ConfigError(f"--rewriter {spec!r}: use python:FILE.py:FUNC, openai:BASE_URL:MODEL, lmeval:LM:MODEL_ARGS "
+                      "or style:NAME")
 
 
-def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str, template: str | None = None,
-                  limit: int | None = None, batch_size: int = 16,
-                  progress: Callable[[int], None] | None = None, rewriter: Rewriter | None = None,
-                  split: str = "train") -> Path:
-    """Rewrite ``chosen`` and ``rejected`` of every pair of ``source`` (a local JSON Lines file, or
-    else a hub dataset id with ``split``); write ``out`` atomically."""
-    template = template or default_template(shift)
-    if "{text}" not in template:
-        raise ConfigError("--prompt-template must contain {text}")
-    task = PreferenceTask(path=source) if Path(source).exists() else PreferenceTask(dataset=source, split=split)
-    groups = list(task.groups())[:limit]
-    rewrite = rewriter or make_rewriter(rewriter_spec, template)
-    texts = [t for g in groups for t in g.responses]
+def resolve_shift(rewriter_spec: str, shift: str | None, template: str | None) -> tuple[str, str | None, int | None]:
+    """(shift label, prompt template, rewriter version) of a ``rmbench shift`` run.
+
+    ``style:NAME`` takes no template and labels its copies ``style:NAME`` unless ``shift`` is
+    given; its version is the style's. The other rewriters default to ``paraphrase`` and to the
+    shift's default prompt (which a python rewriter may lack: it uses none). The label must be
+    one ``paired_shift`` reads (:data:`rmbench.tasks.shift.SHIFT_LABEL`)."""
+    kind, sep, name = rewriter_spec.partition(":")
+    if kind == "style" and sep:
+        from rmbench.style_rewriters import get_style
+
+        try:
+            style = get_style(name)
+        except ConfigError as exc:
+            raise ConfigError(f"--rewriter {rewriter_spec!r}: {exc}") from None
+        if template is not None:
+            raise ConfigError(f"--rewriter {rewriter_spec!r} takes no --prompt-template (style rewriters use no LLM)")
+        label, version = shift or f"style:{name}", style.version
+    else:
+        label, version = shift or "paraphrase", None
+        if template is None:
+            try:
+                template = default_template(label)
+            except ConfigError:
+                if kind != "python":  # a python rewriter uses no prompt
+                    raise
+        if template is not None and "{text}" not in template:
+            raise ConfigError("--prompt-template must contain {text}")
+    if not SHIFT_LABEL.match(label):
+        raise ConfigError(f"--shift {label!r} is not a shift label (paraphrase, translation:LANG, KIND:NAME)")
+    return label, template, version
+
+
+def _rewrite_all(rewrite: Rewriter, texts: list[str], rewriter_spec: str, batch_size: int,
+                 progress: Callable[[int], None] | None) -> list[str]:
+    """``texts`` rewritten batch by batch, each batch checked (as many texts, none empty)."""
     rewritten: list[str] = []
     for s in range(0, len(texts), batch_size):
         chunk = texts[s:s + batch_size]
@@ -129,6 +168,24 @@ def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str, 
         rewritten += out_chunk
         if progress is not None:
             progress(len(chunk))
+    return rewritten
+
+
+def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str | None = None,
+                  template: str | None = None, limit: int | None = None, batch_size: int = 16,
+                  progress: Callable[[int], None] | None = None, rewriter: Rewriter | None = None,
+                  split: str = "train") -> Path:
+    """Rewrite ``chosen`` and ``rejected`` of every pair of ``source`` (a local JSON Lines file, or
+    else a hub dataset id with ``split``); write ``out`` and ``OUT.meta.json`` atomically.
+
+    ``shift`` defaults to ``style:NAME`` for a style rewriter and to ``paraphrase`` otherwise
+    (see :func:`resolve_shift`); ``rewriter``, if given, is used instead of the spec's."""
+    shift, template, version = resolve_shift(rewriter_spec, shift, template)
+    task = PreferenceTask(path=source) if Path(source).exists() else PreferenceTask(dataset=source, split=split)
+    groups = list(task.groups())[:limit]
+    rewrite = rewriter or make_rewriter(rewriter_spec, template)
+    texts = [t for g in groups for t in g.responses]
+    rewritten = _rewrite_all(rewrite, texts, rewriter_spec, batch_size, progress)
     rows = []
     for k, g in enumerate(groups):
         rows.append({"prompt": prompt_to_json(g.prompt), "chosen": rewritten[2 * k], "rejected": rewritten[2 * k + 1],
@@ -136,10 +193,12 @@ def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str, 
                      "id": f"{g.id}:{shift}", "shift": shift, "rewriter": rewriter_spec})
     out = Path(out)
     atomic_write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    meta = {"source": str(Path(source).resolve()) if Path(source).exists() else source, "source_fingerprint": data_fingerprint(groups), "shift": shift,
-            "rewriter": rewriter_spec, "prompt_template": template, "rows": len(rows)}
+    meta = {"source": str(Path(source).resolve()) if Path(source).exists() else source,
+            "source_fingerprint": data_fingerprint(groups), "shift": shift, "rewriter": rewriter_spec,
+            "rewriter_version": version, "prompt_template": template, "rows": len(rows),
+            "unchanged_texts": sum(a == b for a, b in zip(texts, rewritten))}
     atomic_write_text(out.with_name(out.name + ".meta.json"), json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     return out
 
 
-__all__: Sequence[str] = ["write_shifted", "make_rewriter", "default_template"]
+__all__: Sequence[str] = ["write_shifted", "make_rewriter", "default_template", "resolve_shift"]

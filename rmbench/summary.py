@@ -23,6 +23,14 @@ from rmbench.types import ComparisonGroup, PairIndex, segment_gather
 
 PAIR_METRICS = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin")
 EPS_METRICS = ("discrimination", "specificity")
+LENGTH_METRICS = ("length_correlation", "accuracy_longer_better", "accuracy_shorter_better", "length_bias_gap")
+"""Length bias, on every task: reward vs length over specificity pairs, accuracy by which answer is longer."""
+FORM_EPS_METRICS = ("rewrite_specificity", "within_form_discrimination", "cross_form_discrimination",
+                    "cross_form_gap")
+"""On tasks whose groups hold rewrites (:attr:`ComparisonGroup.forms`), at every eps."""
+FORM_METRICS = ("preference_flip_rate",)
+COMPUTED = PAIR_METRICS + EPS_METRICS + LENGTH_METRICS + FORM_EPS_METRICS + FORM_METRICS
+"""Metrics the summary computes from pairs (the rest are a task's own scores)."""
 GAP_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin")
 
 
@@ -60,6 +68,35 @@ class SliceStatistic:
     n_diff: int
     n_eq: int
     extra_counts: tuple[int, ...] = ()
+    pair_counts: tuple[tuple[str, int], ...] = ()
+    """``n`` by what a metric counts (``metric_def(m).n_counts`` with ``_`` for spaces)."""
+
+
+def _pair_counts(whole: PairIndex) -> tuple[tuple[str, int], ...]:
+    n_diff, n_eq = len(whole.diff_better), len(whole.eq_a)
+    cross, n_cross_eq = int(whole.diff_cross.sum()), int(whole.eq_cross.sum())
+    return (("discrimination_pairs", n_diff), ("specificity_pairs", n_eq), ("all_pairs", n_diff + n_eq),
+            ("cross-form_specificity_pairs", n_cross_eq), ("within-form_discrimination_pairs", n_diff - cross),
+            ("cross-form_discrimination_pairs", cross), ("rewritten_discrimination_pairs", len(whole.flip_a)))
+
+
+def _length_values(sub: PairIndex, diff: np.ndarray, eq: np.ndarray) -> list[float]:
+    """length_correlation, accuracy_longer_better, accuracy_shorter_better, length_bias_gap of one resample."""
+    length = sub.response_length
+    longer, shorter = M.accuracy_by_length(diff, length[sub.diff_better] - length[sub.diff_worse])
+    return [M.length_correlation(eq, length[sub.eq_a] - length[sub.eq_b]), longer, shorter, longer - shorter]
+
+
+def _form_values(r: np.ndarray, sub: PairIndex, diff: np.ndarray, eq: np.ndarray,
+                 eps_raw: Sequence[float]) -> list[float]:
+    """The rewrite metrics of one resample: per eps Spec over (answer, its rewrite) pairs, D
+    within a form and across forms and their gap (cross - within); then the flip rate."""
+    eq_cross, d_cross, d_within = eq[sub.eq_cross], diff[sub.diff_cross], diff[~sub.diff_cross]
+    spec = [M.specificity(eq_cross, e) for e in eps_raw]
+    within = [M.discrimination(d_within, e) for e in eps_raw]
+    cross = [M.discrimination(d_cross, e) for e in eps_raw]
+    flips = M.preference_flip_rate(r[sub.flip_a] - r[sub.flip_b], r[sub.flip_oa] - r[sub.flip_ob])
+    return spec + within + cross + [c - w for c, w in zip(cross, within)] + [flips]
 
 
 def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
@@ -81,6 +118,7 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
     # Groups sorted by unit, and groups per unit: fixed for the slice, used by every draw.
     by_unit, unit_sizes = np.argsort(slice_units, kind="stable"), np.bincount(slice_units)
     extras = as_task_scores(extra_metrics, len(groups))
+    forms = index.has_forms
 
     def statistic(units: np.ndarray) -> np.ndarray:
         gids = group_ids[by_unit[segment_gather(unit_sizes, units)[0]]]
@@ -92,16 +130,20 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
         values = [M.pairwise_accuracy(diff), M.sign_accuracy(diff, eq), M.ds_auc(diff, eq), bb,
                   M.reward_margin(diff, sigma)]
         values += [M.discrimination(diff, e) for e in eps_raw] + [M.specificity(eq, e) for e in eps_raw]
+        values += _length_values(sub, diff, eq) + (_form_values(r, sub, diff, eq, eps_raw) if forms else [])
         # Task scores receive the task's own unit numbers of the resampled units.
         extra = list(np.asarray(extras.statistic(uniq[units]), dtype=np.float64)) if extras is not None else []
         return np.array(values + extra + [bb_eps], dtype=np.float64)
 
     labels = ([(m, None, None) for m in PAIR_METRICS] + [("discrimination", float(e), None) for e in eps]
-              + [("specificity", float(e), None) for e in eps]
+              + [("specificity", float(e), None) for e in eps] + [(m, None, None) for m in LENGTH_METRICS]
+              + ([(m, float(e), None) for m in FORM_EPS_METRICS for e in eps] + [(m, None, None) for m in FORM_METRICS]
+                 if forms else [])
               + [(name, None, subset) for name, subset in (extras.labels if extras is not None else ())])
     whole = index.select_groups(group_ids)
     counts = tuple(extras.counts or (len(group_ids),) * len(extras.labels)) if extras is not None else ()
-    return SliceStatistic(tuple(labels), statistic, len(uniq), len(whole.diff_better), len(whole.eq_a), counts)
+    return SliceStatistic(tuple(labels), statistic, len(uniq), len(whole.diff_better), len(whole.eq_a), counts,
+                          _pair_counts(whole))
 
 
 def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
@@ -126,15 +168,14 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.nda
         low, high = M.bootstrap_ci(stat.statistic, stat.n_units, n_bootstrap, seed)
         if low.size == 0:
             low = high = np.full(point.size, np.nan)
-        n_pairs = {"discrimination_pairs": stat.n_diff, "specificity_pairs": stat.n_eq,
-                   "all_pairs": stat.n_diff + stat.n_eq}
+        n_pairs = dict(stat.pair_counts)
         n_extra = iter(stat.extra_counts)
         for j, (metric, e, subset) in enumerate(stat.labels):
             unit = eps_unit if e is not None else None
             if metric == "balanced_best":
                 e, unit = _balanced_eps(point[-1], eps_unit, sigma), eps_unit
             counted = metric_def(metric).n_counts.replace(" ", "_")
-            is_extra = metric not in PAIR_METRICS + EPS_METRICS
+            is_extra = metric not in COMPUTED
             n = next(n_extra) if is_extra else n_pairs.get(counted, len(sl.group_ids))
             ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
             records.append(MetricRecord(task_name, subset if is_extra else sl.subset, sl.shift, metric, e, unit,

@@ -61,6 +61,10 @@ def prompt_from_json(value: Any) -> Prompt:
     raise ValueError("must be a string or a non-empty list of chat messages")
 
 
+ORIGINAL = "original"
+"""The form of a response that is no rewrite (:attr:`ComparisonGroup.forms`)."""
+
+
 @dataclass(frozen=True)
 class ComparisonGroup:
     """One prompt, its responses and their true utilities.
@@ -70,6 +74,11 @@ class ComparisonGroup:
     example, declares only the "correct" level: two equally wrong answers are not a tie.
     ``source_id``/``shift``: a shifted copy (``paraphrase``, ``translation:fr``, ``domain:math``)
     points at the group it was made from, so original and shifted results can be paired.
+    ``forms``/``rewrite_of``: for a group whose responses include rewrites of one another (the
+    same answer in other words, so of equal utility), each response's surface form
+    (``"original"``, or the rewrite's kind) and the index of the response it was rewritten from
+    (itself for an original). Pairs then split into within-form and cross-form ones
+    (:class:`PairIndex`), and a rewrite's preferences pair with its originals' (flips).
     """
 
     id: str
@@ -81,6 +90,8 @@ class ComparisonGroup:
     shift: str | None = None
     equivalence_levels: tuple[int, ...] | None = None
     meta: str = "{}"  # canonical JSON; pass a dict, read back with ``meta_dict``
+    forms: tuple[str, ...] | None = None
+    rewrite_of: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         # Accept lists/dicts from callers and store them frozen.
@@ -104,6 +115,27 @@ class ComparisonGroup:
             raise ValueError(f"group {self.id!r}: a comparison group needs at least 2 responses")
         if not all(isinstance(r, str) for r in self.responses):
             raise ValueError(f"group {self.id!r}: every response must be a string")
+        if self.forms is not None or self.rewrite_of is not None:
+            self._check_forms()
+
+    def _check_forms(self) -> None:
+        """``forms`` and ``rewrite_of`` come together, one per response; a rewrite points at an
+        original response of the same utility."""
+        if self.forms is None or self.rewrite_of is None:
+            raise ValueError(f"group {self.id!r}: give both forms and rewrite_of, or neither")
+        object.__setattr__(self, "forms", tuple(str(f) for f in self.forms))
+        object.__setattr__(self, "rewrite_of", tuple(int(j) for j in self.rewrite_of))
+        n = len(self.responses)
+        if len(self.forms) != n or len(self.rewrite_of) != n:
+            raise ValueError(f"group {self.id!r}: {len(self.forms)} forms and {len(self.rewrite_of)} rewrite_of "
+                             f"entries for {n} responses")
+        for j, (form, src) in enumerate(zip(self.forms, self.rewrite_of)):
+            if not 0 <= src < n or self.forms[src] != ORIGINAL or self.rewrite_of[src] != src:
+                raise ValueError(f"group {self.id!r}: response {j} is rewritten from {src}, which is not an "
+                                 f"original response of the group")
+            if (form == ORIGINAL) != (src == j) or self.utilities[src] != self.utilities[j]:
+                raise ValueError(f"group {self.id!r}: response {j} ({form}) must have the utility of the original "
+                                 f"it rewrites, and only originals rewrite themselves")
 
     @classmethod
     def preference_pair(cls, id: str, prompt: Prompt, chosen: str, rejected: str, **kwargs: Any) -> "ComparisonGroup":
@@ -140,6 +172,8 @@ class ComparisonGroup:
             "shift": self.shift,
             "equivalence_levels": None if self.equivalence_levels is None else list(self.equivalence_levels),
             "meta": self.meta_dict,
+            # Only when set, so that the fingerprints of groups without forms stay as they were.
+            **({"forms": list(self.forms), "rewrite_of": list(self.rewrite_of)} if self.forms is not None else {}),
         }
 
 
@@ -158,7 +192,12 @@ class PairIndex:
 
     ``diff_better``/``diff_worse``/``diff_group``: discrimination pairs and their group number.
     ``eq_a``/``eq_b``/``eq_group``: specificity pairs and their group number.
-    ``response_group``: for each response (flattened in group order) its group number.
+    ``response_group``: for each response (flattened in group order) its group number;
+    ``response_length``: its length in characters.
+    ``diff_cross``/``eq_cross``: whether a pair's two responses have different forms (groups
+    with :attr:`ComparisonGroup.forms`; False elsewhere).
+    ``flip_a``/``flip_b`` with ``flip_oa``/``flip_ob`` and ``flip_group``: each discrimination
+    pair of two rewrites of one form, beside the pair of the originals they rewrite.
     """
 
     response_group: np.ndarray
@@ -168,35 +207,55 @@ class PairIndex:
     eq_a: np.ndarray
     eq_b: np.ndarray
     eq_group: np.ndarray
+    response_length: np.ndarray
+    diff_cross: np.ndarray
+    eq_cross: np.ndarray
+    flip_a: np.ndarray
+    flip_b: np.ndarray
+    flip_oa: np.ndarray
+    flip_ob: np.ndarray
+    flip_group: np.ndarray
 
     @property
     def n_groups(self) -> int:
         return len(self._counts[0])
 
+    @property
+    def has_forms(self) -> bool:
+        """Whether any pair joins two forms (a task of rewrites)."""
+        return bool(self.eq_cross.any() or self.diff_cross.any())
+
     @cached_property
-    def _counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Responses, discrimination pairs and specificity pairs per group: fixed, and needed by
-        every bootstrap draw, so counted once."""
+    def _counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Responses, discrimination pairs, specificity pairs and flip pairs per group: fixed, and
+        needed by every bootstrap draw, so counted once."""
         n = int(self.response_group.max()) + 1 if len(self.response_group) else 0
         return (np.bincount(self.response_group, minlength=n), np.bincount(self.diff_group, minlength=n),
-                np.bincount(self.eq_group, minlength=n))
+                np.bincount(self.eq_group, minlength=n), np.bincount(self.flip_group, minlength=n))
 
     @classmethod
     def from_groups(cls, groups: Sequence[ComparisonGroup]) -> "PairIndex":
-        response_group, db, dw, dg, ea, eb, eg = [], [], [], [], [], [], []
+        response_group, lengths, db, dw, dg, dx, ea, eb, eg, ex = [], [], [], [], [], [], [], [], [], []
+        flips: list[tuple[int, int, int, int, int]] = []
         offset = 0
         for gi, g in enumerate(groups):
             response_group.extend([gi] * len(g.responses))
+            lengths.extend(len(r) for r in g.responses)
+            forms = g.forms or (ORIGINAL,) * len(g.responses)
             for a, b in g.discrimination_pairs():
-                db.append(offset + a); dw.append(offset + b); dg.append(gi)
+                db.append(offset + a); dw.append(offset + b); dg.append(gi); dx.append(forms[a] != forms[b])
+                if g.rewrite_of is not None and forms[a] == forms[b] != ORIGINAL:
+                    flips.append((offset + a, offset + b, offset + g.rewrite_of[a], offset + g.rewrite_of[b], gi))
             for a, b in g.specificity_pairs():
-                ea.append(offset + a); eb.append(offset + b); eg.append(gi)
+                ea.append(offset + a); eb.append(offset + b); eg.append(gi); ex.append(forms[a] != forms[b])
             offset += len(g.responses)
 
-        def arr(x: list) -> np.ndarray:
-            return np.asarray(x, dtype=np.int64)
+        def arr(x: list, dtype=np.int64) -> np.ndarray:
+            return np.asarray(x, dtype=dtype)
 
-        return cls(arr(response_group), arr(db), arr(dw), arr(dg), arr(ea), arr(eb), arr(eg))
+        fa, fb, foa, fob, fg = (arr(list(c)) for c in zip(*flips)) if flips else (arr([]),) * 5
+        return cls(arr(response_group), arr(db), arr(dw), arr(dg), arr(ea), arr(eb), arr(eg),
+                   arr(lengths, np.float64), arr(dx, bool), arr(ex, bool), fa, fb, foa, fob, fg)
 
     def select_groups(self, group_ids: np.ndarray) -> "PairIndex":
         """The pairs of the given groups (with repeats, as a bootstrap resample needs).
@@ -206,19 +265,21 @@ class PairIndex:
         group order (``from_groups`` builds them so, and so does this), which the gathers rely on.
         """
         sel = np.asarray(group_ids, dtype=np.int64)
-        responses, diffs, eqs = self._counts
+        responses, diffs, eqs, flips = self._counts
         resp_src, resp_pos = segment_gather(responses, sel)
         new_start = np.searchsorted(resp_pos, np.arange(len(sel)))  # first new response index of each pick
         old_start = resp_src[new_start] if resp_src.size else np.zeros(len(sel), np.int64)
         shift = new_start - old_start  # new response index = old index + shift of its pick
 
-        def take(idx_a: np.ndarray, idx_b: np.ndarray, counts: np.ndarray):
+        def take(counts: np.ndarray, *indices: np.ndarray):
             src, pos = segment_gather(counts, sel)
-            return idx_a[src] + shift[pos], idx_b[src] + shift[pos], pos
+            return src, pos, [idx[src] + shift[pos] for idx in indices]
 
-        db, dw, dg = take(self.diff_better, self.diff_worse, diffs)
-        ea, eb, eg = take(self.eq_a, self.eq_b, eqs)
-        return PairIndex(resp_pos, db, dw, dg, ea, eb, eg)
+        d_src, dg, (db, dw) = take(diffs, self.diff_better, self.diff_worse)
+        e_src, eg, (ea, eb) = take(eqs, self.eq_a, self.eq_b)
+        _, fg, (fa, fb, foa, fob) = take(flips, self.flip_a, self.flip_b, self.flip_oa, self.flip_ob)
+        return PairIndex(resp_pos, db, dw, dg, ea, eb, eg, self.response_length[resp_src], self.diff_cross[d_src],
+                         self.eq_cross[e_src], fa, fb, foa, fob, fg)
 
     def gather_rewards(self, rewards: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
         """The response-level rewards of the given groups, concatenated in that order."""

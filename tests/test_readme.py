@@ -67,6 +67,9 @@ def _write_inputs(cwd: Path) -> None:
     (cwd / "rb2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rb2))
     pairs = builtin.joinpath("token_shift", "translation_fr.jsonl").read_text().splitlines()[:16]
     (cwd / "pairs_de.jsonl").write_text("\n".join(pairs) + "\n")
+    plain = [{"prompt": row["prompt"], "chosen": row["orig_chosen"], "rejected": row["orig_rejected"]}
+             for row in map(json.loads, pairs)]
+    (cwd / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in plain))
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -105,6 +108,10 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     assert (tmp_path / "leaderboards" / "mine.html").is_file() and (tmp_path / "leaderboards" / "all.md").is_file()
     assert (tmp_path / "plots" / "ties_ds_curve.png").is_file() and (tmp_path / "plots" / "ties_ds_curve.svg").is_file()
     assert len(list((tmp_path / "export").glob("*.json"))) == 2
+    polite = [json.loads(line) for line in (tmp_path / "polite.jsonl").read_text().splitlines()]
+    assert len(polite) == 16 and polite[0]["chosen"].startswith("Sure! Here is my answer.")
+    invariance = json.loads((tmp_path / "runs" / "length__paraphrase_invariance-polite" / "results.json").read_text())
+    assert {m["metric"] for m in invariance["tasks"][0]["metrics"]} >= {"rewrite_specificity", "preference_flip_rate"}
     de = json.loads((tmp_path / "runs" / "length__translation_shift-pairs_de" / "results.json").read_text())
     assert {m["shift"] for m in de["tasks"][0]["metrics"]} >= {"none", "translation:de"}
     everything = (tmp_path / "leaderboards" / "all.md").read_text()

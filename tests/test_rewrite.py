@@ -93,3 +93,24 @@ def test_lmeval_generation_rewriter_on_a_tiny_model(tmp_path, pairs_file, tiny):
                         "paraphrase", rewriter=lambda texts: [t or "x" for t in rewrite(texts)])
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all(isinstance(r["chosen"], str) for r in rows)
+
+
+def test_shift_labels_and_templates(tmp_path, pairs_file):
+    """A python rewriter needs no prompt (any KIND:NAME shift); without --shift it is a paraphrase;
+    the LLM kinds need a template; a bad label fails before anything is written."""
+    from rmbench.rewrite import PARAPHRASE, make_rewriter
+
+    (tmp_path / "rw.py").write_text("def upper(texts):\n    return [t.upper() for t in texts]\n")
+    spec = f"python:{tmp_path}/rw.py:upper"
+    out = write_shifted(str(pairs_file), tmp_path / "t.jsonl", spec, "typos:swap")
+    meta = json.loads((tmp_path / "t.jsonl.meta.json").read_text())
+    assert meta["shift"] == "typos:swap" and meta["prompt_template"] is None and meta["rewriter_version"] is None
+    assert meta["unchanged_texts"] == 0 and json.loads(out.read_text().splitlines()[0])["shift"] == "typos:swap"
+    write_shifted(str(pairs_file), tmp_path / "p.jsonl", spec)
+    meta = json.loads((tmp_path / "p.jsonl.meta.json").read_text())
+    assert meta["shift"] == "paraphrase" and meta["prompt_template"] == PARAPHRASE
+    with pytest.raises(ConfigError, match="needs a prompt template"):
+        make_rewriter("openai:http://127.0.0.1:9/v1:m")
+    with pytest.raises(ConfigError, match="'Bad Label' is not a shift label"):
+        write_shifted(str(pairs_file), tmp_path / "b.jsonl", spec, "Bad Label")
+    assert not (tmp_path / "b.jsonl").exists()

@@ -67,7 +67,8 @@ def test_results_contract_and_rewards_recompute_every_metric(tmp_path):
             assert m["ci_low"] <= m["value"] + 1e-12 or m["metric"] == "balanced_best"
     assert {m["metric"] for m in task["metrics"]} == {
         "pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin", "discrimination",
-        "specificity", "ties_score"}
+        "specificity", "ties_score", "length_correlation", "accuracy_longer_better", "accuracy_shorter_better",
+        "length_bias_gap"}  # no rewrite metrics: the Ties groups hold no rewrites
     assert {m["subset"] for m in task["metrics"]} == {None, "tied", "ref"}
 
     # Recompute from rewards.jsonl + the task's groups, without the model.

@@ -20,6 +20,8 @@ TASK_KINDS.register("groups", "rmbench.tasks.jsonl:GroupsTask",
                     description="comparison groups in rmbench's own JSON Lines format")
 TASK_KINDS.register("paired_shift", "rmbench.tasks.shift:PairedShiftTask",
                     description="original vs paraphrased/translated pairs (paper format: orig_chosen, orig_index...)")
+TASK_KINDS.register("rewrite_invariance", "rmbench.tasks.rewrite_invariance:RewriteInvarianceTask",
+                    description="each answer beside its rewrite (paired shift format): Spec across forms, D within/across")
 TASK_KINDS.register("domain_shift", "rmbench.tasks.domain:DomainShiftTask",
                     description="one RM on several domains (preference files), each beside the in-domain one")
 TASK_KINDS.register("rewardbench", "rmbench.tasks.rewardbench:RewardBenchTask",

@@ -76,7 +76,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
             args["paths"] = old["paths"]  # keep the in-domain set; the file becomes the shifted domain
         if shift is not None:
             args["domain"] = shift.split(":", 1)[-1]
-    elif spec.kind == "paired_shift":
+    elif spec.kind in ("paired_shift", "rewrite_invariance"):
         args["shift"] = shift or _default_shift(spec)
     elif shift is not None:
         raise ConfigError(f"--data {spec.name}={shift}=...: task {spec.name!r} (kind {spec.kind}) is not a shift "

@@ -1,0 +1,119 @@
+"""The rewrite_invariance task kind: each answer beside its rewrite, in groups of four. Its
+metrics (Spec across forms, D within and across forms, their gap, flips) against a hand
+computation; the built-in paraphrase_invariance; the paper's file as it is; translations only
+when allowed."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import shared_file
+from rmbench.errors import DataError
+from rmbench.runner import EvalConfig, evaluate
+from rmbench.tasks.rewrite_invariance import RewriteInvarianceTask
+from rmbench.types import ORIGINAL, ComparisonGroup, PairIndex
+
+# Two source pairs and their paraphrases; the RM's reward of each text is given.
+ROWS = [{"orig_index": 0, "prompt": "q0", "orig_chosen": "A0", "orig_rejected": "B0", "chosen": "a0", "rejected": "b0"},
+        {"orig_index": 1, "prompt": "q1", "orig_chosen": "A1", "orig_rejected": "B1", "chosen": "a1", "rejected": "b1"}]
+REWARDS = {"A0": 3.0, "B0": 1.0, "a0": 2.0, "b0": 2.5, "A1": 1.0, "B1": 0.0, "a1": 1.0, "b1": 0.2}
+RM = f"REWARDS = {REWARDS!r}\n\ndef score(pairs):\n    return [REWARDS[response] for _, response in pairs]\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    (tmp_path / "rm.py").write_text(RM)
+    return data, tmp_path / "rm.py"
+
+
+def test_groups_hold_each_answer_beside_its_rewrite(files):
+    groups = list(RewriteInvarianceTask(path=str(files[0])).groups())
+    assert [g.id for g in groups] == ["paraphrase:0", "paraphrase:1"]
+    g = groups[0]
+    assert g.responses == ("A0", "B0", "a0", "b0") and g.utilities == (1, 0, 1, 0) and g.shift == "paraphrase"
+    assert g.forms == (ORIGINAL, ORIGINAL, "paraphrase", "paraphrase") and g.rewrite_of == (0, 1, 0, 1)
+    index = PairIndex.from_groups(groups[:1])
+    spec = {(int(a), int(b)) for a, b in zip(index.eq_a, index.eq_b)}
+    assert spec == {(0, 2), (1, 3)} and index.eq_cross.all()  # an answer against its own rewrite
+    cross = {(int(a), int(b)) for a, b, x in zip(index.diff_better, index.diff_worse, index.diff_cross) if x}
+    assert cross == {(0, 3), (2, 1)}  # original chosen vs rewritten rejected, and the reverse
+    assert list(zip(index.flip_a, index.flip_b, index.flip_oa, index.flip_ob)) == [(2, 3, 0, 1)]
+
+
+def test_metrics_equal_a_hand_computation(files, tmp_path):
+    data, rm = files
+    record = evaluate(EvalConfig(model=f"python:{rm}:score", tasks=("paraphrase_invariance",),
+                                 data=(("paraphrase_invariance", str(data)),), eps=(0.0, 0.5), eps_unit="raw",
+                                 n_bootstrap=50), out_dir=tmp_path / "run")
+
+    def value(metric, eps=None, shift=None):
+        return record.metric("paraphrase_invariance", metric, eps=eps, shift=shift).value
+
+    # Specificity pairs (answer, rewrite): gaps 3-2=1, 1-2.5=-1.5, 1-1=0, 0-0.2=-0.2.
+    assert value("rewrite_specificity", 0.0) == pytest.approx(1 / 4)  # only the 0 gap is within eps = 0
+    assert value("rewrite_specificity", 0.5) == pytest.approx(2 / 4)
+    # Within a form: 3-1=2, 2-2.5=-0.5, 1-0=1, 1-0.2=0.8. Across: 3-2.5=0.5, 2-1=1, 1-0.2=0.8, 1-0=1.
+    assert value("within_form_discrimination", 0.0) == pytest.approx(3 / 4)
+    assert value("within_form_discrimination", 0.5) == pytest.approx(3 / 4)
+    assert value("cross_form_discrimination", 0.0) == pytest.approx(4 / 4)
+    assert value("cross_form_discrimination", 0.5) == pytest.approx(3 / 4)  # 0.5 is not above 0.5
+    assert value("cross_form_gap", 0.0) == pytest.approx(1 / 4) and value("cross_form_gap", 0.5) == pytest.approx(0)
+    # Source 0's preference flips (2 > 0, but -0.5 < 0); source 1's holds.
+    assert value("preference_flip_rate") == pytest.approx(1 / 2)
+    # One rewrite kind: its slice is the whole task.
+    assert value("rewrite_specificity", 0.0, shift="paraphrase") == value("rewrite_specificity", 0.0)
+    gap = record.metric("paraphrase_invariance", "cross_form_gap", eps=0.0)
+    assert gap.estimate.has_ci and gap.n == 4  # cross-form pairs
+    assert record.metric("paraphrase_invariance", "rewrite_specificity", eps=0.0).n == 4
+    assert record.task("paraphrase_invariance").args["shift"] == "paraphrase"
+
+
+def test_flip_rate_counts_ties_as_changes():
+    g = ComparisonGroup("g", "q", ("a", "b", "a'", "b'"), (1, 0, 1, 0), forms=(ORIGINAL, ORIGINAL, "p", "p"),
+                        rewrite_of=(0, 1, 0, 1))
+    index = PairIndex.from_groups([g])
+    assert len(index.flip_a) == 1
+
+
+def test_forms_are_checked():
+    with pytest.raises(ValueError, match="rewritten from 1, which is not an original"):
+        ComparisonGroup("g", "q", ("a", "b", "c"), (1, 1, 1), forms=(ORIGINAL, "p", "p"), rewrite_of=(0, 0, 1))
+    with pytest.raises(ValueError, match="utility of the original"):
+        ComparisonGroup("g", "q", ("a", "b"), (1, 0), forms=(ORIGINAL, "p"), rewrite_of=(0, 0))
+    with pytest.raises(ValueError, match="both forms and rewrite_of"):
+        ComparisonGroup("g", "q", ("a", "b"), (1, 0), forms=(ORIGINAL, ORIGINAL))
+    plain = ComparisonGroup("g", "q", ("a", "b"), (1, 0))
+    assert "forms" not in plain.to_json()  # the fingerprints of groups without forms are unchanged
+
+
+def test_translations_only_when_allowed(tmp_path):
+    data = tmp_path / "fr.jsonl"
+    data.write_text("".join(json.dumps({**r, "lang": "fr"}) + "\n" for r in ROWS))
+    with pytest.raises(DataError, match="translation:fr.*allow_translation"):
+        list(RewriteInvarianceTask(path=str(data)).groups())
+    groups = list(RewriteInvarianceTask(path=str(data), allow_translation=True).groups())
+    assert {g.shift for g in groups} == {"translation:fr"}
+
+
+def test_builtin_paraphrase_invariance_on_a_baseline(tmp_path):
+    record = evaluate(EvalConfig(model="length", tasks=("paraphrase_invariance",), n_bootstrap=50))
+    task = record.task("paraphrase_invariance")
+    assert task.counts.groups == 64 and task.counts.specificity_pairs == 128
+    spec = record.metric("paraphrase_invariance", "rewrite_specificity", eps=0.1).value
+    assert 0.0 <= spec <= 1.0
+    flips = record.metric("paraphrase_invariance", "preference_flip_rate").value
+    assert 0.0 <= flips <= 1.0
+
+
+def test_the_papers_paraphrase_file_as_it_is(tmp_path):
+    path = shared_file("exrm-vs-imrm/paraphrase_train.jsonl")
+    record = evaluate(EvalConfig(model="length", tasks=("paraphrase_invariance",),
+                                 data=(("paraphrase_invariance", str(path)),), n_bootstrap=20, limit=50))
+    assert record.task("paraphrase_invariance").counts.groups == 50
+    value = record.metric("paraphrase_invariance", "cross_form_discrimination", eps=0.0).value
+    assert not math.isnan(value)
