@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from rmbench import metrics as M
+from rmbench import metrics_bias as MB
 from rmbench.metric_registry import metric_def
 from rmbench.run_record import Estimate, MetricRecord
 from rmbench.tasks.base import TaskScores, as_task_scores
@@ -83,8 +84,8 @@ def _pair_counts(whole: PairIndex) -> tuple[tuple[str, int], ...]:
 def _length_values(sub: PairIndex, diff: np.ndarray, eq: np.ndarray) -> list[float]:
     """length_correlation, accuracy_longer_better, accuracy_shorter_better, length_bias_gap of one resample."""
     length = sub.response_length
-    longer, shorter = M.accuracy_by_length(diff, length[sub.diff_better] - length[sub.diff_worse])
-    return [M.length_correlation(eq, length[sub.eq_a] - length[sub.eq_b]), longer, shorter, longer - shorter]
+    longer, shorter = MB.accuracy_by_length(diff, length[sub.diff_better] - length[sub.diff_worse])
+    return [MB.length_correlation(eq, length[sub.eq_a] - length[sub.eq_b]), longer, shorter, longer - shorter]
 
 
 def _form_values(r: np.ndarray, sub: PairIndex, diff: np.ndarray, eq: np.ndarray,
@@ -95,7 +96,7 @@ def _form_values(r: np.ndarray, sub: PairIndex, diff: np.ndarray, eq: np.ndarray
     spec = [M.specificity(eq_cross, e) for e in eps_raw]
     within = [M.discrimination(d_within, e) for e in eps_raw]
     cross = [M.discrimination(d_cross, e) for e in eps_raw]
-    flips = M.preference_flip_rate(r[sub.flip_a] - r[sub.flip_b], r[sub.flip_oa] - r[sub.flip_ob])
+    flips = MB.preference_flip_rate(r[sub.flip_a] - r[sub.flip_b], r[sub.flip_oa] - r[sub.flip_ob])
     return spec + within + cross + [c - w for c, w in zip(cross, within)] + [flips]
 
 

@@ -9,6 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rmbench import metrics as M
+from rmbench import metrics_bias as MB
 from rmbench.errors import ModelError
 from rmbench.metric_registry import metric_def
 
@@ -23,7 +24,7 @@ def test_length_correlation_hand_case_with_reward_ties():
     y with its negatives: -10 -5 -3 -2 2 3 5 10 -> R(10) = 3.5, R(-5) = -2.5, R(3) = 1.5, R(-2) = -0.5.
     sum R(x) R(y) = 12.25 + 5 + 0.75 - 1 = 17; sum R(x)^2 = 20.5; sum R(y)^2 = 21.
     """
-    got = M.length_correlation([2, -1, 0.5, 1], [10, -5, 3, -2])
+    got = MB.length_correlation([2, -1, 0.5, 1], [10, -5, 3, -2])
     assert got == pytest.approx(17 / math.sqrt(20.5 * 21), abs=1e-12)
     assert got == pytest.approx(0.8193365776101958, abs=1e-12)
 
@@ -35,7 +36,7 @@ def test_length_correlation_sees_a_constant_bonus_for_the_longer_answer():
     sum R(x) R(y) = 3.75 + 2.25 + 0.75 = 6.75 = sum R(x)^2; sum R(y)^2 = 8.75; rho = sqrt(27 / 35).
     Oriented longer-first the reward gaps would all be 1 (zero variance: no signal at all).
     """
-    assert M.length_correlation([1, -1, 1], [5, -3, 1]) == pytest.approx(math.sqrt(27 / 35), abs=1e-12)
+    assert MB.length_correlation([1, -1, 1], [5, -3, 1]) == pytest.approx(math.sqrt(27 / 35), abs=1e-12)
 
 
 def test_length_correlation_equal_length_pairs_count_only_in_the_spread():
@@ -45,27 +46,27 @@ def test_length_correlation_equal_length_pairs_count_only_in_the_spread():
     y: -4 -2 0 0 2 4 -> ranks 1, 2, 3.5, 3.5, 5, 6 -> R(2) = 1.5, R(0) = 0, R(-4) = -2.5.
     sum R(x) R(y) = 0.75 + 0 + 3.75 = 4.5; sum R(x)^2 = 8.75; sum R(y)^2 = 8.5.
     """
-    assert M.length_correlation([1, 3, -2], [2, 0, -4]) == pytest.approx(4.5 / math.sqrt(8.75 * 8.5), abs=1e-12)
+    assert MB.length_correlation([1, 3, -2], [2, 0, -4]) == pytest.approx(4.5 / math.sqrt(8.75 * 8.5), abs=1e-12)
 
 
 def test_length_correlation_nan_and_errors():
-    assert math.isnan(M.length_correlation([], []))
-    assert math.isnan(M.length_correlation([1.0], [3]))  # fewer than 2 pairs
-    assert math.isnan(M.length_correlation([0, 0, 0], [1, -2, 3]))  # no reward difference
-    assert math.isnan(M.length_correlation([1, -2, 3], [0, 0, 0]))  # no length difference
+    assert math.isnan(MB.length_correlation([], []))
+    assert math.isnan(MB.length_correlation([1.0], [3]))  # fewer than 2 pairs
+    assert math.isnan(MB.length_correlation([0, 0, 0], [1, -2, 3]))  # no reward difference
+    assert math.isnan(MB.length_correlation([1, -2, 3], [0, 0, 0]))  # no length difference
     with pytest.raises(ValueError, match="aligned"):
-        M.length_correlation([1, 2], [1, 2, 3])
+        MB.length_correlation([1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="finite"):
-        M.length_correlation([1, 2], [1, math.nan])
+        MB.length_correlation([1, 2], [1, math.nan])
     with pytest.raises(ModelError):
-        M.length_correlation([1, math.inf], [1, 2])
+        MB.length_correlation([1, math.inf], [1, 2])
 
 
 def test_length_correlation_is_plus_minus_one_for_a_pure_length_reward():
     y = np.array([3, -7, 12, 0, 5, -1])
-    assert M.length_correlation(0.01 * y, y) == 1.0
-    assert M.length_correlation(-2.0 * y, y) == -1.0
-    assert M.length_correlation(np.sign(y) * y ** 2, y) == 1.0  # any increasing odd function of y
+    assert MB.length_correlation(0.01 * y, y) == 1.0
+    assert MB.length_correlation(-2.0 * y, y) == -1.0
+    assert MB.length_correlation(np.sign(y) * y ** 2, y) == 1.0  # any increasing odd function of y
 
 
 def test_accuracy_by_length_hand_case():
@@ -74,22 +75,22 @@ def test_accuracy_by_length_hand_case():
     Better is longer (L > 0): gaps 1, -1 -> (1 + 0) / 2 = 0.5.
     Better is shorter (L < 0): gaps 0, 2, 0.5 -> (0.5 + 1 + 1) / 3 = 5/6. The pair with L = 0 is in neither.
     """
-    longer, shorter = M.accuracy_by_length([1, -1, 0, 2, -3, 0.5], [10, 5, -4, -2, 0, -1])
+    longer, shorter = MB.accuracy_by_length([1, -1, 0, 2, -3, 0.5], [10, 5, -4, -2, 0, -1])
     assert longer == pytest.approx(0.5, abs=1e-12)
     assert shorter == pytest.approx(5 / 6, abs=1e-12)
-    assert M.length_bias_gap([1, -1, 0, 2, -3, 0.5], [10, 5, -4, -2, 0, -1]) == pytest.approx(-1 / 3, abs=1e-12)
+    assert MB.length_bias_gap([1, -1, 0, 2, -3, 0.5], [10, 5, -4, -2, 0, -1]) == pytest.approx(-1 / 3, abs=1e-12)
 
 
 def test_accuracy_by_length_empty_sides_are_nan():
-    longer, shorter = M.accuracy_by_length([1, 2], [3, 0])
+    longer, shorter = MB.accuracy_by_length([1, 2], [3, 0])
     assert longer == 1.0 and math.isnan(shorter)
-    assert all(math.isnan(v) for v in M.accuracy_by_length([1, 2], [0, 0]))
-    assert all(math.isnan(v) for v in M.accuracy_by_length([], []))
-    assert math.isnan(M.length_bias_gap([1, 2], [3, 0]))
+    assert all(math.isnan(v) for v in MB.accuracy_by_length([1, 2], [0, 0]))
+    assert all(math.isnan(v) for v in MB.accuracy_by_length([], []))
+    assert math.isnan(MB.length_bias_gap([1, 2], [3, 0]))
     with pytest.raises(ValueError, match="aligned"):
-        M.accuracy_by_length([1.0], [])
+        MB.accuracy_by_length([1.0], [])
     with pytest.raises(ModelError):
-        M.accuracy_by_length([math.nan], [1])
+        MB.accuracy_by_length([math.nan], [1])
 
 
 def test_registry_entries():
@@ -128,7 +129,7 @@ def _defined(x, y) -> bool:
 @given(pairs)
 def test_length_correlation_is_spearman_of_both_orientations(p):
     x, y = _split(p)
-    got = M.length_correlation(x, y)
+    got = MB.length_correlation(x, y)
     if not _defined(x, y):
         assert math.isnan(got)
         return
@@ -143,7 +144,7 @@ def test_length_correlation_matches_scipy(p):
     x, y = _split(p)
     assume(_defined(x, y))
     expected = stats.spearmanr(np.r_[x, -x], np.r_[y, -y]).statistic
-    assert M.length_correlation(x, y) == pytest.approx(expected, abs=1e-12)
+    assert MB.length_correlation(x, y) == pytest.approx(expected, abs=1e-12)
 
 
 @settings(max_examples=200, deadline=None)
@@ -153,7 +154,7 @@ def test_length_correlation_ignores_pair_orientation(p, data):
     x, y = _split(p)
     flip = np.array(data.draw(st.lists(st.booleans(), min_size=x.size, max_size=x.size)), dtype=bool)
     s = np.where(flip, -1.0, 1.0)
-    base, moved = M.length_correlation(x, y), M.length_correlation(s * x, s * y)
+    base, moved = MB.length_correlation(x, y), MB.length_correlation(s * x, s * y)
     assert (math.isnan(base) and math.isnan(moved)) or base == moved
 
 
@@ -162,7 +163,7 @@ def test_length_correlation_ignores_pair_orientation(p, data):
 def test_length_correlation_ignores_pair_order(p, data):
     x, y = _split(p)
     order = np.array(data.draw(st.permutations(range(x.size))), dtype=np.int64)
-    base, moved = M.length_correlation(x, y), M.length_correlation(x[order], y[order])
+    base, moved = MB.length_correlation(x, y), MB.length_correlation(x[order], y[order])
     assert (math.isnan(base) and math.isnan(moved)) or base == pytest.approx(moved, abs=1e-12)
 
 
@@ -171,12 +172,12 @@ def test_length_correlation_ignores_pair_order(p, data):
 def test_length_reversal(p):
     """len -> -len: length_correlation changes sign, accuracy_by_length swaps, the gap changes sign."""
     x, y = _split(p)
-    base, rev = M.length_correlation(x, y), M.length_correlation(x, -y)
+    base, rev = MB.length_correlation(x, y), MB.length_correlation(x, -y)
     assert (math.isnan(base) and math.isnan(rev)) or rev == -base
-    longer, shorter = M.accuracy_by_length(x, y)
-    r_longer, r_shorter = M.accuracy_by_length(x, -y)
+    longer, shorter = MB.accuracy_by_length(x, y)
+    r_longer, r_shorter = MB.accuracy_by_length(x, -y)
     np.testing.assert_equal([r_longer, r_shorter], [shorter, longer])
-    gap, r_gap = M.length_bias_gap(x, y), M.length_bias_gap(x, -y)
+    gap, r_gap = MB.length_bias_gap(x, y), MB.length_bias_gap(x, -y)
     assert (math.isnan(gap) and math.isnan(r_gap)) or r_gap == -gap
 
 
@@ -192,7 +193,7 @@ def test_invariant_to_affine_rewards(rewards, lengths, a4, b):
 
     def values(rr):
         d, ld = rr[first] - rr[second], length[first] - length[second]
-        return [M.length_correlation(d, ld), *M.accuracy_by_length(d, ld), M.length_bias_gap(d, ld)]
+        return [MB.length_correlation(d, ld), *MB.accuracy_by_length(d, ld), MB.length_bias_gap(d, ld)]
 
     np.testing.assert_equal(values(a * r + b), values(r))
 
@@ -203,8 +204,8 @@ def test_accuracy_by_length_ranges_and_mixture(p):
     """Each side in [0, 1], the gap in [-1, 1], and the two sides with the equal-length pairs
     make up pairwise_accuracy: n acc = n_longer acc_longer + n_shorter acc_shorter + n_equal acc_equal."""
     x, y = _split(p)
-    longer, shorter = M.accuracy_by_length(x, y)
-    gap = M.length_bias_gap(x, y)
+    longer, shorter = MB.accuracy_by_length(x, y)
+    gap = MB.length_bias_gap(x, y)
     n_l, n_s, n_0 = int(np.sum(y > 0)), int(np.sum(y < 0)), int(np.sum(y == 0))
     for v, n in ((longer, n_l), (shorter, n_s)):
         assert math.isnan(v) == (n == 0)
@@ -223,7 +224,7 @@ def test_no_length_bias_gives_zero(p):
     """When every pair (x, y) comes with a pair (-x, y) (the reward gap's sign does not depend on
     which answer is longer), the length correlation is 0 (or nan)."""
     x, y = _split(p)
-    got = M.length_correlation(np.r_[x, -x], np.r_[y, y])
+    got = MB.length_correlation(np.r_[x, -x], np.r_[y, y])
     assert math.isnan(got) or got == pytest.approx(0.0, abs=1e-12)
 
 
@@ -235,6 +236,6 @@ def test_a_reward_that_always_prefers_the_longer_answer_is_positively_correlated
     y = np.array(abs_len, dtype=float)
     bonus = np.array(data.draw(st.lists(st.integers(1, 9), min_size=y.size, max_size=y.size)), dtype=float)
     s = np.array(data.draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=y.size, max_size=y.size)))
-    assert M.length_correlation(s * bonus, s * y) > 0
-    longer, shorter = M.accuracy_by_length(s * bonus, s * y)
+    assert MB.length_correlation(s * bonus, s * y) > 0
+    longer, shorter = MB.accuracy_by_length(s * bonus, s * y)
     assert (math.isnan(longer) or longer == 1.0) and (math.isnan(shorter) or shorter == 0.0)
