@@ -35,7 +35,7 @@ from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text
 from rmbench.tasks.jsonl import PreferenceTask
 from rmbench.tasks.shift import SHIFT_LABEL
-from rmbench.types import data_fingerprint, prompt_to_json
+from rmbench.types import ComparisonGroup, data_fingerprint, prompt_to_json
 
 LANGUAGES = {"fr": "French", "es": "Spanish", "de": "German", "it": "Italian", "pt": "Portuguese", "ru": "Russian",
              "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ar": "Arabic", "hi": "Hindi", "nl": "Dutch"}
@@ -171,18 +171,46 @@ def _rewrite_all(rewrite: Rewriter, texts: list[str], rewriter_spec: str, batch_
     return rewritten
 
 
+def source_pairs(source: str, split: str = "train") -> list[ComparisonGroup]:
+    """The preference pairs of ``source``: a file (or hub dataset) of pairs (``prompt``,
+    ``chosen``, ``rejected`` strings), or in RewardBench 2's schema (``chosen`` and ``rejected``
+    lists), whose every row becomes one pair per (correct, incorrect) answer, ids ``ROW#i-j``."""
+    local = Path(source).exists()
+    if local and _first_row_has_lists(Path(source)):
+        from rmbench.tasks.rewardbench import RewardBench2Task
+
+        out = []
+        for g in RewardBench2Task(path=source).groups():
+            for a, b in g.discrimination_pairs():
+                out.append(ComparisonGroup.preference_pair(f"{g.id}#{a}-{b}", g.prompt, g.responses[a],
+                                                           g.responses[b]))
+        return out
+    task = PreferenceTask(path=source) if local else PreferenceTask(dataset=source, split=split)
+    return list(task.groups())
+
+
+def _first_row_has_lists(path: Path) -> bool:
+    """Whether the first row of a JSON Lines file holds ``chosen`` as a list (RewardBench 2's schema)."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            first = next((line for line in f if line.strip()), "")
+        return isinstance(json.loads(first).get("chosen"), list)
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return False  # not JSON Lines of objects: the pair reader says what is wrong
+
+
 def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str | None = None,
                   template: str | None = None, limit: int | None = None, batch_size: int = 16,
                   progress: Callable[[int], None] | None = None, rewriter: Rewriter | None = None,
                   split: str = "train") -> Path:
-    """Rewrite ``chosen`` and ``rejected`` of every pair of ``source`` (a local JSON Lines file, or
-    else a hub dataset id with ``split``); write ``out`` and ``OUT.meta.json`` atomically.
+    """Rewrite ``chosen`` and ``rejected`` of every pair of ``source`` (a local file, or else a hub
+    dataset id with ``split``; pairs or RewardBench 2 rows, :func:`source_pairs`); write ``out``
+    and ``OUT.meta.json`` atomically.
 
     ``shift`` defaults to ``style:NAME`` for a style rewriter and to ``paraphrase`` otherwise
     (see :func:`resolve_shift`); ``rewriter``, if given, is used instead of the spec's."""
     shift, template, version = resolve_shift(rewriter_spec, shift, template)
-    task = PreferenceTask(path=source) if Path(source).exists() else PreferenceTask(dataset=source, split=split)
-    groups = list(task.groups())[:limit]
+    groups = source_pairs(source, split)[:limit]
     rewrite = rewriter or make_rewriter(rewriter_spec, template)
     texts = [t for g in groups for t in g.responses]
     rewritten = _rewrite_all(rewrite, texts, rewriter_spec, batch_size, progress)

@@ -117,3 +117,31 @@ def test_the_papers_paraphrase_file_as_it_is(tmp_path):
     assert record.task("paraphrase_invariance").counts.groups == 50
     value = record.metric("paraphrase_invariance", "cross_form_discrimination", eps=0.0).value
     assert not math.isnan(value)
+
+
+def test_rewardbench2_rows_become_pairs_for_a_style_set(tmp_path):
+    from rmbench.rewrite import write_shifted
+    from rmbench.tasks.rewardbench import RewardBench2Task
+
+    rows = [{"id": "r1", "prompt": "p", "chosen": ["a", "b"], "rejected": ["x", "y", "z"], "subset": "Focus"},
+            {"id": "r2", "prompt": "q", "chosen": ["c"], "rejected": ["w"], "subset": "Math"}]
+    source = tmp_path / "rb2.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = write_shifted(str(source), tmp_path / "polite.jsonl", "style:polite")
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(written) == 2 * 3 + 1 * 1  # every (correct, incorrect) answer pair of every row
+    assert [(w["orig_chosen"], w["orig_rejected"]) for w in written[:3]] == [("a", "x"), ("a", "y"), ("a", "z")]
+    assert all(w["chosen"].startswith("Sure!") and w["shift"] == "style:polite" for w in written)
+    assert len(list(RewriteInvarianceTask(path=str(out)).groups())) == 7
+    assert len(list(RewardBench2Task(path=str(source)).groups())) == 2
+
+
+@pytest.mark.real_model
+def test_paraphrase_invariance_on_the_default_model(tmp_path):
+    from conftest import smollm2_gguf
+
+    smollm2_gguf()
+    record = evaluate(EvalConfig(tasks=("paraphrase_invariance",), limit=4, n_bootstrap=20))
+    assert record.model.name == "smollm2-135m" and record.task("paraphrase_invariance").counts.groups == 4
+    for metric in ("rewrite_specificity", "cross_form_discrimination", "within_form_discrimination"):
+        assert 0.0 <= record.metric("paraphrase_invariance", metric, eps=0.1).value <= 1.0
