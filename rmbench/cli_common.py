@@ -79,20 +79,27 @@ def _warn(message: str) -> None:
 
 
 class _RateColumn(ProgressColumn):
-    """Items per second of a task: rich's estimate, else (a task done in one step, such as a
-    fully cached run) items completed over the time elapsed; "–" until an item is done."""
+    """Items per second of a task, in the task's own ``unit`` field when it has one: rich's
+    estimate, else (a task done in one step, such as a fully cached run) items completed over
+    the time elapsed; "–" until an item is done."""
+
+    def __init__(self, digits: int = 1) -> None:
+        super().__init__()
+        self.digits = digits
 
     def render(self, task) -> Text:
         return Text(rate_text(task.finished_speed or task.speed, task.completed,
-                              task.finished_time if task.finished else task.elapsed),
+                              task.finished_time if task.finished else task.elapsed,
+                              task.fields.get("unit", "items"), self.digits),
                     style="progress.data.speed")
 
 
-def rate_text(speed: float | None, completed: float, elapsed: float | None) -> str:
+def rate_text(speed: float | None, completed: float, elapsed: float | None, unit: str = "items",
+              digits: int = 1) -> str:
     """``1,234.5 items/s`` from ``speed``, else from ``completed / elapsed``; "–" when neither is known."""
     if not speed and completed and elapsed:
         speed = completed / elapsed
-    return f"{speed:,.1f} items/s" if speed else "–"
+    return f"{speed:,.{digits}f} {unit}/s" if speed else "–"
 
 
 FULL_PROGRESS_WIDTH = 110
@@ -109,13 +116,6 @@ def progress_columns(unit: str, width: int) -> tuple[ProgressColumn, ...]:
         return (description, *counts)
     bar = BarColumn(bar_width=None, table_column=Column(max_width=40))
     return (description, bar, *counts, TextColumn("eta"), TimeRemainingColumn())
-
-
-def _progress_factory(progress: Progress):
-    def factory(description: str, total: int):
-        task_id = progress.add_task(description, total=total)
-        return lambda n: progress.advance(task_id, n)
-    return factory
 
 
 @contextmanager

@@ -17,21 +17,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Column
 from rich.text import Text
 
-from rmbench.cli_common import app, console, err_console, user_errors
-
-NARROW = 110
-"""Below this console width the progress lines drop their bars."""
-
-
-class _UnitRateColumn(ProgressColumn):
-    """``0.62 pairs/s``: rich's speed estimate of the task in its own unit; "–" before one."""
-
-    def render(self, task) -> Text:
-        speed = task.finished_speed or task.speed
-        if not speed and task.completed and task.elapsed:
-            speed = task.completed / task.elapsed
-        text = "–" if not speed else f"{speed:,.2f} {task.fields.get('unit', 'items')}/s"
-        return Text(text, style="progress.data.speed")
+from rmbench.cli_common import FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, user_errors
 
 
 class _EtaColumn(ProgressColumn):
@@ -55,9 +41,9 @@ class _EtaColumn(ProgressColumn):
 def _columns(width: int) -> tuple[ProgressColumn, ...]:
     description = TextColumn("{task.description}", style="progress.description", markup=False,
                              table_column=Column(overflow="fold"))
-    counts = (MofNCompleteColumn(), TextColumn("{task.fields[unit]}", markup=False), _UnitRateColumn(),
+    counts = (MofNCompleteColumn(), TextColumn("{task.fields[unit]}", markup=False), _RateColumn(digits=2),
               TimeElapsedColumn(), _EtaColumn())
-    if width < NARROW:
+    if width < FULL_PROGRESS_WIDTH:
         return (description, *counts)
     return (description, BarColumn(bar_width=None, table_column=Column(max_width=30)), *counts)
 

@@ -10,8 +10,10 @@ line. ``HF_HUB_OFFLINE=1`` skips the probe.
 from __future__ import annotations
 
 import functools
+import os
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 PROBE_TIMEOUT_S = 3.0
 """Seconds the probe waits for the hub's first answer."""
@@ -23,10 +25,14 @@ def endpoint() -> str:
     return constants.ENDPOINT
 
 
-def cache_dir() -> str:
-    from huggingface_hub import constants
-
-    return constants.HF_HUB_CACHE
+def cache_dir() -> Path:
+    """The hub cache folder, found as huggingface_hub finds it (``HF_HUB_CACHE``, else
+    ``HF_HOME/hub``, else ``$XDG_CACHE_HOME/huggingface/hub``), without importing it: a cached
+    re-run reads it for a hub id's identity and imports nothing heavy."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
+    return Path(home).expanduser() / "hub"
 
 
 @functools.cache

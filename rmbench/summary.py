@@ -20,7 +20,7 @@ from rmbench import metrics_bias as MB
 from rmbench.metric_registry import metric_def
 from rmbench.run_record import Estimate, MetricRecord
 from rmbench.tasks.base import TaskScores, as_task_scores
-from rmbench.types import ComparisonGroup, PairIndex, segment_gather
+from rmbench.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
 
 PAIR_METRICS = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin")
 EPS_METRICS = ("discrimination", "specificity")
@@ -118,13 +118,14 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
     uniq, slice_units = np.unique(units_all[group_ids], return_inverse=True)
     # Groups sorted by unit, and groups per unit: fixed for the slice, used by every draw.
     by_unit, unit_sizes = np.argsort(slice_units, kind="stable"), np.bincount(slice_units)
+    unit_starts = segment_starts(unit_sizes)
     extras = as_task_scores(extra_metrics, len(groups))
     forms = index.has_forms
 
     def statistic(units: np.ndarray) -> np.ndarray:
-        gids = group_ids[by_unit[segment_gather(unit_sizes, units)[0]]]
+        gids = group_ids[by_unit[segment_gather(unit_sizes, units, unit_starts)[0]]]
         sub = index.select_groups(gids)
-        r = index.gather_rewards(rewards, gids)
+        r = rewards[sub.response_source]
         diff = r[sub.diff_better] - r[sub.diff_worse]
         eq = r[sub.eq_a] - r[sub.eq_b]
         bb, bb_eps = M.balanced_best(diff, eq)

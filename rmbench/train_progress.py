@@ -29,11 +29,10 @@ outputs (seconds) are not counted. Work restored from a checkpoint counts as don
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 PRIOR_COST = {"train": {"ex": 1.0, "im": 1.05}, "reference": {"im": 0.1}}
 """Seconds per item relative to an EX-RM pair update, for phases not yet measured."""
@@ -176,21 +175,10 @@ class PhaseReport:
             restored(self.kind, phase, description, items)
 
 
-@contextlib.contextmanager
-def quiet_hf_progress() -> Iterator[None]:
-    """transformers' and huggingface_hub's own tqdm bars (``Loading weights``, ``Writing model
-    shards``, downloads) off inside the block, as they were after it: both libraries draw them
-    through ``transformers.utils.logging.tqdm``/``huggingface_hub.utils.tqdm``, which
-    ``disable_progress_bar()`` turns into no-ops."""
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars
-    from transformers.utils import logging as hf_logging
+def quiet_hf_progress():
+    """transformers' and huggingface_hub's own bars (``Loading weights``, ``Writing model shards``,
+    downloads) off while training, as they were after it: :func:`rmbench.models.quiet.quiet_loading`
+    with the download bars off too."""
+    from rmbench.models.quiet import quiet_loading
 
-    was_on, hub_was_off = hf_logging.is_progress_bar_enabled(), are_progress_bars_disabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_on:
-            hf_logging.enable_progress_bar()
-        if hub_was_off:
-            disable_progress_bars()
+    return quiet_loading(downloads=False)

@@ -215,6 +215,8 @@ class PairIndex:
     flip_oa: np.ndarray
     flip_ob: np.ndarray
     flip_group: np.ndarray
+    response_source: np.ndarray | None = None
+    """Of a selection (:meth:`select_groups`): each response's index in the task's reward vector."""
 
     @property
     def n_groups(self) -> int:
@@ -232,6 +234,11 @@ class PairIndex:
         n = int(self.response_group.max()) + 1 if len(self.response_group) else 0
         return (np.bincount(self.response_group, minlength=n), np.bincount(self.diff_group, minlength=n),
                 np.bincount(self.eq_group, minlength=n), np.bincount(self.flip_group, minlength=n))
+
+    @cached_property
+    def _starts(self) -> tuple[np.ndarray, ...]:
+        """Where each group's responses and pairs start in the flat arrays (for :func:`segment_gather`)."""
+        return tuple(segment_starts(c) for c in self._counts)
 
     @classmethod
     def from_groups(cls, groups: Sequence[ComparisonGroup]) -> "PairIndex":
@@ -265,35 +272,44 @@ class PairIndex:
         group order (``from_groups`` builds them so, and so does this), which the gathers rely on.
         """
         sel = np.asarray(group_ids, dtype=np.int64)
-        responses, diffs, eqs, flips = self._counts
-        resp_src, resp_pos = segment_gather(responses, sel)
+        counts, starts = self._counts, self._starts
+        resp_src, resp_pos = segment_gather(counts[0], sel, starts[0])
         new_start = np.searchsorted(resp_pos, np.arange(len(sel)))  # first new response index of each pick
         old_start = resp_src[new_start] if resp_src.size else np.zeros(len(sel), np.int64)
         shift = new_start - old_start  # new response index = old index + shift of its pick
 
-        def take(counts: np.ndarray, *indices: np.ndarray):
-            src, pos = segment_gather(counts, sel)
+        def take(k: int, *indices: np.ndarray):
+            if not len(indices[0]):  # e.g. no flip pairs: a task without rewrites
+                return indices[0], indices[0], list(indices)
+            src, pos = segment_gather(counts[k], sel, starts[k])
             return src, pos, [idx[src] + shift[pos] for idx in indices]
 
-        d_src, dg, (db, dw) = take(diffs, self.diff_better, self.diff_worse)
-        e_src, eg, (ea, eb) = take(eqs, self.eq_a, self.eq_b)
-        _, fg, (fa, fb, foa, fob) = take(flips, self.flip_a, self.flip_b, self.flip_oa, self.flip_ob)
+        d_src, dg, (db, dw) = take(1, self.diff_better, self.diff_worse)
+        e_src, eg, (ea, eb) = take(2, self.eq_a, self.eq_b)
+        _, fg, (fa, fb, foa, fob) = take(3, self.flip_a, self.flip_b, self.flip_oa, self.flip_ob)
         return PairIndex(resp_pos, db, dw, dg, ea, eb, eg, self.response_length[resp_src], self.diff_cross[d_src],
-                         self.eq_cross[e_src], fa, fb, foa, fob, fg)
+                         self.eq_cross[e_src], fa, fb, foa, fob, fg, resp_src)
 
     def gather_rewards(self, rewards: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
         """The response-level rewards of the given groups, concatenated in that order."""
-        src, _ = segment_gather(self._counts[0], np.asarray(group_ids, dtype=np.int64))
+        src, _ = segment_gather(self._counts[0], np.asarray(group_ids, dtype=np.int64), self._starts[0])
         return np.asarray(rewards)[src]
 
 
-def segment_gather(counts: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def segment_starts(counts: np.ndarray) -> np.ndarray:
+    """The flat index where each segment of ``counts`` items starts."""
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+
+def segment_gather(counts: np.ndarray, picks: np.ndarray,
+                   starts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate whole segments of a flat array, segment by segment, with repeats allowed.
 
-    Segment k holds ``counts[k]`` consecutive items. Returns the flat indices of the items of
-    segments ``picks[0], picks[1], ...`` in that order, and for each the position in ``picks``.
+    Segment k holds ``counts[k]`` consecutive items (starting at ``starts[k]``, computed when not
+    given). Returns the flat indices of the items of segments ``picks[0], picks[1], ...`` in that
+    order, and for each the position in ``picks``.
     """
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    starts = segment_starts(counts) if starts is None else starts
     c = counts[picks]
     total = int(c.sum())
     pos = np.repeat(np.arange(len(picks)), c)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Iterator
@@ -84,9 +83,9 @@ def cached_hub_commit(source: ModelSource) -> str | None:
     revision = source.revision or "main"
     if COMMIT.match(revision):
         return revision
-    root = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache/huggingface"))
-                / "hub")
-    ref = root / f"models--{source.location.replace('/', '--')}" / "refs" / revision
+    from rmbench import hub
+
+    ref = hub.cache_dir() / f"models--{source.location.replace('/', '--')}" / "refs" / revision
     try:
         commit = ref.read_text().strip()
     except OSError:
