@@ -15,9 +15,9 @@ import numpy as np
 
 from bench.results import machine_line, write_section
 from rmbench import __version__
-from rmbench import metrics as M
-from rmbench.summary import summarize
-from rmbench.types import ComparisonGroup
+from rmbench.core import metrics as M
+from rmbench.results.summary import summarize
+from rmbench.core.types import ComparisonGroup
 
 
 def median_time(fn, reps: int) -> float:

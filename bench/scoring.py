@@ -27,10 +27,10 @@ import numpy as np
 from bench.limits import matmul_probe, model_flops
 from bench.results import machine_line, write_section
 from rmbench.catalog import load_catalog
-from rmbench.engine import requests_for, score_groups
+from rmbench.scoring.engine import requests_for, score_groups
 from rmbench.models import Runtime, build_model
 from rmbench.tasks.loading import load_groups
-from rmbench.types import ComparisonGroup, Spec
+from rmbench.core.types import ComparisonGroup, Spec
 
 SMOL = "smollm2-135m-instruct"
 
@@ -144,8 +144,8 @@ def ray_vs_local(groups, runtime: Runtime) -> str:
         import ray
     except ImportError:
         return "| engine ray, 2 actors x 1 CPU (not measured: ray is not installed) | | | | | | |"
-    from rmbench.backends import RayBackend
-    from rmbench.runner import ModelFactory
+    from rmbench.scoring.backends import RayBackend
+    from rmbench.scoring.runner import ModelFactory
 
     spec = Spec.make("i", "implicit", {"model": SMOL})
     factory = ModelFactory(spec, runtime)
@@ -173,7 +173,7 @@ def cached_rerun(groups, runtime: Runtime) -> tuple[float, float]:
     import tempfile
     from pathlib import Path
 
-    from rmbench.runner import EvalConfig, evaluate
+    from rmbench.scoring.runner import EvalConfig, evaluate
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "workload.jsonl"
@@ -309,7 +309,7 @@ def main(argv=None) -> int:
     facts = (f"Peak RSS {rss['peak_rss'] / 2**20:.0f} MiB (after importing torch and transformers alone: "
              f"{rss['imports_rss'] / 2**20:.0f} MiB) for {rss['weight_bytes'] / 2**20:.0f} MiB of {dtype} weights. "
              f"Cached re-run: first run {first_s:.1f} s, re-run with other --eps {rerun_s:.1f} s (both through "
-             f"`rmbench.runner.evaluate`, model load included). Agreement on the implicit reward: plain loop "
+             f"`rmbench.scoring.runner.evaluate`, model load included). Agreement on the implicit reward: plain loop "
              f"{agreement:.1e}, lm-eval {lmeval_agreement:.1e} (max relative difference of the summed log-probs; "
              f"bf16 rounds differently per batch shape). "
              f"Limit FLOPs: 2 x {n_params / 1e6:.1f}M parameters x tokens + causal attention "

@@ -8,11 +8,11 @@ from typing import Sequence
 
 import numpy as np
 
-from rmbench.engine import score_groups
+from rmbench.scoring.engine import score_groups
 from rmbench.models import Runtime, build_model, parse_model_spec
-from rmbench.run_record import MetricRecord
-from rmbench.summary import summarize
-from rmbench.types import ComparisonGroup
+from rmbench.results.record import MetricRecord
+from rmbench.results.summary import summarize
+from rmbench.core.types import ComparisonGroup
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -39,7 +39,7 @@ def cell(r: MetricRecord | None, digits: int = 3) -> str:
 
 
 def tqdm_progress(description: str, total: int):
-    """A progress bar for rmbench.train.train_one: returns its advance(n) callback."""
+    """A progress bar for rmbench.train.trainer.train_one: returns its advance(n) callback."""
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=description, unit="pair").update

@@ -5,7 +5,7 @@ SmolLM2 presets (implicit sum, implicit mean, generative), each raw and discreti
 rmbench's ``discretize`` adapter over a small grid of (T, p, Delta), on the built-in ``ties``
 task: discrimination and specificity at eps = 0, their mean, ds_auc and the official Ties
 score. The paper: discretising raises the mean of discrimination and specificity at a small
-cost in discrimination. Every run goes through ``rmbench.runner.evaluate`` (cache, records),
+cost in discrimination. Every run goes through ``rmbench.scoring.runner.evaluate`` (cache, records),
 and the table is a real rmbench leaderboard.
 
     python reproductions/discretize_ties.py --out reproductions/discretize_ties
@@ -22,16 +22,16 @@ import numpy as np
 
 from common import machine_line
 from rmbench.catalog import load_catalog
-from rmbench.leaderboard import build_leaderboard
-from rmbench.leaderboard_render import render
-from rmbench.metrics import discrimination, specificity
+from rmbench.results.leaderboard import build_leaderboard
+from rmbench.results.leaderboard_render import render
+from rmbench.core.metrics import discrimination, specificity
 from rmbench.models import Runtime
 from rmbench.files import atomic_write_text
-from rmbench.run_folder import load_rewards
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.results.folder import load_rewards
+from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
-from rmbench.train import load_trained_entry
-from rmbench.types import PairIndex, Spec
+from rmbench.train.trainer import load_trained_entry
+from rmbench.core.types import PairIndex, Spec
 
 ROOT = Path(__file__).resolve().parents[1]
 EX_DEFAULT = ROOT / "reproductions" / "token_shift_ultrafeedback" / "models" / "ex"

@@ -32,15 +32,15 @@ import yaml
 from common import SHARED
 from persona_paraphrase import SHARED as PERSONA, diagonal_pairs
 from rmbench.catalog import builtin_tasks_dir
-from rmbench.leaderboard import build_leaderboard
+from rmbench.results.leaderboard import build_leaderboard
 from rmbench.files import safe_file_name
-from rmbench.leaderboard_render import render
-from rmbench.metric_registry import metric_def
-from rmbench.rewrite import write_shifted
-from rmbench.run_folder import load_run
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.results.leaderboard_render import render
+from rmbench.core.metric_registry import metric_def
+from rmbench.rewrite.shift import write_shifted
+from rmbench.results.folder import load_run
+from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.persona import PersonaTask
-from rmbench.train import TrainConfig, train_one
+from rmbench.train.trainer import TrainConfig, train_one
 
 PRESETS = ("smollm2-135m", "smollm2-135m-avg", "smollm2-135m-gen", "smollm2-135m-discrete")
 STYLES = ("style:polite", "style:plain-to-markdown")

@@ -1,5 +1,97 @@
 """rmbench: a benchmark harness for reward models that splits accuracy into discrimination
 and specificity (arXiv 2606.21795) and measures generalisation under token-level and domain
-shift (arXiv 2507.07981)."""
+shift (arXiv 2507.07981).
+
+The public API is what this module exports (``rmbench.__all__``); plugins, scripts and the
+examples in README.md and CONTRIBUTING.md use only these names. Everything else (the modules of
+``rmbench.core``, ``rmbench.scoring``, ``rmbench.results``...) may move between releases without
+notice. Names load on first use, so ``import rmbench`` imports no numpy, torch or subpackage:
+
+* evaluating: :func:`evaluate` (one model, a list of tasks, a written run), :class:`EvalConfig`,
+  :func:`evaluate_models` (several models and their leaderboard);
+* reading runs: :func:`load_run` (a :class:`RunFolder`: record and rewards), :func:`read_run`
+  (the :class:`RunRecord` only), :func:`find_runs`, :func:`load_rewards`,
+  :func:`compare_runs` (paired bootstrap differences of two runs);
+* the record types: :class:`RunRecord`, :class:`TaskResult`, :class:`MetricRecord`,
+  :class:`Estimate`, :class:`RewardRow`; the data model: :class:`ComparisonGroup`,
+  :class:`Message`, :class:`TaskSpec`, :class:`ModelSpec`;
+* writing a task: :class:`Task`, :class:`TaskScores`, :class:`RowReader`, :func:`iter_rows`,
+  :func:`load_groups`, :func:`load_catalog`, :class:`OfficialLayout`;
+* writing a model: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`,
+  :class:`Truncation` and the declared capabilities :class:`TokenizedModel`,
+  :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`;
+* registering: :func:`register_task_kind`, :func:`register_model_kind` (in this process; a
+  package uses the ``rmbench.tasks`` / ``rmbench.models`` entry points instead),
+  :func:`register_metric` with :class:`MetricDef`;
+* errors: :class:`RMBenchError` (every user mistake), :class:`ConfigError`, :class:`DataError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+# name -> "module:attribute". Strings, not imports: the layers below import this package for
+# __version__, and a static import here would make every layer depend on every other one.
+_PUBLIC: dict[str, str] = {
+    "evaluate": "rmbench.scoring.runner:evaluate",
+    "EvalConfig": "rmbench.scoring.runner:EvalConfig",
+    "evaluate_models": "rmbench.scoring.suite:evaluate_models",
+    "load_run": "rmbench.results.folder:load_run",
+    "read_run": "rmbench.results.folder:read_run",
+    "find_runs": "rmbench.results.folder:find_runs",
+    "load_rewards": "rmbench.results.folder:load_rewards",
+    "RunFolder": "rmbench.results.folder:RunFolder",
+    "compare_runs": "rmbench.results.compare:compare_runs",
+    "RewardRow": "rmbench.results.folder:RewardRow",
+    "RunRecord": "rmbench.results.record:RunRecord",
+    "TaskResult": "rmbench.results.record:TaskResult",
+    "MetricRecord": "rmbench.results.record:MetricRecord",
+    "Estimate": "rmbench.results.record:Estimate",
+    "ComparisonGroup": "rmbench.core.types:ComparisonGroup",
+    "Message": "rmbench.core.types:Message",
+    "TaskSpec": "rmbench.core.types:TaskSpec",
+    "ModelSpec": "rmbench.core.types:ModelSpec",
+    "Task": "rmbench.tasks.base:Task",
+    "TaskScores": "rmbench.tasks.base:TaskScores",
+    "RowReader": "rmbench.tasks.base:RowReader",
+    "iter_rows": "rmbench.tasks.sources:iter_rows",
+    "load_groups": "rmbench.tasks.loading:load_groups",
+    "load_catalog": "rmbench.catalog:load_catalog",
+    "OfficialLayout": "rmbench.core.metric_registry:OfficialLayout",
+    "MetricDef": "rmbench.core.metric_registry:MetricDef",
+    "register_metric": "rmbench.core.metric_registry:register_metric",
+    "RewardModel": "rmbench.models.base:RewardModel",
+    "ScoreRequest": "rmbench.models.base:ScoreRequest",
+    "Runtime": "rmbench.models.base:Runtime",
+    "Truncation": "rmbench.models.base:Truncation",
+    "TokenizedModel": "rmbench.models.base:TokenizedModel",
+    "StochasticModel": "rmbench.models.base:StochasticModel",
+    "CompositeModel": "rmbench.models.base:CompositeModel",
+    "GroupContextModel": "rmbench.models.base:GroupContextModel",
+    "register_task_kind": "rmbench.tasks:register_task_kind",
+    "register_model_kind": "rmbench.models:register_model_kind",
+    "RMBenchError": "rmbench.errors:RMBenchError",
+    "ConfigError": "rmbench.errors:ConfigError",
+    "DataError": "rmbench.errors:DataError",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+# rmbench/__init__.pyi declares the same names for type checkers and editors (a test keeps them equal).
+
+
+def __getattr__(name: str) -> Any:
+    target = _PUBLIC.get(name)
+    if target is None:
+        raise AttributeError(f"module 'rmbench' has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
+

@@ -37,7 +37,7 @@ from rmbench.models import MODEL_KINDS
 from rmbench.models.presets import DESCRIPTIONS as PRESET_DESCRIPTIONS
 from rmbench.models.presets import PRESETS
 from rmbench.tasks import TASK_KINDS
-from rmbench.types import ModelSpec, Spec, TaskSpec
+from rmbench.core.types import ModelSpec, Spec, TaskSpec
 
 ENTRY_SUFFIXES = (".yaml", ".yml", ".toml")
 _KEYS = {"type", "name", "kind", "version", "description", "args", "group"}

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 PROBE_TIMEOUT_S = 3.0
 """Seconds the probe waits for the hub's first answer."""
+
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+"""A full git commit hash, as the hub cache's ``refs/`` files hold them."""
 
 
 def endpoint() -> str:
@@ -33,6 +37,21 @@ def cache_dir() -> Path:
         return Path(os.environ["HF_HUB_CACHE"]).expanduser()
     home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
     return Path(home).expanduser() / "hub"
+
+
+def cached_commit(repo_id: str, revision: str | None = None, repo_type: str = "models") -> str | None:
+    """The commit ``revision`` (default ``main``) of the hub repository ``repo_id`` resolves to in
+    the local hub cache, read from its ``refs/`` file without importing huggingface_hub; a
+    revision that is already a commit is its own answer. None when the cache has never fetched it."""
+    revision = revision or "main"
+    if COMMIT.match(revision):
+        return revision
+    ref = cache_dir() / f"{repo_type}--{repo_id.replace('/', '--')}" / "refs" / revision
+    try:
+        commit = ref.read_text().strip()
+    except OSError:
+        return None
+    return commit if COMMIT.match(commit) else None
 
 
 @functools.cache

@@ -140,7 +140,7 @@ class Registry(Generic[T]):
 
 def instantiate(registry: Registry, spec: Any, what: str, required_method: str, base: type, wrap: Callable,
                 context: dict[str, Any] | None = None) -> Any:
-    """Build ``spec`` (a :class:`rmbench.types.Spec`) with its kind's factory from ``registry``.
+    """Build ``spec`` (a :class:`rmbench.core.types.Spec`) with its kind's factory from ``registry``.
 
     ``context`` holds keyword arguments (such as ``runtime``) passed only to factories whose
     signature names them. The result must have ``required_method``; an object that is not a

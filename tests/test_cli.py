@@ -4,7 +4,7 @@ from typer.testing import CliRunner
 
 import pytest
 
-from rmbench.cli import app
+from rmbench.cli.app import app
 
 runner = CliRunner()
 
@@ -59,7 +59,7 @@ def test_leaderboard_build_all_formats(tmp_path):
 
 
 def test_model_args_are_typed():
-    from rmbench.cli import _parse_model_args
+    from rmbench.cli.app import _parse_model_args
 
     assert _parse_model_args(["beta=0.1", "ref=path/x", "T=8", "flag=true"]) == (
         ("beta", 0.1), ("ref", "path/x"), ("T", 8), ("flag", True))

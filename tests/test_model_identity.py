@@ -16,8 +16,8 @@ import pytest
 
 from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
 from rmbench.models.baselines import ConstantRM, LengthRM
-from rmbench.runner import EvalConfig, evaluate
-from rmbench.types import Spec
+from rmbench.scoring.runner import EvalConfig, evaluate
+from rmbench.core.types import Spec
 
 GOLDEN = Path(__file__).parent / "golden" / "model_identity.json"
 FP32 = Runtime(dtype="float32", device="cpu")
@@ -117,7 +117,7 @@ def test_a_cached_rerun_never_loads_weights_or_tokenizer(tiny, tmp_path, monkeyp
     assert again.execution.model == first.execution.model  # described alike: dtype, weights, device asked for
 
 
-@pytest.mark.parametrize("module", ["runner.py", "engine.py"])
+@pytest.mark.parametrize("module", ["scoring/runner.py", "scoring/engine.py"])
 def test_the_runner_and_engine_never_probe_a_model_for_capabilities(module):
     """Capabilities are declared (rmbench.models.base: TokenizedModel, StochasticModel,
     CompositeModel, GroupContextModel) and tested with isinstance, never found with getattr."""

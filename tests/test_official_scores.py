@@ -12,9 +12,9 @@ import random
 import pytest
 
 import rb_official
-from rmbench.metric_registry import RB1_SECTIONS, RB2_SUBSETS
-from rmbench.run_folder import load_run
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.core.metric_registry import RB1_SECTIONS, RB2_SUBSETS
+from rmbench.results.folder import load_run
+from rmbench.scoring.runner import EvalConfig, evaluate
 
 RM = '''
 import hashlib

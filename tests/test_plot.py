@@ -1,4 +1,4 @@
-"""rmbench.plot: D(eps)-Spec(eps) curves and shift bars drawn from real (built-in model) runs."""
+"""rmbench.results.plot: D(eps)-Spec(eps) curves and shift bars drawn from real (built-in model) runs."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from rmbench.errors import ConfigError  # noqa: E402
-from rmbench.plot import (curve_data, ds_curve_svg, eps_label, plot_ds_curves, plot_runs,  # noqa: E402
+from rmbench.results.plot import (curve_data, ds_curve_svg, eps_label, plot_ds_curves, plot_runs,  # noqa: E402
                           plot_shift_bars, run_labels)
-from rmbench.run_folder import RunFolder, load_run  # noqa: E402
-from rmbench.runner import EvalConfig, evaluate  # noqa: E402
+from rmbench.results.folder import RunFolder, load_run  # noqa: E402
+from rmbench.scoring.runner import EvalConfig, evaluate  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TIES_BUILTIN = Path(__file__).resolve().parents[1] / "tasks" / "data" / "ties_builtin.jsonl"

@@ -7,8 +7,7 @@ import textwrap
 
 import pytest
 
-from rmbench.catalog import load_catalog
-from rmbench.runner import EvalConfig, evaluate
+from rmbench import EvalConfig, evaluate, load_catalog, read_run
 
 
 def test_toml_and_yaml_model_entries(tmp_path):
@@ -48,9 +47,7 @@ PLUGIN = {
         demo_pairs = "rmbench_plugin_demo:DemoPairs"
     """,
     "rmbench_plugin_demo/__init__.py": """
-        from rmbench.models.base import RewardModel
-        from rmbench.tasks.base import Task
-        from rmbench.types import ComparisonGroup
+        from rmbench import ComparisonGroup, RewardModel, Task
 
 
         class KeywordRM(RewardModel):
@@ -96,7 +93,6 @@ def test_installed_entry_point_plugin(plugin_site, tmp_path):
     result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties",
                      "--bootstrap", "20", "--out", str(tmp_path / "run"))
     assert result.returncode == 0, result.stderr
-    from rmbench.run_folder import read_run
 
     run = read_run(tmp_path / "run")
     demo = run.task("demo_pairs")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.real_model
 from rmbench.models import Runtime, build_model  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.models.presets import PRESETS  # noqa: E402
-from rmbench.types import ComparisonGroup, Spec  # noqa: E402
+from rmbench.core.types import ComparisonGroup, Spec  # noqa: E402
 
 FP32 = Runtime(dtype="float32", device="cpu")
 QUESTION = "What is the capital of France?"

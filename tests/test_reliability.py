@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rmbench import files, run_folder
-from rmbench.cli import app
+from rmbench import files
+
+from rmbench.results import folder as run_folder
+from rmbench.cli.app import app
 
 # Rewards depend on the text only (no hash(): it differs between processes); the sleep paces the
 # run so that a test can stop it half-way.
@@ -163,7 +165,7 @@ def test_two_processes_share_one_cache(tmp_path, slow_model):
 
 
 def test_cache_is_in_wal_mode_with_a_busy_timeout(tmp_path):
-    from rmbench.cache import BUSY_TIMEOUT_S, ScoreCache
+    from rmbench.scoring.cache import BUSY_TIMEOUT_S, ScoreCache
 
     cache = ScoreCache("f" * 64, tmp_path)
     try:
@@ -219,7 +221,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(tmp_path, mon
 
 
 def test_a_rerun_that_dies_never_pairs_old_results_with_new_rewards(tmp_path, monkeypatch):
-    from rmbench.runner import EvalConfig, evaluate
+    from rmbench.scoring.runner import EvalConfig, evaluate
 
     old = evaluate(EvalConfig(model="length", n_bootstrap=10, use_cache=False), out_dir=tmp_path)
     real = files.atomic_write_bytes

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from rmbench.metrics import ties_score
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.core.metrics import ties_score
+from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.rewardbench import RewardBench2Task, RewardBenchTask, best_of_n_credit, rb1_score
 
 from conftest import shared_file

@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from typer.testing import CliRunner
 
-from rmbench.cli import app
+from rmbench.cli.app import app
 from rmbench.errors import ConfigError
-from rmbench.rewrite import default_template, write_shifted
+from rmbench.rewrite.shift import default_template, write_shifted
 from rmbench.tasks.shift import PairedShiftTask
 
 PAIRS = [{"prompt": "What is 2 + 2?", "chosen": "It is four.", "rejected": "It is five."},
@@ -86,7 +86,7 @@ def test_rewriter_errors(tmp_path, pairs_file):
 
 def test_lmeval_generation_rewriter_on_a_tiny_model(tmp_path, pairs_file, tiny):
     pytest.importorskip("lm_eval")
-    from rmbench.rewrite import lmeval_rewriter
+    from rmbench.rewrite.shift import lmeval_rewriter
 
     rewrite = lmeval_rewriter("hf", f"pretrained={tiny['causal']},dtype=float32", "{text}", max_gen_toks=4)
     out = write_shifted(str(pairs_file), tmp_path / "g.jsonl", f"lmeval:hf:pretrained={tiny['causal']}",
@@ -98,7 +98,7 @@ def test_lmeval_generation_rewriter_on_a_tiny_model(tmp_path, pairs_file, tiny):
 def test_shift_labels_and_templates(tmp_path, pairs_file):
     """A python rewriter needs no prompt (any KIND:NAME shift); without --shift it is a paraphrase;
     the LLM kinds need a template; a bad label fails before anything is written."""
-    from rmbench.rewrite import PARAPHRASE, make_rewriter
+    from rmbench.rewrite.shift import PARAPHRASE, make_rewriter
 
     (tmp_path / "rw.py").write_text("def upper(texts):\n    return [t.upper() for t in texts]\n")
     spec = f"python:{tmp_path}/rw.py:upper"

@@ -12,9 +12,9 @@ import pytest
 
 from conftest import shared_file
 from rmbench.errors import DataError
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.rewrite_invariance import RewriteInvarianceTask
-from rmbench.types import ORIGINAL, ComparisonGroup, PairIndex
+from rmbench.core.types import ORIGINAL, ComparisonGroup, PairIndex
 
 # Two source pairs and their paraphrases; the RM's reward of each text is given.
 ROWS = [{"orig_index": 0, "prompt": "q0", "orig_chosen": "A0", "orig_rejected": "B0", "chosen": "a0", "rejected": "b0"},
@@ -120,7 +120,7 @@ def test_the_papers_paraphrase_file_as_it_is(tmp_path):
 
 
 def test_rewardbench2_rows_become_pairs_for_a_style_set(tmp_path):
-    from rmbench.rewrite import write_shifted
+    from rmbench.rewrite.shift import write_shifted
     from rmbench.tasks.rewardbench import RewardBench2Task
 
     rows = [{"id": "r1", "prompt": "p", "chosen": ["a", "b"], "rejected": ["x", "y", "z"], "subset": "Focus"},

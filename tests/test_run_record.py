@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from rmbench.compare import compare_runs
+from rmbench.results.compare import compare_runs
 from rmbench.errors import ConfigError
-from rmbench.leaderboard import build_leaderboard
-from rmbench.metric_registry import TIES_LAYOUT, metric_def
-from rmbench.run_folder import load_run, parse_record, read_run, record_to_json
-from rmbench.run_record import SCHEMA_VERSION, Estimate
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.results.leaderboard import build_leaderboard
+from rmbench.core.metric_registry import TIES_LAYOUT, metric_def
+from rmbench.results.folder import load_run, parse_record, read_run, record_to_json
+from rmbench.results.record import SCHEMA_VERSION, Estimate
+from rmbench.scoring.runner import EvalConfig, evaluate
 
 GOLDEN = Path(__file__).with_name("golden") / "v1_run"
 """A run folder written by rmbench before the typed record (schema 1): length on ties and

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from rmbench.errors import ConfigError, DataError, ModelError
-from rmbench.run_folder import REWARDS_FILE, RESULTS_FILE, load_rewards
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.results.folder import REWARDS_FILE, RESULTS_FILE, load_rewards
+from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 from rmbench.catalog import load_catalog
-from rmbench.run_record import MetricRecord
-from rmbench.summary import summarize
+from rmbench.results.record import MetricRecord
+from rmbench.results.summary import summarize
 
 from conftest import shared_file
 
@@ -153,7 +153,7 @@ def test_limit_and_bootstrap_are_reproducible():
 
 
 def test_shift_slices_are_reported(tmp_path):
-    from rmbench.types import ComparisonGroup
+    from rmbench.core.types import ComparisonGroup
 
     groups = [ComparisonGroup("o1", "q", ["good", "bad!"], [1, 0]),
               ComparisonGroup("p1", "q", ["fine", "poor!!"], [1, 0], source_id="o1", shift="paraphrase")]

@@ -17,10 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
-from rmbench.cli import _parse_model_args, app
+from rmbench.cli.app import _parse_model_args, app
 from rmbench.errors import ConfigError
 from rmbench.models import Runtime, build_model, parse_model_spec
-from rmbench.types import Spec
+from rmbench.core.types import Spec
 
 runner = CliRunner()
 
@@ -171,8 +171,8 @@ def test_gguf_folders_are_not_pickle(tmp_path):
 
 
 def test_a_planted_training_checkpoint_cannot_run_code(tiny, tmp_path):
-    from rmbench.train import TrainConfig, train_one
-    from rmbench.types import ComparisonGroup
+    from rmbench.train.trainer import TrainConfig, train_one
+    from rmbench.core.types import ComparisonGroup
 
     marker = tmp_path / "checkpoint_ran"
     out = tmp_path / "trained"
@@ -215,7 +215,7 @@ def _planted(folder: Path, name: str, markers: Path, body: str = "") -> None:
 
 PLUGIN_TASK = """
 from rmbench.tasks.base import Task
-from rmbench.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup
 
 class EvilTask(Task):
     def groups(self):
@@ -365,7 +365,7 @@ def test_browser_check_detects_script_that_runs(tmp_path):
 
 @pytest.mark.slow
 def test_html_leaderboard_shows_hostile_names_as_text_in_a_browser(tmp_path):
-    from rmbench.runner import EvalConfig, evaluate
+    from rmbench.scoring.runner import EvalConfig, evaluate
 
     browser = _browser()
     runs = []

@@ -7,15 +7,15 @@ import pytest
 
 from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError, DataError
-from rmbench.leaderboard import build_leaderboard
-from rmbench.leaderboard_render import render
-from rmbench.run_folder import load_run
-from rmbench.runner import EvalConfig, evaluate
+from rmbench.results.leaderboard import build_leaderboard
+from rmbench.results.leaderboard_render import render
+from rmbench.results.folder import load_run
+from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
-from rmbench.summary import summarize
+from rmbench.results.summary import summarize
 from rmbench.tasks.persona import PersonaTask
 from rmbench.tasks.shift import PairedShiftTask
-from rmbench.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup
 
 from conftest import shared_file
 

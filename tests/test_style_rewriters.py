@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from rmbench.cli import app
+from rmbench.cli.app import app
 from rmbench.errors import ConfigError
-from rmbench.rewrite import make_rewriter, write_shifted
-from rmbench.run_folder import load_run
-from rmbench.style_rewriters import (CLOSING, CLOSINGS, OPENERS, PREAMBLE, STYLES, apply_style, ascii_punctuation,
+from rmbench.rewrite.shift import make_rewriter, write_shifted
+from rmbench.results.folder import load_run
+from rmbench.rewrite.style import (CLOSING, CLOSINGS, OPENERS, PREAMBLE, STYLES, apply_style, ascii_punctuation,
                                      bullets_to_prose, markdown_to_plain, plain, plain_to_markdown, polite, sentences,
                                      spacious, whitespace)
 from rmbench.tasks.shift import PairedShiftTask

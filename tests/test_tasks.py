@@ -7,7 +7,7 @@ from rmbench.errors import ConfigError, DataError
 from rmbench.tasks.loading import load_groups, task_spec_with_data
 from rmbench.tasks.jsonl import GroupsTask, PreferenceTask
 from rmbench.tasks.ties import TiesTask
-from rmbench.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup
 
 from conftest import shared_file
 

@@ -8,8 +8,8 @@ torch = pytest.importorskip("torch")
 from rmbench.errors import DataError  # noqa: E402
 from rmbench.models import Runtime, build_model, parse_model_spec  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
-from rmbench.train import TrainConfig, preference_pairs, train_one  # noqa: E402
-from rmbench.types import ComparisonGroup  # noqa: E402
+from rmbench.train.trainer import TrainConfig, preference_pairs, train_one  # noqa: E402
+from rmbench.core.types import ComparisonGroup  # noqa: E402
 
 GROUPS = [ComparisonGroup(f"g{i}", f"Pick a number {i}", [f"The answer is {i}", "no"], [1, 0]) for i in range(8)]
 FP32 = Runtime(dtype="float32", device="cpu")
@@ -63,7 +63,7 @@ def test_cli_train_then_eval(tiny, tmp_path):
 
     from typer.testing import CliRunner
 
-    from rmbench.cli import app
+    from rmbench.cli.app import app
 
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps({"prompt": g.prompt, "chosen": g.responses[0], "rejected": g.responses[1]}) + "\n"

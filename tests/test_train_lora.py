@@ -14,10 +14,10 @@ pytest.importorskip("peft")
 from rmbench.errors import ConfigError  # noqa: E402
 from rmbench.models import Runtime, build_model, parse_model_spec  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
-from rmbench.train import TrainConfig, _run_epoch, _write_outputs, preference_pairs, train_one  # noqa: E402
-from rmbench.train_models import distinct_responses, make_trainer  # noqa: E402
-from rmbench.train_progress import PhaseReport  # noqa: E402
-from rmbench.types import ComparisonGroup  # noqa: E402
+from rmbench.train.trainer import TrainConfig, _run_epoch, _write_outputs, preference_pairs, train_one  # noqa: E402
+from rmbench.train.models import distinct_responses, make_trainer  # noqa: E402
+from rmbench.train.progress import PhaseReport  # noqa: E402
+from rmbench.core.types import ComparisonGroup  # noqa: E402
 
 GROUPS = [ComparisonGroup(f"g{i}", f"Pick a number {i}", [f"The answer is {i}", "no"], [1, 0]) for i in range(8)]
 FP32 = Runtime(dtype="float32", device="cpu")
@@ -124,7 +124,7 @@ def test_an_interrupted_run_resumes(tiny, tmp_path, kind, lora):
 def test_the_cli_trains_with_lora_and_the_folders_evaluate(tiny, tmp_path):
     from typer.testing import CliRunner
 
-    from rmbench.cli import app
+    from rmbench.cli.app import app
 
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps({"prompt": g.prompt, "chosen": g.responses[0], "rejected": g.responses[1]})
@@ -152,7 +152,7 @@ def test_the_cli_trains_with_lora_and_the_folders_evaluate(tiny, tmp_path):
 def test_without_peft_lora_is_a_one_line_error_and_full_training_never_imports_it(tiny, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from rmbench.cli import app
+    from rmbench.cli.app import app
 
     monkeypatch.setitem(sys.modules, "peft", None)  # import peft now raises ImportError
     with pytest.raises(ConfigError, match=r"pip install 'rmbench\[lora\]'"):

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from rmbench.train import TrainConfig
-from rmbench.train_progress import JobEstimate, format_eta, plan_line, plan_phases, prior_cost
+from rmbench.train.trainer import TrainConfig
+from rmbench.train.progress import JobEstimate, format_eta, plan_line, plan_phases, prior_cost
 
 
 class Clock:
@@ -64,7 +64,7 @@ def test_cli_train_stderr_shows_the_plan_and_rmbench_progress_only(tiny, tmp_pat
     pytest.importorskip("torch")
     from typer.testing import CliRunner
 
-    from rmbench.cli import app
+    from rmbench.cli.app import app
 
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"Pick {i}", "chosen": f"The answer is {i}", "rejected": "no"})
@@ -84,7 +84,7 @@ def test_quiet_hf_progress_restores_the_bars():
     pytest.importorskip("transformers")
     from transformers.utils import logging as hf_logging
 
-    from rmbench.train_progress import quiet_hf_progress
+    from rmbench.train.progress import quiet_hf_progress
 
     was = hf_logging.is_progress_bar_enabled()
     hf_logging.enable_progress_bar()

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmbench.types import ComparisonGroup, Message, PairIndex, Spec, data_fingerprint
+from rmbench.core.types import ComparisonGroup, Message, PairIndex, Spec, data_fingerprint
 
 
 def test_preference_pair_and_pairs():

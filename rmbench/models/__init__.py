@@ -12,6 +12,11 @@ A model is named on the command line as
 Third-party packages add kinds through the ``rmbench.models`` entry-point group; the entry
 point names a factory (class or function) called with the spec's arguments that returns a
 :class:`~rmbench.models.base.RewardModel` or any object with a ``score(batch)`` method.
+
+Layer: beside :mod:`rmbench.tasks`, above :mod:`rmbench.core`. May import :mod:`rmbench.core` and
+the shared top-level modules only (never tasks, catalog, results, scoring, rewrite, train or cli);
+one module per family (``baselines``, ``implicit``, ``seqcls``, ``generative``, ``discretize``,
+``lmeval``, ``vllm``), the transformers machinery in ``hf/``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Mapping, Sequence
 
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation
 from rmbench.registry import Registry, instantiate
-from rmbench.types import ModelSpec
+from rmbench.core.types import ModelSpec
 
 MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
 MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM", description="reward = true utility (upper bound; for tests)")
@@ -83,4 +88,15 @@ def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Tru
                        {"runtime": runtime or Runtime(), "truncation": truncation})
 
 
-__all__ = ["MODEL_KINDS", "RewardModel", "Runtime", "ScoreRequest", "Truncation", "build_model", "parse_model_spec"]
+def register_model_kind(name: str, target: object, description: str = "") -> None:
+    """Register a model kind in this process (public API: ``rmbench.register_model_kind``).
+
+    ``target`` is a RewardModel subclass or factory, or a lazy ``"module:attr"`` (or
+    ``"file.py:attr"``) string imported on first use. The name then works wherever a built-in
+    kind does (``--model {name}``, entry files' ``kind:``). A name that is already
+    registered is a :class:`~rmbench.registry.RegistryError`. An installed package registers
+    through the ``rmbench.models`` entry-point group instead, so that every process sees it."""
+    MODEL_KINDS.register(name, target, description=description, origin=f"register_model_kind({name!r})")
+
+
+__all__ = ["MODEL_KINDS", "register_model_kind", "RewardModel", "Runtime", "ScoreRequest", "Truncation", "build_model", "parse_model_spec"]

@@ -24,10 +24,10 @@ import numpy as np
 
 from rmbench import __version__
 from rmbench.errors import ConfigError
-from rmbench.types import Prompt, canonical_json, prompt_to_json, sha256_hex
+from rmbench.core.types import Prompt, canonical_json, prompt_to_json, sha256_hex
 
 if TYPE_CHECKING:
-    from rmbench.types import ComparisonGroup
+    from rmbench.core.types import ComparisonGroup
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from rmbench.models.base import CompositeModel, GroupContextModel, RewardModel, 
 from rmbench.models.hf import Encoding, HFRewardModel, load_weights
 from rmbench.models.hf.identity import tokenizer_identity
 from rmbench.models.rewardbench_dpo import DPOTokens, rewardbench_dpo_tokens
-from rmbench.types import prompt_to_json
+from rmbench.core.types import prompt_to_json
 
 CONVENTIONS = ("rmbench", "rewardbench")
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models.trained import is_trained_folder, load_trained_entry
 from rmbench.registry import RegistryError, import_target
-from rmbench.types import ModelSpec, Spec
+from rmbench.core.types import ModelSpec, Spec
 
 if TYPE_CHECKING:
     from rmbench.registry import Registry
@@ -130,7 +130,7 @@ class ModelNames:
         """The spec ``ref`` names, with its nested references resolved.
 
         ``ref``: a name (any form of the module docstring), a ``{"name", "kind", "args"}``
-        mapping, or a :class:`~rmbench.types.Spec`. ``overrides`` replace arguments of the
+        mapping, or a :class:`~rmbench.core.types.Spec`. ``overrides`` replace arguments of the
         top-level spec before its references are resolved (so an override may name a model).
         ``defer_unknown``: a nested reference that names no model does not fail here; it is
         left as ``{"unresolved": NAME, "error": MESSAGE}``, which fails with MESSAGE when it

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rmbench.types import Spec
+from rmbench.core.types import Spec
 
 SMOL = "smollm2-135m-instruct"
 

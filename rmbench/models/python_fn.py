@@ -13,7 +13,7 @@ from typing import Sequence
 
 from rmbench.models.base import RewardModel, ScoreRequest
 from rmbench.registry import import_target
-from rmbench.types import prompt_to_json
+from rmbench.core.types import prompt_to_json
 
 
 class PythonFunctionRM(RewardModel):

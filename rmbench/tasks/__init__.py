@@ -3,13 +3,19 @@
 A *kind* is a Task class (or factory) registered here or by a third-party package through the
 ``rmbench.tasks`` entry-point group. A *named task* (``ties``) is a YAML/TOML entry that
 instantiates a kind with arguments; see :mod:`rmbench.catalog`.
+
+Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
+row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
+``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``), where data comes from
+(``sources``), loading with ``--data`` overrides (``loading``) and the plugin skeleton
+(``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
 """
 
 from __future__ import annotations
 
 from rmbench.registry import Registry, instantiate
 from rmbench.tasks.base import Task
-from rmbench.types import TaskSpec
+from rmbench.core.types import TaskSpec
 
 TASK_KINDS: Registry = Registry("task", entry_point_group="rmbench.tasks")
 TASK_KINDS.register("rb2_ties", "rmbench.tasks.ties:TiesTask",
@@ -50,4 +56,15 @@ class _PluginTask(Task):
         return self.inner.groups()
 
 
-__all__ = ["TASK_KINDS", "Task", "build_task"]
+def register_task_kind(name: str, target: object, description: str = "") -> None:
+    """Register a task kind in this process (public API: ``rmbench.register_task_kind``).
+
+    ``target`` is a Task subclass or factory, or a lazy ``"module:attr"`` (or
+    ``"file.py:attr"``) string imported on first use. The name then works wherever a built-in
+    kind does (``--tasks {name}``, entry files' ``kind:``). A name that is already
+    registered is a :class:`~rmbench.registry.RegistryError`. An installed package registers
+    through the ``rmbench.tasks`` entry-point group instead, so that every process sees it."""
+    TASK_KINDS.register(name, target, description=description, origin=f"register_task_kind({name!r})")
+
+
+__all__ = ["TASK_KINDS", "register_task_kind", "Task", "build_task"]

@@ -18,8 +18,8 @@ import numpy as np
 
 from rmbench.errors import DataError
 from rmbench.files import json_error_text
-from rmbench.metric_registry import DEFAULT_HEADLINE, OfficialLayout
-from rmbench.types import ComparisonGroup, TaskSpec, prompt_from_json
+from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
+from rmbench.core.types import ComparisonGroup, TaskSpec, prompt_from_json
 
 ExtraMetric = Callable[[np.ndarray], float]
 """A task-specific statistic of the resampling units (see :meth:`Task.bootstrap_units`)."""
@@ -57,7 +57,7 @@ class Task(ABC):
     """A benchmark task. Subclasses implement :meth:`groups`; the rest has sensible defaults.
 
     Declarations (class attributes): ``headline``, the metrics a leaderboard shows for the task
-    (registered names, :mod:`rmbench.metric_registry`); ``official``, the benchmark's official
+    (registered names, :mod:`rmbench.core.metric_registry`); ``official``, the benchmark's official
     table when it has one (RewardBench 1/2, Ties).
     """
 
@@ -115,7 +115,7 @@ _BAD_ROWS: ContextVar[BadRows | None] = ContextVar("rmbench_bad_rows", default=N
 def skipping_bad_rows() -> Iterator[BadRows]:
     """Within this block, readers leave out rows they cannot read (recording why) instead of
     raising; :func:`row_excluded` also leaves out rows a loader rejected (see
-    :func:`rmbench.runner.load_groups`). Errors without a line (a missing or empty file) still raise."""
+    :func:`rmbench.scoring.runner.load_groups`). Errors without a line (a missing or empty file) still raise."""
     token = _BAD_ROWS.set(BadRows())
     try:
         yield _BAD_ROWS.get()
@@ -366,7 +366,7 @@ class RowReader:
         row (ids seen, pairs kept) only once the row has passed every check, just before yielding.
 
         Loaders that do not use it still skip bad rows, by a slower route: the task is read again
-        without the row (see :func:`rmbench.runner.load_groups_skipping`).
+        without the row (see :func:`rmbench.scoring.runner.load_groups_skipping`).
         """
         try:
             yield

@@ -12,7 +12,7 @@ from typing import Iterator, Mapping
 
 from rmbench.tasks.base import Task
 from rmbench.tasks.jsonl import PreferenceTask
-from rmbench.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup
 
 
 class DomainShiftTask(Task):

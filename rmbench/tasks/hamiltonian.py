@@ -15,7 +15,7 @@ import re
 from typing import Iterator, Sequence
 
 from rmbench.tasks.base import Task
-from rmbench.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup
 
 
 def random_graph(n: int, p: float, rng: random.Random) -> tuple[list[tuple[int, int]], list[int]]:

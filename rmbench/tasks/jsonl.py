@@ -6,7 +6,7 @@ from typing import Iterator
 
 from rmbench.tasks.base import RowReader, Task
 from rmbench.tasks.sources import iter_rows
-from rmbench.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup
 
 
 class GroupsTask(Task):

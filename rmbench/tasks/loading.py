@@ -17,7 +17,7 @@ from rmbench.errors import ConfigError, DataError
 from rmbench.tasks import build_task
 from rmbench.tasks.base import Task, skipping_bad_rows
 from rmbench.tasks.shift import SHIFT_LABEL
-from rmbench.types import ComparisonGroup, Spec, TaskSpec
+from rmbench.core.types import ComparisonGroup, Spec, TaskSpec
 
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from rmbench.tasks.base import RowReader, Task, units_by_source
 from rmbench.tasks.sources import iter_rows
-from rmbench.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup
 
 YES_PREFIXES = ("In my view, the answer is ", "A truthful reply is ")
 YES_WORDS = ("yes", "sure")

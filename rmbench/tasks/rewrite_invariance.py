@@ -37,7 +37,7 @@ import numpy as np
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, units_by_source
 from rmbench.tasks.shift import PairedShiftTask
-from rmbench.types import ORIGINAL, ComparisonGroup
+from rmbench.core.types import ORIGINAL, ComparisonGroup
 
 HEADLINE = ("ds_auc", "rewrite_specificity", "within_form_discrimination", "cross_form_discrimination",
             "cross_form_gap", "preference_flip_rate", "length_correlation")

@@ -7,18 +7,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Iterator
 
 from rmbench.files import atomic_write_text
 from rmbench.models.hf.loading import ModelSource
 from rmbench.paths import user_cache_dir
-from rmbench.types import canonical_json, sha256_hex
+from rmbench.core.types import canonical_json, sha256_hex
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 IDENTITY_SUFFIXES = WEIGHT_SUFFIXES + (".json", ".model", ".txt", ".jinja")
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 @contextlib.contextmanager
@@ -80,17 +78,9 @@ def folder_fingerprint(folder: str | Path) -> str:
 def cached_hub_commit(source: ModelSource) -> str | None:
     """The commit a hub id's revision resolves to in the local hub cache, without loading
     anything (None when the hub cache has never fetched it)."""
-    revision = source.revision or "main"
-    if COMMIT.match(revision):
-        return revision
     from rmbench import hub
 
-    ref = hub.cache_dir() / f"models--{source.location.replace('/', '--')}" / "refs" / revision
-    try:
-        commit = ref.read_text().strip()
-    except OSError:
-        return None
-    return commit if COMMIT.match(commit) else None
+    return hub.cached_commit(source.location, source.revision)
 
 
 def weights_identity(source: ModelSource, commit: str | None = None) -> str:

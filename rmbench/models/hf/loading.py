@@ -126,10 +126,9 @@ def _hub_kwargs(model: str, source: ModelSource) -> dict:
     if source.is_local:
         return {}
     from rmbench import hub
-    from rmbench.models.hf.identity import cached_hub_commit
 
     offline = hub.offline_kwargs()
-    if offline and cached_hub_commit(source) is None:
+    if offline and hub.cached_commit(source.location, source.revision) is None:
         raise load_error(model, source, FileNotFoundError("not in the hub cache"))
     return offline
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from rmbench.errors import ConfigError
-from rmbench.types import Prompt, prompt_to_json
+from rmbench.core.types import Prompt, prompt_to_json
 
 
 class Formatter:

@@ -22,9 +22,7 @@ args:
 LOADER = '''\
 """The {name} task: preference pairs from a JSON Lines file (edit to fit your data)."""
 
-from rmbench.tasks.base import RowReader, Task
-from rmbench.tasks.sources import iter_rows
-from rmbench.types import ComparisonGroup
+from rmbench import ComparisonGroup, RowReader, Task, iter_rows
 
 
 class {cls}(Task):
@@ -60,10 +58,7 @@ from pathlib import Path
 
 import pytest
 
-from rmbench.catalog import load_catalog
-from rmbench.errors import DataError
-from rmbench.runner import EvalConfig, evaluate
-from rmbench.tasks.loading import load_groups
+from rmbench import DataError, EvalConfig, evaluate, load_catalog, load_groups
 
 HERE = Path(__file__).parent
 

@@ -1,7 +1,7 @@
 """The ``rmbench`` command line: parses options and calls the library; nothing else lives here.
 
-``rmbench train`` is in :mod:`rmbench.cli_train`; commands on results already written
-(leaderboard, compare, plot, export) are in :mod:`rmbench.cli_results`; what all commands share is in :mod:`rmbench.cli_common`.
+``rmbench train`` is in :mod:`rmbench.cli.train`; commands on results already written
+(leaderboard, compare, plot, export) are in :mod:`rmbench.cli.results`; what all commands share is in :mod:`rmbench.cli.common`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import List, Optional
 
 import typer
 from rich.markup import escape
-from rmbench.cli_common import (_print_leaderboard, _warn, app, console, err_console, models_app, progress_bars,
+from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_console, models_app, progress_bars,
                                 tasks_app, user_errors)
-from rmbench.cli_tables import Grid, print_grid
+from rmbench.cli.tables import Grid, print_grid
 
 
 def _details_grid(record) -> Grid:
@@ -91,10 +91,10 @@ def eval_command(
     worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
-    from rmbench.backends import is_main_process
-    from rmbench.eval_suite import evaluate_models
+    from rmbench.scoring.backends import is_main_process
+    from rmbench.scoring.suite import evaluate_models
     from rmbench.models import Runtime
-    from rmbench.runner import EvalConfig, parse_eps
+    from rmbench.scoring.runner import EvalConfig, parse_eps
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
@@ -185,7 +185,7 @@ def shift_command(
     """
     import json
 
-    from rmbench.rewrite import resolve_shift, write_shifted
+    from rmbench.rewrite.shift import resolve_shift, write_shifted
 
     with user_errors():
         label = resolve_shift(rewriter, shift, prompt_template)[0]
@@ -209,7 +209,7 @@ def new_task_command(
     directory: Path = typer.Option(Path("."), "--dir", help="Parent folder of the new task folder."),
 ) -> None:
     """Write a working task plugin skeleton: YAML entry, loader, example data and a test."""
-    from rmbench.scaffold import new_task, next_steps
+    from rmbench.tasks.scaffold import new_task, next_steps
 
     with user_errors():
         folder = new_task(name, directory)
@@ -219,8 +219,8 @@ def new_task_command(
 
 
 # The train and results commands register on the same app, after the ones above (the order of --help).
-from rmbench import cli_train  # noqa: E402,F401
-from rmbench import cli_results  # noqa: E402,F401
+from rmbench.cli import train as cli_train  # noqa: E402,F401
+from rmbench.cli import results as cli_results  # noqa: E402,F401
 
 
 def main() -> None:  # console-script entry point

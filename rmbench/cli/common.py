@@ -20,7 +20,7 @@ from rich.table import Column
 from rich.text import Text
 from typer.core import TyperCommand
 
-from rmbench.cli_tables import Grid, OutputConsole, print_grid
+from rmbench.cli.tables import Grid, OutputConsole, print_grid
 from rmbench.errors import RMBenchError
 from rmbench.registry import RegistryError
 
@@ -58,7 +58,7 @@ app.add_typer(models_app, name="models")
 app.add_typer(leaderboard_app, name="leaderboard")
 
 console = OutputConsole()
-"""Results (stdout); as wide as the terminal, or unlimited when piped (see :mod:`rmbench.cli_tables`)."""
+"""Results (stdout); as wide as the terminal, or unlimited when piped (see :mod:`rmbench.cli.tables`)."""
 err_console = OutputConsole(stderr=True)
 """Progress, warnings and errors (stderr)."""
 
@@ -142,8 +142,8 @@ def progress_bars(unit: str) -> Iterator:
 
 
 def leaderboard_grid(table) -> Grid:
-    """A :class:`rmbench.leaderboard.Table` as a grid: rows of runs, one column per metric."""
-    from rmbench.leaderboard_render import format_cell
+    """A :class:`rmbench.results.leaderboard.Table` as a grid: rows of runs, one column per metric."""
+    from rmbench.results.leaderboard_render import format_cell
 
     return Grid(headers=tuple(table.key_headers) + tuple(col.header for col in table.columns),
                 rows=tuple(tuple(keys) + tuple(format_cell(c) for c in cells) for keys, cells in table.rows),

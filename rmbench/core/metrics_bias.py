@@ -1,5 +1,5 @@
 """Pure metrics of bias: length bias (on any task) and rewrite invariance (on groups of
-rewrites). Arrays in, numbers out, as in :mod:`rmbench.metrics`, which re-exports them."""
+rewrites). Arrays in, numbers out, as in :mod:`rmbench.core.metrics`, which re-exports them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from rmbench.metrics import _arr, pairwise_accuracy
+from rmbench.core.metrics import _arr, pairwise_accuracy
 
 
 # --- Length bias ------------------------------------------------------------------------

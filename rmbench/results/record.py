@@ -1,7 +1,7 @@
 """The run record: what one ``rmbench eval`` of one model produced, as typed, frozen values.
 
-:class:`RunRecord` is what :func:`rmbench.runner.evaluate` returns and what ``results.json``
-holds (schema :data:`SCHEMA_VERSION`; :mod:`rmbench.run_folder` reads, validates and migrates
+:class:`RunRecord` is what :func:`rmbench.scoring.runner.evaluate` returns and what ``results.json``
+holds (schema :data:`SCHEMA_VERSION`; :mod:`rmbench.results.folder` reads, validates and migrates
 older files). Leaderboards, ``compare``, plots, exports and the reproductions ask it questions
 (``run.metric("ties", "specificity", eps=0.1)``) instead of walking JSON.
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 from rmbench.errors import ConfigError
-from rmbench.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
-from rmbench.types import canonical_json, sha256_hex
+from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
+from rmbench.core.types import canonical_json, sha256_hex
 
 SCHEMA_VERSION = 2
 KEY_VERSION = 1

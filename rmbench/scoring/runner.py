@@ -16,23 +16,23 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rmbench import __version__
-from rmbench.backends import ENGINES, make_backend
-from rmbench.cache import ScoreCache, request_key
+from rmbench.scoring.backends import ENGINES, make_backend
+from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.catalog import Catalog, load_catalog
-from rmbench.engine import model_requests, requests_for, score_groups
-from rmbench.environment import current_environment
+from rmbench.scoring.engine import model_requests, requests_for, score_groups
+from rmbench.results.environment import current_environment
 from rmbench.errors import ConfigError, DataError, RMBenchError
-from rmbench.metrics import METRIC_VERSION, reward_sigma
+from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.models import Runtime, Truncation, build_model
 from rmbench.models.names import resolve_model
 from rmbench.models.base import RewardModel, tokenized_parts
-from rmbench.run_folder import RewardRow, check_destination, write_run
-from rmbench.run_record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
+from rmbench.results.folder import RewardRow, check_destination, write_run
+from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
                                 SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
-from rmbench.summary import summarize
+from rmbench.results.summary import summarize
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
-from rmbench.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
+from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 """``factory(description, total)`` returns a callback that advances by the count it is given."""
@@ -119,7 +119,7 @@ class LoadedTask:
     groups: list[ComparisonGroup]
     bad_rows: list[DataError]
     fingerprint: str
-    """of the groups kept (:func:`rmbench.types.data_fingerprint`)"""
+    """of the groups kept (:func:`rmbench.core.types.data_fingerprint`)"""
 
     @property
     def n_responses(self) -> int:

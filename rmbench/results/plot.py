@@ -4,7 +4,7 @@ The curve is the one of arXiv 2606.21795 ("Discretizing Reward Models"): as eps 
 the reward model calls more pairs "equal", so specificity Spec(eps) rises and discrimination
 D(eps) falls; a run is one curve in the (Spec, D) square and the ideal is the corner (1, 1).
 The curve is recomputed densely from the run's rewards over the task's pairs (the task's data
-is reloaded, no model is loaded; see :mod:`rmbench.run_data`), and the points the run *recorded*
+is reloaded, no model is loaded; see :mod:`rmbench.results.reload`), and the points the run *recorded*
 (its D and Spec metric records, at eps = 0 and 0.1 sigma by default) are marked on it. When the
 data can no longer be reloaded, only the recorded points are drawn, with a note saying so.
 
@@ -31,9 +31,9 @@ import numpy as np
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_bytes
 from rmbench.paths import user_cache_dir
-from rmbench.metric_registry import metric_def
-from rmbench.run_folder import RunFolder
-from rmbench.run_record import TaskResult
+from rmbench.core.metric_registry import metric_def
+from rmbench.results.folder import RunFolder
+from rmbench.results.record import TaskResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -114,7 +114,7 @@ def _eps_grid(diff: np.ndarray, eq_abs: np.ndarray, unit: str, sigma: float,
 
 def _dense_curve(diff: np.ndarray, eq: np.ndarray, grid: np.ndarray, unit: str,
                  sigma: float) -> tuple[np.ndarray, np.ndarray]:
-    """Spec and D at every eps of ``grid``, with the arithmetic of :mod:`rmbench.metrics`
+    """Spec and D at every eps of ``grid``, with the arithmetic of :mod:`rmbench.core.metrics`
     (D = #(gap > eps) / n, Spec = 1 - #(|gap| > eps) / m, eps raw = eps * sigma), so the
     curve passes exactly through the recorded points."""
     raw = grid * float(sigma) if unit == "sigma" else grid.astype(np.float64)
@@ -133,13 +133,13 @@ def _dense_curve(diff: np.ndarray, eq: np.ndarray, grid: np.ndarray, unit: str,
 def curve_data(folder: RunFolder, task: str, label: str | None = None) -> CurveData:
     """The D-Spec curve of ``folder``'s run on ``task`` (``label``: default the model name).
 
-    Dense when the task's data reloads (rmbench.run_data.task_rewards): eps on a grid in the
+    Dense when the task's data reloads (rmbench.results.reload.task_rewards): eps on a grid in the
     run's eps unit from 0 to past the largest |gap|, the recorded eps included. Otherwise
     (DataError/ConfigError) only the recorded points, with a note saying why.
     """
-    from rmbench import metrics as M
-    from rmbench.run_data import task_rewards
-    from rmbench.types import PairIndex
+    from rmbench.core import metrics as M
+    from rmbench.results.reload import task_rewards
+    from rmbench.core.types import PairIndex
 
     result = folder.record.task(task)
     label = label or folder.record.model_name

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Sequence, Union
 
 from rmbench.errors import ConfigError
-from rmbench.metric_registry import metric_def
-from rmbench.run_folder import RunFolder
-from rmbench.run_record import Estimate, RunRecord, TaskResult, eps_text
+from rmbench.core.metric_registry import metric_def
+from rmbench.results.folder import RunFolder
+from rmbench.results.record import Estimate, RunRecord, TaskResult, eps_text
 
 FORMATS = ("md", "csv", "json", "html")
 DEFAULT_EPS = 0.1
@@ -232,7 +232,7 @@ def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first
 
 
 def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None) -> Leaderboard:
-    """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.run_folder.load_run`)."""
+    """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.results.folder.load_run`)."""
     if not runs:
         raise ConfigError("no runs given")
     entries, notes = _entries(runs)

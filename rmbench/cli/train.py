@@ -1,9 +1,9 @@
-"""``rmbench train``: the command line over :mod:`rmbench.train`.
+"""``rmbench train``: the command line over :mod:`rmbench.train.trainer`.
 
 Before training it prints the plan (pairs, epochs, kinds, steps); meanwhile one line per phase
 (each epoch of each kind, the IM-RM's reference pass) and an overall line counting every pair
 update of the job (pairs x epochs x kinds) whose eta is the whole job's, from a rate measured
-per phase (:class:`rmbench.train_progress.JobEstimate`; ``~`` while a kind has not run yet).
+per phase (:class:`rmbench.train.progress.JobEstimate`; ``~`` while a kind has not run yet).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.table import Column
 from rich.text import Text
 
-from rmbench.cli_common import FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, user_errors
+from rmbench.cli.common import FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, user_errors
 
 
 class _EtaColumn(ProgressColumn):
@@ -28,7 +28,7 @@ class _EtaColumn(ProgressColumn):
         self._rich = TimeRemainingColumn()
 
     def render(self, task) -> Text:
-        from rmbench.train_progress import format_eta
+        from rmbench.train.progress import format_eta
 
         estimate = task.fields.get("estimate")
         if estimate is not None:
@@ -50,10 +50,10 @@ def _columns(width: int) -> tuple[ProgressColumn, ...]:
 
 class _JobProgress:
     """The rich lines of a training job; passed to ``train_one`` as its ``progress`` (it has the
-    ``begin``/``restored`` methods of :class:`rmbench.train_progress.PhaseReport`)."""
+    ``begin``/``restored`` methods of :class:`rmbench.train.progress.PhaseReport`)."""
 
     def __init__(self, progress: Progress, kinds: list[str], n_pairs: int, n_texts: int, epochs: int) -> None:
-        from rmbench.train_progress import JobEstimate, plan_phases
+        from rmbench.train.progress import JobEstimate, plan_phases
 
         self.progress = progress
         self.estimate = JobEstimate(plan_phases(kinds, n_pairs, n_texts, epochs))
@@ -91,7 +91,7 @@ def _lora_settings(lora: bool, r: Optional[int], alpha: Optional[float], dropout
         raise ConfigError(f"{', '.join('--' + k.replace('_', '-') for k in given)} appl"
                           f"{'ies' if len(given) == 1 else 'y'} only with --lora")
     if lora:
-        from rmbench.train_lora import import_peft
+        from rmbench.train.lora import import_peft
 
         import_peft()  # its error before any data or weights load
     return {"lora": lora, **given}
@@ -129,9 +129,9 @@ def train_command(
     from rmbench.catalog import load_catalog
     from rmbench.tasks.jsonl import PreferenceTask
     from rmbench.tasks.loading import load_groups
-    from rmbench.train import TrainConfig, preference_pairs, train_one
-    from rmbench.train_models import distinct_responses
-    from rmbench.train_progress import plan_line
+    from rmbench.train.trainer import TrainConfig, preference_pairs, train_one
+    from rmbench.train.models import distinct_responses
+    from rmbench.train.progress import plan_line
 
     with user_errors():
         config = TrainConfig(base=base, kind=kind, epochs=epochs, lr=lr, beta=beta, batch_size=batch_size, seed=seed,

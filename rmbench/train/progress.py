@@ -152,7 +152,7 @@ def format_eta(seconds: float | None, provisional: bool) -> str:
 
 
 class PhaseReport:
-    """What :func:`rmbench.train.train_one` tells its ``progress`` argument, for one kind.
+    """What :func:`rmbench.train.trainer.train_one` tells its ``progress`` argument, for one kind.
 
     ``progress`` is either a plain factory ``progress(description, total) -> advance(n)`` or an
     object with ``begin(kind, phase, description, total) -> advance(n)`` and, optionally,

@@ -11,7 +11,7 @@ Where things go (:func:`plan_outputs`), so that no command's results replace ano
   the same command writes.
 
 A folder that holds another run (model, tasks or comparability key) is refused before any
-model is scored unless ``overwrite`` (:func:`rmbench.run_folder.check_destination`): every run
+model is scored unless ``overwrite`` (:func:`rmbench.results.folder.check_destination`): every run
 is planned and its folder checked first.
 """
 
@@ -25,11 +25,11 @@ from typing import Callable, Sequence
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name
-from rmbench.leaderboard import Leaderboard, build_leaderboard
-from rmbench.leaderboard_render import render
-from rmbench.run_folder import check_destination
-from rmbench.run_record import RunRecord
-from rmbench.runner import EvalConfig, ProgressFactory, RunPlan, evaluate, plan_run
+from rmbench.results.leaderboard import Leaderboard, build_leaderboard
+from rmbench.results.leaderboard_render import render
+from rmbench.results.folder import check_destination
+from rmbench.results.record import RunRecord
+from rmbench.scoring.runner import EvalConfig, ProgressFactory, RunPlan, evaluate, plan_run
 from rmbench.tasks.loading import DataOverride
 
 DEFAULT_ROOT = Path("runs")

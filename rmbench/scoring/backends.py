@@ -1,7 +1,7 @@
 """Where the engine's batches run: this process (``local``), a Ray cluster (``ray``) or the
 processes of ``accelerate launch`` (``accelerate``).
 
-rmbench does not grow its own distributed system. The engine (:mod:`rmbench.engine`) still
+rmbench does not grow its own distributed system. The engine (:mod:`rmbench.scoring.engine`) still
 dedupes the requests, plans the batches, reads and writes the score cache, and checks and
 post-processes the rewards; a backend only turns a list of planned batches into raw scores,
 yielding ``(batch index, values)`` as batches finish, in any order. Because the plan is the
@@ -30,7 +30,7 @@ import numpy as np
 
 from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import RewardModel, ScoreRequest
-from rmbench.types import prompt_from_json, prompt_to_json
+from rmbench.core.types import prompt_from_json, prompt_to_json
 
 ENGINES = ("local", "ray", "accelerate")
 Factory = Callable[[], RewardModel]

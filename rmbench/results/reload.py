@@ -14,11 +14,11 @@ import numpy as np
 
 from rmbench.catalog import load_catalog
 from rmbench.errors import DataError
-from rmbench.run_folder import RunFolder
-from rmbench.run_record import TaskResult
+from rmbench.results.folder import RunFolder
+from rmbench.results.record import TaskResult
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
-from rmbench.types import ComparisonGroup, Spec, data_fingerprint
+from rmbench.core.types import ComparisonGroup, Spec, data_fingerprint
 
 
 @dataclass(frozen=True)

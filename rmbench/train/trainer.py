@@ -11,9 +11,9 @@ Both minimise the Bradley-Terry loss  -log sigmoid(r(x, y_chosen) - r(x, y_rejec
   distinct training responses are computed once, before the first update.
 
 The backbone is fully fine-tuned, or with ``lora`` only LoRA adapters on its linear layers are
-(:mod:`rmbench.train_lora`), merged into the weights when saved. The models:
-:mod:`rmbench.train_models`; the plan line and the whole-job time estimate:
-:mod:`rmbench.train_progress`.
+(:mod:`rmbench.train.lora`), merged into the weights when saved. The models:
+:mod:`rmbench.train.models`; the plan line and the whole-job time estimate:
+:mod:`rmbench.train.progress`.
 
 A plain PyTorch loop (TRL's trainers assume accelerators and more memory than a 2-core CPU
 has); seeded and deterministic in float32. Each epoch ends with a checkpoint (the trainable
@@ -40,8 +40,8 @@ from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_text
 from rmbench.models.base import Runtime, ScoreRequest
 from rmbench.models.trained import MODEL_ENTRY, load_trained_entry  # load_trained_entry: re-exported
-from rmbench.train_progress import PhaseReport, quiet_hf_progress
-from rmbench.types import ComparisonGroup, canonical_json, data_fingerprint, sha256_hex
+from rmbench.train.progress import PhaseReport, quiet_hf_progress
+from rmbench.core.types import ComparisonGroup, canonical_json, data_fingerprint, sha256_hex
 
 __all__ = ["MODEL_ENTRY", "TrainConfig", "load_trained_entry", "preference_pairs", "train_one"]
 
@@ -185,7 +185,7 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
     """Train one kind into ``out``; returns its model card (with the loss per epoch).
 
     ``progress``: None, a factory ``progress(description, total) -> advance(n)`` or an object
-    with ``begin``/``restored`` (:class:`rmbench.train_progress.PhaseReport`). transformers'
+    with ``begin``/``restored`` (:class:`rmbench.train.progress.PhaseReport`). transformers'
     own progress bars are off meanwhile. ``allow_pickle``: let the base load from pickle
     weights (``pytorch_model.bin``), see Runtime.
     """
@@ -197,7 +197,7 @@ def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup]
                report: PhaseReport, allow_pickle: bool) -> dict:
     import torch
 
-    from rmbench.train_models import make_trainer
+    from rmbench.train.models import make_trainer
 
     pairs = preference_pairs(groups)
     n_pairs = len(pairs) // 2

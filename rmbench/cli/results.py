@@ -8,8 +8,8 @@ from typing import List, Optional
 
 import typer
 
-from rmbench.cli_common import (_print_leaderboard, app, console, err_console, leaderboard_app, user_errors)
-from rmbench.cli_tables import Grid, print_grid
+from rmbench.cli.common import (_print_leaderboard, app, console, err_console, leaderboard_app, user_errors)
+from rmbench.cli.tables import Grid, print_grid
 from rmbench.errors import RMBenchError
 
 
@@ -25,9 +25,9 @@ def leaderboard_build(
     """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
     from rmbench.errors import ConfigError
     from rmbench.files import atomic_write_text
-    from rmbench.leaderboard import FORMATS, build_leaderboard
-    from rmbench.leaderboard_render import render
-    from rmbench.run_folder import find_runs
+    from rmbench.results.leaderboard import FORMATS, build_leaderboard
+    from rmbench.results.leaderboard_render import render
+    from rmbench.results.folder import find_runs
 
     with user_errors():
         if fmt not in FORMATS:
@@ -50,7 +50,7 @@ def leaderboard_build(
 def _curve_figures(folders, lb, console_) -> dict[str, str]:
     """The D-Spec curve of each task as inline SVG, when matplotlib is installed."""
     try:
-        from rmbench.plot import ds_curve_svg
+        from rmbench.results.plot import ds_curve_svg
     except ImportError:
         return {}
     figures = {}
@@ -75,8 +75,8 @@ def compare_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
 ) -> None:
     """A - B on every metric of the shared tasks at the eps both runs have, with paired bootstrap 95% CIs."""
-    from rmbench.compare import compare_runs
-    from rmbench.run_folder import load_run
+    from rmbench.results.compare import compare_runs
+    from rmbench.results.folder import load_run
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
@@ -110,8 +110,8 @@ def plot_command(
 ) -> None:
     """D(eps)-Spec(eps) curves per task (one curve per run) and original-vs-shifted bars for shift tasks."""
     from rmbench.errors import ConfigError
-    from rmbench.plot import plot_runs
-    from rmbench.run_folder import find_runs
+    from rmbench.results.plot import plot_runs
+    from rmbench.results.folder import find_runs
 
     with user_errors():
         formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
@@ -132,8 +132,8 @@ def export_command(
     out: Path = typer.Option(Path("export"), "--out", "-o", help="Folder for the exported files."),
 ) -> None:
     """Export runs to a community results schema (Every Eval Ever), one file per model."""
-    from rmbench.export import export_runs
-    from rmbench.run_folder import find_runs
+    from rmbench.results.export import export_runs
+    from rmbench.results.folder import find_runs
 
     with user_errors():
         for path in export_runs(find_runs(runs), out, fmt):

@@ -11,7 +11,7 @@ fingerprint. Rewriters:
   ...), temperature 0; the API key, if any, from ``OPENAI_API_KEY``;
 * ``lmeval:LM:MODEL_ARGS``: an lm-evaluation-harness model's ``generate_until`` (e.g.
   ``lmeval:hf:pretrained=path/to/model``);
-* ``style:NAME``: a deterministic, offline style rewriter of :mod:`rmbench.style_rewriters`
+* ``style:NAME``: a deterministic, offline style rewriter of :mod:`rmbench.rewrite.style`
   (``markdown-to-plain``, ``polite``, ...): no prompt template; the shift label defaults to
   ``style:NAME``, and the meta file records the style's ``rewriter_version``.
 
@@ -35,7 +35,7 @@ from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text
 from rmbench.tasks.jsonl import PreferenceTask
 from rmbench.tasks.shift import SHIFT_LABEL
-from rmbench.types import ComparisonGroup, data_fingerprint, prompt_to_json
+from rmbench.core.types import ComparisonGroup, data_fingerprint, prompt_to_json
 
 LANGUAGES = {"fr": "French", "es": "Spanish", "de": "German", "it": "Italian", "pt": "Portuguese", "ru": "Russian",
              "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ar": "Arabic", "hi": "Hindi", "nl": "Dutch"}
@@ -105,7 +105,7 @@ def make_rewriter(spec: str, template: str | None = None) -> Rewriter:
     if kind == "python" and sep:
         return python_rewriter(rest)
     if kind == "style" and sep:
-        from rmbench.style_rewriters import style_rewriter
+        from rmbench.rewrite.style import style_rewriter
 
         return style_rewriter(rest)
     if kind in ("openai", "lmeval") and sep and template is None:
@@ -131,7 +131,7 @@ def resolve_shift(rewriter_spec: str, shift: str | None, template: str | None) -
     one ``paired_shift`` reads (:data:`rmbench.tasks.shift.SHIFT_LABEL`)."""
     kind, sep, name = rewriter_spec.partition(":")
     if kind == "style" and sep:
-        from rmbench.style_rewriters import get_style
+        from rmbench.rewrite.style import get_style
 
         try:
             style = get_style(name)

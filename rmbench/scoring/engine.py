@@ -11,7 +11,7 @@
    inputs, so a resumed run re-forms exactly the batches an uninterrupted run would have, and
    returns identical scores.
 3. Skip every planned batch whose scores are all in the cache; hand the rest to a backend
-   (:mod:`rmbench.backends`: this process, Ray or accelerate), which scores and checks them
+   (:mod:`rmbench.scoring.backends`: this process, Ray or accelerate), which scores and checks them
    (one finite number per request, or an error naming the request), and write each batch to
    the cache in one transaction.
 4. Hand the raw outputs of whole groups to ``model.postprocess`` (MC-dropout clustering needs
@@ -26,11 +26,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from rmbench.backends import LocalBackend
-from rmbench.cache import ScoreCache, request_key
+from rmbench.scoring.backends import LocalBackend
+from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.errors import ModelError
 from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel
-from rmbench.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup
 
 Progress = Callable[[int], None]
 """Called with the number of distinct responses just scored (or found in the cache)."""
@@ -166,7 +166,7 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
                  ) -> tuple[np.ndarray, EngineStats]:
     """One reward per response of ``groups``, flattened in group order, and what it cost.
 
-    ``backend`` (:mod:`rmbench.backends`; default local) runs the batches that the cache does
+    ``backend`` (:mod:`rmbench.scoring.backends`; default local) runs the batches that the cache does
     not hold; ``factory`` rebuilds ``model`` in a worker process (the Ray backend needs it);
     ``name``: the model's display name in errors. A model whose scores are all cached is never
     asked for anything but :meth:`~rmbench.models.base.RewardModel.postprocess`, so its weights
@@ -211,7 +211,7 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     for j, out in _named(name, backend.run(model, factory, [[distinct[i] for i in idx] for idx in todo])):
         idx = todo[j]
         batch_keys = [distinct_keys[i] for i in idx]
-        values = np.asarray(out, dtype=np.float64)  # checked by the backend (rmbench.backends.score_batch)
+        values = np.asarray(out, dtype=np.float64)  # checked by the backend (rmbench.scoring.backends.score_batch)
         if cache is not None and backend.is_main:
             cache.put_many(zip(batch_keys, values))
         results.update(zip(batch_keys, values))

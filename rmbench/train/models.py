@@ -1,4 +1,4 @@
-"""The two models :func:`rmbench.train.train_one` trains, behind one interface.
+"""The two models :func:`rmbench.train.trainer.train_one` trains, behind one interface.
 
 * :class:`ExTrainer`: r(x, y) = <u, h(x, y)> + b, a linear head on the backbone's last hidden
   state at the last real token.
@@ -10,7 +10,7 @@
   a resumed run never needs the base again.
 
 Both train the whole backbone, or with ``config.lora`` only LoRA adapters on it
-(:mod:`rmbench.train_lora`; the EX-RM's head is always fully trained). The interface:
+(:mod:`rmbench.train.lora`; the EX-RM's head is always fully trained). The interface:
 ``param_groups`` (for the optimizer), ``prepare(pairs, report)`` (work before the first
 update), ``rewards(batch)`` (a differentiable tensor), ``state()``/``load_state()`` (what a
 checkpoint holds: the trainable tensors), ``save(folder, config)`` (the weights and the model
@@ -40,7 +40,7 @@ class _Trainer:
         self.model = self.rm.model
         self.lora = None
         if config.lora:
-            from rmbench.train_lora import add_lora
+            from rmbench.train.lora import add_lora
 
             self.lora = add_lora(self.model, config)
         self.trainable = [p for p in self.model.parameters() if p.requires_grad]
@@ -51,7 +51,7 @@ class _Trainer:
     def lora_card(self) -> dict | None:
         if self.lora is None:
             return None
-        from rmbench.train_lora import targeted
+        from rmbench.train.lora import targeted
 
         cfg = self.lora.peft_config["default"]
         return {"r": cfg.r, "alpha": cfg.lora_alpha, "dropout": cfg.lora_dropout, "target_modules": targeted(self.lora),
@@ -76,7 +76,7 @@ class _Trainer:
     def _save_model(self, folder: Path) -> None:
         model = self.model
         if self.lora is not None:
-            from rmbench.train_lora import merge
+            from rmbench.train.lora import merge
 
             model = self.model = merge(self.lora)
             self.lora = None
@@ -164,7 +164,7 @@ class ImTrainer(_Trainer):
     def _base(self):
         if self.lora is None:
             return contextlib.nullcontext()
-        from rmbench.train_lora import adapters_disabled
+        from rmbench.train.lora import adapters_disabled
 
         return adapters_disabled(self.lora)
 

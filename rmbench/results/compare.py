@@ -2,7 +2,7 @@
 bootstrap CI (both models see the same resampled groups, so shared item difficulty cancels).
 
 Rewards come from each run's rewards.jsonl; the groups are reloaded from the task spec the run
-recorded and checked against its data fingerprint (:mod:`rmbench.run_data`), so no model is
+recorded and checked against its data fingerprint (:mod:`rmbench.results.reload`), so no model is
 needed. Runs with different eps lists are compared at the eps values both have.
 """
 
@@ -14,12 +14,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rmbench import metrics as M
+from rmbench.core import metrics as M
 from rmbench.errors import ConfigError
-from rmbench.run_data import aligned_rewards, reload_task
-from rmbench.run_folder import RunFolder
-from rmbench.run_record import Estimate, eps_text
-from rmbench.summary import slice_statistic
+from rmbench.results.reload import aligned_rewards, reload_task
+from rmbench.results.folder import RunFolder
+from rmbench.results.record import Estimate, eps_text
+from rmbench.results.summary import slice_statistic
 from rmbench.tasks.loading import DataOverride
 
 

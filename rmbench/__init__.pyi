@@ -1,0 +1,63 @@
+"""Type stub of rmbench's public API: the names of ``rmbench.__all__`` (see ``__init__.py``)."""
+
+from rmbench.catalog import load_catalog
+from rmbench.core.metric_registry import MetricDef, OfficialLayout, register_metric
+from rmbench.core.types import ComparisonGroup, Message, ModelSpec, TaskSpec
+from rmbench.errors import ConfigError, DataError, RMBenchError
+from rmbench.models import register_model_kind
+from rmbench.models.base import (CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
+                                 StochasticModel, TokenizedModel, Truncation)
+from rmbench.results.compare import compare_runs
+from rmbench.results.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
+from rmbench.results.record import Estimate, MetricRecord, RunRecord, TaskResult
+from rmbench.scoring.runner import EvalConfig, evaluate
+from rmbench.scoring.suite import evaluate_models
+from rmbench.tasks import register_task_kind
+from rmbench.tasks.base import RowReader, Task, TaskScores
+from rmbench.tasks.loading import load_groups
+from rmbench.tasks.sources import iter_rows
+
+__version__: str
+__all__ = [
+    "__version__",
+    "evaluate",
+    "EvalConfig",
+    "evaluate_models",
+    "load_run",
+    "read_run",
+    "find_runs",
+    "load_rewards",
+    "RunFolder",
+    "compare_runs",
+    "RewardRow",
+    "RunRecord",
+    "TaskResult",
+    "MetricRecord",
+    "Estimate",
+    "ComparisonGroup",
+    "Message",
+    "TaskSpec",
+    "ModelSpec",
+    "Task",
+    "TaskScores",
+    "RowReader",
+    "iter_rows",
+    "load_groups",
+    "load_catalog",
+    "OfficialLayout",
+    "MetricDef",
+    "register_metric",
+    "RewardModel",
+    "ScoreRequest",
+    "Runtime",
+    "Truncation",
+    "TokenizedModel",
+    "StochasticModel",
+    "CompositeModel",
+    "GroupContextModel",
+    "register_task_kind",
+    "register_model_kind",
+    "RMBenchError",
+    "ConfigError",
+    "DataError",
+]

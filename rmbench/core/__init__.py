@@ -1,0 +1,12 @@
+"""The bottom layer: rmbench's data model and its pure metrics, with no I/O.
+
+* :mod:`~rmbench.core.types`: ``ComparisonGroup`` (answers of one prompt with utility levels),
+  ``PairIndex`` (its pairs as arrays), the frozen task and model specs, data fingerprints;
+* :mod:`~rmbench.core.metrics`: discrimination, specificity, ds_auc, the Ties score, the
+  bootstraps: arrays in, numbers out;
+* :mod:`~rmbench.core.metrics_bias`: length bias and rewrite flips, also pure;
+* :mod:`~rmbench.core.metric_registry`: every metric declared once (label, direction, eps use)
+  and the official table layouts.
+
+May import: numpy and the shared top-level modules (``rmbench.errors``). Nothing else in rmbench.
+"""

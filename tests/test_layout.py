@@ -1,0 +1,224 @@
+"""The package layout: subpackages by layer, imports only downward, no import circle, a small
+lazy public API that plugins, the scaffold and the docs use (issue 21)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import rmbench
+
+REPO = Path(__file__).parents[1]
+PKG = REPO / "rmbench"
+
+
+def _contracts() -> list[dict]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+
+
+def _layers() -> tuple[list[list[str]], set[str]]:
+    contract = next(c for c in _contracts() if c["type"] == "layers")
+    assert contract["containers"] == ["rmbench"] and contract["exhaustive"] is True
+    return ([[part.strip() for part in layer.split("|")] for layer in contract["layers"]],
+            set(contract["exhaustive_ignores"]))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every rmbench module ``path`` imports, lazy (in-function) imports included."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([node.module] if node.module else []))
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names}
+    return {m for m in found if m == "rmbench" or m.startswith("rmbench.")}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PKG.rglob("*.py")}
+    return {m: {i for i in _imports(p) if i in modules and i != m} for m, p in modules.items()}
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_at_most_eight_modules_at_the_top_and_every_subpackage_says_what_it_holds():
+    top = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(top) <= 8, top
+    packages = [p for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    assert {p.name for p in packages} >= {"core", "models", "tasks", "results", "scoring", "rewrite", "train", "cli"}
+    for package in packages:
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and "import" in doc.lower(), f"{package.name}/__init__.py: no docstring saying what it may import"
+
+
+def test_the_layers_contract_places_every_top_level_module_and_package():
+    layers, shared = _layers()
+    assert len(layers) >= 5
+    placed = {name for layer in layers for name in layer} | shared
+    present = {p.stem for p in PKG.glob("*.py") if p.stem != "__init__"}
+    present |= {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
+    assert present == placed, f"not in the layers contract: {present - placed}; listed but absent: {placed - present}"
+
+
+def test_every_import_points_down_the_layers():
+    """The import-linter contract, checked here from the source (lazy imports included), so a
+    violation fails the suite even where lint-imports is not installed."""
+    layers, ignored = _layers()
+    shared = ignored - {"__main__"}  # python -m rmbench: the entry point, above every layer
+    rank = {name: (i, j) for i, layer in enumerate(layers) for j, name in enumerate(layer)}
+    bad = []
+    for module, imported in _graph().items():
+        here = _top(module)
+        for target in imported:
+            there = _top(target)
+            if here == "__main__" or there == here or there in shared or not there or there not in rank \
+                    or here not in rank:
+                if here in shared and there in rank:
+                    bad.append(f"{module} (shared) -> {target}")
+                continue
+            (li, _), (lj, _) = rank[here], rank[there]
+            if lj <= li:  # same row of independent layers, or a higher one
+                bad.append(f"{module} -> {target}")
+    assert bad == []
+
+
+def _cycle(nodes: set[str], edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(edges.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state and (found := visit(m)):
+                return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(nodes):
+        if n not in state and (found := visit(n)):
+            return found
+    return None
+
+
+def test_no_import_circle_between_siblings_at_any_depth():
+    """What import-linter's acyclic_siblings contract checks: within every package, its children
+    (modules and subpackages, each standing for everything under it) import each other without
+    a circle."""
+    graph = _graph()
+    children: dict[str, set[str]] = defaultdict(set)
+    for module in graph:
+        parts = module.split(".")
+        for depth in range(1, len(parts)):
+            children[".".join(parts[:depth])].add(".".join(parts[: depth + 1]))
+
+    def under(module: str, package: str) -> str | None:
+        return next((c for c in children[package] if module == c or module.startswith(c + ".")), None)
+
+    for package, kids in children.items():
+        edges: dict[str, set[str]] = defaultdict(set)
+        for module, imported in graph.items():
+            a = under(module, package)
+            for target in imported:
+                b = under(target, package)
+                if a and b and a != b:
+                    edges[a].add(b)
+        assert _cycle(kids, edges) is None, f"import circle in {package}: {_cycle(kids, edges)}"
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycle({"a", "b", "c"}, {"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a", "b"}, {"a": {"b"}}) is None
+
+
+def test_import_rmbench_is_cheap_and_every_public_name_resolves():
+    code = ("import sys, rmbench; print(sorted(m for m in sys.modules if m.startswith('rmbench'))); "
+            "print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "['rmbench']" and out[1] == "False"
+    for name in rmbench.__all__:
+        assert getattr(rmbench, name) is not None, name
+    assert rmbench.Task.__module__ == "rmbench.tasks.base" and rmbench.evaluate.__name__ == "evaluate"
+    with pytest.raises(AttributeError, match="no attribute 'not_public'"):
+        rmbench.not_public  # noqa: B018
+    assert set(rmbench.__all__) <= set(dir(rmbench))
+
+
+def test_the_type_stub_declares_exactly_the_public_names():
+    stub = ast.parse((PKG / "__init__.pyi").read_text(encoding="utf-8"))
+    declared = next(n.value for n in stub.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
+    imported = {a.asname or a.name for n in stub.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    names = [e.value for e in declared.elts]
+    assert sorted(names) == sorted(rmbench.__all__) and imported | {"__version__"} == set(names)
+    for node in stub.body:  # each stub import names the module the lazy table loads it from
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                assert rmbench._PUBLIC[alias.name].split(":")[0] in (node.module, f"{node.module}.{alias.name}") or \
+                    rmbench._PUBLIC[alias.name] == f"{node.module}:{alias.name}", alias.name
+
+
+def test_register_task_and_model_kinds_through_the_public_api():
+    from rmbench.models import MODEL_KINDS
+    from rmbench.registry import RegistryError
+    from rmbench.tasks import TASK_KINDS
+
+    class Pairs(rmbench.Task):
+        def groups(self):
+            yield rmbench.ComparisonGroup(id="1", prompt="q", responses=("a", "bb"), utilities=(1, 0))
+
+    class Short(rmbench.RewardModel):
+        def score(self, batch):
+            return [-len(r.response) for r in batch]
+
+    try:
+        rmbench.register_task_kind("layout_test_pairs", Pairs, description="two answers")
+        rmbench.register_model_kind("layout-test-short", Short)
+        run = rmbench.evaluate(rmbench.EvalConfig(model="layout-test-short", tasks=("layout_test_pairs",), n_bootstrap=10))
+        assert run.value("layout_test_pairs", "pairwise_accuracy") == 1.0
+        with pytest.raises(RegistryError, match="duplicate task name 'layout_test_pairs'"):
+            rmbench.register_task_kind("layout_test_pairs", Pairs)
+    finally:
+        TASK_KINDS._entries.pop("layout_test_pairs", None)
+        MODEL_KINDS._entries.pop("layout-test-short", None)
+
+
+PRIVATE_IMPORT = re.compile(r"^\s*(?:from rmbench\.[\w.]+ import|import rmbench\.)", re.M)
+
+
+def test_plugins_the_scaffold_and_the_docs_use_only_the_public_api():
+    from rmbench.tasks import scaffold
+
+    texts = {"scaffold LOADER": scaffold.LOADER, "scaffold TEST": scaffold.TEST}
+    plugin = (REPO / "tests" / "test_plugins.py").read_text(encoding="utf-8")
+    texts["the entry-point plugin of tests/test_plugins.py"] = plugin[plugin.index("PLUGIN = {"):]
+    for doc in ("README.md", "CONTRIBUTING.md", "tasks/README.md"):
+        blocks = re.findall(r"```(?:python|py)\n(.*?)```", (REPO / doc).read_text(encoding="utf-8"), re.S)
+        texts.update({f"{doc} python block {i}": b for i, b in enumerate(blocks)})
+    offenders = {name: PRIVATE_IMPORT.findall(text) for name, text in texts.items() if PRIVATE_IMPORT.search(text)}
+    assert offenders == {}
+    assert re.search(r"^from rmbench import ", scaffold.LOADER, re.M) and re.search(r"^from rmbench import ", scaffold.TEST, re.M)
