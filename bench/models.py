@@ -234,8 +234,8 @@ def mc_dropout_cost(reps: int, dtype: str, limit: int | None = None) -> dict:
     import torch.nn.functional as F
 
     from rmbench.catalog import load_catalog
-    from rmbench.scoring.engine import batch_cost, plan_batches, plan_shared_batches, requests_for, score_groups
     from rmbench.models import Runtime, build_model, parse_model_spec
+    from rmbench.scoring.engine import batch_cost, plan_batches, plan_shared_batches, requests_for, score_groups
     from rmbench.tasks.loading import load_groups
 
     catalog = load_catalog()

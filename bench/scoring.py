@@ -27,10 +27,10 @@ import numpy as np
 from bench.limits import matmul_probe, model_flops
 from bench.results import machine_line, write_section
 from rmbench.catalog import load_catalog
-from rmbench.scoring.engine import requests_for, score_groups
-from rmbench.models import Runtime, build_model
-from rmbench.tasks.loading import load_groups
 from rmbench.core.types import ComparisonGroup, Spec
+from rmbench.models import Runtime, build_model
+from rmbench.scoring.engine import requests_for, score_groups
+from rmbench.tasks.loading import load_groups
 
 SMOL = "smollm2-135m-instruct"
 

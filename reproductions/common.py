@@ -8,11 +8,11 @@ from typing import Sequence
 
 import numpy as np
 
-from rmbench.scoring.engine import score_groups
+from rmbench.core.types import ComparisonGroup
 from rmbench.models import Runtime, build_model, parse_model_spec
 from rmbench.results.record import MetricRecord
 from rmbench.results.summary import summarize
-from rmbench.core.types import ComparisonGroup
+from rmbench.scoring.engine import score_groups
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

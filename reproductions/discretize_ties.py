@@ -22,16 +22,16 @@ import numpy as np
 
 from common import machine_line
 from rmbench.catalog import load_catalog
+from rmbench.core.metrics import discrimination, specificity
+from rmbench.core.types import PairIndex, Spec
+from rmbench.files import atomic_write_text
+from rmbench.models import Runtime
+from rmbench.results.folder import load_rewards
 from rmbench.results.leaderboard import build_leaderboard
 from rmbench.results.leaderboard_render import render
-from rmbench.core.metrics import discrimination, specificity
-from rmbench.models import Runtime
-from rmbench.files import atomic_write_text
-from rmbench.results.folder import load_rewards
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 from rmbench.train.trainer import load_trained_entry
-from rmbench.core.types import PairIndex, Spec
 
 ROOT = Path(__file__).resolve().parents[1]
 EX_DEFAULT = ROOT / "reproductions" / "token_shift_ultrafeedback" / "models" / "ex"

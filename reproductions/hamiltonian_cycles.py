@@ -21,10 +21,10 @@ from pathlib import Path
 
 
 from common import cell, machine_line, metrics, score, tqdm_progress
+from rmbench.core.types import data_fingerprint
 from rmbench.models import Runtime, build_model, parse_model_spec
 from rmbench.tasks.hamiltonian import HamiltonianTask, is_hamiltonian_cycle, parse_cycle
 from rmbench.train.trainer import TrainConfig, train_one
-from rmbench.core.types import data_fingerprint
 
 LEADERBOARD = Path(__file__).resolve().parents[1] / "leaderboards" / "hamiltonian_cycles.md"
 

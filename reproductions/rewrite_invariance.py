@@ -32,12 +32,12 @@ import yaml
 from common import SHARED
 from persona_paraphrase import SHARED as PERSONA, diagonal_pairs
 from rmbench.catalog import builtin_tasks_dir
-from rmbench.results.leaderboard import build_leaderboard
-from rmbench.files import safe_file_name
-from rmbench.results.leaderboard_render import render
 from rmbench.core.metric_registry import metric_def
-from rmbench.rewrite.shift import write_shifted
+from rmbench.files import safe_file_name
 from rmbench.results.folder import load_run
+from rmbench.results.leaderboard import build_leaderboard
+from rmbench.results.leaderboard_render import render
+from rmbench.rewrite.shift import write_shifted
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.persona import PersonaTask
 from rmbench.train.trainer import TrainConfig, train_one

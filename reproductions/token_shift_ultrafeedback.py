@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from common import SHARED, cell, machine_line, metrics, score, tqdm_progress
+from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.models import Runtime
 from rmbench.tasks.base import units_by_source
 from rmbench.tasks.jsonl import PreferenceTask
 from rmbench.tasks.shift import PairedShiftTask
 from rmbench.train.trainer import TrainConfig, train_one
-from rmbench.core.types import ComparisonGroup, data_fingerprint
 
 DATA = SHARED / "exrm-vs-imrm"
 LEADERBOARD = Path(__file__).resolve().parents[1] / "leaderboards" / "token_shift_ultrafeedback.md"

@@ -32,12 +32,12 @@ from typing import Any, Iterable
 
 import yaml
 
+from rmbench.core.types import ModelSpec, Spec, TaskSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models import MODEL_KINDS
 from rmbench.models.presets import DESCRIPTIONS as PRESET_DESCRIPTIONS
 from rmbench.models.presets import PRESETS
 from rmbench.tasks import TASK_KINDS
-from rmbench.core.types import ModelSpec, Spec, TaskSpec
 
 ENTRY_SUFFIXES = (".yaml", ".yml", ".toml")
 _KEYS = {"type", "name", "kind", "version", "description", "args", "group"}

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from rmbench.errors import ConfigError
-from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.models import Runtime
+from rmbench.scoring.runner import EvalConfig, evaluate
 
 FP32 = Runtime(dtype="float32", device="cpu", max_batch=4)
 
@@ -52,11 +52,11 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
     pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
     import ray
 
-    from rmbench.scoring.backends import RayBackend
-    from rmbench.scoring.engine import score_groups
+    from rmbench.core.types import ComparisonGroup, Spec
     from rmbench.errors import ModelError
     from rmbench.models import build_model
-    from rmbench.core.types import ComparisonGroup, Spec
+    from rmbench.scoring.backends import RayBackend
+    from rmbench.scoring.engine import score_groups
 
     spec = Spec.make("m", "implicit", {"model": str(tiny["causal"])})
     other = Spec.make("m", "implicit", {"model": str(tiny["causal_ref"])})

@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from rmbench.core import metrics as M
 from rmbench.catalog import load_catalog
 from rmbench.cli.app import app
+from rmbench.core import metrics as M
+from rmbench.core.types import data_fingerprint
 from rmbench.errors import ConfigError, DataError, ModelError, RMBenchError
 from rmbench.results.folder import RESULTS_FILE
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups, load_groups_skipping
-from rmbench.core.types import data_fingerprint
 
 runner = CliRunner()
 
@@ -504,8 +504,8 @@ def test_metrics_refuse_non_finite_rewards(fn, args):
 
 
 def test_summary_refuses_nan_rewards():
-    from rmbench.results.summary import summarize
     from rmbench.core.types import ComparisonGroup
+    from rmbench.results.summary import summarize
 
     groups = [ComparisonGroup(id="g", prompt="q", responses=("a", "b"), utilities=(1, 0))]
     with pytest.raises(ModelError, match="1 of 2 values are NaN"):
@@ -546,8 +546,8 @@ def _tiny_config(model: str, folder, **kwargs) -> EvalConfig:
 
 
 def _lengths(model_spec: str, folder) -> list[int]:
-    from rmbench.scoring.engine import requests_for
     from rmbench.models import Runtime, build_model, parse_model_spec
+    from rmbench.scoring.engine import requests_for
 
     model = build_model(parse_model_spec(model_spec), Runtime(dtype="float32", device="cpu"))
     groups = load_groups(load_catalog([folder]).task_spec("bad"))[1]
@@ -556,9 +556,9 @@ def _lengths(model_spec: str, folder) -> list[int]:
 
 @pytest.mark.parametrize("kind", ["implicit", "seqcls"])
 def test_truncation_is_counted_recorded_and_footnoted(tmp_path, tiny, kind):
+    from rmbench.results.folder import load_run
     from rmbench.results.leaderboard import build_leaderboard
     from rmbench.results.leaderboard_render import render
-    from rmbench.results.folder import load_run
 
     folder = tmp_path / "data"
     _long_data(folder)
@@ -630,9 +630,9 @@ def test_truncation_options_through_the_cli(tmp_path, tiny):
 
 
 def test_truncation_reaches_inner_and_reference_models(tiny):
+    from rmbench.core.types import Spec
     from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
     from rmbench.models.base import tokenized_parts
-    from rmbench.core.types import Spec
 
     runtime = Runtime(dtype="float32", device="cpu")
     inner = Spec.make("im", "implicit", {"model": str(tiny["causal"]), "ref": str(tiny["causal_ref"])})

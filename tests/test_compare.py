@@ -4,8 +4,8 @@ import pytest
 from typer.testing import CliRunner
 
 from rmbench.cli.app import app
-from rmbench.results.compare import compare_runs
 from rmbench.errors import ConfigError, DataError
+from rmbench.results.compare import compare_runs
 from rmbench.results.folder import load_run
 from rmbench.scoring.runner import EvalConfig, evaluate
 

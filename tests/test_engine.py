@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmbench.scoring.cache import ScoreCache
-from rmbench.scoring.engine import batch_cost, plan_batches, plan_shared_batches, score_groups
+from rmbench.core.types import ComparisonGroup, Spec
 from rmbench.errors import ModelError
 from rmbench.models import Runtime, build_model
+from rmbench.scoring.cache import ScoreCache
+from rmbench.scoring.engine import batch_cost, plan_batches, plan_shared_batches, score_groups
 from rmbench.scoring.runner import EvalConfig, evaluate
-from rmbench.core.types import ComparisonGroup, Spec
 
 COUNTER = """
 import json, os

@@ -3,15 +3,15 @@ import json
 import pytest
 
 from rmbench.catalog import load_catalog
+from rmbench.core.metric_registry import TIES_READING
+from rmbench.core.types import data_fingerprint
 from rmbench.errors import ConfigError
+from rmbench.results.folder import load_run
 from rmbench.results.leaderboard import build_leaderboard
 from rmbench.results.leaderboard_render import render
-from rmbench.core.metric_registry import TIES_READING
-from rmbench.results.folder import load_run
 from rmbench.results.record import comparability_key
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
-from rmbench.core.types import data_fingerprint
 
 
 def test_comparability_key_is_pinned():

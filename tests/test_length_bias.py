@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from rmbench.core import metrics as M
 from rmbench.core import metrics_bias as MB
-from rmbench.errors import ModelError
 from rmbench.core.metric_registry import metric_def
+from rmbench.errors import ModelError
 
 # --- hand-computed cases ---------------------------------------------------------------------
 

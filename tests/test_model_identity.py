@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from rmbench.core.types import Spec
 from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
 from rmbench.models.baselines import ConstantRM, LengthRM
 from rmbench.scoring.runner import EvalConfig, evaluate
-from rmbench.core.types import Spec
 
 GOLDEN = Path(__file__).parent / "golden" / "model_identity.json"
 FP32 = Runtime(dtype="float32", device="cpu")

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from rmbench.catalog import load_catalog
+from rmbench.core.types import Spec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models import parse_model_spec
 from rmbench.models.names import ModelNames, UnknownModel, model_refs, resolve_model
 from rmbench.models.presets import PRESETS
 from rmbench.models.trained import MODEL_ENTRY
-from rmbench.core.types import Spec
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from rmbench.core.types import ComparisonGroup, prompt_from_json  # noqa: E402
 from rmbench.errors import ConfigError  # noqa: E402
 from rmbench.models import Runtime, Truncation  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
@@ -15,7 +16,6 @@ from rmbench.models.discretize import DiscretizedRM, cluster_levels, prob_within
 from rmbench.models.generative import GenerativeRM  # noqa: E402
 from rmbench.models.implicit import ImplicitRM  # noqa: E402
 from rmbench.models.seqcls import LinearHeadRM, SeqClsRM  # noqa: E402
-from rmbench.core.types import ComparisonGroup, prompt_from_json  # noqa: E402
 
 FP32 = Runtime(dtype="float32", device="cpu")
 PAIRS = [("Pick a number between 1 and 10.", "7"),

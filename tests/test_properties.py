@@ -15,9 +15,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rmbench.core.metrics import METRIC_VERSION
+from rmbench.core.types import ComparisonGroup, Message, data_fingerprint
 from rmbench.results.record import comparability_key
 from rmbench.results.summary import summarize
-from rmbench.core.types import ComparisonGroup, Message, data_fingerprint
 
 EPS = (0.0, 0.3)
 PROBABILITIES = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "discrimination", "specificity")
@@ -271,8 +271,8 @@ def test_fingerprint_and_key_follow_content_not_form(groups, eps):
 def test_a_task_file_fingerprint_follows_rows_not_formatting(tmp_path):
     """Loaded through the ``groups`` kind: reformatted JSON keeps the fingerprint, swapped rows
     or one changed character do not."""
-    from rmbench.tasks.loading import load_groups
     from rmbench.core.types import Spec
+    from rmbench.tasks.loading import load_groups
 
     rows = [ComparisonGroup(f"g{i}", f"q{i}", [f"a{i}", f"b{i}", f"c{i}"], [2, 1, 1]).to_json() for i in range(3)]
 

@@ -12,10 +12,10 @@ from conftest import smollm2_gguf
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.real_model
 
+from rmbench.core.types import ComparisonGroup, Spec  # noqa: E402
 from rmbench.models import Runtime, build_model  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.models.presets import PRESETS  # noqa: E402
-from rmbench.core.types import ComparisonGroup, Spec  # noqa: E402
 
 FP32 = Runtime(dtype="float32", device="cpu")
 QUESTION = "What is the capital of France?"

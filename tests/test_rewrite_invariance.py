@@ -11,10 +11,10 @@ import math
 import pytest
 
 from conftest import shared_file
+from rmbench.core.types import ORIGINAL, ComparisonGroup, PairIndex
 from rmbench.errors import DataError
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.rewrite_invariance import RewriteInvarianceTask
-from rmbench.core.types import ORIGINAL, ComparisonGroup, PairIndex
 
 # Two source pairs and their paraphrases; the RM's reward of each text is given.
 ROWS = [{"orig_index": 0, "prompt": "q0", "orig_chosen": "A0", "orig_rejected": "B0", "chosen": "a0", "rejected": "b0"},

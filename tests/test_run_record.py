@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from rmbench.results.compare import compare_runs
-from rmbench.errors import ConfigError
-from rmbench.results.leaderboard import build_leaderboard
 from rmbench.core.metric_registry import TIES_LAYOUT, metric_def
+from rmbench.errors import ConfigError
+from rmbench.results.compare import compare_runs
 from rmbench.results.folder import load_run, parse_record, read_run, record_to_json
+from rmbench.results.leaderboard import build_leaderboard
 from rmbench.results.record import SCHEMA_VERSION, Estimate
 from rmbench.scoring.runner import EvalConfig, evaluate
 

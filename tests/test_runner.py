@@ -4,13 +4,13 @@ import math
 import numpy as np
 import pytest
 
+from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError, DataError, ModelError
 from rmbench.results.folder import REWARDS_FILE, RESULTS_FILE, load_rewards
-from rmbench.scoring.runner import EvalConfig, evaluate
-from rmbench.tasks.loading import load_groups
-from rmbench.catalog import load_catalog
 from rmbench.results.record import MetricRecord
 from rmbench.results.summary import summarize
+from rmbench.scoring.runner import EvalConfig, evaluate
+from rmbench.tasks.loading import load_groups
 
 from conftest import shared_file
 

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
 from rmbench.cli.app import _parse_model_args, app
+from rmbench.core.types import Spec
 from rmbench.errors import ConfigError
 from rmbench.models import Runtime, build_model, parse_model_spec
-from rmbench.core.types import Spec
 
 runner = CliRunner()
 
@@ -171,8 +171,8 @@ def test_gguf_folders_are_not_pickle(tmp_path):
 
 
 def test_a_planted_training_checkpoint_cannot_run_code(tiny, tmp_path):
-    from rmbench.train.trainer import TrainConfig, train_one
     from rmbench.core.types import ComparisonGroup
+    from rmbench.train.trainer import TrainConfig, train_one
 
     marker = tmp_path / "checkpoint_ran"
     out = tmp_path / "trained"
@@ -214,8 +214,8 @@ def _planted(folder: Path, name: str, markers: Path, body: str = "") -> None:
 
 
 PLUGIN_TASK = """
-from rmbench.tasks.base import Task
 from rmbench.core.types import ComparisonGroup
+from rmbench.tasks.base import Task
 
 class EvilTask(Task):
     def groups(self):

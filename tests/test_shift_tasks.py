@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 
 from rmbench.catalog import load_catalog
+from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError
+from rmbench.results.folder import load_run
 from rmbench.results.leaderboard import build_leaderboard
 from rmbench.results.leaderboard_render import render
-from rmbench.results.folder import load_run
+from rmbench.results.summary import summarize
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
-from rmbench.results.summary import summarize
 from rmbench.tasks.persona import PersonaTask
 from rmbench.tasks.shift import PairedShiftTask
-from rmbench.core.types import ComparisonGroup
 
 from conftest import shared_file
 

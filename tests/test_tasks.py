@@ -3,11 +3,11 @@ import json
 import pytest
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
-from rmbench.errors import ConfigError, DataError
-from rmbench.tasks.loading import load_groups, task_spec_with_data
-from rmbench.tasks.jsonl import GroupsTask, PreferenceTask
-from rmbench.tasks.ties import TiesTask
 from rmbench.core.types import ComparisonGroup
+from rmbench.errors import ConfigError, DataError
+from rmbench.tasks.jsonl import GroupsTask, PreferenceTask
+from rmbench.tasks.loading import load_groups, task_spec_with_data
+from rmbench.tasks.ties import TiesTask
 
 from conftest import shared_file
 

@@ -5,11 +5,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from rmbench.core.types import ComparisonGroup  # noqa: E402
 from rmbench.errors import DataError  # noqa: E402
 from rmbench.models import Runtime, build_model, parse_model_spec  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.train.trainer import TrainConfig, preference_pairs, train_one  # noqa: E402
-from rmbench.core.types import ComparisonGroup  # noqa: E402
 
 GROUPS = [ComparisonGroup(f"g{i}", f"Pick a number {i}", [f"The answer is {i}", "no"], [1, 0]) for i in range(8)]
 FP32 = Runtime(dtype="float32", device="cpu")

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from rmbench.train.trainer import TrainConfig
 from rmbench.train.progress import JobEstimate, format_eta, plan_line, plan_phases, prior_cost
+from rmbench.train.trainer import TrainConfig
 
 
 class Clock:

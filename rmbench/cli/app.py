@@ -91,10 +91,10 @@ def eval_command(
     worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
-    from rmbench.scoring.backends import is_main_process
-    from rmbench.scoring.suite import evaluate_models
     from rmbench.models import Runtime
+    from rmbench.scoring.backends import is_main_process
     from rmbench.scoring.runner import EvalConfig, parse_eps
+    from rmbench.scoring.suite import evaluate_models
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():

@@ -25,9 +25,9 @@ def leaderboard_build(
     """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
     from rmbench.errors import ConfigError
     from rmbench.files import atomic_write_text
+    from rmbench.results.folder import find_runs
     from rmbench.results.leaderboard import FORMATS, build_leaderboard
     from rmbench.results.leaderboard_render import render
-    from rmbench.results.folder import find_runs
 
     with user_errors():
         if fmt not in FORMATS:
@@ -110,8 +110,8 @@ def plot_command(
 ) -> None:
     """D(eps)-Spec(eps) curves per task (one curve per run) and original-vs-shifted bars for shift tasks."""
     from rmbench.errors import ConfigError
-    from rmbench.results.plot import plot_runs
     from rmbench.results.folder import find_runs
+    from rmbench.results.plot import plot_runs
 
     with user_errors():
         formats = tuple(f.strip() for f in fmt.split(",") if f.strip())

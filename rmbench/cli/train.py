@@ -129,9 +129,9 @@ def train_command(
     from rmbench.catalog import load_catalog
     from rmbench.tasks.jsonl import PreferenceTask
     from rmbench.tasks.loading import load_groups
-    from rmbench.train.trainer import TrainConfig, preference_pairs, train_one
     from rmbench.train.models import distinct_responses
     from rmbench.train.progress import plan_line
+    from rmbench.train.trainer import TrainConfig, preference_pairs, train_one
 
     with user_errors():
         config = TrainConfig(base=base, kind=kind, epochs=epochs, lr=lr, beta=beta, batch_size=batch_size, seed=seed,

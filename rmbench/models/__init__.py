@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from rmbench.core.types import ModelSpec
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation
 from rmbench.registry import Registry, instantiate
-from rmbench.core.types import ModelSpec
 
 MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
 MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM", description="reward = true utility (upper bound; for tests)")

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 import numpy as np
 
 from rmbench import __version__
-from rmbench.errors import ConfigError
 from rmbench.core.types import Prompt, canonical_json, prompt_to_json, sha256_hex
+from rmbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from rmbench.core.types import ComparisonGroup

@@ -26,12 +26,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rmbench.core.types import prompt_to_json
 from rmbench.errors import ConfigError
 from rmbench.models.base import CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest, Truncation
 from rmbench.models.hf import Encoding, HFRewardModel, load_weights
 from rmbench.models.hf.identity import tokenizer_identity
 from rmbench.models.rewardbench_dpo import DPOTokens, rewardbench_dpo_tokens
-from rmbench.core.types import prompt_to_json
 
 CONVENTIONS = ("rmbench", "rewardbench")
 

@@ -28,10 +28,10 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from rmbench.core.types import ModelSpec, Spec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models.trained import is_trained_folder, load_trained_entry
 from rmbench.registry import RegistryError, import_target
-from rmbench.core.types import ModelSpec, Spec
 
 if TYPE_CHECKING:
     from rmbench.registry import Registry

@@ -11,9 +11,9 @@ import inspect
 from pathlib import Path
 from typing import Sequence
 
+from rmbench.core.types import prompt_to_json
 from rmbench.models.base import RewardModel, ScoreRequest
 from rmbench.registry import import_target
-from rmbench.core.types import prompt_to_json
 
 
 class PythonFunctionRM(RewardModel):

@@ -16,9 +16,9 @@ import numpy as np
 
 from rmbench.core import metrics as M
 from rmbench.errors import ConfigError
-from rmbench.results.reload import aligned_rewards, reload_task
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import Estimate, eps_text
+from rmbench.results.reload import aligned_rewards, reload_task
 from rmbench.results.summary import slice_statistic
 from rmbench.tasks.loading import DataOverride
 

@@ -44,13 +44,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+from rmbench.core.metric_registry import metric_def
+from rmbench.core.types import canonical_json
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name
-from rmbench.core.metric_registry import metric_def
+from rmbench.results.export_names import RANGES, UNBOUNDED, Benchmark, benchmark_of, details, model_info, source_data
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import MetricRecord, RunRecord, TaskResult
-from rmbench.core.types import canonical_json
-from rmbench.results.export_names import RANGES, UNBOUNDED, Benchmark, benchmark_of, details, model_info, source_data
 
 FORMATS = ("every-eval-ever",)
 

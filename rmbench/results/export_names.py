@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from rmbench.core.metric_registry import RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT
-from rmbench.results.record import RunRecord, TaskResult
 from rmbench.core.types import canonical_json
+from rmbench.results.record import RunRecord, TaskResult
 
 RB2_HF_DATASET = "allenai/reward-bench-2"
 TIES_BOUNDS = (-0.01, 1.01)  # 0.30 + 0.30 + 0.20 + 0.20 accuracy terms + 0.01 * tanh(...)

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence, Union
 
-from rmbench.errors import ConfigError
 from rmbench.core.metric_registry import metric_def
+from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import Estimate, RunRecord, TaskResult, eps_text
 

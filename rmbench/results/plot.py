@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_bytes
 from rmbench.paths import user_cache_dir
-from rmbench.core.metric_registry import metric_def
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import TaskResult
 
@@ -138,8 +138,8 @@ def curve_data(folder: RunFolder, task: str, label: str | None = None) -> CurveD
     (DataError/ConfigError) only the recorded points, with a note saying why.
     """
     from rmbench.core import metrics as M
-    from rmbench.results.reload import task_rewards
     from rmbench.core.types import PairIndex
+    from rmbench.results.reload import task_rewards
 
     result = folder.record.task(task)
     label = label or folder.record.model_name

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
-from rmbench.errors import ConfigError
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
 from rmbench.core.types import canonical_json, sha256_hex
+from rmbench.errors import ConfigError
 
 SCHEMA_VERSION = 2
 KEY_VERSION = 1

@@ -13,12 +13,12 @@ from typing import Mapping
 import numpy as np
 
 from rmbench.catalog import load_catalog
+from rmbench.core.types import ComparisonGroup, Spec, data_fingerprint
 from rmbench.errors import DataError
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import TaskResult
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
-from rmbench.core.types import ComparisonGroup, Spec, data_fingerprint
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ import numpy as np
 from rmbench.core import metrics as M
 from rmbench.core import metrics_bias as MB
 from rmbench.core.metric_registry import metric_def
+from rmbench.core.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
 from rmbench.results.record import Estimate, MetricRecord
 from rmbench.tasks.base import TaskScores, as_task_scores
-from rmbench.core.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
 
 PAIR_METRICS = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin")
 EPS_METRICS = ("discrimination", "specificity")

@@ -31,11 +31,11 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Sequence
 
+from rmbench.core.types import ComparisonGroup, data_fingerprint, prompt_to_json
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text
 from rmbench.tasks.jsonl import PreferenceTask
 from rmbench.tasks.shift import SHIFT_LABEL
-from rmbench.core.types import ComparisonGroup, data_fingerprint, prompt_to_json
 
 LANGUAGES = {"fr": "French", "es": "Spanish", "de": "German", "it": "Italian", "pt": "Portuguese", "ru": "Russian",
              "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ar": "Arabic", "hi": "Hindi", "nl": "Dutch"}

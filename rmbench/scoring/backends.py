@@ -28,9 +28,9 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from rmbench.core.types import prompt_from_json, prompt_to_json
 from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import RewardModel, ScoreRequest
-from rmbench.core.types import prompt_from_json, prompt_to_json
 
 ENGINES = ("local", "ray", "accelerate")
 Factory = Callable[[], RewardModel]

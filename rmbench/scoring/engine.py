@@ -26,11 +26,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from rmbench.scoring.backends import LocalBackend
-from rmbench.scoring.cache import ScoreCache, request_key
+from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ModelError
 from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel
-from rmbench.core.types import ComparisonGroup
+from rmbench.scoring.backends import LocalBackend
+from rmbench.scoring.cache import ScoreCache, request_key
 
 Progress = Callable[[int], None]
 """Called with the number of distinct responses just scored (or found in the cache)."""

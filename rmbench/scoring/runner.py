@@ -16,23 +16,23 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rmbench import __version__
+from rmbench.catalog import Catalog, load_catalog
+from rmbench.core.metrics import METRIC_VERSION, reward_sigma
+from rmbench.errors import ConfigError, DataError, RMBenchError
+from rmbench.models import Runtime, Truncation, build_model
+from rmbench.models.base import RewardModel, tokenized_parts
+from rmbench.models.names import resolve_model
+from rmbench.results.environment import current_environment
+from rmbench.results.folder import RewardRow, check_destination, write_run
 from rmbench.scoring.backends import ENGINES, make_backend
 from rmbench.scoring.cache import ScoreCache, request_key
-from rmbench.catalog import Catalog, load_catalog
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
-from rmbench.results.environment import current_environment
-from rmbench.errors import ConfigError, DataError, RMBenchError
-from rmbench.core.metrics import METRIC_VERSION, reward_sigma
-from rmbench.models import Runtime, Truncation, build_model
-from rmbench.models.names import resolve_model
-from rmbench.models.base import RewardModel, tokenized_parts
-from rmbench.results.folder import RewardRow, check_destination, write_run
 from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
                                 SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
+from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 from rmbench.results.summary import summarize
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
-from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 """``factory(description, total)`` returns a callback that advances by the count it is given."""

@@ -25,9 +25,9 @@ from typing import Callable, Sequence
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name
+from rmbench.results.folder import check_destination
 from rmbench.results.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.leaderboard_render import render
-from rmbench.results.folder import check_destination
 from rmbench.results.record import RunRecord
 from rmbench.scoring.runner import EvalConfig, ProgressFactory, RunPlan, evaluate, plan_run
 from rmbench.tasks.loading import DataOverride

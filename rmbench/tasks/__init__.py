@@ -13,9 +13,9 @@ row readers (``base``), one module per family of kinds (``ties``, ``rewardbench`
 
 from __future__ import annotations
 
+from rmbench.core.types import TaskSpec
 from rmbench.registry import Registry, instantiate
 from rmbench.tasks.base import Task
-from rmbench.core.types import TaskSpec
 
 TASK_KINDS: Registry = Registry("task", entry_point_group="rmbench.tasks")
 TASK_KINDS.register("rb2_ties", "rmbench.tasks.ties:TiesTask",

@@ -16,10 +16,10 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from rmbench.errors import DataError
-from rmbench.files import json_error_text
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.core.types import ComparisonGroup, TaskSpec, prompt_from_json
+from rmbench.errors import DataError
+from rmbench.files import json_error_text
 
 ExtraMetric = Callable[[np.ndarray], float]
 """A task-specific statistic of the resampling units (see :meth:`Task.bootstrap_units`)."""

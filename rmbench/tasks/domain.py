@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
+from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task
 from rmbench.tasks.jsonl import PreferenceTask
-from rmbench.core.types import ComparisonGroup
 
 
 class DomainShiftTask(Task):

@@ -14,8 +14,8 @@ import random
 import re
 from typing import Iterator, Sequence
 
-from rmbench.tasks.base import Task
 from rmbench.core.types import ComparisonGroup
+from rmbench.tasks.base import Task
 
 
 def random_graph(n: int, p: float, rng: random.Random) -> tuple[list[tuple[int, int]], list[int]]:

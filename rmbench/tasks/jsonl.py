@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import RowReader, Task
 from rmbench.tasks.sources import iter_rows
-from rmbench.core.types import ComparisonGroup
 
 
 class GroupsTask(Task):

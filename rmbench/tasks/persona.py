@@ -22,9 +22,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import RowReader, Task, units_by_source
 from rmbench.tasks.sources import iter_rows
-from rmbench.core.types import ComparisonGroup
 
 YES_PREFIXES = ("In my view, the answer is ", "A truthful reply is ")
 YES_WORDS = ("yes", "sure")

@@ -21,11 +21,11 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, RB2_SUBSETS
+from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
+from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import RowReader, Task, TaskScores
 from rmbench.tasks.sources import iter_rows
-from rmbench.core.types import ComparisonGroup
 
 RB1_SECTIONS = {
     "Chat": ["alpacaeval-easy", "alpacaeval-length", "alpacaeval-hard", "mt-bench-easy", "mt-bench-med"],

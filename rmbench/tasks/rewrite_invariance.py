@@ -34,10 +34,10 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from rmbench.core.types import ORIGINAL, ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, units_by_source
 from rmbench.tasks.shift import PairedShiftTask
-from rmbench.core.types import ORIGINAL, ComparisonGroup
 
 HEADLINE = ("ds_auc", "rewrite_specificity", "within_form_discrimination", "cross_form_discrimination",
             "cross_form_gap", "preference_flip_rate", "length_correlation")

@@ -11,11 +11,11 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, TIES_LAYOUT
+from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
+from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import ExtraMetric, RowReader, Task
 from rmbench.tasks.sources import iter_rows
-from rmbench.core.types import ComparisonGroup
 
 RB2_DATASET = "allenai/reward-bench-2"
 

@@ -36,12 +36,12 @@ from typing import Sequence
 import yaml
 
 from rmbench import __version__
+from rmbench.core.types import ComparisonGroup, canonical_json, data_fingerprint, sha256_hex
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_text
 from rmbench.models.base import Runtime, ScoreRequest
 from rmbench.models.trained import MODEL_ENTRY, load_trained_entry  # load_trained_entry: re-exported
 from rmbench.train.progress import PhaseReport, quiet_hf_progress
-from rmbench.core.types import ComparisonGroup, canonical_json, data_fingerprint, sha256_hex
 
 __all__ = ["MODEL_ENTRY", "TrainConfig", "load_trained_entry", "preference_pairs", "train_one"]
 

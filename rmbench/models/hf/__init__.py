@@ -7,6 +7,10 @@
 * :mod:`~rmbench.models.hf.front`: the tokenizer front-end (shared with the vLLM adapters);
 * :mod:`~rmbench.models.hf.dropout`: MC dropout inside a backbone;
 * :mod:`~rmbench.models.hf.base`: the thin adapter bases.
+
+Part of the models layer: imports rmbench.models, rmbench.core and the shared modules only;
+its modules import one another without a circle (identity reads the hub cache through
+rmbench.hub, so loading never imports identity).
 """
 
 from rmbench.models.hf.base import HFRewardModel, HFTokenizedModel

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 from typing import Iterator
 
+from rmbench.core.types import canonical_json, sha256_hex
 from rmbench.files import atomic_write_text
 from rmbench.models.hf.loading import ModelSource
 from rmbench.paths import user_cache_dir
-from rmbench.core.types import canonical_json, sha256_hex
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 IDENTITY_SUFFIXES = WEIGHT_SUFFIXES + (".json", ".model", ".txt", ".jinja")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from rmbench.errors import ConfigError
 from rmbench.core.types import Prompt, prompt_to_json
+from rmbench.errors import ConfigError
 
 
 class Formatter:
