@@ -56,7 +56,7 @@ _PUBLIC: dict[str, str] = {
     "ModelSpec": "rmbench.core.types:ModelSpec",
     "Task": "rmbench.tasks.base:Task",
     "TaskScores": "rmbench.tasks.base:TaskScores",
-    "RowReader": "rmbench.tasks.base:RowReader",
+    "RowReader": "rmbench.tasks.rows:RowReader",
     "iter_rows": "rmbench.tasks.sources:iter_rows",
     "load_groups": "rmbench.tasks.loading:load_groups",
     "load_catalog": "rmbench.catalog:load_catalog",

@@ -13,8 +13,9 @@ from rmbench.results.record import Estimate, MetricRecord, RunRecord, TaskResult
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.scoring.suite import evaluate_models
 from rmbench.tasks import register_task_kind
-from rmbench.tasks.base import RowReader, Task, TaskScores
+from rmbench.tasks.base import Task, TaskScores
 from rmbench.tasks.loading import load_groups
+from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
 __version__: str

@@ -661,7 +661,8 @@ def test_skipping_many_bad_rows_reads_the_file_once(tmp_path, monkeypatch):
 
 
 PLUGIN_LOADER = '''
-from rmbench.tasks.base import RowReader, Task
+from rmbench.tasks.base import Task
+from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
 

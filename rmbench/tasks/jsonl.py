@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from rmbench.core.types import ComparisonGroup
-from rmbench.tasks.base import RowReader, Task
+from rmbench.tasks.base import Task
+from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
 

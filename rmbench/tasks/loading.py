@@ -16,7 +16,8 @@ from typing import Sequence
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec
 from rmbench.errors import ConfigError, DataError
 from rmbench.tasks import build_task
-from rmbench.tasks.base import Task, skipping_bad_rows
+from rmbench.tasks.base import Task
+from rmbench.tasks.rows import skipping_bad_rows
 from rmbench.tasks.shift import SHIFT_LABEL
 
 

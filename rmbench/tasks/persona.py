@@ -23,7 +23,8 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from rmbench.core.types import ComparisonGroup
-from rmbench.tasks.base import RowReader, Task, units_by_source
+from rmbench.tasks.base import Task, units_by_source
+from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
 YES_PREFIXES = ("In my view, the answer is ", "A truthful reply is ")

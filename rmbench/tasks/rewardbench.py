@@ -24,7 +24,8 @@ import numpy as np
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, RB2_SUBSETS
 from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.types import ComparisonGroup
-from rmbench.tasks.base import RowReader, Task, TaskScores
+from rmbench.tasks.base import Task, TaskScores
+from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
 RB1_SECTIONS = {

@@ -19,7 +19,8 @@ import numpy as np
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
-from rmbench.tasks.base import RowReader, Task, units_by_source
+from rmbench.tasks.base import Task, units_by_source
+from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
 SHIFT_LABEL = re.compile(r"^(paraphrase|translation(:[A-Za-z][A-Za-z_-]*)?|[a-z][a-z_]*:[A-Za-z0-9][A-Za-z0-9_-]*)$")

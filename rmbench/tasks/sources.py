@@ -5,7 +5,7 @@ file or a hub dataset the "line" is the 1-based row number. A local file is read
 ``.csv`` (``.tsv``: tab-separated) with a header row, ``.parquet``, anything else JSON Lines.
 In a CSV file every cell is text: list fields hold JSON (``["a", "b"]``, ``[1, 0]``).
 
-Under :func:`rmbench.tasks.base.skipping_bad_rows` (``--skip-bad-rows``) rows that cannot be
+Under :func:`rmbench.tasks.rows.skipping_bad_rows` (``--skip-bad-rows``) rows that cannot be
 read, and rows a loader rejected on an earlier pass, are left out and recorded.
 """
 
@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Iterator
 
 from rmbench.errors import DataError
-from rmbench.tasks.base import check_row_values, iter_csv, iter_jsonl, iter_parquet, row_excluded
+from rmbench.tasks.formats import iter_csv, iter_jsonl, iter_parquet
+from rmbench.tasks.rows import check_row_values, row_excluded
 
 
 def iter_rows(path: str | None = None, dataset: str | None = None, revision: str | None = None,

@@ -14,7 +14,8 @@ import numpy as np
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, TIES_LAYOUT
 from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.types import ComparisonGroup
-from rmbench.tasks.base import ExtraMetric, RowReader, Task
+from rmbench.tasks.base import ExtraMetric, Task
+from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
 RB2_DATASET = "allenai/reward-bench-2"
