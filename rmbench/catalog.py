@@ -38,6 +38,7 @@ from rmbench.models import MODEL_KINDS
 from rmbench.models.presets import DESCRIPTIONS as PRESET_DESCRIPTIONS
 from rmbench.models.presets import PRESETS
 from rmbench.tasks import TASK_KINDS
+from rmbench.tasks.downloads import is_web_source
 
 ENTRY_SUFFIXES = (".yaml", ".yml", ".toml")
 _KEYS = {"type", "name", "kind", "version", "description", "args", "group"}
@@ -119,8 +120,10 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
     if not isinstance(args, dict):
         raise ConfigError(f"{path}: field 'args': must be a mapping")
     args = dict(args)
-    def resolve(value: str) -> str:
-        return value if Path(value).expanduser().is_absolute() else str((path.parent / value).resolve())
+    def resolve(value: str) -> str:  # a web source (URL#sha256=...) stays as it is
+        if is_web_source(value) or Path(value).expanduser().is_absolute():
+            return value
+        return str((path.parent / value).resolve())
 
     if isinstance(args.get("path"), str):
         args["path"] = resolve(args["path"])

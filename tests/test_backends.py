@@ -32,7 +32,7 @@ def test_ray_engine_equals_local_and_resumes_through_the_cache(tiny, tmp_path):
     import ray
 
     model = f"implicit:{tiny['causal']}"
-    base = dict(model=model, tasks=("ties",), limit=8, n_bootstrap=0, runtime=FP32)
+    base = dict(model=model, tasks=("ties_sample",), limit=8, n_bootstrap=0, runtime=FP32)
     local = evaluate(EvalConfig(**base, cache_dir=str(tmp_path / "c_local")), out_dir=tmp_path / "local")
     try:
         first = evaluate(EvalConfig(**base, engine="ray", workers=2, cache_dir=str(tmp_path / "c_ray")),
@@ -73,7 +73,7 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
 @pytest.mark.distributed
 def test_accelerate_engine_with_two_cpu_processes_equals_local(tiny, tmp_path):
     pytest.importorskip("accelerate", reason="the accelerate engine needs pip install 'rmbench[accelerate]'")
-    args = ["eval", "--model", f"implicit:{tiny['causal']}", "--tasks", "ties", "--limit", "8", "--dtype", "float32",
+    args = ["eval", "--model", f"implicit:{tiny['causal']}", "--tasks", "ties_sample", "--limit", "8", "--dtype", "float32",
             "--bootstrap", "0"]
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "OMP_NUM_THREADS": "1"}
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",

@@ -338,7 +338,7 @@ def test_empty_parquet_and_missing_file(tmp_path):
     (folder / "bad.parquet").unlink()
     for extra in ([], ["--skip-bad-rows"]):
         _assert_one_clear_error(*_cli_eval(folder, *extra), "no such file")
-    result = runner.invoke(app, ["eval", "--model", "length", "--data", f"ties={folder / 'none.jsonl'}",
+    result = runner.invoke(app, ["eval", "--model", "length", "--data", f"ties_sample={folder / 'none.jsonl'}",
                                  "--skip-bad-rows", "--out", str(tmp_path / "run")])
     _assert_one_clear_error(result, tmp_path / "run", "none.jsonl: no such file")
 

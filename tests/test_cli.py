@@ -11,7 +11,7 @@ runner = CliRunner()
 
 def test_eval_writes_run_and_prints_leaderboard(tmp_path):
     out = tmp_path / "run"
-    result = runner.invoke(app, ["eval", "--model", "oracle", "--tasks", "ties", "--eps", "0,0.1",
+    result = runner.invoke(app, ["eval", "--model", "oracle", "--tasks", "ties_sample", "--eps", "0,0.1",
                                  "--bootstrap", "50", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "rmbench leaderboard" in result.output and "oracle" in result.output
@@ -24,13 +24,13 @@ def test_eval_writes_run_and_prints_leaderboard(tmp_path):
 def test_user_errors_are_one_line_without_traceback(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "tied:0", "prompt": "q", "chosen": ["a"], "rejected": "b"}\n')
-    result = runner.invoke(app, ["eval", "--data", f"ties={bad}", "--out", str(tmp_path / "r")])
+    result = runner.invoke(app, ["eval", "--data", f"ties_sample={bad}", "--out", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "bad.jsonl, line 1, field 'rejected'" in result.output
     assert "Traceback" not in result.output
     for args, message in ([["eval", "--model", "orcale"], "did you mean 'oracle'"],
                           [["eval", "--eps", "a,b"], "comma-separated numbers"],
-                          [["eval", "--data", "ties"], "expected TASK=PATH"],
+                          [["eval", "--data", "ties_sample"], "expected TASK=PATH"],
                           [["leaderboard", "build", str(tmp_path)], "no run folders under it"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, args
@@ -38,7 +38,7 @@ def test_user_errors_are_one_line_without_traceback(tmp_path):
 
 def test_lists():
     tasks = runner.invoke(app, ["tasks", "list"])
-    assert tasks.exit_code == 0 and "ties" in tasks.output and "rb2_ties" in tasks.output
+    assert tasks.exit_code == 0 and "ties_sample" in tasks.output and "rb2_ties" in tasks.output
     models = runner.invoke(app, ["models", "list"])
     assert models.exit_code == 0
     for name in ("oracle", "constant", "length", "python"):
@@ -71,9 +71,9 @@ def test_several_models_share_one_leaderboard(tmp_path):
     result = runner.invoke(app, ["eval", "--model", "oracle,length", "--bootstrap", "20", "--out", str(tmp_path)],
                            env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "oracle__ties" / "results.json").is_file()
-    assert (tmp_path / "length__ties" / "results.json").is_file()
-    board = (tmp_path / "leaderboard__ties__oracle+length.md").read_text()
+    assert (tmp_path / "oracle__ties_sample" / "results.json").is_file()
+    assert (tmp_path / "length__ties_sample" / "results.json").is_file()
+    board = (tmp_path / "leaderboard__ties_sample__oracle+length.md").read_text()
     assert "| oracle" in board and "| length" in board
 
 
@@ -85,28 +85,28 @@ def test_run_folders_never_replace_another_run(tmp_path, monkeypatch):
     assert first.exit_code == 0, first.output
     second = runner.invoke(app, ["eval", "--model", "length", "--tasks", "persona", "--bootstrap", "10"])
     assert second.exit_code == 0, second.output
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["length__persona", "length__ties"]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["length__persona", "length__ties_sample"]
     again = runner.invoke(app, ["eval", "--model", "length", "--bootstrap", "10"])  # its own run: replaced
     assert again.exit_code == 0, again.output
-    before = (tmp_path / "runs" / "length__ties" / "results.json").read_text()
-    for args, words in ((["--eps", "0,0.5"], "task ties: eps 0,0.1 vs 0,0.5"),
+    before = (tmp_path / "runs" / "length__ties_sample" / "results.json").read_text()
+    for args, words in ((["--eps", "0,0.5"], "task ties_sample: eps 0,0.1 vs 0,0.5"),
                         (["--model", "oracle"], "model 'length', not 'oracle'"),
-                        (["--tasks", "persona"], "tasks ties, not persona")):
-        argv = ["eval", "--model", "length", "--bootstrap", "10", "--out", "runs/length__ties", *args]
+                        (["--tasks", "persona"], "tasks ties_sample, not persona")):
+        argv = ["eval", "--model", "length", "--bootstrap", "10", "--out", "runs/length__ties_sample", *args]
         if "--model" in args:
-            argv = ["eval", *args, "--bootstrap", "10", "--out", "runs/length__ties"]
+            argv = ["eval", *args, "--bootstrap", "10", "--out", "runs/length__ties_sample"]
         result = runner.invoke(app, argv)
         assert result.exit_code == 2 and words in result.output and "--overwrite" in result.output, result.output
         assert "Traceback" not in result.output
-    assert (tmp_path / "runs" / "length__ties" / "results.json").read_text() == before  # nothing lost
+    assert (tmp_path / "runs" / "length__ties_sample" / "results.json").read_text() == before  # nothing lost
     # several models: every folder is checked before any model is scored
     other = runner.invoke(app, ["eval", "--model", "oracle,length", "--limit", "4", "--bootstrap", "10"])
-    assert other.exit_code == 2 and "runs/length__ties holds another run (task ties: data fingerprint" in other.output
-    assert not (tmp_path / "runs" / "oracle__ties").exists()
-    forced = runner.invoke(app, ["eval", "--model", "oracle", "--bootstrap", "10", "--out", "runs/length__ties",
+    assert other.exit_code == 2 and "runs/length__ties_sample holds another run (task ties_sample: data fingerprint" in other.output
+    assert not (tmp_path / "runs" / "oracle__ties_sample").exists()
+    forced = runner.invoke(app, ["eval", "--model", "oracle", "--bootstrap", "10", "--out", "runs/length__ties_sample",
                                  "--overwrite"])
     assert forced.exit_code == 0, forced.output
-    assert '"name": "oracle"' in (tmp_path / "runs" / "length__ties" / "results.json").read_text()
+    assert '"name": "oracle"' in (tmp_path / "runs" / "length__ties_sample" / "results.json").read_text()
 
 
 @pytest.mark.slow

@@ -116,9 +116,9 @@ def test_piped_output_without_columns_is_full_width():
 
 @pytest.fixture(scope="module")
 def eval_run(tmp_path_factory):
-    """Two models on ties and the token_shift group, printed at 80 and 120 columns."""
+    """Two models on ties_sample and the token_shift_sample group, printed at 80 and 120 columns."""
     out = tmp_path_factory.mktemp("render") / "runs"
-    argv = ["eval", "--model", "length,oracle", "--tasks", "ties,token_shift", "--limit", "3", "--bootstrap", "50",
+    argv = ["eval", "--model", "length,oracle", "--tasks", "ties_sample,token_shift_sample", "--limit", "3", "--bootstrap", "50",
             "--out", str(out)]
     printed = {}
     for columns in ("80", "120"):
@@ -170,7 +170,7 @@ def test_grids_fit_any_width_and_never_cut_a_name(width):
                   rows=tuple((m, t, s, values[0], values[2]) for m in ("a", "b") for t in ("t1", "t2")
                              for s in ("none", "translation:fr")), keys=3)
     prose = Grid(headers=("name", "kind", "description"), numeric=False, prose=frozenset({2}),
-                 rows=(("paraphrase_shift", "paired_shift", "64 preference pairs vs their paraphrases " * 3),))
+                 rows=(("paraphrase_shift_sample", "paired_shift", "64 preference pairs vs their paraphrases " * 3),))
     for grid in (board, nested, prose):
         text = _render(grid, width)
         names = set(grid.headers[grid.keys:]) | {row[i] for row in grid.rows for i in range(grid.keys)}

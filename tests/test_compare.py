@@ -58,7 +58,7 @@ def test_incomparable_or_changed_data_is_refused(runs, tmp_path):
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({"id": "tied:0", "prompt": "q", "chosen": ["a", "b"], "rejected": ["c"]}) + "\n")
     with pytest.raises(DataError, match="fingerprint differs"):
-        compare_runs(load_run(runs / "oracle"), load_run(runs / "length"), data={"ties": str(other)})
+        compare_runs(load_run(runs / "oracle"), load_run(runs / "length"), data={"ties_sample": str(other)})
 
 
 def test_cli_compare(runs):

@@ -100,12 +100,12 @@ def test_shared_plan_keeps_a_prompts_responses_together():
 
 def test_distinct_inputs_are_scored_once_across_tasks(tmp_path, counting_model):
     model, calls = counting_model
-    res = evaluate(EvalConfig(model=model, tasks=("ties", "ties_copy"), include=(str(_copy_entry(tmp_path)),),
+    res = evaluate(EvalConfig(model=model, tasks=("ties_sample", "ties_copy"), include=(str(_copy_entry(tmp_path)),),
                               n_bootstrap=10, cache_dir=str(tmp_path / "c")))
     stats = res.execution.stats
     assert stats["requests"] == 2 * 514 and stats["distinct"] == 514  # the copy adds nothing new
     assert sum(calls()) == stats["distinct"] == stats["computed"]
-    a, b = next(res.records("ties")), next(res.records("ties_copy"))
+    a, b = next(res.records("ties_sample")), next(res.records("ties_copy"))
     assert a.metric == b.metric and a.value == b.value
 
 

@@ -62,12 +62,12 @@ def write_rb1(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Run folders: length and oracle on ties, length on RewardBench 2 and on RewardBench v1."""
+    """Run folders: length and oracle on ties_sample, length on RewardBench 2 and on RewardBench v1."""
     root = tmp_path_factory.mktemp("runs")
     rb2 = write_rb2(root / "rb2.jsonl")
     rb1 = write_rb1(root / "rb1.jsonl")
-    evaluate(EvalConfig(model="length", tasks=("ties",), n_bootstrap=20, use_cache=False), out_dir=root / "len")
-    evaluate(EvalConfig(model="oracle", tasks=("ties",), n_bootstrap=20, use_cache=False), out_dir=root / "oracle")
+    evaluate(EvalConfig(model="length", tasks=("ties_sample",), n_bootstrap=20, use_cache=False), out_dir=root / "len")
+    evaluate(EvalConfig(model="oracle", tasks=("ties_sample",), n_bootstrap=20, use_cache=False), out_dir=root / "oracle")
     evaluate(EvalConfig(model="length", tasks=("rewardbench2",), data=(("rewardbench2", str(rb2)),),
                         n_bootstrap=20, use_cache=False), out_dir=root / "len_rb2")
     evaluate(EvalConfig(model="length", tasks=("rewardbench",), data=(("rewardbench", str(rb1)),),
@@ -171,13 +171,13 @@ def test_rmbench_metrics_carry_eps_and_confidence_intervals(runs, validator):
     log = to_every_eval_ever([run])
     check_log(validator, log)
     results = by_name(log)
-    task = run.task("ties")
+    task = run.task("ties_sample")
     pooled = [m for m in task.metrics if m.subset is None and m.shift is None and not math.isnan(m.value)]
     assert len(log["evaluation_results"]) == len(pooled)
     for eps in task.eps:
         for metric in ("discrimination", "specificity"):
-            rec = run.metric("ties", metric, eps=eps)
-            r = results[f"rmbench.ties.{metric}@eps={eps:g}sigma"]
+            rec = run.metric("ties_sample", metric, eps=eps)
+            r = results[f"rmbench.ties_sample.{metric}@eps={eps:g}sigma"]
             assert r["metric_config"]["metric_parameters"] == {"eps": eps, "eps_unit": "sigma"}
             assert f"eps = {eps:g}" in r["metric_config"]["evaluation_description"]
             assert r["score_details"]["score"] == rec.value
@@ -185,26 +185,26 @@ def test_rmbench_metrics_carry_eps_and_confidence_intervals(runs, validator):
             assert (ci["lower"], ci["upper"]) == (rec.ci_low, rec.ci_high)
             assert r["score_details"]["uncertainty"]["num_bootstrap_samples"] == 20
     for metric in ("pairwise_accuracy", "ds_auc", "ties_score"):
-        rec = run.metric("ties", metric)
-        r = results[f"rmbench.ties.{metric}"]
+        rec = run.metric("ties_sample", metric)
+        r = results[f"rmbench.ties_sample.{metric}"]
         assert r["score_details"]["score"] == rec.value
         ci = r["score_details"]["uncertainty"]["confidence_interval"]
         assert (ci["lower"], ci["upper"]) == (rec.ci_low, rec.ci_high)
-    # the built-in ties task is rmbench's own miniature, not RewardBench 2's Ties subset
+    # the built-in ties_sample task is rmbench's own miniature, not RewardBench 2's Ties subset
     assert "Ties" not in results
     assert log["evaluation_timestamp"] == run.created
     assert log["eval_library"]["version"] == run.rmbench_version
     assert log["eval_library"]["additional_details"]["python"] == run.environment.python
 
 
-def test_hub_ties_task_is_rewardbench2_ties(runs, validator):
+def test_hub_ties_task_is_ties(runs, validator):
     run = runs["len"].record
-    task = dataclasses.replace(run.task("ties"), args={"dataset": "allenai/reward-bench-2", "revision": "main",
+    task = dataclasses.replace(run.task("ties_sample"), args={"dataset": "allenai/reward-bench-2", "revision": "main",
                                                          "split": "test"})
     log = to_every_eval_ever([dataclasses.replace(run, tasks=(task,))])
     check_log(validator, log)
     ties = by_name(log)["Ties"]
-    assert ties["score_details"]["score"] == run.value("ties", "ties_score")
+    assert ties["score_details"]["score"] == run.value("ties_sample", "ties_score")
     assert ties["source_data"] == {**ties["source_data"], "dataset_name": "RewardBench 2",
                                    "source_type": "hf_dataset", "hf_repo": "allenai/reward-bench-2", "hf_split": "test"}
 
@@ -215,14 +215,14 @@ def test_runs_of_one_model_merge_into_one_file(runs, tmp_path, validator):
     log = json.loads(paths[0].read_text(encoding="utf-8"))
     check_log(validator, log)
     names = set(by_name(log))
-    assert set(RB2_NAMES) | set(RB1_NAMES) | {"rmbench.ties.ties_score", "rmbench.rewardbench2.ds_auc"} <= names
+    assert set(RB2_NAMES) | set(RB1_NAMES) | {"rmbench.ties_sample.ties_score", "rmbench.rewardbench2.ds_auc"} <= names
     tasks = {r["score_details"]["details"]["rmbench_task"] for r in log["evaluation_results"]}
-    assert tasks == {"ties", "rewardbench2", "rewardbench"}
+    assert tasks == {"ties_sample", "rewardbench2", "rewardbench"}
     assert len(json.loads(log["eval_library"]["additional_details"]["runs"])) == 3
     newest = max((runs[k].record for k in ("len", "len_rb2", "len_rb1")), key=lambda r: r.created)
     assert log["evaluation_timestamp"] == newest.created
     oracle = json.loads(paths[1].read_text(encoding="utf-8"))
-    assert {r["score_details"]["details"]["rmbench_task"] for r in oracle["evaluation_results"]} == {"ties"}
+    assert {r["score_details"]["details"]["rmbench_task"] for r in oracle["evaluation_results"]} == {"ties_sample"}
 
 
 def test_output_is_deterministic(runs, tmp_path):

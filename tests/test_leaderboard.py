@@ -19,13 +19,13 @@ def test_comparability_key_is_pinned():
     key = comparability_key("ties", 1, "0" * 64, 1, [0.1, 0.0], "sigma")
     assert key == "0ad923eeba03059954af2b51f5ac836c8e5bf4825c6d8a09df0c266e3eda5a9a"
     assert key == comparability_key("ties", 1, "0" * 64, 1, [0.0, 0.1], "sigma")  # order of eps is irrelevant
-    assert key != comparability_key("ties", 2, "0" * 64, 1, [0.0, 0.1], "sigma")
+    assert key != comparability_key("ties_sample", 2, "0" * 64, 1, [0.0, 0.1], "sigma")
     assert key != comparability_key("ties", 1, "0" * 64, 1, [0.0, 0.1], "raw")
 
 
 def test_builtin_ties_data_is_pinned():
     """Golden value: editing tasks/data/ties_builtin.jsonl must come with a task version bump."""
-    spec = load_catalog().task_spec("ties")
+    spec = load_catalog().task_spec("ties_sample")
     _, groups = load_groups(spec)
     assert spec.version == 1
     assert data_fingerprint(groups) == "0bee14202bc0ab1aba4ac0e882f8eb88c27e448acf8643447d96f892bf9e9cc1"
@@ -47,14 +47,14 @@ def runs(tmp_path_factory):
 def test_rows_are_models_and_columns_split_d_and_spec(runs):
     lb = build_leaderboard([load_run(runs[m]) for m in ("length", "oracle", "constant")])
     assert [r[0][0] for r in lb.main.rows] == ["oracle", "constant", "length"]  # best accuracy first (0.5 > 0.21)
-    assert [c.header for c in lb.main.columns] == ["ties acc", "ties D@0.1σ", "ties Spec@0.1σ", "ties ds_auc",
-                                                   "ties ties_score"]
+    assert [c.header for c in lb.main.columns] == ["ties_sample acc", "ties_sample D@0.1σ", "ties_sample Spec@0.1σ", "ties_sample ds_auc",
+                                                   "ties_sample ties_score"]
     md = render(lb, "md")
     assert "| oracle" in md and "1.000 [1.000, 1.000]" in md and "95% bootstrap CI" in md
     # the cells are the records, found through the run's own query
     oracle = load_run(runs["oracle"]).record
-    spec_col = [c.header for c in lb.main.columns].index("ties Spec@0.1σ")
-    assert lb.main.rows[0][1][spec_col] == oracle.metric("ties", "specificity", eps=0.1).estimate
+    spec_col = [c.header for c in lb.main.columns].index("ties_sample Spec@0.1σ")
+    assert lb.main.rows[0][1][spec_col] == oracle.metric("ties_sample", "specificity", eps=0.1).estimate
 
 
 def test_a_ties_score_above_one_says_why(runs):
@@ -70,13 +70,13 @@ def test_a_ties_score_above_one_says_why(runs):
 def test_runs_with_other_eps_lists_share_the_cells_they_have(runs, tmp_path):
     evaluate(EvalConfig(model="length", eps=(0.0, 0.05, 0.1, 0.5), n_bootstrap=50), out_dir=tmp_path / "len")
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(tmp_path / "len")])
-    assert lb.eps["ties"] == (0.1, "sigma") and lb.notes == (TIES_READING,)  # only the Ties score's range
+    assert lb.eps["ties_sample"] == (0.1, "sigma") and lb.notes == (TIES_READING,)  # only the Ties score's range
     length = load_run(tmp_path / "len").record
     row = dict((r[0][0], r[1]) for r in lb.main.rows)["length"]
-    assert row[1] == length.metric("ties", "discrimination", eps=0.1).estimate
+    assert row[1] == length.metric("ties_sample", "discrimination", eps=0.1).estimate
     # no eps in common: the first run's eps, and a note says which run lacks it and what it has
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-eps"])])
-    assert lb.eps["ties"] == (0.1, "sigma")
+    assert lb.eps["ties_sample"] == (0.1, "sigma")
     assert any("no D/Spec at eps=0.1 (its eps: 0.2)" in n for n in lb.notes)
     row = dict((r[0][0], r[1]) for r in lb.main.rows)["length"]
     assert row[1] is None and row[0] is not None  # D@0.1 missing, accuracy shared
@@ -85,11 +85,11 @@ def test_runs_with_other_eps_lists_share_the_cells_they_have(runs, tmp_path):
 def test_runs_on_other_data_get_columns_of_their_own_with_a_note(runs):
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-limit"])])
     headers = [c.header for c in lb.main.columns]
-    assert "ties acc" in headers and "ties#2 acc" in headers
-    assert any(n.startswith("ties#2 (length-limit) cannot share cells with ties (oracle): data fingerprint "
+    assert "ties_sample acc" in headers and "ties_sample#2 acc" in headers
+    assert any(n.startswith("ties_sample#2 (length-limit) cannot share cells with ties_sample (oracle): data fingerprint "
                             "0bee14202bc0 vs ") for n in lb.notes), lb.notes
     rows = dict((r[0][0], r[1]) for r in lb.main.rows)
-    acc, acc2 = headers.index("ties acc"), headers.index("ties#2 acc")
+    acc, acc2 = headers.index("ties_sample acc"), headers.index("ties_sample#2 acc")
     assert rows["oracle"][acc] is not None and rows["oracle"][acc2] is None
     assert rows["length"][acc] is None and rows["length"][acc2] is not None
 
@@ -104,13 +104,13 @@ def test_two_runs_of_one_model_are_rows_named_by_folder(runs):
 def test_formats(runs):
     lb = build_leaderboard([load_run(runs[m]) for m in ("oracle", "length")])
     csv = render(lb, "csv")
-    assert csv.splitlines()[0].startswith("model,ties acc,ties acc ci_low,ties acc ci_high")
+    assert csv.splitlines()[0].startswith("model,ties_sample acc,ties_sample acc ci_low,ties_sample acc ci_high")
     data = json.loads(render(lb, "json"))
     cell = [r for r in data["tables"][0]["rows"] if r["model"] == "oracle" and r["metric"] == "discrimination"][0]
-    assert cell["value"] == 1.0 and cell["eps"] == 0.1 and len(data["task_keys"]["ties"]) == 64
+    assert cell["value"] == 1.0 and cell["eps"] == 0.1 and len(data["task_keys"]["ties_sample"]) == 64
     with pytest.raises(ConfigError, match="eps=0.7"):
         build_leaderboard([load_run(runs["oracle"])], eps=0.7)
-    assert build_leaderboard([load_run(runs["oracle"])], eps=0.0).eps["ties"] == (0.0, "sigma")
+    assert build_leaderboard([load_run(runs["oracle"])], eps=0.0).eps["ties_sample"] == (0.0, "sigma")
 
 
 def test_html_is_self_contained_escaped_and_sortable(runs, tmp_path):

@@ -86,7 +86,7 @@ def _entry(folder: Path, name: str, model: Path) -> Path:
 
 def test_renaming_a_model_entry_keeps_its_cached_scores(tiny, tmp_path):
     cache = tmp_path / "cache"
-    common = dict(tasks=("ties",), limit=4, n_bootstrap=20, runtime=FP32, cache_dir=str(cache))
+    common = dict(tasks=("ties_sample",), limit=4, n_bootstrap=20, runtime=FP32, cache_dir=str(cache))
     first = evaluate(EvalConfig(model="my-rm", include=(str(_entry(tmp_path / "a", "my-rm", tiny["causal"])),),
                                 **common))
     renamed = evaluate(EvalConfig(model="renamed-rm", include=(str(_entry(tmp_path / "b", "renamed-rm",
@@ -95,14 +95,14 @@ def test_renaming_a_model_entry_keeps_its_cached_scores(tiny, tmp_path):
     assert renamed.execution.stats["computed"] == 0
     assert renamed.execution.stats["cached"] == first.execution.stats["computed"]
     assert renamed.model.fingerprint == first.model.fingerprint and renamed.model.name == "renamed-rm"
-    assert renamed.value("ties", "pairwise_accuracy") == first.value("ties", "pairwise_accuracy")
+    assert renamed.value("ties_sample", "pairwise_accuracy") == first.value("ties_sample", "pairwise_accuracy")
 
 
 def test_a_cached_rerun_never_loads_weights_or_tokenizer(tiny, tmp_path, monkeypatch):
     from rmbench.models.hf.base import HFRewardModel
     from rmbench.models.hf.front import TokenizerFront
 
-    common = dict(model=f"discretize:implicit:{tiny['causal']}", tasks=("ties",), limit=3, n_bootstrap=20,
+    common = dict(model=f"discretize:implicit:{tiny['causal']}", tasks=("ties_sample",), limit=3, n_bootstrap=20,
                   runtime=FP32, cache_dir=str(tmp_path / "cache"))
     first = evaluate(EvalConfig(eps=(0.0,), **common))
 
@@ -113,7 +113,7 @@ def test_a_cached_rerun_never_loads_weights_or_tokenizer(tiny, tmp_path, monkeyp
     monkeypatch.setattr(TokenizerFront, "tokenizer", property(refuse))
     again = evaluate(EvalConfig(eps=(0.0, 0.3), **common))
     assert again.execution.stats["computed"] == 0
-    assert again.value("ties", "pairwise_accuracy") == first.value("ties", "pairwise_accuracy")
+    assert again.value("ties_sample", "pairwise_accuracy") == first.value("ties_sample", "pairwise_accuracy")
     assert again.execution.model == first.execution.model  # described alike: dtype, weights, device asked for
 
 

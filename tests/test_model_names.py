@@ -211,7 +211,7 @@ def test_discretize_of_an_include_entry_end_to_end(tiny, tmp_path):
 
     inc = write_entries(tmp_path / "inc", {"my-tiny": {"kind": "implicit", "description": "a tiny causal LM",
                                                        "args": {"model": str(tiny["causal"]), "normalize": "mean"}}})
-    res = evaluate(EvalConfig(model="discretize:my-tiny", include=(str(inc),), tasks=("ties",), limit=2,
+    res = evaluate(EvalConfig(model="discretize:my-tiny", include=(str(inc),), tasks=("ties_sample",), limit=2,
                               n_bootstrap=10, model_args=(("p", 0.2),),
                               runtime=Runtime(dtype="float32", device="cpu"), cache_dir=str(tmp_path / "cache")))
     assert res.model.name == "discretize:my-tiny" and res.model.spec["kind"] == "discretize"

@@ -1,7 +1,7 @@
 """rmbench's official numbers equal RewardBench's own code (the rewardbench 0.1.4 wheel) to 1e-9.
 
 The runs go through ``evaluate`` end to end with a ``python:`` model whose rewards are coarse
-(many exact ties: fractional best-of-n credit, Ties rows whose correct answers score alike), and
+(many exact ties_sample: fractional best-of-n credit, Ties rows whose correct answers score alike), and
 the official code scores the same rewards, read back from the run's rewards.jsonl.
 Skips with the reason when the official code does not import (see tests/rb_official.py).
 """
@@ -20,7 +20,7 @@ RM = '''
 import hashlib
 
 def coarse(pairs):
-    """0..3 from a hash of the response: deterministic, with many exact ties."""
+    """0..3 from a hash of the response: deterministic, with many exact ties_sample."""
     return [float(int(hashlib.sha256(r.encode()).hexdigest(), 16) % 4) for _, r in pairs]
 '''
 
@@ -77,8 +77,8 @@ def test_rewardbench2_subsets_and_score_equal_the_official_code(official, tmp_pa
     data = _write(tmp_path / "rb2.jsonl", rows)
     rm = tmp_path / "rm.py"
     rm.write_text(RM)
-    run = evaluate(EvalConfig(model=f"python:{rm}:coarse", tasks=("rewardbench2", "rewardbench2_ties"),
-                              data=(("rewardbench2", str(data)), ("rewardbench2_ties", str(data))),
+    run = evaluate(EvalConfig(model=f"python:{rm}:coarse", tasks=("rewardbench2", "ties"),
+                              data=(("rewardbench2", str(data)), ("ties", str(data))),
                               n_bootstrap=50, use_cache=False), out_dir=tmp_path / "run")
     scores = _scores_by_row(tmp_path / "run", "rewardbench2")
     expected = official.rb2_official(rows, [scores[r["id"]] for r in rows])
@@ -87,11 +87,11 @@ def test_rewardbench2_subsets_and_score_equal_the_official_code(official, tmp_pa
         assert record is not None and record.value == pytest.approx(expected[subset], abs=1e-9), subset
         assert record.ci_low <= record.value <= record.ci_high
     assert run.value("rewardbench2", "rewardbench2_score") == pytest.approx(expected["Score"], abs=1e-9)
-    assert run.value("rewardbench2_ties", "ties_score") == pytest.approx(expected["Ties"], abs=1e-9)
+    assert run.value("ties", "ties_score") == pytest.approx(expected["Ties"], abs=1e-9)
     assert 0 < expected["Ties"] < 1 and len({round(v, 6) for v in expected.values()}) > 3  # not degenerate
 
 
-def test_rewardbench2_ties_with_exact_ties_among_correct_answers(official, tmp_path):
+def test_ties_with_exact_ties_among_correct_answers(official, tmp_path):
     """Equal rewards for every correct answer (diff_corr_margin = 0), as a discretised RM gives:
     the case where RewardBench's code left the margin term out."""
     rows = [{"id": f"tied:{k}", "prompt": f"q{k}", "subset": "Ties", "chosen": [f"a{k}", f"b{k}"],
@@ -101,7 +101,7 @@ def test_rewardbench2_ties_with_exact_ties_among_correct_answers(official, tmp_p
     rm = tmp_path / "rm.py"
     rm.write_text("def f(pairs):\n    return [0.0 if r[0] in 'ce' else (1.0 if r[0] in 'ab' else 2.0) "
                   "for _, r in pairs]\n")
-    data = _write(tmp_path / "ties.jsonl", rows)
+    data = _write(tmp_path / "ties_sample.jsonl", rows)
     run = evaluate(EvalConfig(model=f"python:{rm}:f", tasks=("rewardbench2",), data=(("rewardbench2", str(data)),),
                               n_bootstrap=20, use_cache=False), out_dir=tmp_path / "run")
     scores = _scores_by_row(tmp_path / "run", "rewardbench2")

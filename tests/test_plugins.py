@@ -24,7 +24,7 @@ def test_toml_and_yaml_model_entries(tmp_path):
     assert {"my-rm", "my-const"} <= set(catalog.models)
     res = evaluate(EvalConfig(model="my-rm", include=(str(tmp_path),), n_bootstrap=20))
     assert res.model.name == "my-rm" and res.model.spec["kind"] == "python"
-    acc = res.value("ties", "pairwise_accuracy")
+    acc = res.value("ties_sample", "pairwise_accuracy")
     assert acc > 0.5  # shorter is better on Ties: the opposite of the length baseline
     res = evaluate(EvalConfig(model="my-const", include=(str(tmp_path),), n_bootstrap=20))
     assert res.model.spec["args"] == {"value": 3}
@@ -90,7 +90,7 @@ def test_installed_entry_point_plugin(plugin_site, tmp_path):
     assert listed.returncode == 0 and "keyword-rm" in listed.stdout and "rmbench-plugin-demo" in listed.stdout
     tasks = run_cli(plugin_site, tmp_path, "tasks", "list")
     assert tasks.returncode == 0 and "demo_pairs" in tasks.stdout and "rmbench-plugin-demo" in tasks.stdout
-    result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties",
+    result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties_sample",
                      "--bootstrap", "20", "--out", str(tmp_path / "run"))
     assert result.returncode == 0, result.stderr
 

@@ -89,7 +89,7 @@ def slow_model(tmp_path) -> str:
 def test_sigkill_mid_run_resumes_to_the_uninterrupted_result(tmp_path, slow_model):
     out, cache = tmp_path / "run", tmp_path / "cache"
     # --token-budget 1: every response is its own batch and its own cache transaction.
-    args = ["eval", "--model", slow_model, "--tasks", "ties", "--bootstrap", "100", "--token-budget", "1",
+    args = ["eval", "--model", slow_model, "--tasks", "ties_sample", "--bootstrap", "100", "--token-budget", "1",
             "--cache-dir", str(cache), "--out", str(out)]
     reference = rmbench(args, cli_env(tmp_path))
     assert reference.returncode == 0, reference.stderr
@@ -141,7 +141,7 @@ def test_two_processes_share_one_cache(tmp_path, slow_model):
     cache = tmp_path / "cache"
     env = cli_env(tmp_path, RMBENCH_TEST_SLEEP="0.001")
     runs = {task: ["eval", "--model", slow_model, "--tasks", task, "--bootstrap", "20", "--token-budget", "1",
-                   "--cache-dir", str(cache), "--out", str(tmp_path / task)] for task in ("ties", "persona")}
+                   "--cache-dir", str(cache), "--out", str(tmp_path / task)] for task in ("ties_sample", "persona")}
     procs = {task: subprocess.Popen([sys.executable, "-m", "rmbench", *args], env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True) for task, args in runs.items()}
     errors = {}
@@ -151,7 +151,7 @@ def test_two_processes_share_one_cache(tmp_path, slow_model):
         finally:
             if proc.poll() is None:
                 proc.kill()
-    assert {t: p.returncode for t, p in procs.items()} == {"ties": 0, "persona": 0}, errors
+    assert {t: p.returncode for t, p in procs.items()} == {"ties_sample": 0, "persona": 0}, errors
     assert len(list(cache.glob("*.sqlite"))) == 1  # one model, one file, two writers
     assert integrity(cache) == ["ok"]
     distinct = sum(json.loads((tmp_path / t / "results.json").read_text())["execution"]["stats"]["distinct"]
@@ -260,7 +260,7 @@ def test_every_file_written_under_out_goes_through_atomic_write(tmp_path, monkey
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     for fmt in ("md", "csv", "json", "html"):
-        result = runner.invoke(app, ["leaderboard", "build", str(out / "one"), str(out / "many" / "oracle__ties"),
+        result = runner.invoke(app, ["leaderboard", "build", str(out / "one"), str(out / "many" / "oracle__ties_sample"),
                                      "--format", fmt, "--out", str(out / "boards" / f"board.{fmt}")])
         assert result.exit_code == 0, result.output
     on_disk = sorted(p.resolve() for p in out.rglob("*") if p.is_file())
@@ -280,7 +280,7 @@ def test_the_same_command_gives_the_same_bytes(tiny, tmp_path):
     def run(name: str, hash_seed: str) -> Path:
         out = tmp_path / name
         result = rmbench(["eval", "--model", f"discretize:implicit:{tiny['causal']}", "--model-arg", "seed=7",
-                          "--model-arg", "T=3", "--model-arg", "p=0.2", "--tasks", "ties", "--limit", "6",
+                          "--model-arg", "T=3", "--model-arg", "p=0.2", "--tasks", "ties_sample", "--limit", "6",
                           "--bootstrap", "200", "--seed", "3", "--dtype", "float32", "--device", "cpu",
                           "--cache-dir", str(cache), "--out", str(out)],
                          cli_env(tmp_path, PYTHONHASHSEED=hash_seed))

@@ -47,12 +47,12 @@ def test_groups_hold_each_answer_beside_its_rewrite(files):
 
 def test_metrics_equal_a_hand_computation(files, tmp_path):
     data, rm = files
-    record = evaluate(EvalConfig(model=f"python:{rm}:score", tasks=("paraphrase_invariance",),
-                                 data=(("paraphrase_invariance", str(data)),), eps=(0.0, 0.5), eps_unit="raw",
+    record = evaluate(EvalConfig(model=f"python:{rm}:score", tasks=("paraphrase_invariance_sample",),
+                                 data=(("paraphrase_invariance_sample", str(data)),), eps=(0.0, 0.5), eps_unit="raw",
                                  n_bootstrap=50), out_dir=tmp_path / "run")
 
     def value(metric, eps=None, shift=None):
-        return record.metric("paraphrase_invariance", metric, eps=eps, shift=shift).value
+        return record.metric("paraphrase_invariance_sample", metric, eps=eps, shift=shift).value
 
     # Specificity pairs (answer, rewrite): gaps 3-2=1, 1-2.5=-1.5, 1-1=0, 0-0.2=-0.2.
     assert value("rewrite_specificity", 0.0) == pytest.approx(1 / 4)  # only the 0 gap is within eps = 0
@@ -67,10 +67,10 @@ def test_metrics_equal_a_hand_computation(files, tmp_path):
     assert value("preference_flip_rate") == pytest.approx(1 / 2)
     # One rewrite kind: its slice is the whole task.
     assert value("rewrite_specificity", 0.0, shift="paraphrase") == value("rewrite_specificity", 0.0)
-    gap = record.metric("paraphrase_invariance", "cross_form_gap", eps=0.0)
+    gap = record.metric("paraphrase_invariance_sample", "cross_form_gap", eps=0.0)
     assert gap.estimate.has_ci and gap.n == 4  # cross-form pairs
-    assert record.metric("paraphrase_invariance", "rewrite_specificity", eps=0.0).n == 4
-    assert record.task("paraphrase_invariance").args["shift"] == "paraphrase"
+    assert record.metric("paraphrase_invariance_sample", "rewrite_specificity", eps=0.0).n == 4
+    assert record.task("paraphrase_invariance_sample").args["shift"] == "paraphrase"
 
 
 def test_flip_rate_counts_ties_as_changes():
@@ -101,21 +101,21 @@ def test_translations_only_when_allowed(tmp_path):
 
 
 def test_builtin_paraphrase_invariance_on_a_baseline(tmp_path):
-    record = evaluate(EvalConfig(model="length", tasks=("paraphrase_invariance",), n_bootstrap=50))
-    task = record.task("paraphrase_invariance")
+    record = evaluate(EvalConfig(model="length", tasks=("paraphrase_invariance_sample",), n_bootstrap=50))
+    task = record.task("paraphrase_invariance_sample")
     assert task.counts.groups == 64 and task.counts.specificity_pairs == 128
-    spec = record.metric("paraphrase_invariance", "rewrite_specificity", eps=0.1).value
+    spec = record.metric("paraphrase_invariance_sample", "rewrite_specificity", eps=0.1).value
     assert 0.0 <= spec <= 1.0
-    flips = record.metric("paraphrase_invariance", "preference_flip_rate").value
+    flips = record.metric("paraphrase_invariance_sample", "preference_flip_rate").value
     assert 0.0 <= flips <= 1.0
 
 
 def test_the_papers_paraphrase_file_as_it_is(tmp_path):
     path = shared_file("exrm-vs-imrm/paraphrase_train.jsonl")
-    record = evaluate(EvalConfig(model="length", tasks=("paraphrase_invariance",),
-                                 data=(("paraphrase_invariance", str(path)),), n_bootstrap=20, limit=50))
-    assert record.task("paraphrase_invariance").counts.groups == 50
-    value = record.metric("paraphrase_invariance", "cross_form_discrimination", eps=0.0).value
+    record = evaluate(EvalConfig(model="length", tasks=("paraphrase_invariance_sample",),
+                                 data=(("paraphrase_invariance_sample", str(path)),), n_bootstrap=20, limit=50))
+    assert record.task("paraphrase_invariance_sample").counts.groups == 50
+    value = record.metric("paraphrase_invariance_sample", "cross_form_discrimination", eps=0.0).value
     assert not math.isnan(value)
 
 
@@ -141,7 +141,7 @@ def test_paraphrase_invariance_on_the_default_model(tmp_path):
     from conftest import smollm2_gguf
 
     smollm2_gguf()
-    record = evaluate(EvalConfig(tasks=("paraphrase_invariance",), limit=4, n_bootstrap=20))
-    assert record.model.name == "smollm2-135m" and record.task("paraphrase_invariance").counts.groups == 4
+    record = evaluate(EvalConfig(tasks=("paraphrase_invariance_sample",), limit=4, n_bootstrap=20))
+    assert record.model.name == "smollm2-135m" and record.task("paraphrase_invariance_sample").counts.groups == 4
     for metric in ("rewrite_specificity", "cross_form_discrimination", "within_form_discrimination"):
-        assert 0.0 <= record.metric("paraphrase_invariance", metric, eps=0.1).value <= 1.0
+        assert 0.0 <= record.metric("paraphrase_invariance_sample", metric, eps=0.1).value <= 1.0

@@ -49,7 +49,7 @@ def test_schema_1_runs_feed_leaderboards_and_compare(tmp_path):
 
 
 def test_the_current_schema_round_trips(tmp_path):
-    run = evaluate(EvalConfig(model="length", tasks=("ties", "paraphrase_shift"), n_bootstrap=20, use_cache=False),
+    run = evaluate(EvalConfig(model="length", tasks=("ties_sample", "paraphrase_shift_sample"), n_bootstrap=20, use_cache=False),
                    out_dir=tmp_path / "run")
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert doc == record_to_json(run)
@@ -105,10 +105,10 @@ def test_a_task_that_fails_is_recorded_and_the_others_kept(tmp_path):
     (tmp_path / "pairs.jsonl").write_text(json.dumps({"prompt": "q", "chosen": "a", "rejected": "bb"}) + "\n")
     plugin.write_text(f"name: broken\nkind: {tmp_path / 'broken_task.py'}:Broken\nversion: 1\n"
                       f"args: {{path: {tmp_path / 'pairs.jsonl'}}}\n")
-    run = evaluate(EvalConfig(model="length", tasks=("ties", "broken"), include=(str(tmp_path),), n_bootstrap=10,
+    run = evaluate(EvalConfig(model="length", tasks=("ties_sample", "broken"), include=(str(tmp_path),), n_bootstrap=10,
                               use_cache=False), out_dir=tmp_path / "run")
     assert run.status == "partial"
-    assert run.task("ties").status == "success" and run.metric("ties", "ds_auc") is not None
+    assert run.task("ties_sample").status == "success" and run.metric("ties_sample", "ds_auc") is not None
     broken = run.task("broken")
     assert broken.status == "error" and "needs a field this data lacks" in broken.error and not broken.metrics
     assert read_run(tmp_path / "run").task("broken").error == broken.error

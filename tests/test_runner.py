@@ -17,14 +17,14 @@ from conftest import shared_file
 FAST = dict(n_bootstrap=50)
 
 
-def overall(run, metric, eps=None, task="ties"):
+def overall(run, metric, eps=None, task="ties_sample"):
     record = run.metric(task, metric, eps=eps)
     assert record is not None, metric
     return record
 
 
 def test_oracle_is_perfect(tmp_path):
-    res = evaluate(EvalConfig(model="oracle", tasks=("ties",), **FAST), out_dir=tmp_path)
+    res = evaluate(EvalConfig(model="oracle", tasks=("ties_sample",), **FAST), out_dir=tmp_path)
     for eps in (0.0, 0.1):
         assert overall(res, "discrimination", eps).value == 1.0
         assert overall(res, "specificity", eps).value == 1.0
@@ -39,7 +39,7 @@ def test_oracle_is_perfect(tmp_path):
 
 
 def test_constant_discriminates_nothing_and_ties_everything(tmp_path):
-    res = evaluate(EvalConfig(model="constant", tasks=("ties",), **FAST))
+    res = evaluate(EvalConfig(model="constant", tasks=("ties_sample",), **FAST))
     assert overall(res, "discrimination", 0.1).value == 0.0
     assert overall(res, "specificity", 0.1).value == 1.0
     assert overall(res, "ds_auc").value == 0.0
@@ -47,7 +47,7 @@ def test_constant_discriminates_nothing_and_ties_everything(tmp_path):
 
 
 def test_results_contract_and_rewards_recompute_every_metric(tmp_path):
-    evaluate(EvalConfig(model="length", tasks=("ties",), eps=(0.0, 0.1, 0.5), **FAST), out_dir=tmp_path)
+    evaluate(EvalConfig(model="length", tasks=("ties_sample",), eps=(0.0, 0.1, 0.5), **FAST), out_dir=tmp_path)
     doc = json.loads((tmp_path / RESULTS_FILE).read_text())
     for key in ("schema_version", "status", "rmbench_version", "created", "model", "tasks", "config", "execution",
                 "environment"):
@@ -73,11 +73,11 @@ def test_results_contract_and_rewards_recompute_every_metric(tmp_path):
 
     # Recompute from rewards.jsonl + the task's groups, without the model.
     rows = load_rewards(tmp_path)
-    _, groups = load_groups(load_catalog().task_spec("ties"))
+    _, groups = load_groups(load_catalog().task_spec("ties_sample"))
     rewards = np.array([r.reward for r in rows])
     assert [(r.group_id, r.response_index) for r in rows] == [(g.id, i) for g in groups for i in range(len(g.responses))]
-    task_obj, _ = load_groups(load_catalog().task_spec("ties"))
-    again = summarize("ties", groups, rewards, (0.0, 0.1, 0.5), "sigma", task_obj.bootstrap_units(groups),
+    task_obj, _ = load_groups(load_catalog().task_spec("ties_sample"))
+    again = summarize("ties_sample", groups, rewards, (0.0, 0.1, 0.5), "sigma", task_obj.bootstrap_units(groups),
                       task_obj.extra_metrics(groups, rewards), n_bootstrap=50, seed=0)
     assert [r.to_json() for r in again] == task["metrics"]
 
@@ -86,8 +86,8 @@ def test_sigma_units_are_invariant_to_affine_rewards(tmp_path):
     f = tmp_path / "rm.py"
     f.write_text("def base(pairs):\n    return [float(len(r) % 7) for _, r in pairs]\n"
                  "def moved(pairs):\n    return [3.0 * x - 11.0 for x in base(pairs)]\n")
-    a = evaluate(EvalConfig(model=f"python:{f}:base", tasks=("ties",), **FAST))
-    b = evaluate(EvalConfig(model=f"python:{f}:moved", tasks=("ties",), **FAST))
+    a = evaluate(EvalConfig(model=f"python:{f}:base", tasks=("ties_sample",), **FAST))
+    b = evaluate(EvalConfig(model=f"python:{f}:moved", tasks=("ties_sample",), **FAST))
     for ma, mb in zip(a.records(), b.records()):
         assert ma.metric == mb.metric
         assert ma.eps == pytest.approx(mb.eps, abs=1e-9)  # balanced_best's eps, in sigma units
@@ -96,14 +96,14 @@ def test_sigma_units_are_invariant_to_affine_rewards(tmp_path):
 
 
 def test_raw_eps_unit(tmp_path):
-    res = evaluate(EvalConfig(model="length", tasks=("ties",), eps=(5.0,), eps_unit="raw", **FAST))
+    res = evaluate(EvalConfig(model="length", tasks=("ties_sample",), eps=(5.0,), eps_unit="raw", **FAST))
     d = overall(res, "discrimination", 5.0)
     assert d.eps_unit == "raw" and d.eps == 5.0
 
 
 def test_shared_rb2_sample_runs(tmp_path):
     path = shared_file("rb2/ties_sample.jsonl")
-    res = evaluate(EvalConfig(model="length", tasks=("ties",), data=(("ties", str(path)),), **FAST), out_dir=tmp_path)
+    res = evaluate(EvalConfig(model="length", tasks=("ties_sample",), data=(("ties_sample", str(path)),), **FAST), out_dir=tmp_path)
     assert res.tasks[0].counts.groups == 6
     assert res.tasks[0].args["path"] == str(path.resolve())
     assert (tmp_path / REWARDS_FILE).is_file()
@@ -114,7 +114,7 @@ def test_bad_data_writes_nothing(tmp_path):
     bad.write_text('{"id": "tied:0", "prompt": "q", "chosen": ["a"], "rejected": "b"}\n')
     out = tmp_path / "run"
     with pytest.raises(DataError, match="bad.jsonl, line 1, field 'rejected'"):
-        evaluate(EvalConfig(model="length", tasks=("ties",), data=(("ties", str(bad)),)), out_dir=out)
+        evaluate(EvalConfig(model="length", tasks=("ties_sample",), data=(("ties_sample", str(bad)),)), out_dir=out)
     assert not out.exists()
 
 
@@ -128,15 +128,15 @@ def test_bad_model_output_is_a_clear_error(tmp_path, body, message):
     f = tmp_path / "rm.py"
     f.write_text(body)
     with pytest.raises(ModelError, match=message):
-        evaluate(EvalConfig(model=f"python:{f}:f", tasks=("ties",)), out_dir=tmp_path / "run")
+        evaluate(EvalConfig(model=f"python:{f}:f", tasks=("ties_sample",)), out_dir=tmp_path / "run")
     assert not (tmp_path / "run" / RESULTS_FILE).exists()
 
 
 def test_config_errors():
     with pytest.raises(ConfigError, match="not among the tasks"):
-        evaluate(EvalConfig(model="length", tasks=("ties",), data=(("other", "x"),)))
+        evaluate(EvalConfig(model="length", tasks=("ties_sample",), data=(("other", "x"),)))
     with pytest.raises(ConfigError, match="names a task twice"):
-        EvalConfig(tasks=("ties", "ties"))
+        EvalConfig(tasks=("ties_sample", "ties_sample"))
     with pytest.raises(ConfigError, match="--eps"):
         EvalConfig(eps=(-1.0,))
     with pytest.raises(ConfigError, match="did you mean 'oracle'"):

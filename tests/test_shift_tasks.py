@@ -100,7 +100,7 @@ def test_persona_on_the_real_anthropic_file():
     assert len(groups) == 80  # 40 test statements, original + paraphrased
 
 
-@pytest.mark.parametrize("name", ["paraphrase_shift", "translation_shift", "domain_shift", "persona"])
+@pytest.mark.parametrize("name", ["paraphrase_shift_sample", "translation_shift_sample", "domain_shift_sample", "persona"])
 def test_builtin_sets_load(name):
     _, groups = load_groups(load_catalog().task_spec(name))
     assert len(groups) >= 60
@@ -109,19 +109,23 @@ def test_builtin_sets_load(name):
 
 def test_token_shift_group_and_leaderboard_rows(tmp_path):
     catalog = load_catalog()
-    assert catalog.expand(["token_shift", "ties"]) == ["paraphrase_shift", "translation_shift", "ties"]
-    evaluate(EvalConfig(model="length", tasks=("token_shift",), n_bootstrap=50), out_dir=tmp_path / "len")
+    assert catalog.expand(["token_shift_sample", "ties_sample"]) == ["paraphrase_shift_sample", "translation_shift_sample",
+                                                                    "paraphrase_invariance_sample", "ties_sample"]
+    assert catalog.expand(["token_shift"]) == ["paraphrase_shift", "translation_shift", "paraphrase_invariance"]
+    evaluate(EvalConfig(model="length", tasks=("token_shift_sample",), n_bootstrap=50), out_dir=tmp_path / "len")
     run = load_run(tmp_path / "len").record
-    assert run.task_names == ("paraphrase_shift", "translation_shift")
+    assert run.task_names == ("paraphrase_shift_sample", "translation_shift_sample", "paraphrase_invariance_sample")
+    # the paraphrase's Spec: an answer and its own paraphrase are equal in utility
+    assert 0.0 <= run.value("paraphrase_invariance_sample", "rewrite_specificity", eps=0.1) <= 1.0
     gaps = {(m.task, m.shift) for m in run.records() if m.metric == "pairwise_accuracy_shift_gap"}
-    assert gaps == {("paraphrase_shift", "paraphrase"), ("translation_shift", "translation:fr"),
-                    ("translation_shift", "translation:es"), ("translation_shift", "translation:ru")}
+    assert gaps == {("paraphrase_shift_sample", "paraphrase"), ("translation_shift_sample", "translation:fr"),
+                    ("translation_shift_sample", "translation:es"), ("translation_shift_sample", "translation:ru")}
     md = render(build_leaderboard([load_run(tmp_path / "len")]), "md")
     assert "Original vs shifted" in md and "translation:ru" in md
 
 
 def test_domain_shift_slices(tmp_path):
-    res = evaluate(EvalConfig(model="length", tasks=("domain_shift",), n_bootstrap=20))
+    res = evaluate(EvalConfig(model="length", tasks=("domain_shift_sample",), n_bootstrap=20))
     shifts = {m.shift for m in res.records() if m.metric == "pairwise_accuracy"}
     assert shifts == {None, "none", "domain:math", "domain:code"}
 
@@ -159,7 +163,7 @@ def test_hamiltonian_graphs_are_seeded_and_checked():
 
 def test_domain_shift_with_the_papers_math_file():
     path = shared_file("exrm-vs-imrm/rewardbench_math_train.jsonl")
-    res = evaluate(EvalConfig(model="length", tasks=("domain_shift",), data=(("domain_shift", str(path)),),
+    res = evaluate(EvalConfig(model="length", tasks=("domain_shift_sample",), data=(("domain_shift_sample", str(path)),),
                               n_bootstrap=20))
     assert res.tasks[0].counts.groups == 64 + 34  # the built-in chat set beside the paper's 34 math-prm pairs
     shifts = {m.shift for m in res.records() if m.metric == "pairwise_accuracy"}
@@ -167,34 +171,34 @@ def test_domain_shift_with_the_papers_math_file():
 
 
 def test_a_translation_file_is_labelled_a_translation(tmp_path):
-    """--data translation_shift=FILE: 'translation' (never 'paraphrase'); TASK=SHIFT=FILE names the
+    """--data translation_shift_sample=FILE: 'translation' (never 'paraphrase'); TASK=SHIFT=FILE names the
     language; a row's own lang/shift field wins."""
     from rmbench.catalog import builtin_tasks_dir
     from rmbench.tasks.loading import DataOverride, parse_data_overrides
 
     french = builtin_tasks_dir() / "data" / "token_shift" / "translation_fr.jsonl"
-    assert parse_data_overrides([f"translation_shift={french}"]) == (DataOverride("translation_shift", str(french)),)
-    assert parse_data_overrides([f"translation_shift=translation:de={french}"]) == (
-        DataOverride("translation_shift", str(french), "translation:de"),)
-    plain = evaluate(EvalConfig(model="length", tasks=("translation_shift",), data=parse_data_overrides(
-        [f"translation_shift={french}"]), n_bootstrap=10))
-    assert plain.task("translation_shift").shifts == ("none", "translation")
-    named = evaluate(EvalConfig(model="length", tasks=("translation_shift",), data=parse_data_overrides(
-        [f"translation_shift=translation:de={french}"]), n_bootstrap=10))
-    assert named.task("translation_shift").shifts == ("none", "translation:de")
-    assert named.metric("translation_shift", "pairwise_accuracy_shift_gap", shift="translation:de") is not None
+    assert parse_data_overrides([f"translation_shift_sample={french}"]) == (DataOverride("translation_shift_sample", str(french)),)
+    assert parse_data_overrides([f"translation_shift_sample=translation:de={french}"]) == (
+        DataOverride("translation_shift_sample", str(french), "translation:de"),)
+    plain = evaluate(EvalConfig(model="length", tasks=("translation_shift_sample",), data=parse_data_overrides(
+        [f"translation_shift_sample={french}"]), n_bootstrap=10))
+    assert plain.task("translation_shift_sample").shifts == ("none", "translation")
+    named = evaluate(EvalConfig(model="length", tasks=("translation_shift_sample",), data=parse_data_overrides(
+        [f"translation_shift_sample=translation:de={french}"]), n_bootstrap=10))
+    assert named.task("translation_shift_sample").shifts == ("none", "translation:de")
+    assert named.metric("translation_shift_sample", "pairwise_accuracy_shift_gap", shift="translation:de") is not None
     rows = [json.loads(line) for line in french.read_text().splitlines()[:10]]
     tagged = tmp_path / "tagged.jsonl"
     tagged.write_text("".join(json.dumps({**r, "lang": "pt-BR"}) + "\n" for r in rows))
-    own = evaluate(EvalConfig(model="length", tasks=("paraphrase_shift",), data=(("paraphrase_shift", str(tagged)),),
+    own = evaluate(EvalConfig(model="length", tasks=("paraphrase_shift_sample",), data=(("paraphrase_shift_sample", str(tagged)),),
                               n_bootstrap=10))
-    assert own.task("paraphrase_shift").shifts == ("none", "translation:pt-BR")
+    assert own.task("paraphrase_shift_sample").shifts == ("none", "translation:pt-BR")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({**rows[0], "lang": "1 2"}) + "\n")
     with pytest.raises(DataError, match="bad.jsonl, line 1, field 'lang'"):
-        evaluate(EvalConfig(model="length", tasks=("paraphrase_shift",), data=(("paraphrase_shift", str(bad)),)))
+        evaluate(EvalConfig(model="length", tasks=("paraphrase_shift_sample",), data=(("paraphrase_shift_sample", str(bad)),)))
     with pytest.raises(ConfigError, match="is not a shift task"):
-        evaluate(EvalConfig(model="length", data=(DataOverride("ties", str(french), "translation:de"),)))
+        evaluate(EvalConfig(model="length", data=(DataOverride("ties_sample", str(french), "translation:de"),)))
     # the leaderboard's shift table says which
     md = render(build_leaderboard([named]), "md")
     assert "translation:de" in md

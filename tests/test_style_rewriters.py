@@ -250,11 +250,11 @@ def test_cli_shift_with_a_style_then_eval(tmp_path, pairs_file):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[1]["chosen"] == f"{PREAMBLE}\n\nParis.\n\n{CLOSING}" and rows[1]["orig_chosen"] == "Paris."
     run_dir = tmp_path / "run"
-    result = runner.invoke(app, ["eval", "--model", "length", "--tasks", "paraphrase_shift", "--data",
-                                 f"paraphrase_shift={out}", "--bootstrap", "10", "--out", str(run_dir)])
+    result = runner.invoke(app, ["eval", "--model", "length", "--tasks", "paraphrase_shift_sample", "--data",
+                                 f"paraphrase_shift_sample={out}", "--bootstrap", "10", "--out", str(run_dir)])
     assert result.exit_code == 0, result.output
     record = load_run(run_dir).record
-    assert record.task("paraphrase_shift").shifts == ("none", "style:polite")
+    assert record.task("paraphrase_shift_sample").shifts == ("none", "style:polite")
     bad = runner.invoke(app, ["shift", "--data", str(pairs_file), "--rewriter", "style:polit", "--out", str(out)])
     assert bad.exit_code != 0 and "did you mean 'polite'" in bad.output and "Traceback" not in bad.output
     again = runner.invoke(app, ["shift", "--data", str(pairs_file), "--rewriter", "style:plain", "--out",

@@ -19,7 +19,7 @@ def write_jsonl(path, rows):
 
 def test_builtin_ties_has_20_prompt_pairs_in_rb2_shape():
     catalog = load_catalog()
-    spec = catalog.task_spec("ties")
+    spec = catalog.task_spec("ties_sample")
     assert spec.kind == "rb2_ties" and spec.version == 1
     task, groups = load_groups(spec)
     assert len(groups) == 40
@@ -94,7 +94,7 @@ def test_preference_and_groups_loaders(tmp_path):
 
 def test_data_override_replaces_the_source(tmp_path):
     path = write_jsonl(tmp_path / "t.jsonl", [GOOD_TIES])
-    spec = task_spec_with_data(load_catalog().task_spec("rewardbench2_ties"), str(path))
+    spec = task_spec_with_data(load_catalog().task_spec("ties"), str(path))
     assert "dataset" not in spec.args_dict and spec.args_dict["path"] == str(path)
     _, groups = load_groups(spec)
     assert [g.id for g in groups] == ["tied:0"]
@@ -146,4 +146,4 @@ def test_unknown_task_suggests():
 
 
 def test_builtin_dir_is_the_tasks_folder():
-    assert (builtin_tasks_dir() / "ties.yaml").is_file()
+    assert (builtin_tasks_dir() / "ties_sample.yaml").is_file()

@@ -52,7 +52,7 @@ def _parse_model_args(items: List[str]) -> tuple:
 def eval_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
                               "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
-    tasks: str = typer.Option("ties", "--tasks", "-t", help="Comma-separated task names."),
+    tasks: str = typer.Option("ties_sample", "--tasks", "-t", help="Comma-separated task names."),
     data: List[str] = typer.Option([], "--data", metavar="TASK=PATH",
                                    help="TASK=PATH: read TASK's data from a local file. Repeatable."),
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),

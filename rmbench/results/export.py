@@ -20,7 +20,7 @@ the leaderboard's entries in that database:
   ``Chat Hard``, ``Safety``, ``Reasoning``, ``Prior Sets (0.5 weight)`` (rmbench's ``Prior
   Sets`` section); dataset name ``RewardBench``.
 * A Ties task (metric ``ties_score``) is RewardBench 2's ``Ties`` only when it reads the hub
-  dataset ``allenai/reward-bench-2`` in full; the built-in ``ties`` task is rmbench's own
+  dataset ``allenai/reward-bench-2`` (the ``ties`` task); the built-in ``ties_sample`` is rmbench's own
   miniature, so it keeps rmbench's names.
 
 As in the adapter these are continuous scores with ``lower_is_better: false`` on 0-1, except

@@ -50,7 +50,7 @@ class EvalConfig:
     (``sigma`` or ``raw``)."""
 
     model: str = DEFAULT_MODEL
-    tasks: tuple[str, ...] = ("ties",)
+    tasks: tuple[str, ...] = ("ties_sample",)
     data: tuple[DataOverride, ...] = ()
     eps: tuple[float, ...] = DEFAULT_EPS
     eps_unit: str = "sigma"

@@ -180,3 +180,30 @@ def iter_parquet(path: str | Path) -> Iterator[tuple[int, dict]]:
                             path=location) from None
         raise
 
+
+
+def iter_arrow(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield (row number, row) for each row of an Arrow IPC file: the stream format that
+    ``datasets``' ``save_to_disk`` writes (``data-00000-of-00001.arrow``), or the file format.
+    The row number is 1-based and is reported as the "line" of errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("no such file", path=str(path))
+    location = str(path)
+    try:
+        import pyarrow as pa
+
+        try:
+            table = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
+        except pa.ArrowInvalid:
+            table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file: one clear message
+        raise DataError(f"not a readable Arrow file ({type(exc).__name__}: {exc})", path=location) from None
+    if table.num_rows == 0:
+        raise DataError("the file is empty (no rows)", path=location)
+    number = 0
+    for batch in table.to_batches(max_chunksize=512):
+        for row in batch.to_pylist():
+            number += 1
+            if check_row_values(row, location, number):
+                yield number, row

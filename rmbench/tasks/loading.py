@@ -17,6 +17,7 @@ from rmbench.core.types import ComparisonGroup, Spec, TaskSpec
 from rmbench.errors import ConfigError, DataError
 from rmbench.tasks import build_task
 from rmbench.tasks.base import Task
+from rmbench.tasks.downloads import parse_remote
 from rmbench.tasks.rows import skipping_bad_rows
 from rmbench.tasks.shift import SHIFT_LABEL
 
@@ -66,9 +67,11 @@ def _default_shift(spec: TaskSpec) -> str:
 
 
 def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> TaskSpec:
-    """The same task reading a local file instead of its own source (``shift``: its label)."""
+    """The same task reading a local file, or a web file ``URL#sha256=HEX``, instead of its own
+    source (``shift``: its label)."""
+    remote = parse_remote(path)
     p = Path(path).expanduser()
-    if not p.is_file():
+    if remote is None and not p.is_file():
         raise DataError("no such file", path=str(p))
     old = spec.args_dict
     args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
@@ -82,7 +85,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
     elif shift is not None:
         raise ConfigError(f"--data {spec.name}={shift}=...: task {spec.name!r} (kind {spec.kind}) is not a shift "
                           f"task, so its data takes no shift label")
-    args["path"] = str(p.resolve())
+    args["path"] = remote.text() if remote is not None else str(p.resolve())
     return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
 
 

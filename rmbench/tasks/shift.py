@@ -54,7 +54,7 @@ class PairedShiftTask(Task):
             for location, line, row in iter_rows(**source):
                 r = RowReader(row, location, line)
                 with r.skippable():
-                    k = r.integer("orig_index")
+                    k = self._orig_index(r)
                     if k in seen:
                         raise r.error("orig_index", f"duplicate orig_index {k} in this file")
                     prompt = r.prompt()
@@ -74,6 +74,14 @@ class PairedShiftTask(Task):
         for k in sorted(originals):  # each original followed by its shifted copies
             yield originals[k][0]
             yield from shifted[k]
+
+    @staticmethod
+    def _orig_index(r: RowReader) -> int:
+        """``orig_index``: an integer, or a string of digits (the paper's Arrow files store ``"0"``)."""
+        value = r.get("orig_index", None)
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        return r.integer("orig_index")
 
     @staticmethod
     def _row_shift(r: RowReader) -> str | None:

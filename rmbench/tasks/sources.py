@@ -1,8 +1,12 @@
-"""Where task rows come from: a local JSON Lines, CSV or parquet file, or a Hugging Face hub dataset.
+"""Where task rows come from: a local JSON Lines, CSV, parquet or Arrow file, a file on the web
+(``URL#sha256=HEX``, downloaded once and verified: :mod:`rmbench.tasks.downloads`), or a Hugging
+Face hub dataset.
 
 All yield ``(location, line, row)`` so that loaders report errors the same way: for a parquet
-file or a hub dataset the "line" is the 1-based row number. A local file is read by its suffix:
-``.csv`` (``.tsv``: tab-separated) with a header row, ``.parquet``, anything else JSON Lines.
+or Arrow file or a hub dataset the "line" is the 1-based row number. A file is read by its
+suffix: ``.csv`` (``.tsv``: tab-separated) with a header row, ``.parquet``, ``.arrow`` (what
+``datasets``' ``save_to_disk`` writes), anything else JSON Lines. A web file's rows are
+named in messages by its verified copy in the cache.
 In a CSV file every cell is text: list fields hold JSON (``["a", "b"]``, ``[1, 0]``).
 
 Under :func:`rmbench.tasks.rows.skipping_bad_rows` (``--skip-bad-rows``) rows that cannot be
@@ -15,19 +19,28 @@ from pathlib import Path
 from typing import Iterator
 
 from rmbench.errors import DataError
-from rmbench.tasks.formats import iter_csv, iter_jsonl, iter_parquet
+from rmbench.tasks.downloads import fetch, parse_remote
+from rmbench.tasks.formats import iter_arrow, iter_csv, iter_jsonl, iter_parquet
 from rmbench.tasks.rows import check_row_values, row_excluded
+
+
+def _read_file(local: Path) -> Iterator[tuple[int, dict]]:
+    """The rows of a local file, read by its suffix."""
+    suffix = local.suffix.lower()
+    reader = (iter_csv(local) if suffix == ".csv" else iter_csv(local, "\t") if suffix == ".tsv"
+              else iter_parquet(local) if suffix in (".parquet", ".pq") else iter_arrow(local) if suffix == ".arrow"
+              else iter_jsonl(local))
+    return reader
 
 
 def iter_rows(path: str | None = None, dataset: str | None = None, revision: str | None = None,
               split: str = "test", config: str | None = None,
               data_files: str | None = None) -> Iterator[tuple[str, int, dict]]:
     if path is not None:
-        location = str(Path(path))
-        suffix = Path(path).suffix.lower()
-        reader = (iter_csv(path) if suffix == ".csv" else iter_csv(path, "\t") if suffix == ".tsv"
-                  else iter_parquet(path) if suffix in (".parquet", ".pq") else iter_jsonl(path))
-        for line, row in reader:
+        remote = parse_remote(path)
+        local = fetch(remote) if remote is not None else Path(path)
+        location = str(local)  # a web file's errors name its verified copy, which the user can open
+        for line, row in _read_file(local):
             if not row_excluded(location, line):
                 yield location, line, row
         return

@@ -1,0 +1,164 @@
+"""Data only on the web (rmbench.tasks.downloads): declared by URL and sha256, fetched once from a
+real HTTP server on 127.0.0.1 (or a mirror of it), verified, cached; Arrow files as the paper
+publishes them."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+import rmbench
+from rmbench.errors import DataError
+from rmbench.tasks import downloads
+from rmbench.tasks.formats import iter_arrow
+from rmbench.tasks.sources import iter_rows
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    files: dict[str, bytes] = {}
+    cut: set[str] = set()
+    hits: list[str] = []
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.hits.append(self.path)
+        body = self.files.get(self.path)
+        if body is None:
+            self.send_error(404, "Not Found")
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        # A cut transfer: the header promises the whole file, the connection ends halfway.
+        self.wfile.write(body[: len(body) // 2] if self.path in self.cut else body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def server(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(downloads.MIRROR_ENV, raising=False)
+    _Handler.files, _Handler.cut, _Handler.hits = {}, set(), []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", _Handler
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+PAIRS = b"".join(json.dumps({"prompt": f"q{i}", "chosen": "good " * (i + 1), "rejected": "bad"}).encode() + b"\n"
+                 for i in range(4))
+
+
+def test_a_good_file_downloads_once_is_verified_and_cached(server, capsys):
+    base, handler = server
+    handler.files["/data/pairs.jsonl"] = PAIRS
+    remote = downloads.parse_remote(f"{base}/data/pairs.jsonl#sha256={_sha(PAIRS)}")
+    assert not downloads.is_cached(remote)
+    path = downloads.fetch(remote)
+    assert path.read_bytes() == PAIRS and downloads.is_cached(remote)
+    assert "downloading pairs.jsonl" in capsys.readouterr().err  # not a terminal: one line, not a bar
+    assert downloads.fetch(remote) == path and handler.hits == ["/data/pairs.jsonl"]  # the second time: the cache
+    assert [row["prompt"] for _, _, row in iter_rows(path=remote.text())] == ["q0", "q1", "q2", "q3"]
+
+
+def test_a_wrong_checksum_is_an_error_and_nothing_is_cached(server):
+    base, handler = server
+    handler.files["/pairs.jsonl"] = PAIRS
+    remote = downloads.parse_remote(f"{base}/pairs.jsonl#sha256={'0' * 64}")
+    with pytest.raises(DataError, match=f"has sha256 {_sha(PAIRS)}, not the declared 0000.*it was not kept"):
+        downloads.fetch(remote)
+    assert not downloads.is_cached(remote) and list(downloads.cached_path(remote).parent.iterdir()) == []
+
+
+def test_a_cut_transfer_is_an_error_and_nothing_is_cached(server):
+    base, handler = server
+    handler.files["/pairs.jsonl"] = PAIRS
+    handler.cut.add("/pairs.jsonl")
+    remote = downloads.parse_remote(f"{base}/pairs.jsonl#sha256={_sha(PAIRS)}")
+    with pytest.raises(DataError, match="cut short"):
+        downloads.fetch(remote)
+    assert list(downloads.cached_path(remote).parent.iterdir()) == []
+    handler.cut.clear()  # the server mended: the next run downloads it whole
+    assert downloads.fetch(remote).read_bytes() == PAIRS
+
+
+def test_the_mirror_prefix_serves_host_and_path(server, monkeypatch):
+    base, handler = server
+    handler.files["/raw.githubusercontent.com/org/repo/abc/data/test.jsonl"] = PAIRS
+    monkeypatch.setenv(downloads.MIRROR_ENV, base + "/")
+    url = "https://raw.githubusercontent.com/org/repo/abc/data/test.jsonl"
+    assert downloads.source_url(url) == f"{base}/raw.githubusercontent.com/org/repo/abc/data/test.jsonl"
+    assert downloads.fetch(downloads.parse_remote(f"{url}#sha256={_sha(PAIRS)}")).read_bytes() == PAIRS
+
+
+def test_unreachable_and_missing_files_say_how_to_get_the_data(server, monkeypatch):
+    base, _ = server
+    remote = downloads.parse_remote(f"{base}/nothing.jsonl#sha256={'a' * 64}")
+    with pytest.raises(DataError, match="HTTP 404.*RMBENCH_MIRROR=PREFIX.*--data TASK=PATH"):
+        downloads.fetch(remote)
+    closed = downloads.parse_remote(f"http://127.0.0.1:9/x.jsonl#sha256={'a' * 64}")
+    with pytest.raises(DataError, match="could not download http://127.0.0.1:9/x.jsonl.*--data TASK=PATH"):
+        downloads.fetch(closed)
+
+
+def test_a_web_source_must_carry_its_checksum():
+    assert downloads.parse_remote("data/pairs.jsonl") is None
+    with pytest.raises(DataError, match="needs the sha256 of its file"):
+        downloads.parse_remote("https://example.org/pairs.jsonl")
+    with pytest.raises(DataError, match="needs the sha256"):
+        downloads.parse_remote("https://example.org/pairs.jsonl#sha256=abc")
+    r = downloads.parse_remote("https://example.org/a/pairs.jsonl#SHA256=" + "F" * 64)
+    assert r.sha256 == "f" * 64 and r.name == "pairs.jsonl"
+
+
+def _arrow_stream(path: Path, rows: list[dict]) -> bytes:
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist(rows)
+    with pa.ipc.new_stream(str(path), table.schema) as writer:  # what datasets' save_to_disk writes
+        writer.write_table(table)
+    return path.read_bytes()
+
+
+def test_arrow_files_read_row_by_row(tmp_path):
+    rows = [{"prompt": "q", "chosen": "a", "rejected": "b"}, {"prompt": "r", "chosen": "c", "rejected": "d"}]
+    path = tmp_path / "data-00000-of-00001.arrow"
+    _arrow_stream(path, rows)
+    assert [r for _, r in iter_arrow(path)] == rows
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(DataError, match="not a readable Arrow file"):
+        list(iter_arrow(path))
+
+
+def test_a_paired_shift_task_on_the_web_scores_through_the_mirror(server, tmp_path, monkeypatch):
+    """The shape of the published token_shift_sample: the paper's Arrow files by URL and checksum."""
+    base, handler = server
+    rows = [{"orig_index": str(k), "prompt": f"q{k}", "chosen": f"good answer {k} " * 3, "rejected": "bad",
+             "orig_chosen": f"a good answer {k} " * 3, "orig_rejected": "no"} for k in range(5)]
+    body = _arrow_stream(tmp_path / "p.arrow", rows)
+    handler.files["/raw.githubusercontent.com/o/r/c/test/data-00000-of-00001.arrow"] = body
+    monkeypatch.setenv(downloads.MIRROR_ENV, base)
+    url = f"https://raw.githubusercontent.com/o/r/c/test/data-00000-of-00001.arrow#sha256={_sha(body)}"
+    (tmp_path / "entries").mkdir()
+    (tmp_path / "entries" / "web_shift.yaml").write_text(
+        f"name: web_shift\nkind: paired_shift\nversion: 1\nargs:\n  paths:\n    paraphrase: {url}\n")
+    run = rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("web_shift",), include=(str(tmp_path / "entries"),),
+                                              n_bootstrap=20))
+    assert run.task("web_shift").counts.groups == 10 and run.value("web_shift", "pairwise_accuracy") == 1.0
+    assert run.metric("web_shift", "pairwise_accuracy_shift_gap", shift="paraphrase") is not None
+    # --data takes a web source too
+    run = rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("paraphrase_shift_sample",), data=(("paraphrase_shift_sample", url),),
+                                              n_bootstrap=20))
+    assert run.task("paraphrase_shift_sample").counts.groups == 10
