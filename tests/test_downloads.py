@@ -162,3 +162,21 @@ def test_a_paired_shift_task_on_the_web_scores_through_the_mirror(server, tmp_pa
     run = rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("paraphrase_shift_sample",), data=(("paraphrase_shift_sample", url),),
                                               n_bootstrap=20))
     assert run.task("paraphrase_shift_sample").counts.groups == 10
+
+
+def test_data_status_says_where_data_comes_from_and_whether_it_is_here(server, tmp_path):
+    from rmbench.tasks.sources import data_status
+
+    base, handler = server
+    handler.files["/a.jsonl"] = PAIRS
+    good = f"{base}/a.jsonl#sha256={_sha(PAIRS)}"
+    other = f"{base}/b.jsonl#sha256={'b' * 64}"
+    assert data_status({"paths": {"x": good, "y": other}}) == "web, 2 files: not cached"
+    downloads.fetch(downloads.parse_remote(good))
+    assert data_status({"paths": {"x": good, "y": other}}) == "web, 2 files: 1 of 2 cached"
+    assert data_status({"path": good}) == "web, 1 file: cached"
+    (tmp_path / "here.jsonl").write_text("{}\n")
+    assert data_status({"paths": {"a": str(tmp_path / "here.jsonl"), "b": str(tmp_path / "gone.jsonl")}}) == \
+        "local files, 1 missing"
+    assert data_status({"dataset": "org/never-fetched"}) == "hub org/never-fetched: not cached"
+    assert data_status({"n_graphs": 3}) == "generated"

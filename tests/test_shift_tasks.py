@@ -120,8 +120,13 @@ def test_token_shift_group_and_leaderboard_rows(tmp_path):
     gaps = {(m.task, m.shift) for m in run.records() if m.metric == "pairwise_accuracy_shift_gap"}
     assert gaps == {("paraphrase_shift_sample", "paraphrase"), ("translation_shift_sample", "translation:fr"),
                     ("translation_shift_sample", "translation:es"), ("translation_shift_sample", "translation:ru")}
-    md = render(build_leaderboard([load_run(tmp_path / "len")]), "md")
+    board = build_leaderboard([load_run(tmp_path / "len")])
+    md = render(board, "md")
     assert "Original vs shifted" in md and "translation:ru" in md
+    # the paired sets have no equal-utility pairs: their empty Spec and ds_auc columns say why
+    why = [n for n in board.notes if n.startswith("paraphrase_shift_sample: ")]
+    assert len(why) == 1 and "Spec@0.1σ, ds_auc undefined" in why[0] and "0 specificity pairs" in why[0]
+    assert "rewrite_specificity" in why[0] and not any(n.startswith("paraphrase_invariance_sample:") for n in board.notes)
 
 
 def test_domain_shift_slices(tmp_path):

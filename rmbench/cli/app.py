@@ -133,16 +133,19 @@ def tasks_list(include: List[Path] = typer.Option([], "--include", metavar="DIR"
     """List named tasks and task kinds."""
     from rmbench.catalog import load_catalog
     from rmbench.tasks import TASK_KINDS
+    from rmbench.tasks.sources import data_status
 
     with user_errors():
         catalog = load_catalog(include)
         rows = [(name, spec.kind, str(spec.version), catalog.descriptions[("task", name)],
-                 catalog.origins[("task", name)]) for name, spec in sorted(catalog.tasks.items())]
-        rows += [(name, "(group)", "", f"{catalog.descriptions[('group', name)]} = {', '.join(members)}",
+                 data_status(spec.args_dict), catalog.origins[("task", name)])
+                for name, spec in sorted(catalog.tasks.items())]
+        rows += [(name, "(group)", "", f"{catalog.descriptions[('group', name)]} = {', '.join(members)}", "",
                   catalog.origins[("group", name)]) for name, members in sorted(catalog.groups.items())]
-        rows += [(kind, "(kind)", "", *TASK_KINDS.describe(kind)) for kind in TASK_KINDS.names()]
-        print_grid(console, Grid(headers=("name", "kind", "version", "description", "source"), rows=tuple(rows),
-                                 prose=frozenset({3, 4}), numeric=False,
+        rows += [(kind, "(kind)", "", desc, "", origin) for kind in TASK_KINDS.names()
+                 for desc, origin in [TASK_KINDS.describe(kind)]]
+        print_grid(console, Grid(headers=("name", "kind", "version", "description", "data", "source"),
+                                 rows=tuple(rows), prose=frozenset({3, 4, 5}), numeric=False,
                                  title="tasks (named entries, then kinds usable as tasks with default arguments)"))
 
 

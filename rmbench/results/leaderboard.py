@@ -197,6 +197,33 @@ def run_notes(label: str, rec: RunRecord) -> list[str]:
     return notes
 
 
+_NEEDS_EQUAL = ("specificity pairs",)
+"""What a metric's ``n`` counts when it is undefined without pairs of equally good answers."""
+
+
+def undefined_notes(columns: Sequence[Column], rows: Sequence, first: dict[str, TaskResult]) -> list[str]:
+    """Why a task's columns are empty in every row, where its counts say: no pairs of equally good
+    answers (Spec, ds_auc, balanced_best, length correlation) or none of a better and a worse one."""
+    empty: dict[str, list[str]] = {}
+    for j, col in enumerate(columns):
+        if all(row[1][j] is None or not row[1][j].defined for row in rows):
+            empty.setdefault(col.task, []).append(col.header.removeprefix(f"{col.task} "))
+    notes = []
+    for name, headers in empty.items():
+        counts = first[name].counts
+        if counts.specificity_pairs == 0:
+            why = (f"{name}: {', '.join(headers)} undefined: its groups hold no pair of equally good answers "
+                   f"(0 specificity pairs, {counts.discrimination_pairs} of a better and a worse one)")
+            if first[name].kind == "paired_shift":
+                why += ("; an answer beside its own paraphrase is such a pair: rewrite_specificity on a "
+                        "rewrite_invariance task (paraphrase_invariance, in token_shift) measures it")
+            notes.append(why)
+        elif counts.discrimination_pairs == 0:
+            notes.append(f"{name}: {', '.join(headers)} undefined: its groups hold no pair of a better and a "
+                         f"worse answer (0 discrimination pairs)")
+    return notes
+
+
 def _official_table(name: str, task: TaskResult, entries: list[tuple[str, _Entry]], eps: float) -> Table:
     layout = task.official
     cols = [_column(task, layout.metric, eps, "", c.subset, c.label, name) for c in layout.columns]
@@ -259,7 +286,7 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None) -> Lead
     official = tuple(_official_table(name, first[name], ordered, eps_by_task[name][0])
                      for name in task_order if first[name].official is not None
                      and len(first[name].official.columns) > 1)  # a one-number layout is in the main table
-    notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes
+    notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows, first)
     notes += list(dict.fromkeys(metric_def(c.metric).reading for c in columns if metric_def(c.metric).reading))
     keys = {name: first[name].task_key for name in task_order}
     return Leaderboard(main, official, _shift_table(task_order, ordered, first, eps_by_task), eps_by_task, keys,

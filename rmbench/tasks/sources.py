@@ -65,3 +65,28 @@ def iter_rows(path: str | None = None, dataset: str | None = None, revision: str
         row = dict(row)
         if not row_excluded(location, i) and check_row_values(row, location, i):
             yield location, i, row
+
+
+def data_status(args: dict) -> str:
+    """Where a task's data comes from and whether it is here, for ``rmbench tasks list``: local
+    files (present or missing), web files (how many are in the download cache) or a hub dataset
+    (whether the hub cache holds it). Reads no data."""
+    from rmbench import hub
+    from rmbench.tasks.downloads import is_cached, parse_remote
+
+    paths = [v for v in [args.get("path"), *(args.get("paths") or {}).values()] if isinstance(v, str)]
+    parts = []
+    remotes = [parse_remote(p) for p in paths if parse_remote(p) is not None]
+    if remotes:
+        cached = sum(is_cached(r) for r in remotes)
+        parts.append(f"web, {len(remotes)} file{'s' * (len(remotes) != 1)}: "
+                     + ("cached" if cached == len(remotes) else "not cached" if not cached
+                        else f"{cached} of {len(remotes)} cached"))
+    local = [p for p in paths if parse_remote(p) is None]
+    if local:
+        missing = sum(not Path(p).is_file() for p in local)
+        parts.append("local file" + "s" * (len(local) != 1) + (f", {missing} missing" if missing else ""))
+    if isinstance(args.get("dataset"), str):
+        cached = hub.cached_commit(args["dataset"], args.get("revision"), repo_type="datasets") is not None
+        parts.append(f"hub {args['dataset']}: " + ("cached" if cached else "not cached"))
+    return "; ".join(parts) or "generated"
