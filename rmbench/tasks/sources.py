@@ -2,7 +2,8 @@
 
 All yield ``(location, line, row)`` so that loaders report errors the same way: for a parquet
 file or a hub dataset the "line" is the 1-based row number. A local file is read by its suffix:
-``.csv`` (``.tsv``: tab-separated) with a header row, ``.parquet``, anything else JSON Lines.
+``.csv`` (``.tsv``: tab-separated) with a header row, ``.parquet``, a ``.json`` file that holds one
+JSON array of objects (RM-Bench's files) as that array, anything else JSON Lines.
 In a CSV file every cell is text: list fields hold JSON (``["a", "b"]``, ``[1, 0]``).
 
 Under :func:`rmbench.tasks.rows.skipping_bad_rows` (``--skip-bad-rows``) rows that cannot be
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from rmbench.errors import DataError
-from rmbench.tasks.formats import iter_csv, iter_jsonl, iter_parquet
+from rmbench.tasks.formats import is_json_array_file, iter_csv, iter_json_array, iter_jsonl, iter_parquet
 from rmbench.tasks.rows import check_row_values, row_excluded
 
 
@@ -26,7 +27,8 @@ def iter_rows(path: str | None = None, dataset: str | None = None, revision: str
         location = str(Path(path))
         suffix = Path(path).suffix.lower()
         reader = (iter_csv(path) if suffix == ".csv" else iter_csv(path, "\t") if suffix == ".tsv"
-                  else iter_parquet(path) if suffix in (".parquet", ".pq") else iter_jsonl(path))
+                  else iter_parquet(path) if suffix in (".parquet", ".pq")
+                  else iter_json_array(path) if suffix == ".json" and is_json_array_file(path) else iter_jsonl(path))
         for line, row in reader:
             if not row_excluded(location, line):
                 yield location, line, row
