@@ -246,3 +246,30 @@ def test_one_domain_file_end_to_end(tmp_path):
     for subset in (None, "hard", "normal", "easy", "code"):
         assert res.value("rm_bench", "rm_bench_score", subset=subset) == pytest.approx(expected[subset], abs=1e-12)
     assert res.value("rm_bench", "rm_bench_score") == pytest.approx(expected["code"])
+
+
+def test_compare_plot_and_export_take_a_rm_bench_run(tmp_path):
+    rows = [row(i, d, ("a" * i, "b" * (2 * i), "c" * 3), ("d" * 2, "e" * (i + 2), "f" * (4 - i % 3)))
+            for i, d in enumerate(["chat", "code", "math", "safety-response"] * 2, start=1)]
+    path = write_array(tmp_path / "total_dataset.json", rows)
+    for model in ("length", "oracle"):
+        evaluate(EvalConfig(model=model, tasks=("rm_bench",), data=(("rm_bench", str(path)),), n_bootstrap=20),
+                 out_dir=tmp_path / model)
+    runner = CliRunner()
+    compared = runner.invoke(app, ["compare", str(tmp_path / "oracle"), str(tmp_path / "length"), "--bootstrap", "20"],
+                             env={"COLUMNS": "250"})
+    assert compared.exit_code == 0, compared.output
+    assert "rm_bench_score" in compared.output and "rewrite_specificity" in compared.output
+    plotted = runner.invoke(app, ["plot", str(tmp_path / "oracle"), str(tmp_path / "length"), "--format", "svg",
+                                  "--out", str(tmp_path / "plots")])
+    assert plotted.exit_code == 0, plotted.output
+    assert any(p.suffix == ".svg" and "rm_bench" in p.name for p in (tmp_path / "plots").iterdir())
+    exported = runner.invoke(app, ["export", str(tmp_path / "oracle"), "--out", str(tmp_path / "eee")])
+    assert exported.exit_code == 0, exported.output
+    log = json.loads(next((tmp_path / "eee").rglob("*.json")).read_text())
+    results = [r for r in log["evaluation_results"] if r["metric_config"]["metric_kind"] == "rm_bench_score"]
+    subsets = {r["score_details"]["details"].get("subset") for r in results}
+    assert subsets == {None, "hard", "normal", "easy", "chat", "math", "code", "safety"}
+    assert all(r["metric_config"]["max_score"] == 1.0 for r in results)
+    oracle = {r["score_details"]["details"].get("subset"): r["score_details"]["score"] for r in results}
+    assert oracle[None] == 1.0  # the oracle prefers every chosen style to every rejected one
