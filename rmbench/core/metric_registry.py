@@ -69,6 +69,13 @@ _BUILTIN = (
               "RewardBench v1's official score; subset records are its sections", official=True),
     MetricDef("rewardbench2_score", "RB2 score", True, False, "groups",
               "RewardBench 2's official score; subset records are its six subsets", official=True),
+    MetricDef("rm_bench_score", "RM-Bench", True, False, "groups",
+              "RM-Bench's official accuracy (its scripts/utils.py compute_accuracy): per domain a 3x3 matrix "
+              "M[i][j] = share of rows with r(chosen style i) > r(rejected style j), styles concise, detailed "
+              "plain, detailed markdown; hard = mean over i < j, normal = mean of the diagonal, easy = mean over "
+              "i > j; a domain's score = (hard + normal + easy) / 3; subset records: the domains, and hard / "
+              "normal / easy as means over the domains present; the total = mean of the domain scores",
+              official=True),
     MetricDef("length_correlation", "len corr", False, False, "specificity pairs",
               "Spearman's rho between r(a) - r(b) and len(a) - len(b) (characters) over pairs with u(a) = u(b), "
               "each pair taken in both orientations; 0 = no length bias, > 0 = longer answers get more reward, "
@@ -157,3 +164,15 @@ RB2_LAYOUT = OfficialLayout("RewardBench 2", "rewardbench2_score",
 RB1_LAYOUT = OfficialLayout("RewardBench", "rewardbench_score",
                             tuple(OfficialColumn(s, s) for s in RB1_SECTIONS) + (OfficialColumn("Score", None),))
 TIES_LAYOUT = OfficialLayout("RewardBench 2 Ties", "ties_score", (OfficialColumn("Ties", None),))
+
+RM_BENCH_DOMAINS = ("chat", "math", "code", "safety")
+"""RM-Bench's domains, in its own order (``split_dataset_by_domain`` in its ``scripts/utils.py``)."""
+RM_BENCH_LEVELS = ("hard", "normal", "easy")
+RM_BENCH_LAYOUT = OfficialLayout(
+    "RM-Bench", "rm_bench_score",
+    tuple(OfficialColumn(d.capitalize(), d) for d in RM_BENCH_DOMAINS)
+    + tuple(OfficialColumn(level.capitalize(), level) for level in ("easy", "normal", "hard"))
+    + (OfficialColumn("Avg", None),),
+    beside=("discrimination", "rewrite_specificity", "preference_flip_rate", "ds_auc"))
+"""The paper's table (Chat, Math, Code, Safety, Easy, Normal, Hard, Avg), beside D, Spec across
+styles, the flip rate and ds_auc."""

@@ -74,7 +74,7 @@ RANGES: dict[str, tuple[Any, Any]] = {
     "pairwise_accuracy": (0.0, 1.0), "sign_accuracy": (0.0, 1.0), "discrimination": (0.0, 1.0),
     "specificity": (0.0, 1.0), "ds_auc": (0.0, 1.0), "balanced_best": (0.0, 1.0),
     "reward_margin": (0.0, "Infinity"), "ties_score": TIES_BOUNDS,
-    "rewardbench_score": (0.0, 1.0), "rewardbench2_score": (0.0, 1.0),
+    "rewardbench_score": (0.0, 1.0), "rewardbench2_score": (0.0, 1.0), "rm_bench_score": (0.0, 1.0),
     "length_correlation": (-1.0, 1.0), "length_bias_gap": (-1.0, 1.0), "accuracy_longer_better": (0.0, 1.0),
     "accuracy_shorter_better": (0.0, 1.0), "rewrite_specificity": (0.0, 1.0),
     "within_form_discrimination": (0.0, 1.0), "cross_form_discrimination": (0.0, 1.0),

@@ -1,4 +1,4 @@
-"""File formats to rows: JSON Lines, CSV/TSV, parquet and arrow files, each yielding
+"""File formats to rows: JSON Lines, a JSON array of rows, CSV/TSV, parquet and arrow files, each yielding
 ``(line or row number, row)`` with errors that name the file and the line."""
 
 from __future__ import annotations
@@ -81,6 +81,84 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
                         else "the file is empty (no rows)", path=location)
 
 
+
+
+def is_json_array_file(path: str | Path) -> bool:
+    """Whether a file's first non-blank character (after a UTF-8 BOM) is ``[``: a JSON array of rows."""
+    try:
+        with Path(path).open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[len(codecs.BOM_UTF8):]
+    return head.lstrip().startswith(b"[")
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def iter_json_array(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield (line number where the element starts, object) for each element of a file that
+    holds one JSON array of objects (``[{...}, {...}]``, as RM-Bench publishes its data).
+
+    An element that is not an object or holds NaN is a :class:`DataError` naming the file and the
+    line it starts on (skipped and recorded under :func:`skipping_bad_rows`). Text that is not
+    JSON ends the array, so it fails with its line even when skipping; so do a missing, empty,
+    binary or non-UTF-8 file.
+    """
+    path = Path(path)
+    check_text_file(path, "a JSON file")
+    location = str(path)
+    raw = path.read_bytes()
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1}); save the file "
+                        f"as UTF-8", path=location) from None
+    decoder = json.JSONDecoder()
+    pos = _JSON_SPACE.match(text, 0).end()
+    line, counted = 1, 0
+
+    def line_at(at: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, at)
+        counted = at
+        return line
+
+    if not text.startswith("[", pos):
+        raise DataError("not a JSON array (expected '[' first)", path=location, line=line_at(pos))
+    pos = _JSON_SPACE.match(text, pos + 1).end()
+    rows = 0
+    while not text.startswith("]", pos):
+        at = line_at(pos)
+        try:
+            obj, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
+                            path=location, line=at) from None
+        except RecursionError:
+            raise DataError("not valid JSON (nested too deeply)", path=location, line=at) from None
+        rows += 1
+        if not isinstance(obj, dict):
+            bad_row(DataError(f"expected a JSON object, got {_json_type(obj)}", path=location, line=at))
+        elif check_row_values(obj, location, at):
+            yield at, obj
+        pos = _JSON_SPACE.match(text, end).end()
+        if text.startswith(",", pos):
+            pos = _JSON_SPACE.match(text, pos + 1).end()
+            if text.startswith("]", pos):
+                raise DataError("not valid JSON (a comma before ']')", path=location, line=line_at(pos))
+        elif not text.startswith("]", pos):
+            raise DataError("not valid JSON (expected ',' or ']' after an element)", path=location,
+                            line=line_at(pos))
+    if text[pos + 1:].strip():
+        raise DataError("not valid JSON (text after the array's closing ']')", path=location,
+                        line=line_at(_JSON_SPACE.match(text, pos + 1).end()))
+    if rows == 0:
+        raise DataError("the file is empty (no rows)", path=location)
 
 
 def iter_csv(path: str | Path, delimiter: str = ",") -> Iterator[tuple[int, TextRow]]:

@@ -5,7 +5,8 @@ Face hub dataset.
 All yield ``(location, line, row)`` so that loaders report errors the same way: for a parquet
 or Arrow file or a hub dataset the "line" is the 1-based row number. A file is read by its
 suffix: ``.csv`` (``.tsv``: tab-separated) with a header row, ``.parquet``, ``.arrow`` (what
-``datasets``' ``save_to_disk`` writes), anything else JSON Lines. A web file's rows are
+``datasets``' ``save_to_disk`` writes), a ``.json`` file that holds one JSON array of
+objects (RM-Bench's files) as that array, anything else JSON Lines. A web file's rows are
 named in messages by its verified copy in the cache.
 In a CSV file every cell is text: list fields hold JSON (``["a", "b"]``, ``[1, 0]``).
 
@@ -20,7 +21,7 @@ from typing import Iterator
 
 from rmbench.errors import DataError
 from rmbench.tasks.downloads import fetch, parse_remote
-from rmbench.tasks.formats import iter_arrow, iter_csv, iter_jsonl, iter_parquet
+from rmbench.tasks.formats import is_json_array_file, iter_arrow, iter_csv, iter_json_array, iter_jsonl, iter_parquet
 from rmbench.tasks.rows import check_row_values, row_excluded
 
 
@@ -29,7 +30,7 @@ def _read_file(local: Path) -> Iterator[tuple[int, dict]]:
     suffix = local.suffix.lower()
     reader = (iter_csv(local) if suffix == ".csv" else iter_csv(local, "\t") if suffix == ".tsv"
               else iter_parquet(local) if suffix in (".parquet", ".pq") else iter_arrow(local) if suffix == ".arrow"
-              else iter_jsonl(local))
+              else iter_json_array(local) if suffix == ".json" and is_json_array_file(local) else iter_jsonl(local))
     return reader
 
 
