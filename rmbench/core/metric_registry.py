@@ -69,6 +69,13 @@ _BUILTIN = (
               "RewardBench v1's official score; subset records are its sections", official=True),
     MetricDef("rewardbench2_score", "RB2 score", True, False, "groups",
               "RewardBench 2's official score; subset records are its six subsets", official=True),
+    MetricDef("m_rewardbench_score", "M-RB score", True, False, "groups",
+              "M-RewardBench's official score: per language (subset LANG) the mean of RewardBench's four section "
+              "scores, weighted by M-RewardBench's example counts (subset LANG/SECTION); subset None: the mean "
+              "over the languages, English (eng_Latn) left out", official=True),
+    MetricDef("m_rewardbench_english_gap", "M-RB gap", True, False, "groups",
+              "m_rewardbench_score of a language minus that of English on the same ids (paired resample); "
+              "subset None: the mean over the languages; < 0: the RM loses accuracy in translation"),
     MetricDef("length_correlation", "len corr", False, False, "specificity pairs",
               "Spearman's rho between r(a) - r(b) and len(a) - len(b) (characters) over pairs with u(a) = u(b), "
               "each pair taken in both orientations; 0 = no length bias, > 0 = longer answers get more reward, "
