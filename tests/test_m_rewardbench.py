@@ -257,3 +257,16 @@ def test_sections_equal_rewardbench_code_with_m_rewardbench_weights(tmp_path, rm
         assert rec.value("m_rewardbench", "m_rewardbench_score", subset=lang) == pytest.approx(expected, abs=1e-9)
         scores.append(expected)
     assert rec.value("m_rewardbench", "m_rewardbench_score") == pytest.approx((scores[1] + scores[2]) / 2, abs=1e-9)
+
+
+def test_export_names_each_language_score_with_its_range(tmp_path, rm):
+    from rmbench.results.export import to_every_eval_ever
+
+    rec = run(tmp_path, rm, write(tmp_path / "mrb.jsonl", small_rows()))
+    doc = to_every_eval_ever([rec])
+    results = {r["evaluation_name"]: r for r in doc["evaluation_results"]}
+    fra = results["rmbench.m_rewardbench.m_rewardbench_score.fra_Latn"]
+    assert fra["score_details"]["score"] == pytest.approx(FRA)
+    assert (fra["metric_config"]["min_score"], fra["metric_config"]["max_score"]) == (0.0, 1.0)
+    gap = results["rmbench.m_rewardbench.m_rewardbench_english_gap"]
+    assert gap["metric_config"]["min_score"] == -1.0
