@@ -270,3 +270,20 @@ def test_export_names_each_language_score_with_its_range(tmp_path, rm):
     assert (fra["metric_config"]["min_score"], fra["metric_config"]["max_score"]) == (0.0, 1.0)
     gap = results["rmbench.m_rewardbench.m_rewardbench_english_gap"]
     assert gap["metric_config"]["min_score"] == -1.0
+
+
+def test_cli_task_arg_selects_languages(tmp_path, rm):
+    from typer.testing import CliRunner
+
+    from rmbench.cli.app import app
+
+    data = write(tmp_path / "mrb.jsonl", small_rows())
+    args = ["eval", "--model", rm, "--tasks", "m_rewardbench", "--data", f"m_rewardbench={data}", "--bootstrap", "0",
+            "--no-cache", "--out", str(tmp_path / "cli")]
+    result = CliRunner().invoke(app, args + ["--task-arg", "languages=deu_Latn"])
+    assert result.exit_code == 0, result.output
+    rec = load_run(tmp_path / "cli").record
+    assert rec.value("m_rewardbench", "m_rewardbench_score") == pytest.approx(DEU, abs=1e-12)
+    assert rec.task("m_rewardbench").args["languages"] == "deu_Latn"
+    bad = CliRunner().invoke(app, args + ["--overwrite", "--task-arg", "languages=eng_Latn"])
+    assert bad.exit_code == 2 and "eng_Latn is the English original" in bad.output
