@@ -287,3 +287,26 @@ def test_cli_task_arg_selects_languages(tmp_path, rm):
     assert rec.task("m_rewardbench").args["languages"] == "deu_Latn"
     bad = CliRunner().invoke(app, args + ["--overwrite", "--task-arg", "languages=eng_Latn"])
     assert bad.exit_code == 2 and "eng_Latn is the English original" in bad.output
+
+
+def test_hub_source_reads_one_config_per_language_and_rewardbench_for_english(monkeypatch):
+    from rmbench.tasks import m_rewardbench
+
+    calls = []
+    rows = {lang: [row(lang, i, s, True) for i, s in SUBSETS.items()] for lang in RIGHT}
+
+    def fake_iter_rows(path=None, dataset=None, revision=None, split="test", config=None):
+        calls.append((dataset, config, split))
+        lang = config or "eng_Latn"
+        location = f"hf://datasets/{dataset}@main{'/' + config if config else ''}[{split}]"
+        for i, r in enumerate(rows[lang], start=1):
+            yield location, i, {k: v for k, v in r.items() if k != "language"}  # the hub's English rows: RewardBench's
+
+    monkeypatch.setattr(m_rewardbench, "iter_rows", fake_iter_rows)
+    task = MRewardBenchTask(dataset="C4AI-Community/multilingual-reward-bench", languages="fra_Latn,deu_Latn")
+    groups = list(task.groups())
+    assert calls == [("C4AI-Community/multilingual-reward-bench", "fra_Latn", "test"),
+                     ("C4AI-Community/multilingual-reward-bench", "deu_Latn", "test"),
+                     ("allenai/reward-bench", None, "filtered")]
+    assert len(groups) == 18 and groups[1].source_id == "eng_Latn:1"
+    assert len(MRewardBenchTask(dataset="x/y").official.columns) == 23 + 2  # every language, English, Avg
