@@ -31,7 +31,8 @@ def _details_grid(record) -> Grid:
                 title=f"{record.model.name}: all metrics (overall)")
 
 
-def _parse_model_args(items: List[str]) -> tuple:
+def _parse_model_args(items: List[str], option: str = "--model-arg") -> tuple:
+    """``KEY=VALUE`` items -> (key, value) pairs, the value read as YAML (0.1, true, text)."""
     import yaml
 
     from rmbench.errors import ConfigError
@@ -40,7 +41,7 @@ def _parse_model_args(items: List[str]) -> tuple:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--model-arg {item!r}: expected KEY=VALUE")
+            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
         try:
             out.append((key.strip(), yaml.safe_load(value)))  # 0.1 -> float, true -> bool, text -> str
         except yaml.YAMLError:
@@ -74,6 +75,8 @@ def eval_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     model_arg: List[str] = typer.Option([], "--model-arg", metavar="KEY=VALUE", help="KEY=VALUE overriding an argument of the model "
                                         "(e.g. beta=0.1, T=8). Repeatable."),
+    task_arg: List[str] = typer.Option([], "--task-arg", metavar="[TASK.]KEY=VALUE", help="Set an argument of "
+                                       "the tasks (or of TASK only), e.g. languages=fra_Latn,deu_Latn. Repeatable."),
     dtype: str = typer.Option("auto", "--dtype", help="auto (bf16 where the CPU has bf16 units), float32, bfloat16, float16."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, mps."),
     token_budget: int = typer.Option(8192, "--token-budget", help="Padded tokens per batch."),
@@ -104,7 +107,8 @@ def eval_command(
         configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
                               data=parse_data_overrides(data), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
                               include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
-                              model_args=_parse_model_args(model_arg), runtime=runtime,
+                              model_args=_parse_model_args(model_arg),
+                              task_args=_parse_model_args(task_arg, "--task-arg"), runtime=runtime,
                               cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache,
                               skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation,
                               engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,

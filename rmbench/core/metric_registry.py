@@ -76,6 +76,13 @@ _BUILTIN = (
               "i > j; a domain's score = (hard + normal + easy) / 3; subset records: the domains, and hard / "
               "normal / easy as means over the domains present; the total = mean of the domain scores",
               official=True),
+    MetricDef("m_rewardbench_score", "M-RB score", True, False, "groups",
+              "M-RewardBench's official score: per language (subset LANG) the mean of RewardBench's four section "
+              "scores, weighted by M-RewardBench's example counts (subset LANG/SECTION); subset None: the mean "
+              "over the languages, English (eng_Latn) left out", official=True),
+    MetricDef("m_rewardbench_english_gap", "M-RB gap", True, False, "groups",
+              "m_rewardbench_score of a language minus that of English on the same ids (paired resample); "
+              "subset None: the mean over the languages; < 0: the RM loses accuracy in translation"),
     MetricDef("length_correlation", "len corr", False, False, "specificity pairs",
               "Spearman's rho between r(a) - r(b) and len(a) - len(b) (characters) over pairs with u(a) = u(b), "
               "each pair taken in both orientations; 0 = no length bias, > 0 = longer answers get more reward, "

@@ -32,7 +32,8 @@ from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig,
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 from rmbench.results.summary import summarize
 from rmbench.tasks.base import Task
-from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
+from rmbench.tasks.loading import (DataOverride, load_task, split_task_args, task_spec_with_args,
+                                   task_spec_with_data)
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 """``factory(description, total)`` returns a callback that advances by the count it is given."""
@@ -59,6 +60,9 @@ class EvalConfig:
     n_bootstrap: int = 1000
     seed: int = 0
     model_args: tuple[tuple[str, Any], ...] = ()
+    task_args: tuple[tuple[str, Any], ...] = ()
+    """``--task-arg [TASK.]KEY=VALUE``: ``(KEY, value)`` sets an argument of every task of the run,
+    ``(TASK.KEY, value)`` of that task only (:func:`rmbench.tasks.loading.task_spec_with_args`)."""
     runtime: Runtime = field(default_factory=Runtime)
     cache_dir: str | None = None
     use_cache: bool = True
@@ -144,11 +148,14 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
     unknown = sorted(set(overrides) - set(task_names))
     if unknown:
         raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})")
+    task_args = split_task_args(config.task_args, task_names)
     loaded = []
     for name in task_names:
         spec = catalog.task_spec(name)
         if name in overrides:
             spec = task_spec_with_data(spec, overrides[name].path, overrides[name].shift)
+        if task_args.get(name):
+            spec = task_spec_with_args(spec, task_args[name])
         task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
         if bad:
             where = "; ".join(str(e) for e in bad[:3])

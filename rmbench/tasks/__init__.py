@@ -6,7 +6,8 @@ instantiates a kind with arguments; see :mod:`rmbench.catalog`.
 
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
-``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``), where data comes from
+``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
+``m_rewardbench``), where data comes from
 (``sources``), loading with ``--data`` overrides (``loading``) and the plugin skeleton
 (``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
 """
@@ -40,6 +41,9 @@ TASK_KINDS.register("persona", "rmbench.tasks.persona:PersonaTask",
                     description="persona statements with templated yes/no answers, original vs held-out forms")
 TASK_KINDS.register("rm_bench", "rmbench.tasks.rm_bench:RMBenchTask",
                     description="RM-Bench rows (chosen/rejected in 3 styles, domain): official hard/normal/easy, Spec across styles")
+TASK_KINDS.register("m_rewardbench", "rmbench.tasks.m_rewardbench:MRewardBenchTask",
+                    description="M-RewardBench: RewardBench in 23 languages, per-language official scores, "
+                                "paired with the English rows (translation shift)")
 
 
 def build_task(spec: TaskSpec) -> Task:

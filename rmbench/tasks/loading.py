@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec
 from rmbench.errors import ConfigError, DataError
@@ -87,6 +87,31 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
                           f"task, so its data takes no shift label")
     args["path"] = remote.text() if remote is not None else str(p.resolve())
     return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
+
+
+def split_task_args(items: Sequence[tuple[str, Any]], task_names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``--task-arg`` items -> task name -> arguments. ``TASK.KEY`` (TASK one of the run's tasks)
+    sets KEY of that task; a bare ``KEY`` sets it on every task of the run (a task whose kind has
+    no such argument then fails, naming it: with several tasks, name the one meant)."""
+    out: dict[str, dict[str, Any]] = {name: {} for name in task_names}
+    for key, value in items:
+        key = str(key).strip()
+        task, dot, rest = key.rpartition(".")
+        if dot:  # argument names have no dots: TASK.KEY
+            if task not in out or not rest:
+                raise ConfigError(f"--task-arg {key}=...: {task!r} is not among the tasks ({', '.join(task_names)})")
+            out[task][rest] = value
+        elif not key:
+            raise ConfigError("--task-arg: expected [TASK.]KEY=VALUE, got an empty KEY")
+        else:
+            for args in out.values():
+                args[key] = value
+    return out
+
+
+def task_spec_with_args(spec: TaskSpec, args: Mapping[str, Any]) -> TaskSpec:
+    """The same task with ``args`` (``--task-arg``) replacing or adding its arguments."""
+    return Spec.make(name=spec.name, kind=spec.kind, args={**spec.args_dict, **args}, version=spec.version)
 
 
 def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[Task, list[ComparisonGroup]]:

@@ -17,7 +17,7 @@ the mean of the six subset scores.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -46,17 +46,19 @@ RB1_EXAMPLE_COUNTS = {
 RB1_PRIOR_SETS = ("anthropic_helpful", "anthropic_hhh", "shp", "summarize")
 
 
-def rb1_sections(correct_by_subset: dict[str, np.ndarray]) -> dict[str, float]:
+def rb1_sections(correct_by_subset: dict[str, np.ndarray],
+                 counts: Mapping[str, int] = RB1_EXAMPLE_COUNTS) -> dict[str, float]:
     """The official v1 section scores from per-subset arrays of 0/1 correctness (see the module
-    doc): each section weights its subsets' accuracies by the official example counts; Prior
-    Sets is the plain mean of the prior sets present. Sections with no subset present are left out."""
+    doc): section = sum_t acc_t * counts_t / sum_t counts_t over its subsets t present, with
+    ``counts`` the official example counts (M-RewardBench passes its own table); Prior Sets is
+    the plain mean of the prior sets present. Sections with no subset present are left out."""
     acc = {s: float(np.mean(v)) for s, v in correct_by_subset.items() if len(v)}
     sections = {}
     for section, tests in RB1_SECTIONS.items():
         present = [t for t in tests if t in acc]
         if present:
-            total = sum(RB1_EXAMPLE_COUNTS[t] for t in present)
-            sections[section] = sum(acc[t] * RB1_EXAMPLE_COUNTS[t] for t in present) / total
+            total = sum(counts[t] for t in present)
+            sections[section] = sum(acc[t] * counts[t] for t in present) / total
     prior = [acc[s] for s in RB1_PRIOR_SETS if s in acc]
     if prior:
         sections["Prior Sets"] = float(np.mean(prior))

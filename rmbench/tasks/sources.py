@@ -47,7 +47,8 @@ def iter_rows(path: str | None = None, dataset: str | None = None, revision: str
         return
     if dataset is None:
         raise DataError("the task has no data source: give a local file (--data TASK=PATH) or a hub dataset")
-    location = f"hf://datasets/{dataset}@{revision or 'main'}[{split}]"
+    # the config is part of the location: rows of two configs never share a (location, line)
+    location = f"hf://datasets/{dataset}@{revision or 'main'}{'/' + config if config else ''}[{split}]"
     from rmbench import hub
 
     why = hub.unreachable()
