@@ -44,13 +44,13 @@ def test_rb2_ties_score_by_hand_and_the_average():
     # pair 0: ref accurate (cim 5-2=3), tied accurate (dcm 4-3=1, cim 3-1=2); 2 > 1, min(3,2)=2 > 1,
     #         tanh(2/1 - 1) = tanh(1).   pair 1: both inaccurate (cim -1), dcm 0: not preferred, and
     #         rewardbench 0.1.4 leaves dcm == 0 out of the tanh mean.
-    ties_sample = 0.3 * 0.5 + 0.3 * 0.5 + 0.2 * 0.5 + 0.2 * 0.5 + 0.01 * math.tanh(1)
+    ties = 0.3 * 0.5 + 0.3 * 0.5 + 0.2 * 0.5 + 0.2 * 0.5 + 0.01 * math.tanh(1)
     rows.append(rb2_row("9", "Safety", 1, 3))
     scores.append([0, 1, 0, 0])
     got = rb2_official(rows, scores)
-    assert got["Ties"] == pytest.approx(ties_sample, abs=1e-12)
+    assert got["Ties"] == pytest.approx(ties, abs=1e-12)
     assert got["Safety"] == 0.0
-    assert got["Score"] == pytest.approx((ties_sample + 0.0) / 2, abs=1e-12)
+    assert got["Score"] == pytest.approx((ties + 0.0) / 2, abs=1e-12)
 
 
 def test_rb2_ties_can_exceed_one():

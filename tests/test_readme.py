@@ -55,7 +55,7 @@ def using_it_commands() -> list[list[str]]:
 def _write_inputs(cwd: Path) -> None:
     (cwd / "my_rm.py").write_text(MY_RM)
     builtin = Path(__file__).resolve().parents[1] / "tasks" / "data"
-    ties_sample = builtin.joinpath("ties_builtin.jsonl").read_text().splitlines()
+    ties = builtin.joinpath("ties_builtin.jsonl").read_text().splitlines()
     (cwd / "rb2_ties.jsonl").write_text("\n".join(ties[:12]) + "\n")  # six tied/ref prompt pairs
     rb2 = [json.loads(line) for line in ties[:8]]
     for row in rb2:
@@ -106,14 +106,18 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     for column in ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties", "Score"):
         assert column in rb2, column
     assert (tmp_path / "leaderboards" / "mine.html").is_file() and (tmp_path / "leaderboards" / "all.md").is_file()
-    assert (tmp_path / "plots" / "ties_ds_curve.png").is_file() and (tmp_path / "plots" / "ties_ds_curve.svg").is_file()
+    assert (tmp_path / "plots" / "ties_sample_ds_curve.png").is_file() and (tmp_path / "plots" / "ties_sample_ds_curve.svg").is_file()
     assert len(list((tmp_path / "export").glob("*.json"))) == 2
     polite = [json.loads(line) for line in (tmp_path / "polite.jsonl").read_text().splitlines()]
     assert len(polite) == 16 and polite[0]["chosen"].startswith("Sure! Here is my answer.")
-    invariance = json.loads((tmp_path / "runs" / "length__paraphrase_invariance_sample-polite" / "results.json").read_text())
+    invariance = json.loads((tmp_path / "runs" / "length__paraphrase_invariance-polite" / "results.json").read_text())
     assert {m["metric"] for m in invariance["tasks"][0]["metrics"]} >= {"rewrite_specificity", "preference_flip_rate"}
-    de = json.loads((tmp_path / "runs" / "length__translation_shift_sample-pairs_de" / "results.json").read_text())
+    de = json.loads((tmp_path / "runs" / "length__translation_shift-pairs_de" / "results.json").read_text())
     assert {m["shift"] for m in de["tasks"][0]["metrics"]} >= {"none", "translation:de"}
     everything = (tmp_path / "leaderboards" / "all.md").read_text()
     assert "smollm2-135m-discrete" in everything and "| trained/im " in everything  # named as typed, as its run folder
-    assert "ties_sample#2 (length__ties_sample-rb2_ties) cannot share cells with ties_sample" in everything  # other data: apart
+    # the published Ties read from the user's copy is its own task, never mixed with the sample's cells
+    mine = json.loads((tmp_path / "runs" / "length__ties-rb2_ties" / "results.json").read_text())
+    assert mine["tasks"][0]["name"] == "ties" and mine["tasks"][0]["args"]["path"].endswith("rb2_ties.jsonl")
+    assert " ties acc " in everything
+    assert "ties_sample acc" in everything

@@ -42,8 +42,8 @@ def test_rewardbench2_score_on_a_local_file(tmp_path):
     path = write(tmp_path / "rb2.jsonl", rows)
     res = evaluate(EvalConfig(model="length", tasks=("rewardbench2",), data=(("rewardbench2", path),), n_bootstrap=20))
     score = res.value("rewardbench2", "rewardbench2_score")
-    ties_sample = ties_score([("tied:0", [1.0, 2.0], [3.0, 4.0]), ("ref:0", [5.0], [1.0])])
-    assert score == pytest.approx(np.mean([1.0, 0.0, ties_sample]), abs=1e-12)  # Focus 1, Math 0, Ties
+    ties = ties_score([("tied:0", [1.0, 2.0], [3.0, 4.0]), ("ref:0", [5.0], [1.0])])
+    assert score == pytest.approx(np.mean([1.0, 0.0, ties]), abs=1e-12)  # Focus 1, Math 0, Ties
     bad = write(tmp_path / "bad.jsonl", [{**rows[2], "id": "tie-zero"}])
     from rmbench.errors import DataError
     with pytest.raises(DataError, match="bad.jsonl, line 1, field 'id'"):
@@ -55,8 +55,8 @@ def test_ties_rows_match_the_official_ties_score():
     res = evaluate(EvalConfig(model="length", tasks=("rewardbench2", "ties"),
                               data=(("rewardbench2", str(path)), ("ties", str(path))), n_bootstrap=20))
     rb2 = res.value("rewardbench2", "rewardbench2_score")
-    ties_sample = res.value("ties", "ties_score")
-    assert rb2 == pytest.approx(ties_sample, abs=1e-9)
+    ties = res.value("ties", "ties_score")
+    assert rb2 == pytest.approx(ties, abs=1e-9)
 
 
 def test_rewardbench_v1_loader_and_score(tmp_path):
