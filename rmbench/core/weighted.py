@@ -54,17 +54,21 @@ class FormPairs:
 
 
 class WeightedSlice:
-    """All pair metrics of one slice as functions of group weights ``W`` (resamples x groups).
+    """All pair metrics of one slice as functions of unit counts ``C`` (resamples x units).
 
     ``diff``/``eq``: discrimination and specificity gaps r(a) - r(b), with their groups
-    (0..n_groups-1) and length differences; ``eps_raw``: eps in raw units; ``sigma``: the
-    reward_margin unit. :meth:`values` returns the columns in the order of the plain
-    statistic: PAIR_METRICS, D and Spec per eps, the length metrics, then the form metrics.
+    (0..n_groups-1) and length differences; ``group_unit``: each group's unit (0..n_units-1),
+    so a resample's group weights are ``W = C[:, group_unit]``; ``eps_raw``: eps in raw units;
+    ``sigma``: the reward_margin unit. :meth:`values` returns the columns in the order of the
+    plain statistic: PAIR_METRICS, D and Spec per eps, the length metrics, the form metrics,
+    then balanced_best's eps.
     """
 
-    def __init__(self, n_groups: int, diff: np.ndarray, diff_group: np.ndarray, diff_len: np.ndarray,
-                 eq: np.ndarray, eq_group: np.ndarray, eq_len: np.ndarray, eps_raw: Sequence[float],
-                 sigma: float, forms: FormPairs | None = None):
+    def __init__(self, group_unit: np.ndarray, n_units: int, diff: np.ndarray, diff_group: np.ndarray,
+                 diff_len: np.ndarray, eq: np.ndarray, eq_group: np.ndarray, eq_len: np.ndarray,
+                 eps_raw: Sequence[float], sigma: float, forms: FormPairs | None = None):
+        n_groups = len(group_unit)
+        self.group_unit, self.identity = group_unit, bool(np.array_equal(group_unit, np.arange(n_units)))
         self.n_eps, self.sigma, self.forms = len(eps_raw), float(sigma), forms is not None
         x, y, L = diff, np.abs(eq), diff_len
         dcol = [np.ones_like(x), x > 0, x == 0, (L > 0), (L > 0) & (x > 0), (L > 0) & (x == 0),
@@ -76,23 +80,24 @@ class WeightedSlice:
             dcol += [c, ~c] + [c & (x > e) for e in eps_raw] + [~c & (x > e) for e in eps_raw]
             ecol += [forms.eq_cross] + [forms.eq_cross & (y > e) for e in eps_raw]
             fcol = [np.ones_like(forms.new), np.sign(forms.new) != np.sign(forms.old)]
-        self.counts = np.concatenate([group_sums(diff_group, n_groups, dcol), group_sums(eq_group, n_groups, ecol),
-                                      group_sums(forms.group, n_groups, fcol) if forms is not None
-                                      else np.zeros((n_groups, 0))], axis=1)
+        by_group = np.concatenate([group_sums(diff_group, n_groups, dcol + [np.abs(x)]),
+                                   group_sums(eq_group, n_groups, ecol),
+                                   group_sums(forms.group, n_groups, fcol) if forms is not None
+                                   else np.zeros((n_groups, 0))], axis=1)
+        # Per unit: sum over its groups (exact for the integer columns), so T = C @ counts.
+        self.counts = np.stack([np.bincount(group_unit, weights=col, minlength=n_units) for col in by_group.T],
+                               axis=1)
         self.nd, self.ne = len(dcol), len(ecol)
-        self.abs_sum = np.bincount(diff_group, weights=np.abs(x), minlength=n_groups)
-        self.order = OrderStats(diff, diff_group, eq, eq_group, eq_len)
-        self.n_pairs = len(diff) + len(eq)
+        self.order = OrderStats(diff, diff_group, eq, eq_group, eq_len, n_groups)
 
-    def values(self, W: np.ndarray) -> np.ndarray:
-        """The metric columns (resamples x metrics) of the resamples with group weights ``W``."""
-        T = W.astype(np.float64) @ self.counts  # weighted counts: exact integers
-        d, e, f = T[:, : self.nd], T[:, self.nd: self.nd + self.ne], T[:, self.nd + self.ne:]
-        k = self.n_eps
-        order = self.order.values(W)
+    def values(self, C: np.ndarray) -> np.ndarray:
+        """The metric columns (resamples x metrics) of the resamples with unit counts ``C``."""
+        T = C.astype(np.float64) @ self.counts  # weighted counts: exact integers (and the |gap| sums)
+        nd, ne, k = self.nd, self.ne, self.n_eps
+        d, abs_sum, e, f = T[:, :nd], T[:, nd], T[:, nd + 1: nd + 1 + ne], T[:, nd + 1 + ne:]
+        order = self.order.values(C if self.identity else C[:, self.group_unit])
         n = d[:, 0]
-        margin = ratio(W.astype(np.float64) @ self.abs_sum, n) / self.sigma if self.sigma > 0 \
-            else np.where(n > 0, 0.0, np.nan)
+        margin = ratio(abs_sum, n) / self.sigma if self.sigma > 0 else np.where(n > 0, 0.0, np.nan)
         cols = [accuracy(n, d[:, 1], d[:, 2]), ratio(d[:, 1] + e[:, 1], n + e[:, 0]), order["ds_auc"],
                 order["balanced_best"], margin]
         cols += [ratio(d[:, 9 + j], n) for j in range(k)] + [1.0 - ratio(e[:, 2 + j], e[:, 0]) for j in range(k)]

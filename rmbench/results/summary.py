@@ -144,7 +144,7 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
         return np.array(values + extra + [bb_eps], dtype=np.float64)
 
     whole = index.select_groups(group_ids)
-    batch = _weighted_batch(whole, rewards, eps_raw, sigma, slice_units, uniq, extras)
+    batch = _weighted_batch(whole, rewards, eps_raw, sigma, slice_units, uniq, extras, forms)
     labels = ([(m, None, None) for m in PAIR_METRICS] + [("discrimination", float(e), None) for e in eps]
               + [("specificity", float(e), None) for e in eps] + [(m, None, None) for m in LENGTH_METRICS]
               + ([(m, float(e), None) for m in FORM_EPS_METRICS for e in eps] + [(m, None, None) for m in FORM_METRICS]
@@ -157,23 +157,24 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
 
 
 def _weighted_batch(whole: PairIndex, rewards: np.ndarray, eps_raw: Sequence[float], sigma: float,
-                    slice_units: np.ndarray, uniq: np.ndarray, extras: TaskScores | None):
+                    slice_units: np.ndarray, uniq: np.ndarray, extras: TaskScores | None, forms: bool):
     """``batch(draws)`` of :class:`SliceStatistic`: group weights w_g = c_unit(g) (c: how often each
     unit is drawn) into :class:`rmbench.core.weighted.WeightedSlice`, whose pairs are this
-    slice's (``whole``) sorted once; task scores still receive each resample's drawn units."""
+    slice's (``whole``) sorted once; task scores still receive each resample's drawn units.
+    ``forms``: whether the task (not only this slice) has rewrites, as in the plain statistic."""
     r = rewards[whole.response_source]
     length = whole.response_length
-    forms = None
-    if whole.has_forms:
-        forms = W.FormPairs(whole.diff_cross, whole.eq_cross, r[whole.flip_a] - r[whole.flip_b],
+    form_pairs = None
+    if forms:
+        form_pairs = W.FormPairs(whole.diff_cross, whole.eq_cross, r[whole.flip_a] - r[whole.flip_b],
                             r[whole.flip_oa] - r[whole.flip_ob], whole.flip_group)
-    ws = W.WeightedSlice(len(slice_units), r[whole.diff_better] - r[whole.diff_worse], whole.diff_group,
+    ws = W.WeightedSlice(slice_units, len(uniq), r[whole.diff_better] - r[whole.diff_worse], whole.diff_group,
                          length[whole.diff_better] - length[whole.diff_worse], r[whole.eq_a] - r[whole.eq_b],
-                         whole.eq_group, length[whole.eq_a] - length[whole.eq_b], eps_raw, sigma, forms)
+                         whole.eq_group, length[whole.eq_a] - length[whole.eq_b], eps_raw, sigma, form_pairs)
     n_units = len(uniq)
 
     def batch(draws: np.ndarray) -> np.ndarray:
-        values = ws.values(W.unit_counts(draws, n_units)[:, slice_units])
+        values = ws.values(W.unit_counts(draws, n_units))
         cols = [values[:, :-1]]
         if extras is not None:
             cols.append(np.array([np.asarray(extras.statistic(uniq[u]), dtype=np.float64) for u in draws])
