@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from rmbench.core import metrics as M
 from rmbench.core import weighted as W
+from rmbench.core.weighted_order import Cumulative
 from rmbench.core.types import ORIGINAL, ComparisonGroup
 from rmbench.results.summary import summarize
 from rmbench.tasks.base import TaskScores
@@ -105,7 +106,21 @@ def test_constant_rewards_and_no_pairs_of_a_kind():
     assert_same(*both(ties_only, np.random.default_rng(0).normal(size=45), n_bootstrap=30))
 
 
-@settings(max_examples=20, deadline=None)
+@pytest.mark.parametrize("way", ["matrix", "prefix"])
+def test_both_ways_of_cumulative_counts(monkeypatch, way):
+    """Group x bin matrices and prefix sums over the sorted pairs give the same numbers, on
+    tie-heavy and on continuous rewards."""
+    if way == "matrix":
+        monkeypatch.setattr(Cumulative, "PER_ITEM", 10**9)
+        monkeypatch.setattr(Cumulative, "MATRIX_LIMIT", 10**9)
+    else:
+        monkeypatch.setattr(Cumulative, "MATRIX_LIMIT", 0)
+    for step in (0.5, 1e-9):
+        groups, rewards = random_groups(21, 30, forms=True, shifts=True, step=step)
+        assert_same(*both(groups, rewards, n_bootstrap=40, seed=8, group_units=np.arange(len(groups)) // 2))
+
+
+@settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n_groups=st.integers(1, 25), forms=st.booleans(), shifts=st.booleans(),
        step=st.sampled_from([0.5, 1.0, 1e-6]), per_unit=st.integers(1, 3))
 def test_weighted_equals_resampled_property(seed, n_groups, forms, shifts, step, per_unit):

@@ -9,11 +9,15 @@ counts ``sum_g w_g n_g`` of per-group counts ``n_g`` (one matrix product per blo
 metrics (ds_auc, balanced_best, length_correlation) come from prefix sums over pairs sorted
 once (:mod:`rmbench.core.weighted_order`).
 
-Exactness: every count is an integer held exactly (float64 below 2**53, int64), and the final
-float operations are those of the plain functions, so those values are bit-equal to the plain
-functions on the resampled pairs. The one exception is reward_margin, a mean of float gaps:
-here ``sum_g w_g S_g / N`` with S_g the group's sum of |gap|, there numpy's pairwise sum over
-the resample's gaps in draw order; the two differ by float rounding only (relative 1e-13).
+Exactness: every count is an integer held exactly in float64 (below 2**53), and the final float
+operations are those of the plain functions on their integer counts, so pairwise_accuracy,
+sign_accuracy, D and Spec at every eps, the length accuracies and their gap, the rewrite
+metrics, ds_auc and balanced_best (score and eps) are bit-equal to the plain functions on the
+resampled pairs, and so is length_correlation up to about 180,000 specificity pairs in a
+resample (:func:`rmbench.core.weighted_order.spearman`; beyond, both round). The one
+exception is reward_margin, a mean of float gaps: here ``sum_u c_u S_u / N`` with S_u the
+unit's sum of |gap| (summed per group, then per unit), there numpy's pairwise sum over the
+resample's gaps in draw order; the two differ by float rounding only (relative ~1e-15).
 """
 
 from __future__ import annotations
@@ -91,7 +95,16 @@ class WeightedSlice:
         self.order = OrderStats(diff, diff_group, eq, eq_group, eq_len, n_groups)
 
     def values(self, C: np.ndarray) -> np.ndarray:
-        """The metric columns (resamples x metrics) of the resamples with unit counts ``C``."""
+        """The metric columns (resamples x metrics) of the resamples with unit counts ``C``.
+
+        T = C @ counts (per-unit pair counts): T_n, T_pos, T_zero over discrimination pairs,
+        T_eq, T_eq0 over specificity pairs, T_{gap > eps}, T_{|gap| > eps}; then
+        acc = (T_pos + 0.5 T_zero) / T_n, sign = (T_pos + T_eq0) / (T_n + T_eq),
+        margin = T_|gap| / T_n / sigma, D(eps) = T_{gap > eps} / T_n,
+        Spec(eps) = 1 - T_{|gap| > eps} / T_eq, the length accuracies likewise over the pairs with
+        the better answer longer / shorter, and the order metrics of :class:`OrderStats` on
+        the group weights W = C[:, group_unit].
+        """
         T = C.astype(np.float64) @ self.counts  # weighted counts: exact integers (and the |gap| sums)
         nd, ne, k = self.nd, self.ne, self.n_eps
         d, abs_sum, e, f = T[:, :nd], T[:, nd], T[:, nd + 1: nd + 1 + ne], T[:, nd + 1 + ne:]

@@ -58,7 +58,12 @@ class OrderStats:
 
     def values(self, W: np.ndarray) -> dict[str, np.ndarray]:
         """ds_auc, balanced_best (score and eps) and length_correlation of each resample (row of
-        ``W``, integer weights), in float64: every count and sum is an integer, exact below 2**53."""
+        ``W``, integer weights), in float64: every count and sum is an integer, exact below 2**53.
+
+        From X_le, Y_le, Y_k (and L_le, L_k over |length difference|): :func:`ds_auc`,
+        :func:`balanced_best`, and :func:`spearman` of the doubled ranks :func:`mid_ranks`,
+        S_xy = sum_i w_i sign(x_i) sign(l_i) 2R(|x_i|) 2R(|l_i|), S_xx = sum_k Y_k 2R(c_k)^2.
+        """
         nan = np.full(W.shape[0], np.nan)
         out = {"ds_auc": nan, "balanced_best": nan, "balanced_eps": nan, "length_correlation": nan}
         if not (self.active_pairs or self.active_rank):
@@ -96,13 +101,15 @@ class Cumulative:
 
     MATRIX_LIMIT = 4_000_000
     """Largest groups x cuts matrix (float64 entries) of the first way."""
+    PER_ITEM = 16
+    """... and at most this many groups x cuts entries per item (where it is the cheaper way)."""
 
     def __init__(self, groups_sorted: np.ndarray, cuts: tuple[np.ndarray, ...], n_groups: int):
         self.groups, self.cuts, self.H = groups_sorted, [contiguous(c) for c in cuts], []
         n = len(groups_sorted)
         for c in cuts:
             m = len(c)
-            if m == 0 or n_groups * m > min(self.MATRIX_LIMIT, 16 * n):
+            if m == 0 or n_groups * m > min(self.MATRIX_LIMIT, self.PER_ITEM * n):
                 self.H.append(None)
                 continue
             bins = np.searchsorted(c, np.arange(n), side="right")
@@ -111,7 +118,8 @@ class Cumulative:
             self.H.append(flat.reshape(n_groups, m).astype(np.float64))
 
     def values(self, W: np.ndarray) -> list[np.ndarray]:
-        """C (resamples x cuts) of each cut array, for group weights ``W`` (float64 integers)."""
+        """C[:, k] = sum_{i < cuts[k]} W[:, g_i] (resamples x cuts) for each cut array, for group
+        weights ``W`` (float64 integers): cumsum(W @ H) or prefix sums at the cuts."""
         out, c = [], None
         for H, cut in zip(self.H, self.cuts):
             if H is not None:
@@ -132,7 +140,7 @@ def contiguous(index: np.ndarray) -> np.ndarray | slice:
 
 
 def columns(c: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
-    """``c[:, index]``: a view for a slice, a gather otherwise."""
+    """out[:, j] = c[:, index[j]]: a view for a slice, a gather otherwise."""
     return c[:, index] if isinstance(index, slice) else np.take(c, index, axis=1)
 
 

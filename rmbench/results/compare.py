@@ -14,7 +14,6 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rmbench.core import metrics as M
 from rmbench.errors import ConfigError
 from rmbench.results.reload import aligned_rewards, reload_task
 from rmbench.results.folder import RunFolder

@@ -76,7 +76,7 @@ class SliceStatistic:
     """The same vector for a block of resamples: ``batch(draws)`` (resamples x ``n_units`` unit
     draws) -> resamples x values, computed from resample weights (:mod:`rmbench.core.weighted`)."""
     block: int = 64
-    """Resamples per ``batch`` call: bounds its memory (about 100 bytes per pair and resample)."""
+    """Resamples per ``batch`` call: resamples x (pairs + units) <= 2,000,000 bounds its memory."""
 
 
 def _pair_counts(whole: PairIndex) -> tuple[tuple[str, int], ...]:
@@ -167,7 +167,7 @@ def _weighted_batch(whole: PairIndex, rewards: np.ndarray, eps_raw: Sequence[flo
     form_pairs = None
     if forms:
         form_pairs = W.FormPairs(whole.diff_cross, whole.eq_cross, r[whole.flip_a] - r[whole.flip_b],
-                            r[whole.flip_oa] - r[whole.flip_ob], whole.flip_group)
+                                 r[whole.flip_oa] - r[whole.flip_ob], whole.flip_group)
     ws = W.WeightedSlice(slice_units, len(uniq), r[whole.diff_better] - r[whole.diff_worse], whole.diff_group,
                          length[whole.diff_better] - length[whole.diff_worse], r[whole.eq_a] - r[whole.eq_b],
                          whole.eq_group, length[whole.eq_a] - length[whole.eq_b], eps_raw, sigma, form_pairs)
@@ -228,7 +228,8 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.nda
 
 
 def _ci(stat: SliceStatistic, n_bootstrap: int, seed: int, method: str) -> tuple[np.ndarray, np.ndarray]:
-    """The percentile bootstrap CI of every entry of ``stat``, by ``method`` (see :func:`summarize`)."""
+    """The percentile bootstrap CI of every entry of ``stat``, by ``method`` (see :func:`summarize`):
+    per entry j, the 2.5% and 97.5% quantiles of statistic_j over the resamples where it is not nan."""
     if method == "weighted":
         return M.bootstrap_ci_batched(stat.batch, stat.n_units, n_bootstrap, seed, block=stat.block)
     if method == "resample":
@@ -265,7 +266,8 @@ def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.n
 
 def paired_diff(a: SliceStatistic, b: SliceStatistic, n_bootstrap: int, seed: int, method: str = "weighted"):
     """:func:`rmbench.core.metrics.paired_bootstrap_diff` of two slice statistics on the same
-    units, by ``method`` (see :func:`summarize`)."""
+    units, by ``method`` (see :func:`summarize`): diff = a(all units) - b(all units), CI the
+    percentiles of a(draw) - b(draw) over the same draws."""
     if method not in ("weighted", "resample"):
         raise ValueError(f"unknown bootstrap method {method!r}: use 'weighted' or 'resample'")
     batches = (a.batch, b.batch) if method == "weighted" else None
