@@ -5,6 +5,8 @@
 * :mod:`~rmbench.core.metrics`: discrimination, specificity, ds_auc, the Ties score, the
   bootstraps: arrays in, numbers out;
 * :mod:`~rmbench.core.metrics_bias`: length bias and rewrite flips, also pure;
+* :mod:`~rmbench.core.weighted` and :mod:`~rmbench.core.weighted_order`: the same metrics for
+  blocks of bootstrap resamples at once, from resample weights over pairs sorted once;
 * :mod:`~rmbench.core.metric_registry`: every metric declared once (label, direction, eps use)
   and the official table layouts.
 

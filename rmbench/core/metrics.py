@@ -271,6 +271,33 @@ def bootstrap_ci(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_
     rng = np.random.default_rng(seed)
     draws = np.stack([np.asarray(statistic(rng.integers(0, n_units, n_units)), dtype=np.float64)
                       for _ in range(n_resamples)])
+    return percentile_ci(draws, level)
+
+
+def bootstrap_draws(n_units: int, n_resamples: int, seed: int, block: int):
+    """The unit draws of :func:`bootstrap_ci` in blocks (arrays of <= ``block`` resamples x
+    ``n_units``): row k is the k-th ``rng.integers(0, n_units, n_units)`` of the same rng, one call
+    per resample as there (a single call of all sizes would give other numbers)."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_resamples, block):
+        yield np.stack([rng.integers(0, n_units, n_units) for _ in range(min(block, n_resamples - start))])
+
+
+def bootstrap_ci_batched(batch: Callable[[np.ndarray], np.ndarray], n_units: int, n_resamples: int = 1000,
+                         seed: int = 0, level: float = 0.95, block: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bootstrap_ci` with a statistic of a block of resamples: ``batch(draws)`` takes the
+    draws (resamples x ``n_units``) and returns resamples x values. Same draws, same seed: equal
+    to ``bootstrap_ci`` with a statistic whose rows are those of ``batch``."""
+    if n_units == 0 or n_resamples <= 0:
+        return np.array([]), np.array([])
+    values = np.concatenate([np.asarray(batch(d), dtype=np.float64)
+                             for d in bootstrap_draws(n_units, n_resamples, seed, max(1, block))])
+    return percentile_ci(values, level)
+
+
+def percentile_ci(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per column j of ``draws`` (resamples x values): the (1 - level) / 2 and (1 + level) / 2
+    quantiles (numpy's linear interpolation) of its non-nan values; nan for a column of nans."""
     alpha = (1.0 - level) / 2.0
     low, high = np.full(draws.shape[1], np.nan), np.full(draws.shape[1], np.nan)
     for j in range(draws.shape[1]):
@@ -282,18 +309,25 @@ def bootstrap_ci(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_
 
 def paired_bootstrap_diff(stat_a: Callable[[np.ndarray], float | np.ndarray],
                           stat_b: Callable[[np.ndarray], float | np.ndarray], n_units: int,
-                          n_resamples: int = 1000, seed: int = 0, level: float = 0.95):
+                          n_resamples: int = 1000, seed: int = 0, level: float = 0.95,
+                          batches: tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]
+                          | None = None, block: int = 64):
     """Difference ``stat_a - stat_b`` of two models on the same units, with a paired bootstrap CI.
 
     Both statistics see the same resampled units in every draw, so the variation shared through
     the task's items cancels. Returns (difference on the full sample, ci_low, ci_high): floats
-    for scalar statistics, arrays for vector ones.
+    for scalar statistics, arrays for vector ones. ``batches``: the two statistics as functions
+    of a block of draws (:func:`bootstrap_ci_batched`); the CI is then of their row differences.
     """
     full = np.arange(n_units)
     diff = np.asarray(stat_a(full), dtype=np.float64) - np.asarray(stat_b(full), dtype=np.float64)
-    low, high = bootstrap_ci(lambda u: np.atleast_1d(np.asarray(stat_a(u), dtype=np.float64)
-                                                     - np.asarray(stat_b(u), dtype=np.float64)),
-                             n_units, n_resamples, seed, level)
+    if batches is not None:
+        batch_a, batch_b = batches
+        low, high = bootstrap_ci_batched(lambda d: batch_a(d) - batch_b(d), n_units, n_resamples, seed, level, block)
+    else:
+        low, high = bootstrap_ci(lambda u: np.atleast_1d(np.asarray(stat_a(u), dtype=np.float64)
+                                                         - np.asarray(stat_b(u), dtype=np.float64)),
+                                 n_units, n_resamples, seed, level)
     if low.size == 0:
         low = high = np.full(np.atleast_1d(diff).shape, np.nan)
     if diff.ndim == 0:

@@ -14,12 +14,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rmbench.core import metrics as M
 from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import Estimate, eps_text
 from rmbench.results.reload import aligned_rewards, reload_task
-from rmbench.results.summary import slice_statistic
+from rmbench.results.summary import paired_diff, slice_statistic
 from rmbench.tasks.loading import DataOverride
 
 
@@ -84,7 +83,7 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
         sa, sb = stats
         full = np.arange(sa.n_units)
         va, vb = sa.statistic(full), sb.statistic(full)
-        diff, low, high = M.paired_bootstrap_diff(sa.statistic, sb.statistic, sa.n_units, n_bootstrap, seed)
+        diff, low, high = paired_diff(sa, sb, n_bootstrap, seed)
         for j, (metric, e, subset) in enumerate(sa.labels):
             ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
             out.append(Comparison(name, metric, subset, e, ta.eps_unit if e is not None else None, float(va[j]),

@@ -17,6 +17,7 @@ import numpy as np
 
 from rmbench.core import metrics as M
 from rmbench.core import metrics_bias as MB
+from rmbench.core import weighted as W
 from rmbench.core.metric_registry import metric_def
 from rmbench.core.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
 from rmbench.results.record import Estimate, MetricRecord
@@ -71,6 +72,11 @@ class SliceStatistic:
     extra_counts: tuple[int, ...] = ()
     pair_counts: tuple[tuple[str, int], ...] = ()
     """``n`` by what a metric counts (``metric_def(m).n_counts`` with ``_`` for spaces)."""
+    batch: Callable[[np.ndarray], np.ndarray] | None = None
+    """The same vector for a block of resamples: ``batch(draws)`` (resamples x ``n_units`` unit
+    draws) -> resamples x values, computed from resample weights (:mod:`rmbench.core.weighted`)."""
+    block: int = 64
+    """Resamples per ``batch`` call: resamples x (pairs + units) <= 2,000,000 bounds its memory."""
 
 
 def _pair_counts(whole: PairIndex) -> tuple[tuple[str, int], ...]:
@@ -137,22 +143,57 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps:
         extra = list(np.asarray(extras.statistic(uniq[units]), dtype=np.float64)) if extras is not None else []
         return np.array(values + extra + [bb_eps], dtype=np.float64)
 
+    whole = index.select_groups(group_ids)
+    batch = _weighted_batch(whole, rewards, eps_raw, sigma, slice_units, uniq, extras, forms)
     labels = ([(m, None, None) for m in PAIR_METRICS] + [("discrimination", float(e), None) for e in eps]
               + [("specificity", float(e), None) for e in eps] + [(m, None, None) for m in LENGTH_METRICS]
               + ([(m, float(e), None) for m in FORM_EPS_METRICS for e in eps] + [(m, None, None) for m in FORM_METRICS]
                  if forms else [])
               + [(name, None, subset) for name, subset in (extras.labels if extras is not None else ())])
-    whole = index.select_groups(group_ids)
     counts = tuple(extras.counts or (len(group_ids),) * len(extras.labels)) if extras is not None else ()
+    n_pairs = len(whole.diff_better) + len(whole.eq_a)
     return SliceStatistic(tuple(labels), statistic, len(uniq), len(whole.diff_better), len(whole.eq_a), counts,
-                          _pair_counts(whole))
+                          _pair_counts(whole), batch, max(1, min(256, 2_000_000 // max(1, n_pairs + len(uniq)))))
+
+
+def _weighted_batch(whole: PairIndex, rewards: np.ndarray, eps_raw: Sequence[float], sigma: float,
+                    slice_units: np.ndarray, uniq: np.ndarray, extras: TaskScores | None, forms: bool):
+    """``batch(draws)`` of :class:`SliceStatistic`: group weights w_g = c_unit(g) (c: how often each
+    unit is drawn) into :class:`rmbench.core.weighted.WeightedSlice`, whose pairs are this
+    slice's (``whole``) sorted once; task scores still receive each resample's drawn units.
+    ``forms``: whether the task (not only this slice) has rewrites, as in the plain statistic."""
+    r = rewards[whole.response_source]
+    length = whole.response_length
+    form_pairs = None
+    if forms:
+        form_pairs = W.FormPairs(whole.diff_cross, whole.eq_cross, r[whole.flip_a] - r[whole.flip_b],
+                                 r[whole.flip_oa] - r[whole.flip_ob], whole.flip_group)
+    ws = W.WeightedSlice(slice_units, len(uniq), r[whole.diff_better] - r[whole.diff_worse], whole.diff_group,
+                         length[whole.diff_better] - length[whole.diff_worse], r[whole.eq_a] - r[whole.eq_b],
+                         whole.eq_group, length[whole.eq_a] - length[whole.eq_b], eps_raw, sigma, form_pairs)
+    n_units = len(uniq)
+
+    def batch(draws: np.ndarray) -> np.ndarray:
+        values = ws.values(W.unit_counts(draws, n_units))
+        cols = [values[:, :-1]]
+        if extras is not None:
+            cols.append(np.array([np.asarray(extras.statistic(uniq[u]), dtype=np.float64) for u in draws])
+                        .reshape(len(draws), -1))
+        return np.concatenate(cols + [values[:, -1:]], axis=1)
+
+    return batch
 
 
 def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
               eps_unit: str = "sigma", group_units: np.ndarray | None = None,
               extra_metrics: TaskScores | None = None,
-              n_bootstrap: int = 1000, seed: int = 0) -> list[MetricRecord]:
+              n_bootstrap: int = 1000, seed: int = 0, method: str = "weighted") -> list[MetricRecord]:
     """Every metric of the task, overall and per slice, with percentile bootstrap 95% CIs.
+
+    ``method``: ``"weighted"`` computes each block of resamples from weights over pairs sorted
+    once (:mod:`rmbench.core.weighted`); ``"resample"`` gathers every resample's pairs and calls
+    the plain metric functions on them (the reference). Same draws, same records: bit-equal,
+    but for reward_margin (and its shift gap), equal to float rounding (relative 1e-13).
 
     ``group_units``: bootstrap unit of each group (default: each group its own unit).
     ``extra_metrics``: task-level statistics of resampled units (e.g. ``ties_score``, or an
@@ -167,7 +208,7 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.nda
         extras = extra_metrics if sl.subset is None and sl.shift is None else None
         stat = slice_statistic(groups, rewards, eps, eps_unit, group_units, extras, sl.group_ids, index)
         point = stat.statistic(np.arange(stat.n_units))
-        low, high = M.bootstrap_ci(stat.statistic, stat.n_units, n_bootstrap, seed)
+        low, high = _ci(stat, n_bootstrap, seed, method)
         if low.size == 0:
             low = high = np.full(point.size, np.nan)
         n_pairs = dict(stat.pair_counts)
@@ -182,12 +223,23 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.nda
             ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
             records.append(MetricRecord(task_name, subset if is_extra else sl.subset, sl.shift, metric, e, unit,
                                         Estimate(float(point[j]), *ci), n))
-    records += _shift_gaps(task_name, groups, rewards, eps, eps_unit, index, n_bootstrap, seed)
+    records += _shift_gaps(task_name, groups, rewards, eps, eps_unit, index, n_bootstrap, seed, method)
     return records
 
 
+def _ci(stat: SliceStatistic, n_bootstrap: int, seed: int, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile bootstrap CI of every entry of ``stat``, by ``method`` (see :func:`summarize`):
+    per entry j, the 2.5% and 97.5% quantiles of statistic_j over the resamples where it is not nan."""
+    if method == "weighted":
+        return M.bootstrap_ci_batched(stat.batch, stat.n_units, n_bootstrap, seed, block=stat.block)
+    if method == "resample":
+        return M.bootstrap_ci(stat.statistic, stat.n_units, n_bootstrap, seed)
+    raise ValueError(f"unknown bootstrap method {method!r}: use 'weighted' or 'resample'")
+
+
 def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
-                eps_unit: str, index: PairIndex, n_bootstrap: int, seed: int) -> list[MetricRecord]:
+                eps_unit: str, index: PairIndex, n_bootstrap: int, seed: int,
+                method: str = "weighted") -> list[MetricRecord]:
     """``METRIC_shift_gap``: metric on the shifted groups minus on their originals (``source_id``),
     with a paired bootstrap CI: each draw resamples originals and takes their shifted copies along."""
     position = {g.id: i for i, g in enumerate(groups)}
@@ -201,7 +253,7 @@ def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.n
             units[i] = units[o] = originals.setdefault(o, len(originals))
         a = slice_statistic(groups, rewards, eps, eps_unit, units, None, np.array(shifted), index)
         b = slice_statistic(groups, rewards, eps, eps_unit, units, None, np.array(sorted(originals)), index)
-        diff, low, high = M.paired_bootstrap_diff(a.statistic, b.statistic, a.n_units, n_bootstrap, seed)
+        diff, low, high = paired_diff(a, b, n_bootstrap, seed, method)
         for j, (metric, e, _) in enumerate(a.labels):
             if metric not in GAP_METRICS:
                 continue
@@ -210,6 +262,17 @@ def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.n
                                         eps_unit if e is not None else None, Estimate(float(diff[j]), *ci),
                                         a.n_units))
     return records
+
+
+def paired_diff(a: SliceStatistic, b: SliceStatistic, n_bootstrap: int, seed: int, method: str = "weighted"):
+    """:func:`rmbench.core.metrics.paired_bootstrap_diff` of two slice statistics on the same
+    units, by ``method`` (see :func:`summarize`): diff = a(all units) - b(all units), CI the
+    percentiles of a(draw) - b(draw) over the same draws."""
+    if method not in ("weighted", "resample"):
+        raise ValueError(f"unknown bootstrap method {method!r}: use 'weighted' or 'resample'")
+    batches = (a.batch, b.batch) if method == "weighted" else None
+    return M.paired_bootstrap_diff(a.statistic, b.statistic, a.n_units, n_bootstrap, seed, batches=batches,
+                                   block=min(a.block, b.block))
 
 
 def _balanced_eps(raw: float, eps_unit: str, sigma: float) -> float | None:

@@ -62,8 +62,8 @@ from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialColumn, Offic
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, TaskScores, units_by_source
-from rmbench.tasks.rows import RowReader
 from rmbench.tasks.rewardbench import RB1_SECTIONS, rb1_score_of_sections, rb1_sections
+from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
 ENGLISH = "eng_Latn"
