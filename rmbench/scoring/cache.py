@@ -7,14 +7,26 @@ or an adapter's raw vector).
 Several processes may share one cache (two ``rmbench eval`` runs of the same model on other
 tasks write the same file): the file is in WAL mode, so readers never wait for a writer, and a
 writer waits up to ``BUSY_TIMEOUT_S`` for another writer's transaction instead of failing.
+
+The cache only saves work, so its faults never end a run:
+
+* a damaged file (garbage, a half copy: SQLite's "file is not a database" or "malformed") is
+  moved aside as ``NAME.corrupt-TIMESTAMP`` (kept for a post-mortem) with one warning, and a
+  fresh file takes its place;
+* a cache folder that cannot be created or written, or a disk that fills up, turns the cache
+  off for the rest of the run with one warning: every score is still computed and the run
+  still written, only the next run cannot reuse them;
+* damage found while reading turns the cache off the same way (the scores are recomputed).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
+import warnings
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -30,32 +42,103 @@ def request_key(req: ScoreRequest, with_utility: bool = False) -> str:
 
 
 class ScoreCache:
-    def __init__(self, model_fingerprint: str, cache_dir: str | Path | None = None) -> None:
+    def __init__(self, model_fingerprint: str, cache_dir: str | Path | None = None,
+                 warn: Callable[[str], None] | None = None) -> None:
         folder = Path(cache_dir) if cache_dir is not None else user_cache_dir() / "scores"
-        folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{model_fingerprint}.sqlite"
-        self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        self._warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
+        self._db: sqlite3.Connection | None = None
+        self.disabled: str | None = None
+        """Why the cache is off for this run (None while it works)."""
         try:
-            # Persistent in the file; where WAL is unavailable the default rollback journal,
-            # with the busy timeout, is still safe, only readers then wait for writers.
-            self._db.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError:
-            pass
-        self._db.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.commit()
+            folder.mkdir(parents=True, exist_ok=True)
+            self._db = self._open()
+        except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc):
+                self._disable(f"cannot open {self.path}: {exc}")
+                return
+            moved = self._move_aside()
+            self._warn(f"the score cache {self.path} was damaged ({exc}); moved it to {moved.name} and "
+                       f"started a new one: scores it held are computed again")
+            try:
+                self._db = self._open()
+            except (sqlite3.DatabaseError, OSError) as again:
+                self._disable(f"cannot open a new {self.path}: {again}")
+        except OSError as exc:
+            self._disable(f"cannot create {folder}: {exc.strerror or exc}")
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        try:
+            try:
+                # Persistent in the file; where WAL is unavailable the default rollback journal,
+                # with the busy timeout, is still safe, only readers then wait for writers.
+                db.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError as exc:
+                if _is_damage(exc):
+                    raise
+            db.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.commit()
+            db.execute("SELECT key, value FROM scores LIMIT 1").fetchall()  # a cut file fails here, not later
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        moved = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        self.path.replace(moved)
+        for suffix in ("-wal", "-shm"):  # the damaged file's journal belongs to it, not to the new one
+            side = self.path.with_name(self.path.name + suffix)
+            if side.exists():
+                side.replace(moved.with_name(moved.name + suffix))
+        return moved
+
+    def _disable(self, why: str) -> None:
+        if self.disabled is None:
+            self.disabled = why
+            self._warn(f"score cache off for this run: {why}; every score is still computed and the run "
+                       f"written, but a re-run cannot reuse them (--cache-dir DIR puts the cache elsewhere)")
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
-        for i in range(0, len(keys), 500):
-            chunk = list(keys[i:i + 500])
-            rows = self._db.execute(f"SELECT key, value FROM scores WHERE key IN ({','.join('?' * len(chunk))})", chunk)
-            out.update((k, np.asarray(json.loads(v), dtype=np.float64)) for k, v in rows)
+        if self._db is None:
+            return out
+        try:
+            for i in range(0, len(keys), 500):
+                chunk = list(keys[i:i + 500])
+                rows = self._db.execute(f"SELECT key, value FROM scores WHERE key IN ({','.join('?' * len(chunk))})",
+                                        chunk)
+                out.update((k, np.asarray(json.loads(v), dtype=np.float64)) for k, v in rows)
+        except (sqlite3.DatabaseError, ValueError) as exc:  # damage inside the file, or a value that is not JSON
+            self._disable(f"reading {self.path} failed ({exc})")
+            return {}
         return out
 
     def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        with self._db:  # one transaction: all of the batch or none of it
-            self._db.executemany("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)",
-                                 [(k, json.dumps(np.asarray(v, dtype=np.float64).tolist())) for k, v in items])
+        if self._db is None:
+            return
+        rows = [(k, json.dumps(np.asarray(v, dtype=np.float64).tolist())) for k, v in items]
+        try:
+            with self._db:  # one transaction: all of the batch or none of it
+                self._db.executemany("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", rows)
+        except sqlite3.DatabaseError as exc:  # disk full, read-only, damaged: the scores are kept in memory
+            self._disable(f"writing {self.path} failed ({exc})")
 
     def close(self) -> None:
-        self._db.close()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """SQLite's words for a file that is not (or no longer) a database."""
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "corrupt" in text

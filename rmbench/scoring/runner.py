@@ -278,7 +278,7 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
 
     # All tasks are scored in one pass, so a response that several tasks share is scored once.
     all_groups = [g for t in loaded for g in t.groups]
-    cache = ScoreCache(model.fingerprint(), config.cache_dir) if config.use_cache else None
+    cache = ScoreCache(model.fingerprint(), config.cache_dir, warn) if config.use_cache else None
     try:
         truncated = _check_lengths(model_spec.name, model, loaded, config, cache, warn)
         advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}",

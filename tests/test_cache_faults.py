@@ -1,0 +1,77 @@
+"""The score cache's faults never end a run (issue 24): a damaged file is moved aside and
+replaced, an unwritable folder or a full database turns the cache off with one warning, and the
+run's numbers are those of a run without a cache."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import rmbench
+from rmbench.cli import app
+from rmbench.scoring.cache import ScoreCache
+
+
+def _run(cache_dir, warnings_seen=None):
+    seen = warnings_seen if warnings_seen is not None else []
+    return rmbench.evaluate(rmbench.EvalConfig(model="length", n_bootstrap=20, cache_dir=str(cache_dir)),
+                            warn=seen.append), seen
+
+
+def _the_cache(folder):
+    files = [p for p in folder.iterdir() if p.suffix == ".sqlite"]
+    assert len(files) == 1
+    return files[0]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "cut"])
+def test_a_damaged_cache_is_moved_aside_and_replaced(tmp_path, damage):
+    clean, _ = _run(tmp_path / "c")
+    path = _the_cache(tmp_path / "c")
+    data = path.read_bytes()
+    path.write_bytes(b"this is no database\n" * 50 if damage == "garbage" else data[: len(data) // 2])
+    for side in ("-wal", "-shm"):
+        path.with_name(path.name + side).unlink(missing_ok=True)
+    again, seen = _run(tmp_path / "c")
+    assert len(seen) == 1 and "was damaged" in seen[0] and ".corrupt-" in seen[0], seen
+    assert [p.name for p in path.parent.glob("*.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert again.value("ties_sample", "ds_auc") == clean.value("ties_sample", "ds_auc")
+    third, seen = _run(tmp_path / "c")  # the new cache works: the third run reuses the second's scores
+    assert seen == [] and third.execution.stats["computed"] == 0
+
+
+def test_an_unusable_cache_folder_turns_the_cache_off(tmp_path):
+    clean, _ = _run(tmp_path / "c")
+    (tmp_path / "afile").write_text("not a folder")
+    run, seen = _run(tmp_path / "afile" / "scores")
+    assert len(seen) == 1 and "score cache off for this run" in seen[0] and "cannot create" in seen[0]
+    assert run.value("ties_sample", "pairwise_accuracy") == clean.value("ties_sample", "pairwise_accuracy")
+
+
+def test_a_full_database_keeps_the_scores_and_warns_once(tmp_path):
+    seen = []
+    cache = ScoreCache("f" * 64, tmp_path, warn=seen.append)
+    cache.put_many([("a", np.array([1.0]))])
+    cache._db.execute("PRAGMA max_page_count = 2")  # SQLite's own limit: the next pages do not fit
+    big = [(f"k{i}", np.arange(50.0)) for i in range(200)]
+    cache.put_many(big)  # SQLITE_FULL: 'database or disk is full'
+    cache.put_many(big)
+    assert len(seen) == 1 and "full" in seen[0] and cache.disabled is not None
+    assert cache.get_many(["a"]) == {}  # off for the rest of the run
+    cache.close()
+    with sqlite3.connect(tmp_path / ("f" * 64 + ".sqlite")) as db:  # nothing half-written: the first batch only
+        assert db.execute("SELECT key FROM scores").fetchall() == [("a",)]
+
+
+def test_the_cli_says_one_line_and_finishes(tmp_path):
+    runner = CliRunner()
+    args = ["eval", "--model", "length", "--bootstrap", "10", "--cache-dir", str(tmp_path / "c")]
+    assert runner.invoke(app, [*args, "--out", str(tmp_path / "r1")]).exit_code == 0
+    _the_cache(tmp_path / "c").write_bytes(b"\x00garbage" * 100)
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "r2")])
+    assert result.exit_code == 0, result.output
+    assert "was damaged" in result.output and "Traceback" not in result.output
+    assert (tmp_path / "r2" / "results.json").is_file()
