@@ -75,3 +75,40 @@ def test_the_cli_says_one_line_and_finishes(tmp_path):
     assert result.exit_code == 0, result.output
     assert "was damaged" in result.output and "Traceback" not in result.output
     assert (tmp_path / "r2" / "results.json").is_file()
+
+
+def test_out_that_is_a_file_is_refused_before_scoring(tmp_path):
+    (tmp_path / "afile.txt").write_text("mine")
+    runner = CliRunner()
+    for out, words in ((tmp_path / "afile.txt", "is a file, not a folder"),
+                       (tmp_path / "afile.txt" / "run", "is a file, so no folder can be made under it")):
+        result = runner.invoke(app, ["eval", "--model", "length", "--no-cache", "--out", str(out)])
+        assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output, result.output
+        assert "responses" not in result.output  # refused before any scoring
+    assert (tmp_path / "afile.txt").read_text() == "mine"
+
+
+def _limited(limit: int):
+    """Files of this process may grow to ``limit`` bytes (a real EFBIG from the OS past it, as a full disk gives ENOSPC)."""
+    import resource
+    import signal
+
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+@pytest.mark.slow  # a subprocess (its file-size limit must not bind pytest)
+def test_a_run_folder_that_cannot_be_written_is_one_line_and_no_half_file(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "rmbench", "eval", "--model", "length", "--bootstrap", "10",
+                           "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "run")],
+                          cwd=tmp_path, capture_output=True, text=True, preexec_fn=_limited(20_000))
+    assert done.returncode == 2, done.stderr
+    assert "cannot write the run to" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "run" / "results.json").exists()
+    assert [p.name for p in (tmp_path / "run").iterdir() if not p.name.startswith(".")] in ([], ["rewards.jsonl"])
+    assert not list((tmp_path / "run").glob(".*.tmp"))  # the atomic writes leave no temporary file

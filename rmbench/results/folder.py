@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -82,8 +83,23 @@ def existing_run(out_dir: str | Path) -> RunRecord | None:
                           f"pass --overwrite to replace it, or choose another --out") from None
 
 
+def _check_writable(out_dir: Path) -> None:
+    """``out_dir`` can become a run folder: it is a folder (or can be made one) that may be written."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file, not a folder; give a folder for the run (it is created)")
+    ancestor = out_dir
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"--out {out_dir}: {ancestor} is a file, so no folder can be made under it")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out_dir}: {ancestor} is not writable; choose another --out")
+
+
 def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> None:
-    """Refuse (ConfigError) when ``out_dir`` holds a different run and ``overwrite`` is off."""
+    """Refuse (ConfigError) when ``out_dir`` cannot be a run folder (a file, under a file, not
+    writable) or holds a different run and ``overwrite`` is off. Called before any scoring."""
+    _check_writable(Path(out_dir))
     old = None if overwrite else existing_run(out_dir)
     differences = [] if old is None else old.identity.differences(identity)
     if differences:
@@ -102,9 +118,15 @@ def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow],
     lines = [json.dumps({"task": r.task, "group_id": r.group_id, "response_index": r.response_index,
                          "utility": r.utility, "reward": r.reward}, ensure_ascii=False) for r in rewards]
     path = out / RESULTS_FILE
-    path.unlink(missing_ok=True)
-    atomic_write_text(out / REWARDS_FILE, "\n".join(lines) + ("\n" if lines else ""))
-    atomic_write_text(path, json.dumps(record_to_json(run), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    text = json.dumps(record_to_json(run), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    try:
+        path.unlink(missing_ok=True)
+        atomic_write_text(out / REWARDS_FILE, "\n".join(lines) + ("\n" if lines else ""))
+        atomic_write_text(path, text)
+    except OSError as exc:  # a full disk, a folder gone read-only: no half file is left (atomic writes)
+        raise ConfigError(f"cannot write the run to {out}: {exc.strerror or exc}; no results.json was written "
+                          f"there. The same command with another --out reuses every score the score cache kept "
+                          f"(all of them, unless --no-cache or a warning above said the cache was off)") from None
     return path
 
 
