@@ -112,3 +112,38 @@ def test_a_run_folder_that_cannot_be_written_is_one_line_and_no_half_file(tmp_pa
     assert not (tmp_path / "run" / "results.json").exists()
     assert [p.name for p in (tmp_path / "run").iterdir() if not p.name.startswith(".")] in ([], ["rewards.jsonl"])
     assert not list((tmp_path / "run").glob(".*.tmp"))  # the atomic writes leave no temporary file
+
+
+SLOW_RM = """
+import time
+
+def score(pairs):
+    time.sleep(0.1)
+    return [float(len(r)) for _, r in pairs]
+"""
+
+
+@pytest.mark.slow  # a subprocess, interrupted by a real SIGINT
+def test_ctrl_c_says_what_was_kept_and_the_rerun_says_it_resumed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "rm.py").write_text(SLOW_RM)
+    args = [sys.executable, "-m", "rmbench", "eval", "--model", "python:rm.py:score", "--model-arg", "max_batch=8",
+            "--bootstrap", "10", "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not list((tmp_path / "c").glob("*.sqlite")):
+        time.sleep(0.1)
+    time.sleep(2.0)  # some batches scored and committed
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted:" in err and "the same command resumes" in err and "Traceback" not in err, err
+    assert not (tmp_path / "run" / "results.json").exists()
+    again = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "resumed from the score cache:" in again.stderr, again.stderr
+    assert (tmp_path / "run" / "results.json").is_file()

@@ -115,13 +115,18 @@ def eval_command(
                               worker_gpus=worker_gpus)
                    for m in models]
         main = is_main_process(engine)
-        with progress_bars("responses") as progress:
-            suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
+        try:
+            with progress_bars("responses") as progress:
+                suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
+        except KeyboardInterrupt:
+            _interrupted(no_cache)
         if not main:  # accelerate: rank 0 writes and prints
             return
         if len(suite.records) == 1:
             print_grid(console, _details_grid(suite.records[0]))
         _print_leaderboard(suite.leaderboard)
+        for record in suite.records:
+            _say_resumed(record)
         paths = "".join(f"\n  {p}" for p in (*suite.plan.run_dirs, suite.plan.leaderboard))
         console.print(f"Wrote run folder{'s' * (len(suite.records) > 1)} and leaderboard:{paths}", markup=False,
                       highlight=False, soft_wrap=True)  # a path on a line of its own, never broken, to copy
@@ -130,6 +135,25 @@ def eval_command(
         if failed:
             err_console.print("[bold red]error:[/] " + escape("; ".join(failed)), highlight=False, soft_wrap=True)
             raise typer.Exit(1)
+
+
+def _interrupted(no_cache: bool) -> None:
+    """Ctrl-C while scoring or writing: say what was kept, exit 130 (the shell's code for SIGINT)."""
+    kept = ("nothing was kept (--no-cache)" if no_cache else
+            "every batch scored so far is in the score cache, so the same command resumes from it")
+    err_console.print(f"[bold yellow]interrupted:[/] no run folder was left half-written (runs that had finished "
+                      f"are complete); {kept}",
+                      highlight=False, soft_wrap=True)
+    raise typer.Exit(130)
+
+
+def _say_resumed(record) -> None:
+    """A run that reused scores an earlier (interrupted) run left in the cache says so."""
+    stats = record.execution.stats
+    cached, computed = stats.get("cached", 0), stats.get("computed", 0)
+    if cached and computed:
+        err_console.print(f"{escape(record.model.name)}: resumed from the score cache: {cached} responses cached, "
+                          f"{computed} computed", highlight=False, soft_wrap=True)
 
 
 @tasks_app.command("list")
