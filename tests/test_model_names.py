@@ -219,3 +219,16 @@ def test_discretize_of_an_include_entry_end_to_end(tiny, tmp_path):
                                                "args": {"model": str(tiny["causal"]), "normalize": "mean"}}
     accuracy = [m.value for m in res.records() if m.metric == "pairwise_accuracy"]
     assert accuracy and all(0.0 <= v <= 1.0 for v in accuracy)
+
+
+def test_an_unfinished_training_folder_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trained" / "ex").mkdir(parents=True)
+    with pytest.raises(UnknownModel, match=r"'trained/ex': the folder is empty; without rmbench_model.yaml .*"
+                                           r"run the same train command again"):
+        resolve_model("trained/ex")
+    (tmp_path / "trained" / "ex" / "checkpoint.pt").write_bytes(b"")
+    with pytest.raises(UnknownModel, match="the folder holds checkpoint.pt; without rmbench_model.yaml"):
+        resolve_model("trained/ex")
+    with pytest.raises(UnknownModel, match="unknown model 'trained/none'"):  # not a folder: the usual answer
+        resolve_model("trained/none")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from rmbench.core.types import ModelSpec, Spec
 from rmbench.errors import ConfigError, did_you_mean
-from rmbench.models.trained import is_trained_folder, load_trained_entry
+from rmbench.models.trained import MODEL_ENTRY, is_trained_folder, load_trained_entry
 from rmbench.registry import RegistryError, import_target
 
 if TYPE_CHECKING:
@@ -48,6 +48,23 @@ could not resolve: ``{"unresolved": NAME, "error": MESSAGE}``; resolving it rais
 
 class UnknownModel(ConfigError):
     """A name that names no model; the message has the did-you-mean hint and the known names."""
+
+
+def _unfinished_training(text: str) -> str | None:
+    """Why a folder that is not a model was named, when it looks like an ``rmbench train`` output
+    that never finished (no model entry yet; maybe a checkpoint), else None."""
+    try:
+        folder = Path(text).expanduser()
+        if not folder.is_dir() or (folder / MODEL_ENTRY).exists():
+            return None
+        contents = sorted(p.name for p in folder.iterdir())
+    except (OSError, ValueError):
+        return None
+    what = "is empty" if not contents else f"holds {', '.join(contents[:4])}{' ...' if len(contents) > 4 else ''}"
+    return (f"model {text!r}: the folder {what}; without {MODEL_ENTRY} it is no trained model yet: an "
+            f"interrupted or unfinished rmbench train writes that file last (run the same train command again: "
+            f"it resumes from the last epoch's checkpoint); a transformers model is named implicit:{text} or "
+            f"seqcls:{text}")
 
 
 def model_kinds() -> "Registry":
@@ -119,6 +136,9 @@ class ModelNames:
 
     def unknown(self, text: str) -> UnknownModel:
         """The error for a name that names no model."""
+        unfinished = _unfinished_training(text)
+        if unfinished is not None:
+            return UnknownModel(unfinished)
         kind, sep, _ = text.partition(":")
         known = self.known()
         return UnknownModel(f"unknown model {text!r}{did_you_mean(kind if sep else text, known)} "
