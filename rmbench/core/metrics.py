@@ -268,9 +268,8 @@ def bootstrap_ci(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_
     """
     if n_units == 0 or n_resamples <= 0:
         return np.array([]), np.array([])
-    rng = np.random.default_rng(seed)
-    draws = np.stack([np.asarray(statistic(rng.integers(0, n_units, n_units)), dtype=np.float64)
-                      for _ in range(n_resamples)])
+    draws = np.stack([np.asarray(statistic(units), dtype=np.float64)
+                      for block in bootstrap_draws(n_units, n_resamples, seed, 64) for units in block])
     return percentile_ci(draws, level)
 
 

@@ -227,14 +227,19 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.nda
     return records
 
 
+def _weighted(method: str) -> bool:
+    """Whether ``method`` (see :func:`summarize`) is the weighted bootstrap; an unknown one is an error."""
+    if method not in ("weighted", "resample"):
+        raise ValueError(f"unknown bootstrap method {method!r}: use 'weighted' or 'resample'")
+    return method == "weighted"
+
+
 def _ci(stat: SliceStatistic, n_bootstrap: int, seed: int, method: str) -> tuple[np.ndarray, np.ndarray]:
     """The percentile bootstrap CI of every entry of ``stat``, by ``method`` (see :func:`summarize`):
     per entry j, the 2.5% and 97.5% quantiles of statistic_j over the resamples where it is not nan."""
-    if method == "weighted":
+    if _weighted(method):
         return M.bootstrap_ci_batched(stat.batch, stat.n_units, n_bootstrap, seed, block=stat.block)
-    if method == "resample":
-        return M.bootstrap_ci(stat.statistic, stat.n_units, n_bootstrap, seed)
-    raise ValueError(f"unknown bootstrap method {method!r}: use 'weighted' or 'resample'")
+    return M.bootstrap_ci(stat.statistic, stat.n_units, n_bootstrap, seed)
 
 
 def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
@@ -268,9 +273,7 @@ def paired_diff(a: SliceStatistic, b: SliceStatistic, n_bootstrap: int, seed: in
     """:func:`rmbench.core.metrics.paired_bootstrap_diff` of two slice statistics on the same
     units, by ``method`` (see :func:`summarize`): diff = a(all units) - b(all units), CI the
     percentiles of a(draw) - b(draw) over the same draws."""
-    if method not in ("weighted", "resample"):
-        raise ValueError(f"unknown bootstrap method {method!r}: use 'weighted' or 'resample'")
-    batches = (a.batch, b.batch) if method == "weighted" else None
+    batches = (a.batch, b.batch) if _weighted(method) else None
     return M.paired_bootstrap_diff(a.statistic, b.statistic, a.n_units, n_bootstrap, seed, batches=batches,
                                    block=min(a.block, b.block))
 

@@ -15,13 +15,10 @@ decides whether the file is the right one).
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
 import re
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,11 +85,11 @@ def is_cached(remote: RemoteFile) -> bool:
     return cached_path(remote).is_file()
 
 
-def _how_to_get(remote: RemoteFile) -> str:
+def _how_to_get(url: str) -> str:
     mirror = os.environ.get(MIRROR_ENV)
     where = f"the mirror {MIRROR_ENV}={mirror}" if mirror else f"the web (or set {MIRROR_ENV}=PREFIX to a mirror " \
                                                                  f"that serves PREFIX/HOST/PATH)"
-    return (f"make {where} reachable, or download {remote.url} yourself and pass it with --data TASK=PATH")
+    return f"make {where} reachable, or download {url} yourself and pass it with --data TASK=PATH"
 
 
 def fetch(remote: RemoteFile) -> Path:
@@ -122,7 +119,10 @@ def fetch(remote: RemoteFile) -> Path:
 
 def _download(source: str, part: Path, name: str) -> tuple[str, int]:
     """Stream ``source`` into ``part``; (sha256, bytes). Errors are one-line DataErrors."""
-    remote_hint = RemoteFile(source, "0" * 64)
+    import http.client  # the network modules load only when a file is not cached yet
+    import urllib.error
+    import urllib.request
+
     h, size, total = hashlib.sha256(), 0, None
     try:
         with urllib.request.urlopen(source, timeout=TIMEOUT_S) as response:
@@ -138,11 +138,11 @@ def _download(source: str, part: Path, name: str) -> tuple[str, int]:
         raise DataError(f"the download from {source} was cut short after {size} bytes"
                         + (f" of {total}" if total else "") + "; nothing was kept, run again", path=source) from None
     except urllib.error.HTTPError as exc:
-        raise DataError(f"could not download {source}: HTTP {exc.code} {exc.reason}; {_how_to_get(remote_hint)}",
+        raise DataError(f"could not download {source}: HTTP {exc.code} {exc.reason}; {_how_to_get(source)}",
                         path=source) from None
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise DataError(f"could not download {source}: {reason}; {_how_to_get(remote_hint)}", path=source) from None
+        raise DataError(f"could not download {source}: {reason}; {_how_to_get(source)}", path=source) from None
     except OSError as exc:  # writing the part file: a full disk, a read-only cache
         raise DataError(f"could not write the download to {part.parent}: {exc.strerror or exc}", path=source) from None
     if total is not None and size != total:

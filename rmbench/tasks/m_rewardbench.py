@@ -53,7 +53,6 @@ file, each row naming its ``language``; rows of ``eng_Latn`` are the English ori
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -64,6 +63,7 @@ from rmbench.errors import DataError
 from rmbench.tasks.base import Task, TaskScores, units_by_source
 from rmbench.tasks.rewardbench import RB1_SECTIONS, rb1_score_of_sections, rb1_sections
 from rmbench.tasks.rows import RowReader
+from rmbench.tasks.shift import LANGUAGE_CODE
 from rmbench.tasks.sources import iter_rows
 
 ENGLISH = "eng_Latn"
@@ -82,7 +82,6 @@ MRB_EXAMPLE_COUNTS = {
 """Section weights of M-RewardBench's leaderboard (``EXAMPLE_COUNTS`` of ``analysis/plot_utils.py``)."""
 SCORE = "m_rewardbench_score"
 GAP = "m_rewardbench_english_gap"
-LANGUAGE_CODE = re.compile(r"^[A-Za-z][A-Za-z_-]*$")  # what a translation:LANG shift label allows
 
 
 def mrb_layout(languages: Sequence[str]) -> OfficialLayout:

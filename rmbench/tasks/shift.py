@@ -23,6 +23,8 @@ from rmbench.tasks.base import Task, units_by_source
 from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
 
+LANGUAGE_CODE = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
+"""A language code as a ``translation:LANG`` shift label takes it (``de``, ``pt-BR``, ``fra_Latn``)."""
 SHIFT_LABEL = re.compile(r"^(paraphrase|translation(:[A-Za-z][A-Za-z_-]*)?|[a-z][a-z_]*:[A-Za-z0-9][A-Za-z0-9_-]*)$")
 
 
@@ -92,7 +94,7 @@ class PairedShiftTask(Task):
             return label
         if r.get("lang", None) is not None:
             lang = r.string("lang")
-            if not re.match(r"^[A-Za-z][A-Za-z_-]*$", lang):
+            if not LANGUAGE_CODE.match(lang):
                 raise r.error("lang", f"{lang!r} is not a language code such as de or pt-BR")
             return f"translation:{lang}"
         return None

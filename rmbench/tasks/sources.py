@@ -74,17 +74,18 @@ def data_status(args: dict) -> str:
     files (present or missing), web files (how many are in the download cache) or a hub dataset
     (whether the hub cache holds it). Reads no data."""
     from rmbench import hub
-    from rmbench.tasks.downloads import is_cached, parse_remote
+    from rmbench.tasks.downloads import is_cached
 
     paths = [v for v in [args.get("path"), *(args.get("paths") or {}).values()] if isinstance(v, str)]
     parts = []
-    remotes = [parse_remote(p) for p in paths if parse_remote(p) is not None]
+    parsed = [(p, parse_remote(p)) for p in paths]
+    remotes = [r for _, r in parsed if r is not None]
     if remotes:
         cached = sum(is_cached(r) for r in remotes)
         parts.append(f"web, {len(remotes)} file{'s' * (len(remotes) != 1)}: "
                      + ("cached" if cached == len(remotes) else "not cached" if not cached
                         else f"{cached} of {len(remotes)} cached"))
-    local = [p for p in paths if parse_remote(p) is None]
+    local = [p for p, r in parsed if r is None]
     if local:
         missing = sum(not Path(p).is_file() for p in local)
         parts.append("local file" + "s" * (len(local) != 1) + (f", {missing} missing" if missing else ""))
