@@ -133,7 +133,10 @@ def test_ctrl_c_says_what_was_kept_and_the_rerun_says_it_resumed(tmp_path):
     (tmp_path / "rm.py").write_text(SLOW_RM)
     args = [sys.executable, "-m", "rmbench", "eval", "--model", "python:rm.py:score", "--model-arg", "max_batch=8",
             "--bootstrap", "10", "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "run")]
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal delivers it, even where this test runs with SIGINT ignored (a background job
+    # inherits SIG_IGN, and Python then installs no KeyboardInterrupt handler)
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and not list((tmp_path / "c").glob("*.sqlite")):
         time.sleep(0.1)
