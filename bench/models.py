@@ -63,7 +63,7 @@ def _run(cmd: list[str], cwd: Path) -> float:
 
 
 def eval_args(eps: str, cache: Path, out: Path, limit: int | None = None) -> list[str]:
-    return (["eval", "--model", "smollm2-135m", "--tasks", "ties", "--eps", eps, "--cache-dir", str(cache),
+    return (["eval", "--model", "smollm2-135m", "--tasks", "ties_sample", "--eps", eps, "--cache-dir", str(cache),
              "--out", str(out)] + ([] if limit is None else ["--limit", str(limit)]))
 
 
@@ -239,7 +239,7 @@ def mc_dropout_cost(reps: int, dtype: str, limit: int | None = None) -> dict:
     from rmbench.tasks.loading import load_groups
 
     catalog = load_catalog()
-    _, groups = load_groups(catalog.task_spec("ties"), limit)
+    _, groups = load_groups(catalog.task_spec("ties_sample"), limit)
     runtime = Runtime(dtype=dtype, device="cpu")
     torch.manual_seed(0)
     base = build_model(parse_model_spec(BASE, catalog.models), runtime)

@@ -36,7 +36,7 @@ SMOL = "smollm2-135m-instruct"
 
 
 def workload() -> list[ComparisonGroup]:
-    _, ties = load_groups(load_catalog().task_spec("ties"))
+    _, ties = load_groups(load_catalog().task_spec("ties_sample"))
     rng = random.Random(0)
     sentences = [f"{g.prompt} The answer is {r}." for g in ties for r in g.responses[:3]]
     long_groups = []

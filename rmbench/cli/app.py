@@ -80,6 +80,8 @@ def eval_command(
     dtype: str = typer.Option("auto", "--dtype", help="auto (bf16 where the CPU has bf16 units), float32, bfloat16, float16."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, mps."),
     token_budget: int = typer.Option(8192, "--token-budget", help="Padded tokens per batch."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the model (default: the CPUs this "
+                                          "process may use, less those other processes keep busy, before each batch)."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model repositories to run their own code."),
@@ -103,7 +105,7 @@ def eval_command(
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
         runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
-                          allow_pickle=allow_pickle)
+                          allow_pickle=allow_pickle, threads=threads)
         configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
                               data=parse_data_overrides(data), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
                               include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
@@ -255,6 +257,9 @@ from rmbench.cli import results as cli_results  # noqa: E402,F401
 
 
 def main() -> None:  # console-script entry point
+    from rmbench.models.threads import mark_start
+
+    mark_start()  # the start-up then measures how busy the machine is (rmbench.models.threads)
     app()
 
 

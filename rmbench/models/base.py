@@ -68,6 +68,8 @@ class Runtime:
     ``trust_remote_code``: let model repositories run their own Python code (off by default).
     ``allow_pickle``: let weights load from pickle files (``pytorch_model.bin``, ``.pt``), which
     can run code when unpickled; off by default, so only safetensors (and GGUF) weights load.
+    ``threads``: CPU threads for torch's operators (None: follow the machine's load, see
+    :mod:`rmbench.models.threads`).
     """
 
     dtype: str = "auto"
@@ -76,6 +78,7 @@ class Runtime:
     allow_pickle: bool = False
     token_budget: int = 8192
     max_batch: int = 64
+    threads: int | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ import numpy as np
 from rmbench.core.types import prompt_from_json, prompt_to_json
 from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import RewardModel, ScoreRequest
+from rmbench.models.threads import ThreadGovernor
 
 ENGINES = ("local", "ray", "accelerate")
 Factory = Callable[[], RewardModel]
@@ -92,20 +93,29 @@ def checked_rewards(batch: Sequence[ScoreRequest], out: Any) -> np.ndarray:
 
 
 class LocalBackend:
-    """The batches in order, in this process."""
+    """The batches in order, in this process; with a thread governor
+    (:mod:`rmbench.models.threads`), each batch on the threads the machine's load leaves free."""
 
     name = "local"
     workers = 1
     is_main = True
     device: str | None = None  # the device this process must use, when the backend decides it
 
+    def __init__(self, threads: ThreadGovernor | None = None) -> None:
+        self.threads = threads
+
     def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[ScoreRequest]]
             ) -> Iterator[tuple[int, Any]]:
         for j, batch in enumerate(batches):
+            if self.threads is not None:
+                self.threads.before_batch()
             yield j, score_batch(model, batch)
 
     def describe(self) -> dict:
-        return {"name": self.name, "workers": self.workers}
+        out: dict[str, Any] = {"name": self.name, "workers": self.workers}
+        if self.threads is not None:
+            out["threads"] = self.threads.describe()
+        return out
 
 
 class _RayScorer:
@@ -269,9 +279,9 @@ def is_main_process(engine: str) -> bool:
 
 
 def make_backend(engine: str = "local", *, workers: int = 2, ray_address: str | None = None,
-                 worker_cpus: float = 1.0, worker_gpus: float = 0.0):
+                 worker_cpus: float = 1.0, worker_gpus: float = 0.0, threads: ThreadGovernor | None = None):
     if engine == "local":
-        return LocalBackend()
+        return LocalBackend(threads)
     if engine == "ray":
         return RayBackend(address=ray_address, concurrency=workers, num_cpus=worker_cpus, num_gpus=worker_gpus)
     if engine == "accelerate":

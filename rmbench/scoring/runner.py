@@ -22,6 +22,7 @@ from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.models import Runtime, Truncation, build_model
 from rmbench.models.base import RewardModel, tokenized_parts
 from rmbench.models.names import resolve_model
+from rmbench.models.threads import check_threads, prepare_threads
 from rmbench.results.environment import current_environment
 from rmbench.results.folder import RewardRow, check_destination, write_run
 from rmbench.scoring.backends import ENGINES, make_backend
@@ -97,6 +98,7 @@ class EvalConfig:
             raise ConfigError(f"--engine {self.engine!r}: use one of {', '.join(ENGINES)}")
         if self.truncation not in ("left", "right"):
             raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.truncation!r}")
+        check_threads(self.runtime.threads)
 
 
 @dataclass(frozen=True)
@@ -268,8 +270,9 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     if out_dir is not None:
         check_destination(out_dir, plan.identity, overwrite)
 
+    threads = prepare_threads(config.runtime.threads) if config.engine == "local" else None
     backend = make_backend(config.engine, workers=config.workers, ray_address=config.ray_address,
-                           worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus)
+                           worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus, threads=threads)
     runtime = config.runtime
     if backend.device is not None and runtime.device == "auto":  # accelerate: this rank's device
         runtime = dataclasses.replace(runtime, device=backend.device)
