@@ -124,9 +124,12 @@ def train_command(
                                                "comma-separated names such as q_proj,v_proj."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow a base model in pickle files "
                                       "(pytorch_model.bin), which can run code when loaded."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: the CPUs this process may "
+                                          "use, less those other processes keep busy at the start)."),
 ) -> None:
     """Train an EX-RM (linear head) and/or an IM-RM (DPO) from one base on the same pairs."""
     from rmbench.catalog import load_catalog
+    from rmbench.models.threads import check_threads
     from rmbench.tasks.jsonl import PreferenceTask
     from rmbench.tasks.loading import load_groups
     from rmbench.train.models import distinct_responses
@@ -134,6 +137,7 @@ def train_command(
     from rmbench.train.trainer import TrainConfig, preference_pairs, train_one
 
     with user_errors():
+        check_threads(threads)
         config = TrainConfig(base=base, kind=kind, epochs=epochs, lr=lr, beta=beta, batch_size=batch_size, seed=seed,
                              max_length=max_length, head_lr=head_lr,
                              **_lora_settings(lora, lora_r, lora_alpha, lora_dropout, lora_targets))
@@ -148,6 +152,6 @@ def train_command(
         with Progress(*_columns(err_console.width), console=err_console) as progress:
             job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
             for k in kinds:
-                card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle)
+                card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads)
                 console.print(f"{k.upper()}-RM: loss per epoch {', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}"
                               f"; evaluate with: rmbench eval --model {out / k}", markup=False, highlight=False)

@@ -39,7 +39,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, MutableMapping
 
 from rmbench.errors import ConfigError
 
@@ -200,6 +200,12 @@ class ThreadGovernor:
         self._batches[self.threads] += 1
         return self.threads
 
+    def hold(self) -> int:
+        """Set torch's thread count once, for the whole of a job whose numbers may depend on
+        it (training: a backward pass's reductions may split over threads); returns it."""
+        self._set_torch_threads()
+        return self.threads
+
     def _set_torch_threads(self) -> None:
         if self._applied == self.threads or "torch" not in sys.modules:
             return
@@ -240,28 +246,32 @@ def mark_start() -> None:
 
 
 def _others_at_start(cpus: set[int]) -> float | None:
-    if _START is not None and _START[1] is not None:
-        now = sample_cpu(cpus)
-        seen = contention(_START[1], now) if now is not None else None
-        if seen is not None:
-            return seen
-    try:  # no start sample (a library call) or too short a start-up: the 1-minute load average
-        return max(0.0, os.getloadavg()[0])
-    except (AttributeError, OSError):
+    """Cores the other processes used since :func:`mark_start`, over at least MIN_WINDOW_S
+    (waiting out the rest of that window: this process is idle meanwhile, so what is busy is
+    the others); a library call that never marked the start waits one whole window."""
+    mark_start()
+    first = _START[1] if _START is not None else None
+    if first is None:
         return None
+    wait = MIN_WINDOW_S - (time.monotonic() - first.wall)
+    if wait > 0:
+        time.sleep(wait + 0.01)
+    now = sample_cpu(cpus)
+    return contention(first, now) if now is not None else None
 
 
-def prepare_threads(requested: int | None = None, env: Mapping[str, str] | None = None) -> ThreadGovernor:
+def prepare_threads(requested: int | None = None, env: MutableMapping[str, str] | None = None) -> ThreadGovernor:
     """The thread policy of this process, decided once, before any weights load; later calls
-    with the same ``requested`` return it (a different ``requested`` fixes the new count).
-    Sets ``OMP_WAIT_POLICY=PASSIVE`` in ``os.environ`` where the machine is shared, OpenMP is
+    return it with their own ``requested`` count (None: adaptive again) and fresh counts.
+    Sets ``OMP_WAIT_POLICY=PASSIVE`` in ``env`` (``os.environ``) where the machine is shared, OpenMP is
     not loaded yet and the user set no wait policy of their own."""
     global _CURRENT
     environ = os.environ if env is None else env
     fixed, fixed_from = _fixed_threads(requested, environ)
     if _CURRENT is not None:  # a later run of this process: the same policy, its own counts
-        if requested is not None and _CURRENT.fixed != requested:
-            _CURRENT.fixed, _CURRENT.fixed_from, _CURRENT.threads = fixed, fixed_from, requested
+        _CURRENT.fixed, _CURRENT.fixed_from = fixed, fixed_from
+        if fixed is not None:
+            _CURRENT.threads = fixed
         _CURRENT._batches.clear()
         _CURRENT._switches = 0
         return _CURRENT
@@ -276,8 +286,7 @@ def prepare_threads(requested: int | None = None, env: Mapping[str, str] | None 
     elif loaded:
         wait, wait_from, in_effect = "spin", "OpenMP's default: OpenMP was loaded before rmbench could choose", False
     elif shared:
-        if env is None:
-            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        environ["OMP_WAIT_POLICY"] = "PASSIVE"
         wait, wait_from, in_effect = "passive", f"the machine was shared at the start ({others:.1f} cores busy)", True
     else:
         wait, wait_from, in_effect = "spin", "OpenMP's default, the machine being quiet at the start", True

@@ -40,6 +40,7 @@ from rmbench.core.types import ComparisonGroup, canonical_json, data_fingerprint
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_text
 from rmbench.models.base import Runtime, ScoreRequest
+from rmbench.models.threads import ThreadGovernor, check_threads, prepare_threads
 from rmbench.models.trained import MODEL_ENTRY, load_trained_entry  # load_trained_entry: re-exported
 from rmbench.train.progress import PhaseReport, quiet_hf_progress
 
@@ -165,7 +166,7 @@ def _write_outputs(out: Path, kind: str, config: TrainConfig, trainer, facts: di
     card = {"kind": kind, "base": config.base, "data_fingerprint": facts["fingerprint"], "pairs": facts["pairs"],
             "finetuning": "lora" if lora else "full", "lora": lora, "hyperparameters": config.hyperparameters(),
             "loss_per_epoch": losses, "rmbench_version": __version__, "torch": torch.__version__,
-            "loss": "Bradley-Terry" + (" (DPO)" if kind == "im" else "")}
+            "loss": "Bradley-Terry" + (" (DPO)" if kind == "im" else ""), "threads": facts.get("threads")}
     atomic_write_text(out / "card.json", json.dumps(card, indent=2) + "\n")
     tuning = "full fine-tuning"
     if lora:
@@ -181,20 +182,23 @@ def _write_outputs(out: Path, kind: str, config: TrainConfig, trainer, facts: di
 
 
 def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
-              progress=None, allow_pickle: bool = False) -> dict:
+              progress=None, allow_pickle: bool = False, threads: int | None = None) -> dict:
     """Train one kind into ``out``; returns its model card (with the loss per epoch).
 
     ``progress``: None, a factory ``progress(description, total) -> advance(n)`` or an object
     with ``begin``/``restored`` (:class:`rmbench.train.progress.PhaseReport`). transformers'
     own progress bars are off meanwhile. ``allow_pickle``: let the base load from pickle
-    weights (``pytorch_model.bin``), see Runtime.
+    weights (``pytorch_model.bin``), see Runtime. ``threads``: CPU threads (None: those the
+    machine's load leaves free at the start, kept for the whole run; see
+    :mod:`rmbench.models.threads`), recorded in the card.
     """
+    governor = prepare_threads(check_threads(threads))  # before torch loads OpenMP where it can (the wait policy)
     with quiet_hf_progress():
-        return _train_one(kind, config, groups, Path(out), PhaseReport(progress, kind), allow_pickle)
+        return _train_one(kind, config, groups, Path(out), PhaseReport(progress, kind), allow_pickle, governor)
 
 
 def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
-               report: PhaseReport, allow_pickle: bool) -> dict:
+               report: PhaseReport, allow_pickle: bool, governor: ThreadGovernor) -> dict:
     import torch
 
     from rmbench.train.models import make_trainer
@@ -205,6 +209,7 @@ def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup]
     run_id = sha256_hex(canonical_json({"config": config.hyperparameters(), "kind": kind, "data": fingerprint,
                                         "checkpoint": CHECKPOINT_FORMAT}))
     torch.manual_seed(config.seed)
+    governor.hold()
     trainer = make_trainer(kind, config, Runtime(dtype="float32", device="cpu", allow_pickle=allow_pickle))
     optimizer = torch.optim.AdamW(trainer.param_groups, lr=config.lr)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,6 +227,7 @@ def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup]
                                       "rng": torch.get_rng_state(), "losses": losses, "epoch": epoch + 1})
     trainer.model.eval()
     card = _write_outputs(out, kind, config, trainer,
-                          {"losses": losses, "fingerprint": fingerprint, "pairs": n_pairs})
+                          {"losses": losses, "fingerprint": fingerprint, "pairs": n_pairs,
+                           "threads": governor.describe()})
     checkpoint.unlink(missing_ok=True)  # only an interrupted run needs it; it holds the optimizer state too
     return card
