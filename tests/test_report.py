@@ -218,17 +218,21 @@ class _Rows(HTMLParser):
 
     def __init__(self, tid: str) -> None:
         super().__init__(convert_charrefs=True)
-        self.tid, self.inside, self.ids, self.tags, self.title = tid, False, [], [], ""
+        self.tid, self.inside, self.ids, self.tags, self.title, self.hidden = tid, False, [], [], "", 0
+        self.attrs: list[tuple[str, str | None]] = []
         self._title = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         self.tags.append(tag)
+        self.attrs += attrs
         self._title = tag == "title"
         if tag == "table":
             self.inside = a.get("id") == self.tid
         if self.inside and tag == "td" and a.get("data-v", "").startswith("g"):
             self.ids.append(a["data-v"])
+        if self.inside and tag == "tr" and "none" in (a.get("style") or ""):
+            self.hidden += 1
 
     def handle_data(self, data):
         if self._title:
@@ -249,7 +253,10 @@ def test_page_in_a_headless_browser(tmp_path):
     parsed = _Rows("over-0-0")
     parsed.feed(dom.stdout)
     assert "pwned" not in parsed.title and parsed.tags.count("table") >= 3 and "svg" in parsed.tags
-    assert "onerror" not in [t for t in parsed.tags] and parsed.tags.count("script") == 1
+    # the hostile tags are no elements (the one script is the page's; an img only the curve's data URI)
+    assert parsed.tags.count("script") == 1 and "onerror" not in [k for k, _ in parsed.attrs]
+    assert all(v.startswith("data:image/svg+xml;base64,") for k, v in parsed.attrs if k == "src")
+    assert "&lt;script&gt;document.title" in dom.stdout and "onerror=" in dom.stdout  # ... but text
     before = parsed.ids
     # click the gap header twice (ascending, then descending) and read the row order back
     clicked = tmp_path / "clicked.html"
@@ -263,7 +270,40 @@ def test_page_in_a_headless_browser(tmp_path):
     report = build_report([folder], ReportOptions(top=10))
     by_gap = sorted(report.tasks[0].examples[0].oversensitive.examples, key=lambda p: p.gap_sigma)
     assert after.ids == [p.group_id for p in by_gap]
+    # filter by gap: rows under the threshold are hidden
+    threshold = by_gap[len(by_gap) // 2].gap_sigma
+    filtered = tmp_path / "filtered.html"
+    filtered.write_text(page.read_text(encoding="utf-8").replace(
+        "</body>", "<script>var i=document.querySelector('.filter[data-for=over-0-0] input[name=gap]');"
+        f"i.value='{threshold!r}';i.dispatchEvent(new Event('input'));</script></body>"), encoding="utf-8")
+    dom3 = _Rows("over-0-0")
+    dom3.feed(_chromium(browser, profile, "--dump-dom", filtered.resolve().as_uri()).stdout)
+    assert dom3.hidden == sum(abs(p.gap_sigma) < threshold for p in by_gap) > 0
     shot = tmp_path / "shot.png"
     res = _chromium(browser, profile, "--hide-scrollbars", "--window-size=1200,1600", f"--screenshot={shot}",
                     page.resolve().as_uri())
     assert res.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rewrite_task_shows_flips_with_both_forms(tmp_path):
+    folder = _run(tmp_path, "para", "length", "paraphrase_invariance_sample")
+    report = build_report([folder], ReportOptions(top=5))
+    x = report.tasks[0].examples[0]
+    assert x.flips is not None
+    for f in x.flips.examples:
+        assert f.original.a.form == "original" and f.rewritten.a.form not in (None, "original")
+        assert (f.original.gap > 0) != (f.rewritten.gap > 0) or (f.original.gap == 0) != (f.rewritten.gap == 0)
+    text = write_report([folder], tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "Preference flips under rewriting" in text
+
+
+def test_eval_report_writes_report_html_in_the_run_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from rmbench.cli import app
+
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["eval", "--model", "length", "--tasks", "ties_sample", "--out", str(out),
+                                   "--bootstrap", "10", "--no-cache", "--report"])
+    assert res.exit_code == 0, res.output
+    assert "Most oversensitive equal-utility pairs" in (out / "report.html").read_text(encoding="utf-8")
