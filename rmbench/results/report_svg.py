@@ -36,9 +36,11 @@ def bars_svg(title: str, bars: Sequence[Bar], run_names: Sequence[str]) -> str:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" role="img">',
            f'<text x="4" y="16" font-size="13" font-weight="bold">{_e(title)}</text>']
     x0 = left
+    # [0, 1] for rates; [-1, 1] where a value or CI is negative (gaps, correlations)
+    lo = -1.0 if any(v is not None and v < 0 for b in bars for v in (b.value, b.ci_low)) else 0.0
 
     def x(v: float) -> float:
-        return x0 + width * min(max(v, 0.0), 1.0)
+        return x0 + width * (min(max(v, lo), 1.0) - lo) / (1.0 - lo)
 
     for k, b in enumerate(bars):
         y = 26 + row * k
@@ -47,7 +49,8 @@ def bars_svg(title: str, bars: Sequence[Bar], run_names: Sequence[str]) -> str:
         if not math.isfinite(b.value):
             out.append(f'<text x="{x0 + 4}" y="{y + 11}" font-size="11">undefined</text>')
             continue
-        out.append(f'<rect x="{x0}" y="{y + 2}" width="{x(b.value) - x0:.1f}" height="{row - 4}" fill="{colour}" '
+        start, end = sorted((x(0.0), x(b.value)))
+        out.append(f'<rect x="{start:.1f}" y="{y + 2}" width="{end - start:.1f}" height="{row - 4}" fill="{colour}" '
                    f'opacity="0.8"><title>{_e(f"{b.label}: {b.value:.3f}")}</title></rect>')
         if b.ci_low is not None and b.ci_high is not None:
             cy = y + row / 2
@@ -55,7 +58,7 @@ def bars_svg(title: str, bars: Sequence[Bar], run_names: Sequence[str]) -> str:
         out.append(f'<text x="{left + width + 6}" y="{y + 11}" font-size="10">{b.value:.3f}</text>')
     base = 26 + row * len(bars)
     out.append(f'<line x1="{x0}" x2="{x0 + width}" y1="{base + 2}" y2="{base + 2}" stroke="#888"/>')
-    for t in (0, 0.5, 1):
+    for t in ((-1, 0, 1) if lo < 0 else (0, 0.5, 1)):
         out.append(f'<text x="{x(t)}" y="{base + 14}" font-size="10" text-anchor="middle">{t:g}</text>')
     if len(run_names) > 1:
         for i, name in enumerate(run_names):
@@ -68,7 +71,7 @@ def bars_svg(title: str, bars: Sequence[Bar], run_names: Sequence[str]) -> str:
 
 def scatter_svg(title: str, points: Sequence[tuple[int, LengthPoints]], run_names: Sequence[str]) -> str:
     """Reward difference (sigma) against length difference (chars) of specificity pairs, per run."""
-    w, h, pad = 420, 300, 40
+    w, h, pad = 520, 300, 40
     xs = [v for _, p in points for v in p.length_diff] or [0.0]
     ys = [v for _, p in points for v in p.reward_diff] or [0.0]
     xm = max(1.0, max(abs(v) for v in xs))
