@@ -307,3 +307,39 @@ def test_eval_report_writes_report_html_in_the_run_folder(tmp_path):
                                    "--bootstrap", "10", "--no-cache", "--report"])
     assert res.exit_code == 0, res.output
     assert "Most oversensitive equal-utility pairs" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_bars_take_a_signed_axis_for_negative_values():
+    from rmbench.results.report_svg import Bar, bars_svg
+
+    rates = bars_svg("t", [Bar("all", 0, 0.5, 0.4, 0.6)], ["run"])
+    signed = bars_svg("t", [Bar("all", 0, -0.2, -0.3, 0.1)], ["run"])
+    assert ">0.5</text>" in rates and ">-1</text>" not in rates
+    assert ">-1</text>" in signed and "&lt;" not in signed
+    assert "&lt;b&gt;" in bars_svg("<b>", [Bar("<b>", 0, 0.5, None, None)], ["<b>", "x"])
+
+
+@pytest.mark.real_model
+def test_report_of_smollm2_on_ties_sample(tmp_path):
+    """The done-check of the report: a real SmolLM2-135M run, its page, and its top pair by hand."""
+    pytest.importorskip("torch")
+    from typer.testing import CliRunner
+
+    from conftest import smollm2_gguf
+    from rmbench.cli import app
+
+    smollm2_gguf()
+    run = tmp_path / "smol"
+    res = CliRunner().invoke(app, ["eval", "--model", "smollm2-135m", "--tasks", "ties_sample", "--out", str(run),
+                                   "--dtype", "float32", "--bootstrap", "50", "--no-cache"])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "report.html"
+    assert CliRunner().invoke(app, ["report", str(run), "--out", str(out)]).exit_code == 0
+    text = out.read_text(encoding="utf-8")
+    for part in ("Headline", "D-Spec curve", "Most oversensitive equal-utility pairs", "Worst discrimination failures",
+                 "length bias"):
+        assert part in text
+    folder = load_run(run)
+    top = build_report([folder]).tasks[0].examples[0].oversensitive.examples[0]
+    gids, gap_sigma = _hand_top_pair(folder, "ties_sample")
+    assert top.group_id in gids and top.gap_sigma == pytest.approx(gap_sigma)
