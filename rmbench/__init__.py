@@ -10,7 +10,8 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
 * evaluating: :func:`evaluate` (one model, a list of tasks, a written run), :class:`EvalConfig`,
   :func:`evaluate_models` (several models and their leaderboard);
 * reading runs: :func:`load_run` (a :class:`RunFolder`: record and rewards), :func:`read_run`
-  (the :class:`RunRecord` only), :func:`find_runs`, :func:`load_rewards`,
+  (the :class:`RunRecord` only), :func:`find_runs`, :func:`load_rewards`, :func:`write_report` with
+  :class:`ReportOptions` and :func:`build_report` (the HTML report of runs),
   :func:`compare_runs` (paired bootstrap differences of two runs);
 * the record types: :class:`RunRecord`, :class:`TaskResult`, :class:`MetricRecord`,
   :class:`Estimate`, :class:`RewardRow`; the data model: :class:`ComparisonGroup`,
@@ -45,6 +46,9 @@ _PUBLIC: dict[str, str] = {
     "load_rewards": "rmbench.results.folder:load_rewards",
     "RunFolder": "rmbench.results.folder:RunFolder",
     "compare_runs": "rmbench.results.compare:compare_runs",
+    "write_report": "rmbench.results.report:write_report",
+    "build_report": "rmbench.results.report:build_report",
+    "ReportOptions": "rmbench.results.report:ReportOptions",
     "RewardRow": "rmbench.results.folder:RewardRow",
     "RunRecord": "rmbench.results.record:RunRecord",
     "TaskResult": "rmbench.results.record:TaskResult",

@@ -9,6 +9,7 @@ from rmbench.models.base import (CompositeModel, GroupContextModel, RewardModel,
                                  StochasticModel, TokenizedModel, Truncation)
 from rmbench.results.compare import compare_runs
 from rmbench.results.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
+from rmbench.results.report import ReportOptions, build_report, write_report
 from rmbench.results.record import Estimate, MetricRecord, RunRecord, TaskResult
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.scoring.suite import evaluate_models
@@ -30,6 +31,9 @@ __all__ = [
     "load_rewards",
     "RunFolder",
     "compare_runs",
+    "write_report",
+    "build_report",
+    "ReportOptions",
     "RewardRow",
     "RunRecord",
     "TaskResult",

@@ -94,6 +94,7 @@ def eval_command(
                                               "(e.g. ray://head:10001 or auto) (default: start a local one)."),
     worker_cpus: float = typer.Option(1.0, "--worker-cpus", help="--engine ray: CPUs per actor."),
     worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
+    report: bool = typer.Option(False, "--report", help="Also write report.html (rmbench report) in each run folder."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
     from rmbench.models import Runtime
@@ -132,11 +133,23 @@ def eval_command(
         paths = "".join(f"\n  {p}" for p in (*suite.plan.run_dirs, suite.plan.leaderboard))
         console.print(f"Wrote run folder{'s' * (len(suite.records) > 1)} and leaderboard:{paths}", markup=False,
                       highlight=False, soft_wrap=True)  # a path on a line of its own, never broken, to copy
+        if report:
+            _write_reports(suite.plan.run_dirs)
         failed = [f"{r.model.name} on {t.name}: {t.error}" for r in suite.records for t in r.tasks
                   if t.status != "success"]
         if failed:
             err_console.print("[bold red]error:[/] " + escape("; ".join(failed)), highlight=False, soft_wrap=True)
             raise typer.Exit(1)
+
+
+def _write_reports(run_dirs) -> None:
+    """eval --report: report.html beside each run's results.json (replacing the last one written there)."""
+    from rmbench.results.folder import load_run
+    from rmbench.results.report import write_report
+
+    for run_dir in run_dirs:
+        path = write_report([load_run(run_dir)], Path(run_dir) / "report.html", overwrite=True, warn=_warn)
+        console.print(f"Wrote {path}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _interrupted(no_cache: bool) -> None:

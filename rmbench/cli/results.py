@@ -138,3 +138,25 @@ def export_command(
     with user_errors():
         for path in export_runs(find_runs(runs), out, fmt):
             console.print(f"Wrote {path}", markup=False, highlight=False)
+
+
+@app.command("report")
+def report_command(
+    runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them) of one task set."),
+    out: Path = typer.Option(..., "--out", "-o", help="The HTML file to write (self-contained; opens offline)."),
+    top: int = typer.Option(20, "--top", help="Examples per table (the page says how many there are in all)."),
+    max_chars: int = typer.Option(2000, "--max-chars", help="Cut prompts and answers longer than this (visibly)."),
+    data: List[str] = typer.Option([], "--data", metavar="TASK=PATH", help="TASK=PATH: the file the runs were scored on, if moved."),
+    force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
+) -> None:
+    """One HTML page: headline and official tables with CIs, D-Spec curves, per-slice bars, the most
+    oversensitive equal-utility pairs, the worst discrimination failures, length bias and rewrite flips."""
+    from rmbench.results.folder import find_runs
+    from rmbench.results.report import ReportOptions, write_report
+    from rmbench.tasks.loading import parse_data_overrides
+
+    with user_errors():
+        options = ReportOptions(top=top, max_chars=max_chars, data={d.task: d for d in parse_data_overrides(data)})
+        path = write_report(find_runs(runs), out, options, overwrite=force,
+                            warn=lambda m: err_console.print(f"note: {m}", markup=False, highlight=False))
+        console.print(f"Wrote {path}", markup=False, highlight=False)

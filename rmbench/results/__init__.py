@@ -9,7 +9,9 @@
 * :mod:`~rmbench.results.leaderboard`, :mod:`~rmbench.results.leaderboard_render`: tables of runs
   (markdown, csv, json, html);
 * :mod:`~rmbench.results.compare`, :mod:`~rmbench.results.plot`, :mod:`~rmbench.results.export`,
-  :mod:`~rmbench.results.export_names`: paired differences, D-Spec curves, Every Eval Ever export.
+  :mod:`~rmbench.results.export_names`: paired differences, D-Spec curves, Every Eval Ever export;
+* :mod:`~rmbench.results.examples`, :mod:`~rmbench.results.report`, :mod:`~rmbench.results.report_html`,
+  :mod:`~rmbench.results.report_svg`: the HTML report (example pairs, assembly, the page, its SVG).
 
 May import: :mod:`rmbench.catalog`, :mod:`rmbench.tasks`, :mod:`rmbench.models`,
 :mod:`rmbench.core` and the shared top-level modules; never scoring, rewrite, train or cli.

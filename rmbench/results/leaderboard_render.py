@@ -78,7 +78,7 @@ def render_csv(lb: Leaderboard) -> str:
     return to_frame(lb.main, wide_ci=True).to_csv(index=False)
 
 
-_SORT_JS = """
+SORT_JS = """
 document.querySelectorAll('th').forEach(function (th) {
   th.addEventListener('click', function () {
     var col = th.cellIndex;
@@ -99,7 +99,7 @@ document.querySelectorAll('th').forEach(function (th) {
 """
 
 
-def _html_table(table: Table, heading: bool = True) -> str:
+def html_table(table: Table, heading: bool = True) -> str:
     """A sortable table; the key columns (model, task, shift), headers and cells, left-aligned."""
     e = html.escape
     head = "".join([f'<th class="key">{e(h)}</th>' for h in table.key_headers]
@@ -116,7 +116,7 @@ def _html_table(table: Table, heading: bool = True) -> str:
             f"<p>{e(table.caption)}.</p>")
 
 
-def _html_notes(lb: Leaderboard) -> str:
+def html_notes(lb: Leaderboard) -> str:
     """What the Markdown prints under its main table: the eps and task keys (comparability) of
     the columns, then the notes (runs that cannot share cells, missing eps, failed tasks...)."""
     e = html.escape
@@ -139,13 +139,13 @@ def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
                    f'<img alt="{e(task)} D-Spec curve" src="data:image/svg+xml;base64,'
                    f'{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></figure>'
                    for task, svg in (figures or {}).items())
-    tables = [_html_table(t, heading=i > 0) + (_html_notes(lb) if i == 0 else "") for i, t in enumerate(lb.tables)]
+    tables = [html_table(t, heading=i > 0) + (html_notes(lb) if i == 0 else "") for i, t in enumerate(lb.tables)]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
         f"<style>{_STYLE}</style></head><body><h1>rmbench leaderboard</h1>"
         "<p>Cells: value [95% bootstrap CI over groups]; cells are shared by comparable runs only. "
         "Click a header to sort.</p>"
-        + "".join(tables) + figs + f"<script>{_SORT_JS}</script></body></html>\n")
+        + "".join(tables) + figs + f"<script>{SORT_JS}</script></body></html>\n")
 
 
 RENDERERS: dict[str, Callable[[Leaderboard], str]] = {"md": render_md, "csv": render_csv, "json": render_json,
