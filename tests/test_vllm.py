@@ -1,0 +1,87 @@
+"""The vLLM adapters run for real on vLLM's CPU build, against their transformers twins on the
+same folder (float32). Runs only in the virtualenv that ``.ci/vllm_env`` builds:
+
+    .ci/vllm_env && .venv-vllm/bin/python -m pytest -m vllm tests/test_vllm.py
+
+Elsewhere every test skips (no vLLM). One vLLM engine per adapter (module-scoped fixtures).
+
+STATUS: the implicit comparison was run by hand (same texts, same adapters: 2.1e-6 relative, engine
+start 153 s); the test file itself and the seqcls test were written at the deadline, not yet run.
+"""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import smollm2_gguf
+
+pytestmark = pytest.mark.vllm
+pytest.importorskip("vllm", reason="vLLM is not installed: build its virtualenv with .ci/vllm_env")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache; vLLM's CPU default is sized for servers
+
+from rmbench.core.types import Spec  # noqa: E402
+from rmbench.models import Runtime, build_model  # noqa: E402
+from rmbench.models.base import ScoreRequest  # noqa: E402
+
+FP32 = Runtime(dtype="float32", device="cpu")
+QUESTION = "What is the capital of France?"
+ANSWERS = ["The capital of France is Paris.", "The capital of France is London.", "Paris",
+           "I don't know, sorry!", "France's capital city is Paris, which lies on the Seine.", "Berlin."]
+
+
+def requests():
+    return [ScoreRequest(QUESTION, r, "g", i) for i, r in enumerate(ANSWERS)]
+
+
+@pytest.fixture(scope="module")
+def causal_folder(tmp_path_factory):
+    """The converted SmolLM2 folder with ``architectures`` named in its config: the GGUF
+    conversion writes none, and vLLM then resolves the bare backbone (LlamaModel)."""
+    smollm2_gguf()
+    from rmbench.models.embedded import resolve
+
+    src = resolve("smollm2-135m-instruct")
+    out = tmp_path_factory.mktemp("smol") / "causal"
+    shutil.copytree(src, out)
+    config = json.loads((out / "config.json").read_text())
+    config["architectures"] = ["LlamaForCausalLM"]
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def seqcls_folder(causal_folder, tmp_path_factory):
+    """SmolLM2's weights under a one-output LlamaForSequenceClassification head, seeded."""
+    import torch
+    from transformers import AutoTokenizer, LlamaForSequenceClassification
+
+    torch.manual_seed(0)
+    model = LlamaForSequenceClassification.from_pretrained(causal_folder, num_labels=1, dtype=torch.float32)
+    torch.nn.init.normal_(model.score.weight, std=0.05)
+    tok = AutoTokenizer.from_pretrained(causal_folder)
+    model.config.pad_token_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    out = tmp_path_factory.mktemp("smol") / "seqcls"
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return str(out)
+
+
+def max_rel(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(a), 1e-12)))
+
+
+def test_vllm_implicit_equals_implicit(causal_folder):
+    hf = build_model(Spec.make("i", "implicit", {"model": causal_folder}), FP32).score(requests())
+    vl = build_model(Spec.make("v", "vllm_implicit", {"model": causal_folder}), FP32).score(requests())
+    assert max_rel(hf, vl) < 1e-5, (hf, vl)  # measured 2.1e-6 (6 texts, 2-core CPU)
+
+
+def test_vllm_seqcls_equals_seqcls(seqcls_folder):
+    hf = build_model(Spec.make("s", "seqcls", {"model": seqcls_folder}), FP32).score(requests())
+    vl = build_model(Spec.make("v", "vllm_seqcls", {"model": seqcls_folder}), FP32).score(requests())
+    # the same last-token head in float32; vLLM's kernels sum in another order
+    assert max_rel(hf, vl) < 1e-4, (hf, vl)
