@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from browser import find_browser
 
 from rmbench.core.metrics import reward_sigma
 from rmbench.core.types import ComparisonGroup
@@ -199,12 +200,7 @@ def test_cli_report(runs, tmp_path):
 # --- a real headless browser ---------------------------------------------------------------------
 
 def _browser() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no headless browser (chromium, chromium-browser or google-chrome) on PATH; on Debian: "
-                "apt-get install -y chromium")
+    return find_browser()
 
 
 def _chromium(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess:

@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import find_browser
 from typer.testing import CliRunner
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
@@ -301,12 +302,7 @@ SAFE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", 
 
 
 def _browser() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no headless browser (chromium, chromium-browser or google-chrome) on PATH; on Debian: "
-                "apt-get install -y chromium")
+    return find_browser()
 
 
 def _dump_dom(browser: str, page: Path, profile: Path) -> str:
