@@ -112,10 +112,7 @@ class LocalBackend:
             yield j, score_batch(model, batch)
 
     def describe(self) -> dict:
-        out: dict[str, Any] = {"name": self.name, "workers": self.workers}
-        if self.threads is not None:
-            out["threads"] = self.threads.describe()
-        return out
+        return {"name": self.name, "workers": self.workers}
 
 
 class _RayScorer:

@@ -305,13 +305,23 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
                          metric_version=METRIC_VERSION, ci_level=0.95,
                          data={d.task: d.source_text() for d in config.data}),
         execution=Execution(runtime=dataclasses.asdict(config.runtime), model=model.describe(),
-                            backend=backend.describe(), stats=stats.to_json(),
+                            backend=backend.describe(), stats=_stats_json(stats, threads),
                             cache=str(cache.path) if cache is not None else None),
         environment=current_environment(),
         status="success" if not failed else ("error" if failed == len(tasks) else "partial"))
     if out_dir is not None and backend.is_main:  # under accelerate, rank 0 alone writes
         write_run(out_dir, record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], overwrite)
     return record
+
+def _stats_json(stats, threads) -> dict:
+    """The engine's counters and, on the local engine, what the thread policy saw and did: both
+    say how this run went on this machine (a warm cache or a busy machine changes them), so they
+    sit apart from the settings, and the same command gives the same record otherwise."""
+    out = stats.to_json()
+    if threads is not None:
+        out["threads"] = threads.describe()
+    return out
+
 
 def parse_eps(text: str) -> tuple[float, ...]:
     try:
