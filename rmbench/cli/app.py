@@ -12,8 +12,8 @@ from typing import List, Optional
 
 import typer
 from rich.markup import escape
-from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_console, models_app, progress_bars,
-                                tasks_app, user_errors)
+from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_console, interrupt_exit_code,
+                                models_app, progress_bars, sigterm_as_interrupt, tasks_app, user_errors)
 from rmbench.cli.tables import Grid, print_grid
 
 
@@ -119,10 +119,10 @@ def eval_command(
                    for m in models]
         main = is_main_process(engine)
         try:
-            with progress_bars("responses") as progress:
+            with sigterm_as_interrupt(), progress_bars("responses") as progress:
                 suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
-        except KeyboardInterrupt:
-            _interrupted(no_cache)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+            _interrupted(no_cache, interrupt_exit_code(exc))
         if not main:  # accelerate: rank 0 writes and prints
             return
         if len(suite.records) == 1:
@@ -152,14 +152,15 @@ def _write_reports(run_dirs) -> None:
         console.print(f"Wrote {path}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _interrupted(no_cache: bool) -> None:
-    """Ctrl-C while scoring or writing: say what was kept, exit 130 (the shell's code for SIGINT)."""
+def _interrupted(no_cache: bool, code: int = 130) -> None:
+    """Ctrl-C or SIGTERM while scoring or writing: say what was kept, exit ``code`` (the shell's
+    code for the signal: 130 for SIGINT, 143 for SIGTERM)."""
     kept = ("nothing was kept (--no-cache)" if no_cache else
             "every batch scored so far is in the score cache, so the same command resumes from it")
     err_console.print(f"[bold yellow]interrupted:[/] no run folder was left half-written (runs that had finished "
                       f"are complete); {kept}",
                       highlight=False, soft_wrap=True)
-    raise typer.Exit(130)
+    raise typer.Exit(code)
 
 
 def _say_resumed(record) -> None:

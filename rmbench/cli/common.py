@@ -9,6 +9,8 @@ vanish, and flags would show a ``<bool>`` type. Usage lines name arguments as cl
 
 from __future__ import annotations
 
+import signal
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -71,6 +73,35 @@ def user_errors() -> Iterator[None]:
     except (RMBenchError, RegistryError) as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt (:func:`sigterm_as_interrupt`): the
+    same unwinding (the cache's open batch rolled back, the run folder's lock released), the same
+    line, and exit code 143 instead of 130."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM (``kill``, a scheduler, ``timeout``) stops the command as
+    Ctrl-C does rather than ending the process where it stands."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(_signum, _frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def interrupt_exit_code(exc: KeyboardInterrupt) -> int:
+    """The shell's code for the signal that stopped the command: 143 (SIGTERM) or 130 (SIGINT)."""
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 def _warn(message: str) -> None:

@@ -14,10 +14,12 @@ from typing import List, Optional
 import typer
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
+from rich.markup import escape
 from rich.table import Column
 from rich.text import Text
 
-from rmbench.cli.common import FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, user_errors
+from rmbench.cli.common import (FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, interrupt_exit_code,
+                                sigterm_as_interrupt, user_errors)
 
 
 class _EtaColumn(ProgressColumn):
@@ -149,9 +151,26 @@ def train_command(
         pairs = preference_pairs(groups)
         n_pairs, n_texts = len(pairs) // 2, len(distinct_responses(pairs))
         err_console.print(plan_line(kinds, n_pairs, n_texts, config), markup=False, highlight=False, soft_wrap=True)
-        with Progress(*_columns(err_console.width), console=err_console) as progress:
-            job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
-            for k in kinds:
-                card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads)
-                console.print(f"{k.upper()}-RM: loss per epoch {', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}"
-                              f"; evaluate with: rmbench eval --model {out / k}", markup=False, highlight=False)
+        try:
+            with sigterm_as_interrupt(), Progress(*_columns(err_console.width), console=err_console) as progress:
+                job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
+                for k in kinds:
+                    card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads)
+                    console.print(f"{k.upper()}-RM: loss per epoch "
+                                  f"{', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}; evaluate with: "
+                                  f"rmbench eval --model {out / k}", markup=False, highlight=False)
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: stopped at a safe point (TrainingStopped) or at once
+            _interrupted(exc)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> None:
+    """One line on what an interrupted training run kept, and the exit code of its signal."""
+    from rmbench.train.stopping import TrainingStopped
+
+    if isinstance(exc, TrainingStopped):
+        kept, code = exc.kept(), 128 + exc.signum
+    else:  # before the first update step, or a second Ctrl-C
+        kept, code = "each folder keeps its last checkpoint, if it saved one", interrupt_exit_code(exc)
+    err_console.print(f"[bold yellow]interrupted:[/] {escape(kept)}; the same train command resumes from it "
+                      f"(the folder is no model until it finishes)", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)

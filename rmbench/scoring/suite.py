@@ -11,8 +11,9 @@ Where things go (:func:`plan_outputs`), so that no command's results replace ano
   the same command writes.
 
 A folder that holds another run (model, tasks or comparability key) is refused before any
-model is scored unless ``overwrite`` (:func:`rmbench.results.folder.check_destination`): every run
-is planned and its folder checked first.
+model is scored unless ``overwrite`` (:func:`rmbench.results.folder.check_destination`), and so
+is a folder another process is writing (:mod:`rmbench.results.folder_lock`): every run is
+planned, and its folder locked and checked, first.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from typing import Callable, Sequence
 
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
-from rmbench.files import atomic_write_text, safe_file_name
+from rmbench.files import atomic_write_text, safe_file_name, signals_deferred
 from rmbench.results.folder import check_destination
+from rmbench.results.folder_lock import run_folders_locked
 from rmbench.results.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.leaderboard_render import render
 from rmbench.results.record import RunRecord
@@ -107,15 +109,18 @@ def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, over
     if not configs:
         raise ConfigError("no model given")
     plan = plan_outputs([c.model for c in configs], configs[0].tasks, out, configs[0].data)
-    # Every run is planned (its data read and checked) and its folder checked before any scoring,
-    # so the last model's refused folder never costs the first models' scoring.
+    # Every run is planned (its data read and checked, its model's adapter built without weights)
+    # and its folder locked and checked before any scoring, so neither a model argument that the
+    # last model does not take nor its refused folder costs the first models' scoring.
     plans = _plan_all(configs, warn)
-    if write:
-        for run_plan, run_dir in zip(plans, plan.run_dirs):
+    folders = plan.run_dirs if write else ()
+    with run_folders_locked(folders):  # another process writing one of them: refused here
+        for run_plan, run_dir in zip(plans, folders):
             check_destination(run_dir, run_plan.identity, overwrite)
-    records = tuple(evaluate(c, out_dir=d if write else None, progress=progress, warn=warn, overwrite=overwrite,
-                             plan=p) for c, d, p in zip(configs, plan.run_dirs, plans))
-    board = build_leaderboard(records)
-    if write:
-        atomic_write_text(plan.leaderboard, render(board, "md"))
+        records = tuple(evaluate(c, out_dir=d if write else None, progress=progress, warn=warn,
+                                 overwrite=overwrite, plan=p) for c, d, p in zip(configs, plan.run_dirs, plans))
+        board = build_leaderboard(records)
+        if write:
+            with signals_deferred():  # Ctrl-C or SIGTERM now: after the leaderboard, never half of it
+                atomic_write_text(plan.leaderboard, render(board, "md"))
     return SuiteResult(records, plan, board)
