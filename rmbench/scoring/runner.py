@@ -89,6 +89,10 @@ class EvalConfig:
             raise ConfigError(f"--eps-unit must be 'sigma' or 'raw', got {self.eps_unit!r}")
         if not self.eps or any(not math.isfinite(e) or e < 0 for e in self.eps):
             raise ConfigError(f"--eps must be a non-empty list of finite numbers >= 0, got {list(self.eps)}")
+        # One record per eps, in order: a repeated eps would double every eps-dependent record.
+        object.__setattr__(self, "eps", tuple(sorted({float(e) for e in self.eps})))
+        if isinstance(self.n_bootstrap, bool) or not isinstance(self.n_bootstrap, int) or self.n_bootstrap < 0:
+            raise ConfigError(f"--bootstrap must be a whole number >= 0 (0: no CIs), got {self.n_bootstrap!r}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
         if self.max_length is not None and (isinstance(self.max_length, bool) or not isinstance(self.max_length, int)
