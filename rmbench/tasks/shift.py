@@ -21,6 +21,7 @@ from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, units_by_source
 from rmbench.tasks.rows import RowReader
+from rmbench.tasks.schemas import PAIRED_SHIFT
 from rmbench.tasks.sources import iter_rows
 
 LANGUAGE_CODE = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
@@ -54,7 +55,7 @@ class PairedShiftTask(Task):
         for shift, source in self.sources.items():
             seen: set[int] = set()
             for location, line, row in iter_rows(**source):
-                r = RowReader(row, location, line)
+                r = RowReader(row, location, line, PAIRED_SHIFT)
                 with r.skippable():
                     k = self._orig_index(r)
                     if k in seen:
