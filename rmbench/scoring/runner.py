@@ -33,7 +33,8 @@ from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig,
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 from rmbench.results.summary import summarize
 from rmbench.tasks.base import Task
-from rmbench.tasks.loading import (DataOverride, load_task, split_task_args, task_spec_with_args,
+from rmbench.models.trained import trained_split
+from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_with_args,
                                    task_spec_with_data)
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
@@ -155,6 +156,7 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
     if unknown:
         raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})")
     task_args = split_task_args(config.task_args, task_names)
+    trained_on = trained_split(config.model)
     loaded = []
     for name in task_names:
         spec = catalog.task_spec(name)
@@ -162,6 +164,7 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
             spec = task_spec_with_data(spec, overrides[name].path, overrides[name].shift)
         if task_args.get(name):
             spec = task_spec_with_args(spec, task_args[name])
+        spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)  # never score a model on its training rows
         task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
         if bad:
             where = "; ".join(str(e) for e in bad[:3])
