@@ -230,7 +230,8 @@ def ci_caption(entries: Sequence[_Entry], what: str = "value [95% bootstrap CI o
     if not without:
         return what
     if len(without) == len(entries):
-        return "value (no CIs: the runs used --bootstrap 0)"
+        none = "no CIs: the runs used --bootstrap 0"
+        return f"value ({none})" if what.startswith("value") else none
     return f"{what}; no CI for {', '.join(without)} (--bootstrap 0)"
 
 
@@ -264,9 +265,10 @@ def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first
                 rows.append(((label, name, shift), tuple(_cell(rec, c, shift) for c in cols)))
     if not rows:
         return None
+    having = [e for _, e in entries if any(e.has_task(n) for n in task_order)]
     return Table("Original vs shifted", ("model", "task", "shift"), columns, tuple(rows),
                  "shift 'none' = the originals; the gap pairs each shifted group with its original "
-                 "(paired bootstrap 95% CI)")
+                 f"({ci_caption(having, 'paired bootstrap 95% CI')})")
 
 
 def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None) -> Leaderboard:

@@ -151,9 +151,11 @@ def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[Task, list[Co
     if part is not None and groups:
         # Split by bootstrap units (read whole: a unit's groups may lie apart), then limit.
         parts = parts_of(groups, task.bootstrap_units(groups))
+        every = len(groups)
         groups = [g for g, p in zip(groups, parts) if p == part][:limit]
         if not groups:
-            raise DataError(f"task {spec.name!r} has no comparison groups in its {part} part")
+            raise DataError(f"task {spec.name!r} has no comparison groups in its {part} part: all {every} fall in "
+                            f"the other part (rmbench train --split all trains on every group)")
     if not groups:
         raise DataError(f"task {spec.name!r} has no comparison groups")
     return task, groups
