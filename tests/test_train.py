@@ -132,6 +132,13 @@ def test_train_and_eval_use_disjoint_parts_of_a_task(tiny, tmp_path):
     _, every = load_groups(spec)
     assert scored and not scored & {g.id for g in trained}
     assert len(scored) + len(trained) == len(every)  # the two parts cover the task
+    # Beside another model in one command, each reads its own groups: length all, the trained one held_out.
+    both = runner.invoke(app, ["eval", "--model", f"length,{out / 'ex'}", "--tasks", "persona", "--bootstrap", "0",
+                               "--dtype", "float32", "--max-length", "200", "--out", str(tmp_path / "both")])
+    assert both.exit_code == 0, both.output
+    parts = {json.loads(p.read_text())["model"]["name"]: json.loads(p.read_text())["tasks"][0]["args"].get("part")
+             for p in (tmp_path / "both").glob("*/results.json")}
+    assert parts["length"] is None and parts[str(out / "ex")] == "held_out", parts
 
 
 def test_a_model_trained_on_every_group_is_evaluated_with_a_loud_warning(tiny, tmp_path):
