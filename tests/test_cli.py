@@ -129,3 +129,31 @@ def test_new_task_scaffold_passes_its_own_test(tmp_path):
     assert again.exit_code == 2 and "already exists" in again.output
     bad = runner.invoke(app, ["new-task", "My-Task", "--dir", str(tmp_path)])
     assert bad.exit_code == 2 and "lower-case" in bad.output
+
+
+def test_a_negative_bootstrap_is_refused_before_any_run(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--model", "length", "--bootstrap", "-1", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "error: --bootstrap must be a whole number >= 0" in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_a_repeated_eps_counts_once_and_eps_are_sorted(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--model", "length", "--eps", "0.1,0,0.1", "--bootstrap", "0",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["eps"] == [0.0, 0.1]
+    task = doc["tasks"][0] if isinstance(doc["tasks"], list) else next(iter(doc["tasks"].values()))
+    keys = [(m["metric"], m.get("eps"), m.get("subset"), m.get("shift")) for m in task["metrics"]]
+    assert len(keys) == len(set(keys)), "a metric record appears twice"
+
+
+def test_tables_of_runs_without_bootstrap_say_there_is_no_ci(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--model", "length", "--bootstrap", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "no CIs: the runs used --bootstrap 0" in result.output and "95% CI" not in result.output
+    assert "95% bootstrap CI" not in (out / "leaderboard.md").read_text()

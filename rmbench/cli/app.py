@@ -27,6 +27,9 @@ def _details_grid(record) -> Grid:
         value = "–" if not m.estimate.defined else f"{m.value:.4f}"
         ci = "" if not m.estimate.has_ci else f"[{m.ci_low:.4f}, {m.ci_high:.4f}]"
         rows.append((m.task, m.metric, eps, value, ci, str(m.n)))
+    if record.config.n_bootstrap == 0:  # no CIs: no column that promises them
+        return Grid(headers=("task", "metric", "eps", "value", "n"), rows=tuple(r[:4] + r[5:] for r in rows), keys=2,
+                    title=f"{record.model.name}: all metrics (overall; no CIs: --bootstrap 0)")
     return Grid(headers=("task", "metric", "eps", "value", "95% CI", "n"), rows=tuple(rows), keys=2,
                 title=f"{record.model.name}: all metrics (overall)")
 

@@ -128,14 +128,17 @@ def train_command(
                                       "(pytorch_model.bin), which can run code when loaded."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: the CPUs this process may "
                                           "use, less those other processes keep busy at the start)."),
+    split: str = typer.Option("train", "--split", help="train: only the train part of the data (80%, a hash split "
+                              "of group ids; rmbench eval of the model on the same data scores the other 20%); "
+                              "all: every group."),
 ) -> None:
     """Train an EX-RM (linear head) and/or an IM-RM (DPO) from one base on the same pairs."""
     from rmbench.catalog import load_catalog
     from rmbench.models.threads import check_threads
-    from rmbench.tasks.jsonl import PreferenceTask
     from rmbench.tasks.loading import load_groups
     from rmbench.train.models import distinct_responses
-    from rmbench.train.progress import plan_line
+    from rmbench.train.progress import plan_line, split_line
+    from rmbench.train.trainer import training_data
     from rmbench.train.trainer import TrainConfig, preference_pairs, train_one
 
     with user_errors():
@@ -143,19 +146,20 @@ def train_command(
         config = TrainConfig(base=base, kind=kind, epochs=epochs, lr=lr, beta=beta, batch_size=batch_size, seed=seed,
                              max_length=max_length, head_lr=head_lr,
                              **_lora_settings(lora, lora_r, lora_alpha, lora_dropout, lora_targets))
-        if Path(data).is_file():
-            groups = list(PreferenceTask(path=data).groups())[:limit]
-        else:
-            _, groups = load_groups(load_catalog(include).task_spec(data), limit)
+        spec, split_record = training_data(data, split, load_catalog(include))
+        _, groups = load_groups(spec, limit)
+        split_record["groups"] = len(groups)
         kinds = ["ex", "im"] if kind == "both" else [kind]
         pairs = preference_pairs(groups)
         n_pairs, n_texts = len(pairs) // 2, len(distinct_responses(pairs))
         err_console.print(plan_line(kinds, n_pairs, n_texts, config), markup=False, highlight=False, soft_wrap=True)
+        err_console.print(split_line(split_record), markup=False, highlight=False, soft_wrap=True)
         try:
             with sigterm_as_interrupt(), Progress(*_columns(err_console.width), console=err_console) as progress:
                 job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
                 for k in kinds:
-                    card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads)
+                    card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads,
+                                     split=split_record)
                     console.print(f"{k.upper()}-RM: loss per epoch "
                                   f"{', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}; evaluate with: "
                                   f"rmbench eval --model {out / k}", markup=False, highlight=False)

@@ -34,7 +34,8 @@ from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig,
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 from rmbench.results.summary import summarize
 from rmbench.tasks.base import Task
-from rmbench.tasks.loading import (DataOverride, load_task, split_task_args, task_spec_with_args,
+from rmbench.models.trained import trained_split
+from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_with_args,
                                    task_spec_with_data)
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
@@ -90,6 +91,10 @@ class EvalConfig:
             raise ConfigError(f"--eps-unit must be 'sigma' or 'raw', got {self.eps_unit!r}")
         if not self.eps or any(not math.isfinite(e) or e < 0 for e in self.eps):
             raise ConfigError(f"--eps must be a non-empty list of finite numbers >= 0, got {list(self.eps)}")
+        # One record per eps, in order: a repeated eps would double every eps-dependent record.
+        object.__setattr__(self, "eps", tuple(sorted({float(e) for e in self.eps})))
+        if isinstance(self.n_bootstrap, bool) or not isinstance(self.n_bootstrap, int) or self.n_bootstrap < 0:
+            raise ConfigError(f"--bootstrap must be a whole number >= 0 (0: no CIs), got {self.n_bootstrap!r}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
         if self.max_length is not None and (isinstance(self.max_length, bool) or not isinstance(self.max_length, int)
@@ -152,6 +157,7 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
     if unknown:
         raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})")
     task_args = split_task_args(config.task_args, task_names)
+    trained_on = trained_split(config.model)
     loaded = []
     for name in task_names:
         spec = catalog.task_spec(name)
@@ -159,6 +165,7 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
             spec = task_spec_with_data(spec, overrides[name].path, overrides[name].shift)
         if task_args.get(name):
             spec = task_spec_with_args(spec, task_args[name])
+        spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)  # never score a model on its training rows
         task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
         if bad:
             where = "; ".join(str(e) for e in bad[:3])

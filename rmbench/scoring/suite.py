@@ -19,6 +19,7 @@ planned, and its folder locked and checked, first.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -26,6 +27,7 @@ from typing import Callable, Sequence
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name, signals_deferred
+from rmbench.models.trained import trained_split
 from rmbench.results.folder import check_destination
 from rmbench.results.folder_lock import run_folders_locked
 from rmbench.results.leaderboard import Leaderboard, build_leaderboard
@@ -81,7 +83,9 @@ def _plan_all(configs: Sequence[EvalConfig], warn: Callable[[str], None] | None)
     shared: dict[tuple, tuple[Catalog, tuple]] = {}
     plans = []
     for c in configs:
-        key = (c.tasks, c.data, c.limit, c.skip_bad_rows, c.include)
+        # A trained model reads the held-out part of the data it was trained on: other groups.
+        trained_on = json.dumps(trained_split(c.model), sort_keys=True)
+        key = (c.tasks, c.data, c.limit, c.skip_bad_rows, c.include, trained_on)
         if key in shared:
             catalog, tasks = shared[key]
             plans.append(plan_run(c, catalog, warn, tasks))

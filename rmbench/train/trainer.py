@@ -38,12 +38,14 @@ from typing import Sequence
 import yaml
 
 from rmbench import __version__
-from rmbench.core.types import ComparisonGroup, canonical_json, data_fingerprint, sha256_hex
+from rmbench.core.splits import HELD_OUT_PERCENT, RULE
+from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, canonical_json, data_fingerprint, sha256_hex
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_text
 from rmbench.models.base import Runtime, ScoreRequest
 from rmbench.models.threads import ThreadGovernor, check_threads, prepare_threads
 from rmbench.models.trained import MODEL_ENTRY, load_trained_entry  # load_trained_entry: re-exported
+from rmbench.tasks.loading import PART_ARG, task_spec_with_args
 from rmbench.train.progress import PhaseReport, quiet_hf_progress
 from rmbench.train.stopping import StopRequest, TrainingStopped, stop_at_safe_points
 
@@ -200,7 +202,8 @@ def _write_outputs(out: Path, kind: str, config: TrainConfig, trainer, facts: di
     card = {"kind": kind, "base": config.base, "data_fingerprint": facts["fingerprint"], "pairs": facts["pairs"],
             "finetuning": "lora" if lora else "full", "lora": lora, "hyperparameters": config.hyperparameters(),
             "loss_per_epoch": losses, "rmbench_version": __version__, "torch": torch.__version__,
-            "loss": "Bradley-Terry" + (" (DPO)" if kind == "im" else ""), "threads": facts.get("threads")}
+            "loss": "Bradley-Terry" + (" (DPO)" if kind == "im" else ""), "threads": facts.get("threads"),
+            "split": facts.get("split")}
     atomic_write_text(out / "card.json", json.dumps(card, indent=2) + "\n")
     tuning = "full fine-tuning"
     if lora:
@@ -210,13 +213,32 @@ def _write_outputs(out: Path, kind: str, config: TrainConfig, trainer, facts: di
     atomic_write_text(out / "MODEL_CARD.md", "\n".join(
         [f"# {kind.upper()}-RM from {config.base}", "", f"- loss: {card['loss']}, per epoch: "
          + ", ".join(f"{x:.4f}" for x in losses), f"- data fingerprint: {facts['fingerprint']} ({facts['pairs']} pairs)",
+         f"- data: {json.dumps(card['split'])}",
          f"- fine-tuning: {tuning}", f"- hyperparameters: {json.dumps(config.hyperparameters())}",
          f"- rmbench {__version__}, torch {torch.__version__}", "", f"Evaluate: `rmbench eval --model {out}`", ""]))
     return card
 
 
+def training_data(data: str, split: str, catalog) -> tuple[TaskSpec, dict]:
+    """The task spec that ``rmbench train --data DATA --split SPLIT`` reads (a task name, or a file
+    of preference pairs) and the card's record of the split (:mod:`rmbench.core.splits`)."""
+    if split not in ("train", "all"):
+        raise ConfigError(f"--split must be train or all, got {split!r}")
+    path = Path(data).expanduser()
+    if path.is_file():
+        source = str(path.resolve())
+        spec = Spec.make(name="preference", kind="preference", args={"path": source})
+    else:
+        source = data
+        spec = catalog.task_spec(data)
+    if split == "train":
+        spec = task_spec_with_args(spec, {PART_ARG: "train"})
+    return spec, {"data": source, "part": split, "rule": RULE, "held_out_percent": HELD_OUT_PERCENT * (split == "train")}
+
+
 def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
-              progress=None, allow_pickle: bool = False, threads: int | None = None) -> dict:
+              progress=None, allow_pickle: bool = False, threads: int | None = None,
+              split: dict | None = None) -> dict:
     """Train one kind into ``out``; returns its model card (with the loss per epoch).
 
     ``progress``: None, a factory ``progress(description, total) -> advance(n)`` or an object
@@ -224,15 +246,17 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
     own progress bars are off meanwhile. ``allow_pickle``: let the base load from pickle
     weights (``pytorch_model.bin``), see Runtime. ``threads``: CPU threads (None: those the
     machine's load leaves free at the start, kept for the whole run; see
-    :mod:`rmbench.models.threads`), recorded in the card.
+    :mod:`rmbench.models.threads`), recorded in the card. ``split``: which part of which data
+    ``groups`` are (:func:`training_data`), recorded in the card for ``rmbench eval``.
     """
     governor = prepare_threads(check_threads(threads))  # before torch loads OpenMP where it can (the wait policy)
     with quiet_hf_progress():
-        return _train_one(kind, config, groups, Path(out), PhaseReport(progress, kind), allow_pickle, governor)
+        return _train_one(kind, config, groups, Path(out), PhaseReport(progress, kind), allow_pickle, governor,
+                          split)
 
 
 def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
-               report: PhaseReport, allow_pickle: bool, governor: ThreadGovernor) -> dict:
+               report: PhaseReport, allow_pickle: bool, governor: ThreadGovernor, split: dict | None = None) -> dict:
     import torch
 
     from rmbench.train.models import make_trainer
@@ -275,7 +299,7 @@ def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup]
     trainer.model.eval()
     card = _write_outputs(out, kind, config, trainer,
                           {"losses": losses, "fingerprint": fingerprint, "pairs": n_pairs,
-                           "threads": governor.describe()})
+                           "threads": governor.describe(), "split": split})
     checkpoint.unlink(missing_ok=True)  # only an interrupted run needs it; it holds the optimizer state too
     (out / UNFINISHED).unlink(missing_ok=True)
     return card

@@ -188,7 +188,41 @@ def check_local_source(model: str, source: ModelSource, runtime: Runtime) -> Non
     check_no_pickle(model, source, runtime)
 
 
-def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, dtype: str, device: str, **kwargs):
+ADAPTER_HINTS = (("ForSequenceClassification", ("seqcls",)), ("ForCausalLM", ("implicit", "generative")))
+"""The adapters that read a checkpoint, by the suffix of its config's ``architectures``."""
+
+
+def check_loading_info(model: str, source: ModelSource, auto_class, loaded, info: dict, kind: str | None,
+                       backbone_only: bool = False) -> None:
+    """Refuse weights that transformers loaded with parameters missing from the checkpoint (it
+    initialises them at random, so every score would come from a random head) or of another
+    shape, naming them and the adapter the checkpoint's architecture suggests. With
+    ``backbone_only`` (an adapter that reads only ``loaded.base_model``) only the backbone's count."""
+    prefix = f"{getattr(loaded, 'base_model_prefix', '')}."
+    missing = sorted(k for k in info.get("missing_keys") or () if not backbone_only or k.startswith(prefix))
+    mismatched = sorted(str(k[0] if isinstance(k, (tuple, list)) else k) for k in info.get("mismatched_keys") or ())
+    if not missing and not mismatched:
+        return
+    architectures = list(getattr(loaded.config, "architectures", None) or [])
+    problems = []
+    if missing:
+        problems.append(f"missing from the checkpoint: {', '.join(missing[:5])}{' ...' * (len(missing) > 5)}")
+    if mismatched:
+        problems.append(f"of another shape in the checkpoint: {', '.join(mismatched[:5])}")
+    arch = ", ".join(architectures or []) or "unknown"
+    fits = next((kinds for suffix, kinds in ADAPTER_HINTS if any(a.endswith(suffix) for a in architectures)), ())
+    advice = (f"; its architecture is {arch}: use {' or '.join(f'{k}:{model}' for k in fits)}"
+              if fits and kind not in fits else f" (its architecture is {arch})")
+    raise ConfigError(f"model {model!r} ({source.location}): {kind or 'this adapter'} loads it as "
+                      f"{auto_class.__name__}, and parameters it uses are {'; '.join(problems)} (transformers would "
+                      f"initialise them at random){advice}")
+
+
+def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, dtype: str, device: str,
+                 kind: str | None = None, allow_missing: bool = False, backbone_only: bool = False, **kwargs):
+    """``auto_class.from_pretrained`` from ``source``, refusing pickle weights unless allowed and
+    (unless ``allow_missing``) weights that lack parameters the model uses
+    (:func:`check_loading_info`, ``backbone_only`` as there); ``kind`` names the adapter in that error."""
     check_no_pickle(model, source, runtime)
     if not runtime.allow_pickle and source.gguf_file is None:
         kwargs.setdefault("use_safetensors", True)  # transformers then never falls back to a .bin
@@ -197,11 +231,14 @@ def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, 
         with quiet_loading():
             m = auto_class.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
                                            dtype=torch_dtype(dtype), trust_remote_code=runtime.trust_remote_code,
-                                           **kwargs)
+                                           output_loading_info=True, **kwargs)
     except Exception as exc:  # noqa: BLE001
         error = load_error(model, source, exc)
         if not runtime.allow_pickle and "safetensors" in str(exc):
             error = ConfigError(f"{error} (only safetensors weights load by default: pass --allow-pickle to load "
                                 f"pickle weights such as pytorch_model.bin if you trust them)")
         raise error from None
+    m, info = m
+    if not allow_missing:
+        check_loading_info(model, source, auto_class, m, info, kind, backbone_only)
     return m.to(device).eval()
