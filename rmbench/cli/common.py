@@ -63,13 +63,44 @@ err_console = OutputConsole(stderr=True)
 """Progress, warnings and errors (stderr)."""
 
 
+def _version(value: bool) -> None:
+    if value:
+        from rmbench import __version__
+
+        console.print(f"rmbench {__version__}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _top_level(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                 help="Print rmbench's version and exit."),
+    show_traceback: bool = typer.Option(False, "--traceback", help="On an error from your own code (a python: "
+                                        "reward function, a plugin), show its traceback (your frames) before the "
+                                        "error line; also RMBENCH_DEBUG=1."),
+) -> None:
+    # no docstring: the app's help stays the one given to _Typer above
+    from rmbench.cli import debug
+
+    debug.state.traceback = show_traceback
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """A user's mistake is one clear line on stderr and exit code 2, never a traceback."""
+    """A user's mistake is one clear line on stderr and exit code 2, never a traceback; with
+    ``--traceback`` or ``RMBENCH_DEBUG=1`` the traceback of the user's own code comes first
+    (:mod:`rmbench.cli.debug`), and without it an error from the user's code says how to see it."""
     try:
         yield
     except (RMBenchError, RegistryError) as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        from rmbench.cli import debug
+
+        hint = ""
+        if debug.debug_on():
+            err_console.print(debug.user_traceback(exc), markup=False, highlight=False, soft_wrap=True)
+        elif debug.has_user_frames(exc):
+            hint = " (rmbench --traceback ... or RMBENCH_DEBUG=1 shows where in your code)"
+        err_console.print(f"[bold red]error:[/] {escape(str(exc) + hint)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
