@@ -149,12 +149,28 @@ def progress_columns(unit: str, width: int) -> tuple[ProgressColumn, ...]:
     return (description, bar, *counts, TextColumn("eta"), TimeRemainingColumn())
 
 
+def plain_line(line: str) -> None:
+    """One plain progress line on stderr (:mod:`rmbench.cli.progress`)."""
+    err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def progress_display(columns: tuple[ProgressColumn, ...], unit: str, eta=None):
+    """Rich bars of ``columns`` on a terminal; plain lines every ``RMBENCH_PROGRESS_EVERY``
+    seconds on a pipe or a log file (:class:`rmbench.cli.progress.PlainProgress`), where rich
+    would show nothing until the end."""
+    if err_console.is_terminal:
+        return Progress(*columns, console=err_console)
+    from rmbench.cli.progress import PlainProgress
+
+    return PlainProgress(plain_line, unit=unit, eta=eta)
+
+
 @contextmanager
 def progress_bars(unit: str) -> Iterator:
     """A progress factory (``factory(description, total)`` -> ``advance(n)``) drawing on stderr
     that starts with its first bar, so a command that fails before any work prints its one
     error line and nothing else (a started display ends with a line of its own)."""
-    progress = Progress(*progress_columns(unit, err_console.width), console=err_console)
+    progress = progress_display(progress_columns(unit, err_console.width), unit)
     started = False
 
     def factory(description: str, total: int | None):
