@@ -52,6 +52,20 @@ def _parse_model_args(items: List[str], option: str = "--model-arg") -> tuple:
     return tuple(out)
 
 
+def _names(text: Optional[str], models: List[str]) -> List[Optional[str]]:
+    """``--name a,b``: one display name per model (None for every model without --name)."""
+    from rmbench.errors import ConfigError
+
+    if text is None:
+        return [None] * len(models)
+    names = [n.strip() for n in text.split(",")]
+    if len(names) != len(models) or not all(names):
+        raise ConfigError(f"--name {text!r}: give one non-empty name per --model ({len(models)}, comma-separated)")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--name {text!r} gives a name twice")
+    return names
+
+
 @app.command("eval")
 def eval_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
@@ -68,8 +82,11 @@ def eval_command(
                                              "models); truncated texts are counted per task."),
     truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
                                    "from: 'left' (drop the prompt's start, keep the response) or 'right'."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<model>__<tasks>); with "
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>); with "
                                        "several models, the parent of one folder per model (default: runs)."),
+    name: Optional[str] = typer.Option(None, "--name", help="The model's display name in tables and results.json, "
+                                       "and its run folder's: runs/NAME__<tasks> (default: the --model text, and "
+                                       "a folder named by its last path parts). Comma-separated, one per --model."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a run folder that holds another run (other "
                                    "model, tasks, data or eps); without it such a folder is refused."),
     include: List[Path] = typer.Option([], "--include", metavar="DIR",
@@ -108,6 +125,7 @@ def eval_command(
 
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
+        names = _names(name, models)
         runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
                           allow_pickle=allow_pickle, threads=threads)
         configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
@@ -118,8 +136,8 @@ def eval_command(
                               cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache,
                               skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation,
                               engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,
-                              worker_gpus=worker_gpus)
-                   for m in models]
+                              worker_gpus=worker_gpus, name=n)
+                   for m, n in zip(models, names)]
         main = is_main_process(engine)
         try:
             with sigterm_as_interrupt(), progress_bars("responses") as progress:

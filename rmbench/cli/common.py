@@ -65,13 +65,44 @@ err_console = OutputConsole(stderr=True)
 """Progress, warnings and errors (stderr)."""
 
 
+def _version(value: bool) -> None:
+    if value:
+        from rmbench import __version__
+
+        console.print(f"rmbench {__version__}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _top_level(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                 help="Print rmbench's version and exit."),
+    show_traceback: bool = typer.Option(False, "--traceback", help="On an error from your own code (a python: "
+                                        "reward function, a plugin), show its traceback (your frames) before the "
+                                        "error line; also RMBENCH_DEBUG=1."),
+) -> None:
+    # no docstring: the app's help stays the one given to _Typer above
+    from rmbench.cli import debug
+
+    debug.state.traceback = show_traceback
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """A user's mistake is one clear line on stderr and exit code 2, never a traceback."""
+    """A user's mistake is one clear line on stderr and exit code 2, never a traceback; with
+    ``--traceback`` or ``RMBENCH_DEBUG=1`` the traceback of the user's own code comes first
+    (:mod:`rmbench.cli.debug`), and without it an error from the user's code says how to see it."""
     try:
         yield
     except (RMBenchError, RegistryError) as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        from rmbench.cli import debug
+
+        hint = ""
+        if debug.debug_on():
+            err_console.print(debug.user_traceback(exc), markup=False, highlight=False, soft_wrap=True)
+        elif debug.has_user_frames(exc):
+            hint = " (rmbench --traceback ... or RMBENCH_DEBUG=1 shows where in your code)"
+        err_console.print(f"[bold red]error:[/] {escape(str(exc) + hint)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -149,12 +180,28 @@ def progress_columns(unit: str, width: int) -> tuple[ProgressColumn, ...]:
     return (description, bar, *counts, TextColumn("eta"), TimeRemainingColumn())
 
 
+def plain_line(line: str) -> None:
+    """One plain progress line on stderr (:mod:`rmbench.cli.progress`)."""
+    err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def progress_display(columns: tuple[ProgressColumn, ...], unit: str, eta=None):
+    """Rich bars of ``columns`` on a terminal; plain lines every ``RMBENCH_PROGRESS_EVERY``
+    seconds on a pipe or a log file (:class:`rmbench.cli.progress.PlainProgress`), where rich
+    would show nothing until the end."""
+    if err_console.is_terminal:
+        return Progress(*columns, console=err_console)
+    from rmbench.cli.progress import PlainProgress
+
+    return PlainProgress(plain_line, unit=unit, eta=eta)
+
+
 @contextmanager
 def progress_bars(unit: str) -> Iterator:
     """A progress factory (``factory(description, total)`` -> ``advance(n)``) drawing on stderr
     that starts with its first bar, so a command that fails before any work prints its one
     error line and nothing else (a started display ends with a line of its own)."""
-    progress = Progress(*progress_columns(unit, err_console.width), console=err_console)
+    progress = progress_display(progress_columns(unit, err_console.width), unit)
     started = False
 
     def factory(description: str, total: int | None):

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+from rich.progress import (BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 from rich.markup import escape
 from rich.table import Column
 from rich.text import Text
 
 from rmbench.cli.common import (FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, interrupt_exit_code,
-                                sigterm_as_interrupt, user_errors)
+                                progress_display, sigterm_as_interrupt, user_errors)
 
 
 class _EtaColumn(ProgressColumn):
@@ -40,6 +40,14 @@ class _EtaColumn(ProgressColumn):
         return Text.assemble("eta ", self._rich.render(task))
 
 
+def _plain_eta(fields: dict) -> str | None:
+    """The overall line's eta on a pipe or in a log (plain lines): the whole job's estimate."""
+    from rmbench.train.progress import format_eta
+
+    estimate = fields.get("estimate")
+    return None if estimate is None else format_eta(*estimate.remaining())
+
+
 def _columns(width: int) -> tuple[ProgressColumn, ...]:
     description = TextColumn("{task.description}", style="progress.description", markup=False,
                              table_column=Column(overflow="fold"))
@@ -51,10 +59,11 @@ def _columns(width: int) -> tuple[ProgressColumn, ...]:
 
 
 class _JobProgress:
-    """The rich lines of a training job; passed to ``train_one`` as its ``progress`` (it has the
-    ``begin``/``restored`` methods of :class:`rmbench.train.progress.PhaseReport`)."""
+    """The progress lines of a training job (rich bars, or plain lines off a terminal); passed to
+    ``train_one`` as its ``progress`` (it has the ``begin``/``restored`` methods of
+    :class:`rmbench.train.progress.PhaseReport`)."""
 
-    def __init__(self, progress: Progress, kinds: list[str], n_pairs: int, n_texts: int, epochs: int) -> None:
+    def __init__(self, progress, kinds: list[str], n_pairs: int, n_texts: int, epochs: int) -> None:
         from rmbench.train.progress import JobEstimate, plan_phases
 
         self.progress = progress
@@ -155,7 +164,7 @@ def train_command(
         err_console.print(plan_line(kinds, n_pairs, n_texts, config), markup=False, highlight=False, soft_wrap=True)
         err_console.print(split_line(split_record), markup=False, highlight=False, soft_wrap=True)
         try:
-            with sigterm_as_interrupt(), Progress(*_columns(err_console.width), console=err_console) as progress:
+            with sigterm_as_interrupt(), progress_display(_columns(err_console.width), "pairs", eta=_plain_eta) as progress:
                 job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
                 for k in kinds:
                     card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads,

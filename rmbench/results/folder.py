@@ -104,7 +104,7 @@ def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: boo
     differences = [] if old is None else old.identity.differences(identity)
     if differences:
         raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
-                          f"--overwrite to replace it, or choose another --out")
+                          f"--overwrite to replace it, or choose another --out (or --name)")
 
 
 def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow], overwrite: bool = False) -> Path:

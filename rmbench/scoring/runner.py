@@ -77,6 +77,9 @@ class EvalConfig:
     ray_address: str | None = None
     worker_cpus: float = 1.0
     worker_gpus: float = 0.0
+    name: str | None = None
+    """``--name``: the model's display name (tables, records) and its run folder's name; default
+    the ``--model`` text (and a short folder name, :func:`rmbench.scoring.suite.short_model_name`)."""
 
     def __post_init__(self) -> None:
         data = tuple(d if isinstance(d, DataOverride) else DataOverride(*d) for d in self.data)
@@ -105,6 +108,8 @@ class EvalConfig:
         if self.truncation not in ("left", "right"):
             raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.truncation!r}")
         check_threads(self.runtime.threads)
+        if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
+            raise ConfigError(f"--name must be a non-empty name, got {self.name!r}")
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,10 @@ def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> Spec:
     """``config.model`` through the one name resolver (:mod:`rmbench.models.names`), with
     ``--model-arg`` overrides applied before its nested references (``inner``) are resolved, so
     an override may itself name any model the catalog knows."""
-    return resolve_model(config.model, catalog.models, overrides=dict(config.model_args))
+    spec = resolve_model(config.model, catalog.models, overrides=dict(config.model_args))
+    if config.name is not None:  # the display name only: a model's identity never holds its name
+        spec = Spec.make(config.name.strip(), spec.kind, spec.args_dict, spec.version)
+    return spec
 
 
 def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]) -> list[LoadedTask]:

