@@ -86,7 +86,7 @@ def test_train_on_a_pipe_prints_the_whole_jobs_progress(tiny, tmp_path):
     data.write_text("".join(json.dumps({"prompt": f"Pick {i}", "chosen": f"The answer is {i}", "rejected": "no"})
                             + "\n" for i in range(24)))
     done = _rmbench(["train", "--base", str(tiny["causal"]), "--data", str(data), "--out", str(tmp_path / "rm"),
-                     "--epochs", "2", "--batch-size", "2", "--kind", "ex"], tmp_path, every="0.05")
+                     "--epochs", "2", "--batch-size", "2", "--kind", "ex", "--split", "all"], tmp_path, every="0.05")
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert lines[0].startswith("plan: 24 pairs x 2 epochs")
