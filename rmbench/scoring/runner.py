@@ -28,6 +28,7 @@ from rmbench.results.folder import RewardRow, check_destination, write_run
 from rmbench.scoring.backends import ENGINES, make_backend
 from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
+from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
 from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
                                 SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
@@ -75,6 +76,9 @@ class EvalConfig:
     ray_address: str | None = None
     worker_cpus: float = 1.0
     worker_gpus: float = 0.0
+    score_timeout: float | None = None
+    """``--score-timeout``: seconds one batch may take on the local engine (None: no limit;
+    :mod:`rmbench.scoring.timeout`)."""
 
     def __post_init__(self) -> None:
         data = tuple(d if isinstance(d, DataOverride) else DataOverride(*d) for d in self.data)
@@ -99,6 +103,10 @@ class EvalConfig:
         if self.truncation not in ("left", "right"):
             raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.truncation!r}")
         check_threads(self.runtime.threads)
+        check_score_timeout(self.score_timeout)
+        if self.score_timeout is not None and self.engine != "local":
+            raise ConfigError(f"--score-timeout works with --engine local only, not {self.engine!r} (it interrupts "
+                              f"a batch through a signal in this process)")
 
 
 @dataclass(frozen=True)
@@ -271,8 +279,10 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
         check_destination(out_dir, plan.identity, overwrite)
 
     threads = prepare_threads(config.runtime.threads) if config.engine == "local" else None
+    deadline = BatchDeadline(config.score_timeout, model_spec.name) if config.score_timeout is not None else None
     backend = make_backend(config.engine, workers=config.workers, ray_address=config.ray_address,
-                           worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus, threads=threads)
+                           worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus, threads=threads,
+                           deadline=deadline)
     runtime = config.runtime
     if backend.device is not None and runtime.device == "auto":  # accelerate: this rank's device
         runtime = dataclasses.replace(runtime, device=backend.device)
@@ -291,6 +301,10 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     finally:
         if cache is not None:
             cache.close()
+    if backend.memory.splits:
+        warn(f"model {model_spec.name!r} ran out of memory and scored {backend.memory.splits} "
+             f"batch{'es' * (backend.memory.splits != 1)} again in halves (first: {backend.memory.first}); the rewards "
+             f"are those of whole batches, but a smaller --token-budget spares the retries")
 
     bounds = np.cumsum([0] + [t.n_responses for t in loaded])
     per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -304,7 +318,8 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
                          truncation=config.truncation, n_bootstrap=config.n_bootstrap, seed=config.seed,
                          metric_version=METRIC_VERSION, ci_level=0.95,
                          data={d.task: d.source_text() for d in config.data}),
-        execution=Execution(runtime=dataclasses.asdict(config.runtime), model=model.describe(),
+        execution=Execution(runtime={**dataclasses.asdict(config.runtime), "score_timeout": config.score_timeout},
+                            model=model.describe(),
                             backend=backend.describe(), stats=_stats_json(stats, threads),
                             cache=str(cache.path) if cache is not None else None),
         environment=current_environment(),
