@@ -116,4 +116,7 @@ def test_a_transformers_model_out_of_memory_gives_the_same_rewards_in_halves(tin
     finally:
         handle.remove()
     assert stats.oom_splits > 0
-    assert split.tobytes() == whole.tobytes(), np.abs(split - whole).max()
+    # Not bit for bit: torch's kernels give a row other float32 roundings in a batch of another
+    # shape (a batch of one differs from the whole by ~6e-7 as well, with or without a split).
+    assert np.allclose(split, whole, rtol=1e-5, atol=1e-5), np.abs(split - whole).max()
+    assert not np.array_equal(split, np.zeros_like(split))

@@ -104,8 +104,8 @@ GROUPS = [ComparisonGroup("g1", "q", ["a", "bb", "ccc"], [2, 1, 0])]
 def test_a_batch_past_the_deadline_is_a_model_error_naming_it():
     before = signal.getsignal(signal.SIGALRM)
     backend = LocalBackend(deadline=BatchDeadline(0.2, "sleeper"))
-    with pytest.raises(ModelError, match=r"^model 'sleeper' took longer than --score-timeout 0\.2 s on a batch of 3 "
-                                         r"responses starting at group 'g1', response \d"):
+    with pytest.raises(ModelError, match=r"^model 'sleeper' took longer than --score-timeout 0\.2 s on a batch of \d "
+                                         r"responses? starting at group 'g1', response \d"):
         score_groups(_Sleeper(30.0), GROUPS, backend=backend, name="sleeper")
     assert signal.getsignal(signal.SIGALRM) == before  # the handler is put back
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -3,11 +3,11 @@
 Every backend scores through :func:`rmbench.scoring.backends.score_batch`, which hands a model's
 out-of-memory failure here: :func:`score_in_halves` frees what the failed attempt held, scores
 the first half and then the second (each half may split again), and joins the values in order.
-An adapter scores each row on its own (right padding and a causal mask, or a python function
-of one pair at a time), so the halves give the rewards the whole batch would have, bit for bit
-(``tests/test_memory_faults.py`` checks it for python functions and a tiny transformers model);
-an MC-dropout model (``discretize``) draws other masks for other batch shapes, so its split
-batches give rewards of the same distribution, not the same bits.
+A python function that scores pair by pair gives the whole batch's rewards bit for bit; a
+transformers model gives them to float32 rounding (torch's kernels round a row differently in a
+batch of another shape: ~6e-7 on the tiny test models, as a batch of one does without any split;
+``tests/test_memory_faults.py`` checks both); an MC-dropout model (``discretize``) draws other
+masks for other batch shapes, so its split batches give rewards of the same distribution.
 
 A single response that still runs out of memory is one :class:`~rmbench.errors.ModelError`
 naming it, the allocator's message and what makes a row smaller (``--max-length``, ``--dtype``).

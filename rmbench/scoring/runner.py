@@ -304,7 +304,7 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     if backend.memory.splits:
         warn(f"model {model_spec.name!r} ran out of memory and scored {backend.memory.splits} "
              f"batch{'es' * (backend.memory.splits != 1)} again in halves (first: {backend.memory.first}); the rewards "
-             f"are those of whole batches, but a smaller --token-budget spares the retries")
+             f"match whole batches' (to float rounding in torch), but a smaller --token-budget spares the retries")
 
     bounds = np.cumsum([0] + [t.n_responses for t in loaded])
     per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
