@@ -117,3 +117,60 @@ def test_vllm_prompt_logprobs_sum_over_the_response_positions():
     assert summed_prompt_logprobs(lp, ids, [2, 3]) == -0.75
     with pytest.raises(ConfigError, match="token 0"):
         summed_prompt_logprobs(lp, ids, [0])
+
+
+# Notes its worker's pid (a file per process) and takes its time, so that a worker can be killed mid-run.
+KILLABLE_RM = """
+import os, time
+
+def score(pairs):
+    open(os.path.join(os.environ["RM_PIDS"], str(os.getpid())), "w").close()
+    time.sleep(float(os.environ.get("RM_SLEEP", "0")))
+    return [len(r) * 0.37 + sum(map(ord, r)) % 11 for _, r in pairs]
+"""
+
+
+@pytest.mark.distributed
+def test_a_ray_worker_killed_mid_run_is_replaced_and_the_run_equals_a_clean_one(tmp_path, monkeypatch):
+    """SIGKILL to a Ray actor's process, by pid, while it scores (issue 24): Ray restarts the
+    actor and retries its batch, and the run's rewards are a clean run's."""
+    pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
+    import signal
+    import threading
+    import time
+
+    import ray
+
+    (tmp_path / "rm.py").write_text(KILLABLE_RM)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("RM_PIDS", str(pids))
+    base = dict(model=f"python:{tmp_path / 'rm.py'}:score", model_args=(("max_batch", 8),), n_bootstrap=10)
+    clean = evaluate(EvalConfig(**base, use_cache=False), out_dir=tmp_path / "clean")
+    for p in pids.iterdir():
+        p.unlink()
+    monkeypatch.setenv("RM_SLEEP", "0.05")  # about 70 batches: a few seconds of scoring on 2 workers
+    killed: list[int] = []
+
+    def kill_a_worker():
+        deadline = time.monotonic() + 300  # Ray's start-up included
+        while time.monotonic() < deadline and not killed:
+            workers = [int(p.name) for p in pids.iterdir() if int(p.name) != os.getpid()]
+            if workers:
+                time.sleep(0.3)  # a few batches in
+                os.kill(workers[0], signal.SIGKILL)
+                killed.append(workers[0])
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_a_worker, daemon=True)
+    killer.start()
+    try:
+        run = evaluate(EvalConfig(**base, engine="ray", workers=2, cache_dir=str(tmp_path / "c")),
+                       out_dir=tmp_path / "ray")
+    finally:
+        ray.shutdown()
+        killer.join(timeout=5)
+    assert killed, "no worker was seen scoring"
+    assert len({p.name for p in pids.iterdir()}) > 2  # a worker besides the two first: the killed one's successor
+    assert run.execution.stats["computed"] == clean.execution.stats["computed"]
+    assert (tmp_path / "ray" / "rewards.jsonl").read_bytes() == (tmp_path / "clean" / "rewards.jsonl").read_bytes()

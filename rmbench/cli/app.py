@@ -114,6 +114,9 @@ def eval_command(
                                               "(e.g. ray://head:10001 or auto) (default: start a local one)."),
     worker_cpus: float = typer.Option(1.0, "--worker-cpus", help="--engine ray: CPUs per actor."),
     worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
+    score_timeout: Optional[float] = typer.Option(None, "--score-timeout", metavar="SECONDS", help="Stop the run "
+                                                  "when one batch takes longer (--engine local; default: no limit); "
+                                                  "the batches before it stay in the score cache."),
     report: bool = typer.Option(False, "--report", help="Also write report.html (rmbench report) in each run folder."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
@@ -136,7 +139,7 @@ def eval_command(
                               cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache,
                               skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation,
                               engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,
-                              worker_gpus=worker_gpus, name=n)
+                              worker_gpus=worker_gpus, name=n, score_timeout=score_timeout)
                    for m, n in zip(models, names)]
         main = is_main_process(engine)
         try:

@@ -32,6 +32,8 @@ from rmbench.core.types import prompt_from_json, prompt_to_json
 from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import RewardModel, ScoreRequest
 from rmbench.models.threads import ThreadGovernor
+from rmbench.scoring.memory import MemoryRetries, failure_text, is_out_of_memory, score_in_halves
+from rmbench.scoring.timeout import BatchDeadline
 
 ENGINES = ("local", "ray", "accelerate")
 Factory = Callable[[], RewardModel]
@@ -46,18 +48,26 @@ def request_from_json(d: dict) -> ScoreRequest:
     return ScoreRequest(prompt_from_json(d["prompt"]), d["response"], d["group_id"], int(d["index"]), d["utility"])
 
 
-def score_batch(model: RewardModel, batch: Sequence[ScoreRequest]) -> np.ndarray:
+def score_batch(model: RewardModel, batch: Sequence[ScoreRequest], retries: MemoryRetries | None = None
+                ) -> np.ndarray:
     """``model.score(batch)`` as checked floats (:func:`checked_rewards`), with a failure
     reported as where it happened. Every backend scores through it, in whatever process; its
-    errors say what the model did, and the engine adds which model it was."""
+    errors say what the model did, and the engine adds which model it was. A batch that runs out
+    of memory is scored again in halves (:mod:`rmbench.scoring.memory`), counted in ``retries``."""
     try:
         out = model.score(batch)
     except RMBenchError:  # already says what is wrong (a model that cannot load, a bad setting)
         raise
     except Exception as exc:  # the model's own failure, reported with where it happened
-        raise ModelError(f"failed on a batch starting at group {batch[0].group_id!r}, "
-                         f"response {batch[0].index}: {type(exc).__name__}: {exc}") from exc
-    return checked_rewards(batch, out)
+        if not is_out_of_memory(exc):
+            raise ModelError(f"failed on a batch starting at group {batch[0].group_id!r}, "
+                             f"response {batch[0].index}: {type(exc).__name__}: {exc}") from exc
+        failure = failure_text(exc)
+    else:
+        return checked_rewards(batch, out)
+    # Out of the except clause, so the failed attempt's frames (and their tensors) are freed first.
+    retries = retries if retries is not None else MemoryRetries()
+    return score_in_halves(batch, failure, retries, lambda half: score_batch(model, half, retries))
 
 
 def checked_rewards(batch: Sequence[ScoreRequest], out: Any) -> np.ndarray:
@@ -101,15 +111,20 @@ class LocalBackend:
     is_main = True
     device: str | None = None  # the device this process must use, when the backend decides it
 
-    def __init__(self, threads: ThreadGovernor | None = None) -> None:
-        self.threads = threads
+    def __init__(self, threads: ThreadGovernor | None = None, deadline: BatchDeadline | None = None) -> None:
+        self.threads, self.deadline = threads, deadline
+        self.memory = MemoryRetries()
 
     def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[ScoreRequest]]
             ) -> Iterator[tuple[int, Any]]:
         for j, batch in enumerate(batches):
             if self.threads is not None:
                 self.threads.before_batch()
-            yield j, score_batch(model, batch)
+            if self.deadline is None:
+                values = score_batch(model, batch, self.memory)
+            else:  # the deadline covers the scoring only, not the cache write while the engine holds the batch
+                values = self.deadline.call(batch, lambda: score_batch(model, batch, self.memory))
+            yield j, values
 
     def describe(self) -> dict:
         return {"name": self.name, "workers": self.workers}
@@ -130,9 +145,9 @@ class _RayScorer:
 
         out = []
         for payload in rows["requests"]:
-            batch = [request_from_json(d) for d in json.loads(payload)]
-            values = score_batch(self.model, batch)
-            out.append(json.dumps(values.tolist()))
+            batch, retries = [request_from_json(d) for d in json.loads(payload)], MemoryRetries()
+            values = score_batch(self.model, batch, retries)
+            out.append(json.dumps({"values": values.tolist(), "splits": retries.splits, "first": retries.first}))
         return {"j": rows["j"], "values": np.array(out, dtype=object)}
 
 
@@ -149,6 +164,7 @@ class RayBackend:
     device: ClassVar[str | None] = None  # each worker picks its own
 
     def __post_init__(self) -> None:
+        self.memory = MemoryRetries()  # the workers' out-of-memory splits, summed as their batches arrive
         if self.concurrency < 1:
             raise ConfigError(f"--workers must be >= 1, got {self.concurrency}")
         if self.num_cpus <= 0 or self.num_gpus < 0:
@@ -206,7 +222,9 @@ class RayBackend:
                                 num_gpus=self.num_gpus or None, batch_format="numpy")
         try:
             for row in scored.iter_rows():
-                yield int(row["j"]), np.asarray(json.loads(row["values"]))
+                done = json.loads(row["values"])
+                self.memory.add(done["splits"], done["first"])
+                yield int(row["j"]), np.asarray(done["values"])
         except Exception as exc:  # noqa: BLE001 - a worker's error arrives wrapped by Ray
             raise _unwrap_ray_error(exc) from None
 
@@ -250,6 +268,7 @@ class AccelerateBackend:
         self.rank, self.workers = self.state.process_index, self.state.num_processes
         self.is_main = self.state.is_main_process
         self.device = str(self.state.device)
+        self.memory = MemoryRetries()  # every rank's out-of-memory splits, gathered with the scores
         if self.device == "cpu" and self.workers > 1:  # share the cores instead of oversubscribing them
             local = int(os.environ.get("LOCAL_WORLD_SIZE", self.workers))
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
@@ -258,11 +277,16 @@ class AccelerateBackend:
             ) -> Iterator[tuple[int, Any]]:
         from accelerate.utils import gather_object
 
-        mine = [(j, score_batch(model, batches[j]).tolist())
+        retries = MemoryRetries()
+        mine = [(j, score_batch(model, batches[j], retries).tolist())
                 for j in range(self.rank, len(batches), self.workers)]
+        mine.append((-1, [retries.splits, retries.first]))  # this rank's splits ride with its scores
         gathered = gather_object(mine) if self.workers > 1 else mine
         for j, values in sorted(gathered, key=lambda t: t[0]):
-            yield j, np.asarray(values)
+            if j < 0:
+                self.memory.add(*values)
+            else:
+                yield j, np.asarray(values)
 
     def describe(self) -> dict:
         return {"name": self.name, "workers": self.workers, "device": self.device}
@@ -276,9 +300,11 @@ def is_main_process(engine: str) -> bool:
 
 
 def make_backend(engine: str = "local", *, workers: int = 2, ray_address: str | None = None,
-                 worker_cpus: float = 1.0, worker_gpus: float = 0.0, threads: ThreadGovernor | None = None):
+                 worker_cpus: float = 1.0, worker_gpus: float = 0.0, threads: ThreadGovernor | None = None,
+                 deadline: BatchDeadline | None = None):
+    """``deadline`` (``--score-timeout``): the local engine's only (EvalConfig refuses it for the others)."""
     if engine == "local":
-        return LocalBackend(threads)
+        return LocalBackend(threads, deadline)
     if engine == "ray":
         return RayBackend(address=ray_address, concurrency=workers, num_cpus=worker_cpus, num_gpus=worker_gpus)
     if engine == "accelerate":

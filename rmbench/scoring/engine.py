@@ -12,8 +12,10 @@
    returns identical scores.
 3. Skip every planned batch whose scores are all in the cache; hand the rest to a backend
    (:mod:`rmbench.scoring.backends`: this process, Ray or accelerate), which scores and checks them
-   (one finite number per request, or an error naming the request), and write each batch to
-   the cache in one transaction.
+   (one finite number per request, or an error naming the request; a batch that runs out of
+   memory again in halves, :mod:`rmbench.scoring.memory`; under ``--score-timeout`` each batch
+   within a deadline, :mod:`rmbench.scoring.timeout`), and write each batch to the cache in one
+   transaction.
 4. Hand the raw outputs of whole groups to ``model.postprocess`` (MC-dropout clustering needs
    all responses of a prompt at once) and check the rewards.
 """
@@ -47,6 +49,7 @@ class EngineStats:
     work_tokens: int  # tokens run through the model: fewer than real_tokens where prompts are shared
     padded_tokens: int  # work_tokens plus padding
     seconds: float
+    oom_splits: int = 0  # batches scored again in halves after running out of memory (rmbench.scoring.memory)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -237,7 +240,7 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
         raise ModelError(f"model {name!r} post-processing returned {rewards.shape} values, some not finite, "
                          f"for {len(requests)} responses")
     stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, work, padded,
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, backend.memory.splits)
     return rewards, stats
 
 

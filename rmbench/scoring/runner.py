@@ -29,6 +29,7 @@ from rmbench.results.folder_lock import run_folders_locked
 from rmbench.scoring.backends import ENGINES, is_main_process, make_backend
 from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
+from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
 from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
                                 SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
@@ -80,6 +81,9 @@ class EvalConfig:
     name: str | None = None
     """``--name``: the model's display name (tables, records) and its run folder's name; default
     the ``--model`` text (and a short folder name, :func:`rmbench.scoring.suite.short_model_name`)."""
+    score_timeout: float | None = None
+    """``--score-timeout``: seconds one batch may take on the local engine (None: no limit;
+    :mod:`rmbench.scoring.timeout`)."""
 
     def __post_init__(self) -> None:
         data = tuple(d if isinstance(d, DataOverride) else DataOverride(*d) for d in self.data)
@@ -110,6 +114,10 @@ class EvalConfig:
         check_threads(self.runtime.threads)
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
             raise ConfigError(f"--name must be a non-empty name, got {self.name!r}")
+        check_score_timeout(self.score_timeout)
+        if self.score_timeout is not None and self.engine != "local":
+            raise ConfigError(f"--score-timeout works with --engine local only, not {self.engine!r} (it interrupts "
+                              f"a batch through a signal in this process)")
 
 
 @dataclass(frozen=True)
@@ -313,8 +321,10 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
     """Score the plan's model on its tasks: the run record and its reward rows."""
     config, model_spec, loaded = plan.config, plan.model_spec, list(plan.tasks)
     threads = prepare_threads(config.runtime.threads) if config.engine == "local" else None
+    deadline = BatchDeadline(config.score_timeout, model_spec.name) if config.score_timeout is not None else None
     backend = make_backend(config.engine, workers=config.workers, ray_address=config.ray_address,
-                           worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus, threads=threads)
+                           worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus, threads=threads,
+                           deadline=deadline)
     runtime = config.runtime
     if backend.device is not None and runtime.device == "auto":  # accelerate: this rank's device
         runtime = dataclasses.replace(runtime, device=backend.device)
@@ -333,6 +343,10 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
     finally:
         if cache is not None:
             cache.close()
+    if backend.memory.splits:
+        warn(f"model {model_spec.name!r} ran out of memory and scored {backend.memory.splits} "
+             f"batch{'es' * (backend.memory.splits != 1)} again in halves (first: {backend.memory.first}); the rewards "
+             f"match whole batches' (to float rounding in torch), but a smaller --token-budget spares the retries")
 
     bounds = np.cumsum([0] + [t.n_responses for t in loaded])
     per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -346,7 +360,8 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                          truncation=config.truncation, n_bootstrap=config.n_bootstrap, seed=config.seed,
                          metric_version=METRIC_VERSION, ci_level=0.95,
                          data={d.task: d.source_text() for d in config.data}),
-        execution=Execution(runtime=dataclasses.asdict(config.runtime), model=model.describe(),
+        execution=Execution(runtime={**dataclasses.asdict(config.runtime), "score_timeout": config.score_timeout},
+                            model=model.describe(),
                             backend=backend.describe(), stats=_stats_json(stats, threads),
                             cache=str(cache.path) if cache is not None else None),
         environment=current_environment(),
