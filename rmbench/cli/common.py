@@ -151,9 +151,13 @@ def leaderboard_grid(table) -> Grid:
 
 
 def _print_leaderboard(lb) -> None:
-    """Every table of ``lb`` fitted to the console's width, the notes after the main table."""
-    print_grid(console, leaderboard_grid(lb.main))
+    """Every table of ``lb`` fitted to the console's width, what the task names are and the notes
+    after the headline tables (one, or one per task)."""
+    for table in lb.headline:
+        print_grid(console, leaderboard_grid(table))
+    for line in lb.legend:
+        console.print(f"legend: {line}", markup=False, highlight=False)
     for note in lb.notes:
         console.print(f"note: {note}", markup=False, highlight=False)
-    for table in lb.tables[1:]:
+    for table in lb.tables[len(lb.headline):]:
         print_grid(console, leaderboard_grid(table))
