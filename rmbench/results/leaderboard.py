@@ -22,7 +22,7 @@ from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
 from rmbench.results.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Table, fold_rows,
-                                                split_by_task)
+                                                split_by_task, without_empty_columns)
 from rmbench.results.record import RunRecord, TaskResult, eps_text
 
 FORMATS = ("md", "csv", "json", "html")
@@ -308,5 +308,5 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     headline = tuple(fold_rows(t, sources) for t in headline)
     shifts = _shift_table(task_order, ordered, first, eps_by_task)
     return Leaderboard(headline[0], tuple(fold_rows(t, sources) for t in official),
-                       None if shifts is None else fold_rows(shifts, sources), eps_by_task, keys, tuple(notes),
+                       None if shifts is None else fold_rows(without_empty_columns(shifts), sources), eps_by_task, keys, tuple(notes),
                        headline[1:], legend)

@@ -72,6 +72,13 @@ def split_by_task(table: Table) -> tuple[Table, ...]:
     return tuple(out)
 
 
+def without_empty_columns(table: Table) -> Table:
+    """``table`` without the columns that no row fills (a notes line says why they are empty)."""
+    keep = [j for j in range(len(table.columns)) if any(c[j] is not None and c[j].defined for _, c in table.rows)]
+    return replace(table, columns=tuple(table.columns[j] for j in keep),
+                   rows=tuple((keys, tuple(cells[j] for j in keep)) for keys, cells in table.rows))
+
+
 def _unprefixed(col: Column) -> Column:
     return replace(col, header=col.header.removeprefix(f"{col.task} "))
 
