@@ -1,0 +1,67 @@
+"""How the D-Spec figure tells its curves apart: a line style and marker per run, curves identical
+to an earlier one named as such (they would hide under it), and eps labels thinned where points
+crowd (many runs end near Spec = 1, D = 0, where every label would sit on the others).
+
+Pure helpers over arrays and points; :mod:`rmbench.results.plot` draws with them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol, Sequence
+
+import numpy as np
+
+LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P")
+LABEL_ROOM = 0.06
+"""An eps label is left out when its point is this close (in the unit square) to a labelled one."""
+
+
+class Curve(Protocol):
+    label: str
+    spec: np.ndarray
+    d: np.ndarray
+    recorded: tuple[tuple[float, float, float], ...]
+
+
+def linestyle(i: int) -> str:
+    return LINESTYLES[i % len(LINESTYLES)]
+
+
+def marker(i: int) -> str:
+    return MARKERS[i % len(MARKERS)]
+
+
+def _same(a: Curve, b: Curve) -> bool:
+    return (a.spec.shape == b.spec.shape and np.array_equal(a.spec, b.spec, equal_nan=True)
+            and np.array_equal(a.d, b.d, equal_nan=True) and a.recorded == b.recorded)
+
+
+def identical_to(curves: Sequence[Curve]) -> list[int | None]:
+    """For each curve, the index of the first earlier curve it is identical to (same points, same
+    recorded points), else None."""
+    out: list[int | None] = []
+    for i, c in enumerate(curves):
+        out.append(next((j for j in range(i) if out[j] is None and _same(curves[j], c)), None))
+    return out
+
+
+def identical_notes(curves: Sequence[Curve], same: Sequence[int | None]) -> list[str]:
+    """One note per curve drawn over an identical one."""
+    return [f"{c.label}: identical to {curves[j].label} (drawn {linestyle(i)!r} over it)"
+            for i, (c, j) in enumerate(zip(curves, same)) if j is not None]
+
+
+class LabelRoom:
+    """Points already labelled on the figure; :meth:`take` says whether a new label has room."""
+
+    def __init__(self, room: float = LABEL_ROOM) -> None:
+        self.room = room
+        self.taken: list[tuple[float, float]] = []
+
+    def take(self, s: float, d: float) -> bool:
+        if any(math.hypot(s - a, d - b) < self.room for a, b in self.taken):
+            return False
+        self.taken.append((s, d))
+        return True
