@@ -120,3 +120,19 @@ def test_eps_reads_like_the_other_eps_values(runs_folder):
     eps = {row[2] for row in grid.rows if row[1] == "balanced_best" and row[2]}
     assert eps and all(e.endswith("σ") and len(e) <= 6 for e in eps), eps
     assert not any("sigma" in row[2] for row in grid.rows)
+
+
+def test_shipped_tables_are_of_the_current_metric_version_and_say_how_they_were_made():
+    from pathlib import Path
+
+    from rmbench.core.metrics import METRIC_VERSION
+
+    folder = Path(__file__).resolve().parents[1] / "leaderboards"
+    readme = (folder / "README.md").read_text()
+    shipped = sorted(p for p in folder.iterdir() if p.name != "README.md")
+    assert shipped
+    for path in shipped:
+        assert f"`{path.name}`" in readme.split("## Not shipped")[0], path.name  # with its command
+        text = path.read_text()
+        assert f"metric version {METRIC_VERSION}" in text, path.name
+        assert "metric version 1" not in text and "Task keys (comparability)" not in text, path.name
