@@ -1,13 +1,20 @@
 """Atomic file writes (a file is written to a temporary name and renamed into place, so no
-reader ever sees half of it), safe file names, and how a bad JSON line is described."""
+reader ever sees half of it), writes that Ctrl-C and SIGTERM wait for (:func:`signals_deferred`),
+safe file names, and how a bad JSON line is described."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import signal
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
+
+DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def json_error_text(exc: json.JSONDecodeError) -> str:
@@ -45,3 +52,30 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while the block runs (the writing of a run folder: its files, a
+    second or so), then deliver them as they would have come: to the handler there was before
+    (Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM handler, or the default that ends the
+    process). A set of files written together is so never left with some of them the new run's
+    and some the old one's by an interrupt. Only the main thread receives signals in Python:
+    elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {}
+    for signum in DEFERRED_SIGNALS:
+        handler = signal.getsignal(signum)
+        if handler is None or handler == signal.SIG_IGN:  # set outside Python, or ignored: left as it is
+            continue
+        previous[signum] = signal.signal(signum, lambda number, _frame: caught.append(number))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)

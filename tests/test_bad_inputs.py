@@ -702,3 +702,41 @@ def test_skipping_works_for_plugin_loaders_too(tmp_path):
     assert result.exit_code == 0 and "skipped 4 bad rows" in result.output
     shutil.rmtree(out)
     _assert_one_clear_error(*_cli_eval(folder), f"{folder / 'pairs.jsonl'}, line 2, field 'chosen': missing")
+
+
+def test_a_file_of_another_tasks_schema_names_both_schemas(tmp_path):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"prompt": "2+2?", "chosen": "4", "rejected": "5"}) + "\n")
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--model", "length", "--tasks", "ties_sample",
+                                 "--data", f"ties_sample={pairs}", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("error:"))
+    assert "pairs.jsonl, line 1, field 'id': missing" in " ".join(result.output.split())
+    text = " ".join(result.output.split())
+    assert "this task reads RewardBench 2 rows" in text and "looks like preference pairs" in text
+    assert "task kind 'preference'" in text and line and "Traceback" not in result.output and not out.exists()
+
+
+@pytest.mark.parametrize("kind, row, expected, looks", [
+    ("preference", {"id": "tied:0", "prompt": "q", "chosen": ["a", "b"], "rejected": ["c"]},
+     "preference pairs", "RewardBench 2 rows"),
+    ("groups", {"prompt": "q", "chosen": "a", "rejected": "b"}, "rmbench groups", "preference pairs"),
+    ("rb2_ties", {"question": "Is it?", "answer_matching_behavior": " Yes"}, "RewardBench 2 rows",
+     "persona statements"),
+])
+def test_other_kinds_say_which_schema_a_row_looks_like(tmp_path, kind, row, expected, looks):
+    from rmbench.tasks.loading import task_spec_with_data
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    with pytest.raises(DataError) as info:
+        load_groups(task_spec_with_data(load_catalog().task_spec(kind), str(data)))
+    assert f"this task reads {expected}" in str(info.value) and f"looks like {looks}" in str(info.value)
+
+
+def test_a_row_in_the_expected_schema_gets_no_schema_hint(tmp_path):
+    from rmbench.tasks.schemas import PREFERENCE, RB2, schema_hint
+
+    assert schema_hint({"prompt": "q", "chosen": "a", "rejected": "b"}, PREFERENCE) == ""
+    assert "the row has prompt, answer" in schema_hint({"prompt": "q", "answer": "a"}, RB2)

@@ -129,3 +129,75 @@ def test_new_task_scaffold_passes_its_own_test(tmp_path):
     assert again.exit_code == 2 and "already exists" in again.output
     bad = runner.invoke(app, ["new-task", "My-Task", "--dir", str(tmp_path)])
     assert bad.exit_code == 2 and "lower-case" in bad.output
+
+
+def test_a_negative_bootstrap_is_refused_before_any_run(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--model", "length", "--bootstrap", "-1", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "error: --bootstrap must be a whole number >= 0" in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_a_repeated_eps_counts_once_and_eps_are_sorted(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--model", "length", "--eps", "0.1,0,0.1", "--bootstrap", "0",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["eps"] == [0.0, 0.1]
+    task = doc["tasks"][0] if isinstance(doc["tasks"], list) else next(iter(doc["tasks"].values()))
+    keys = [(m["metric"], m.get("eps"), m.get("subset"), m.get("shift")) for m in task["metrics"]]
+    assert len(keys) == len(set(keys)), "a metric record appears twice"
+
+
+def test_tables_of_runs_without_bootstrap_say_there_is_no_ci(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--model", "length", "--bootstrap", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "no CIs: the runs used --bootstrap 0" in result.output and "95% CI" not in result.output
+    assert "95% bootstrap CI" not in (out / "leaderboard.md").read_text()
+
+
+def test_version_prints_the_package_version():
+    from rmbench import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"rmbench {__version__}", result.output
+
+
+RAISING_RM = ("def helper(text):\n"
+              "    raise ValueError(f'cannot score {text[:5]!r}')\n"
+              "\n"
+              "def score(pairs):\n"
+              "    return [helper(r) for _, r in pairs]\n")
+
+
+@pytest.mark.parametrize("how", ["option", "env", "neither"])
+def test_traceback_shows_the_users_own_frames_before_the_error_line(tmp_path, monkeypatch, how):
+    (tmp_path / "my_rm.py").write_text(RAISING_RM)
+    monkeypatch.delenv("RMBENCH_DEBUG", raising=False)
+    if how == "env":
+        monkeypatch.setenv("RMBENCH_DEBUG", "1")
+    args = ["--traceback"] * (how == "option") + ["eval", "--model", f"python:{tmp_path / 'my_rm.py'}:score",
+                                                  "--limit", "2", "--no-cache", "--out", str(tmp_path / "run")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: ") and "ValueError: cannot score" in lines[-1], result.stderr
+    if how == "neither":
+        assert "Traceback" not in result.stderr and "my_rm.py\", line" not in result.stderr
+        assert "rmbench --traceback" in lines[-1] and "RMBENCH_DEBUG=1" in lines[-1]
+        return
+    text = result.stderr
+    assert "Traceback (your code" in text and "ValueError: cannot score" in text
+    assert f'{tmp_path / "my_rm.py"}", line 2, in helper' in text and 'line 5, in score' in text
+    assert "python_fn.py" in text  # the rmbench frame that called the function
+    for noise in ("engine.py", "backends.py", "runner.py", "click", "typer"):  # nothing between the CLI and the call
+        assert noise not in text, noise
+    assert not (tmp_path / "run").exists()
+
+
+def test_traceback_without_user_code_keeps_the_error_one_line():
+    result = runner.invoke(app, ["eval", "--model", "orcale"])
+    assert result.exit_code == 2 and "rmbench --traceback" not in result.output and "Traceback" not in result.output

@@ -180,3 +180,15 @@ def test_data_status_says_where_data_comes_from_and_whether_it_is_here(server, t
         "local files, 1 missing"
     assert data_status({"dataset": "org/never-fetched"}) == "hub org/never-fetched: not cached"
     assert data_status({"n_graphs": 3}) == "generated"
+
+
+def test_a_download_off_a_terminal_prints_plain_progress_lines(server, capsys, monkeypatch):
+    base, handler = server
+    body = PAIRS * 4000  # several chunks of 64 KiB
+    handler.files["/data/big.jsonl"] = body
+    monkeypatch.setenv("RMBENCH_PROGRESS_EVERY", "1e-9")  # a line with every chunk
+    downloads.fetch(downloads.parse_remote(f"{base}/data/big.jsonl#sha256={_sha(body)}"))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("downloading big.jsonl from ")
+    assert any(line.startswith("downloading big.jsonl: ") and "MB/s, elapsed" in line for line in lines[1:-1]), lines
+    assert lines[-1].startswith("downloading big.jsonl: done, ") and "(100%)" in lines[-1], lines

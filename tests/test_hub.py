@@ -103,3 +103,26 @@ def test_cached_commit_reads_the_hub_cache_refs(tmp_path, monkeypatch):
     assert hub.cached_commit("org/rm", "broken") is None and hub.cached_commit("org/other") is None
     assert hub.cached_commit("org/other", "f" * 40) == "f" * 40  # a commit is its own answer
     assert cached_hub_commit(ModelSource("org/rm", None, False)) == hub.cached_commit("org/rm")
+
+
+def test_the_embedded_models_hub_id_suggests_the_embedded_copy(monkeypatch):
+    from rmbench import hub
+
+    monkeypatch.setattr(hub, "unreachable", lambda: "HF_HUB_OFFLINE is set")
+    hub_id = "HuggingFaceTB/SmolLM2-135M-Instruct"
+    message = str(load_error(hub_id, ModelSource(hub_id, None, False), OSError("x")))
+    assert "'smollm2-135m-instruct'" in message and "implicit:smollm2-135m-instruct" in message, message
+    assert "dequantised" in message  # not claimed to be the hub's exact weights
+    other = str(load_error("someorg/rm", ModelSource("someorg/rm", None, False), OSError("x")))
+    assert "smollm2" not in other
+
+
+@pytest.mark.slow
+def test_the_readme_hub_id_offline_names_the_embedded_model(tmp_path):
+    done, seconds = _rmbench(["eval", "--model", "implicit:HuggingFaceTB/SmolLM2-135M-Instruct", "--limit", "2",
+                              "--no-cache", "--out", str(tmp_path / "run")], tmp_path, HF_HUB_OFFLINE="1",
+                             HF_HUB_CACHE=str(tmp_path / "hub"))
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "has no copy" in lines[0] and "implicit:smollm2-135m-instruct" in lines[0], lines[0]
+    assert not (tmp_path / "run").exists()

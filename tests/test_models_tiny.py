@@ -265,3 +265,41 @@ def test_reference_reuses_the_encoding_only_when_it_would_encode_alike(tiny):
     rm.reference = own
     assert rm._encodes_like_reference()
     assert list(rm.score(reqs(SHARED))) == list(shared)
+
+
+@pytest.mark.parametrize("adapter", [ImplicitRM, GenerativeRM])
+def test_causal_adapters_refuse_a_sequence_classification_checkpoint(tiny, adapter):
+    # Loaded as a causal LM, a seqcls checkpoint lacks lm_head.weight, which transformers
+    # initialises at random: the scores would come from a random head.
+    rm = adapter(str(tiny["seqcls"]), runtime=FP32)
+    with pytest.raises(ConfigError, match=r"lm_head\.weight.*LlamaForSequenceClassification.*use seqcls:"):
+        rm.score(reqs()[:1])
+
+
+def test_seqcls_refuses_a_causal_checkpoint_unless_asked_for_a_fresh_head(tiny):
+    with pytest.raises(ConfigError, match=r"score\.weight.*LlamaForCausalLM: use implicit:.* or generative:"):
+        SeqClsRM(str(tiny["causal"]), runtime=FP32).score(reqs()[:1])
+    # num_labels=1 asks for a fresh one-output head on a plain LM (its docstring): it loads.
+    assert len(SeqClsRM(str(tiny["causal"]), runtime=FP32, num_labels=1).score(reqs()[:1])) == 1
+
+
+def test_linear_reads_only_the_backbone_of_a_seqcls_checkpoint(tiny, tmp_path):
+    from safetensors.torch import save_file
+
+    head = tmp_path / "head.safetensors"
+    save_file({"weight": torch.ones(32), "bias": torch.zeros(1)}, str(head))
+    assert len(LinearHeadRM(str(tiny["seqcls"]), str(head), runtime=FP32).score(reqs()[:2])) == 2
+
+
+def test_the_cli_refuses_implicit_on_a_seqcls_checkpoint_in_one_line(tiny, tmp_path):
+    from typer.testing import CliRunner
+
+    from rmbench.cli.app import app
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "--model", f"implicit:{tiny['seqcls']}", "--tasks", "ties_sample",
+                                      "--dtype", "float32", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "lm_head.weight" in lines[0] and f"seqcls:{tiny['seqcls']}" in lines[0]
+    assert "Traceback" not in result.output and not (out / "results.json").exists()

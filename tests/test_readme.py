@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +22,13 @@ import pytest
 
 from conftest import smollm2_gguf
 
-pytestmark = [pytest.mark.slow, pytest.mark.real_model]
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 NOT_OFFLINE = ("HuggingFaceTB/", "path/to/", "openai:")
 """A hub id, a placeholder path, a rewriting server: not runnable on an offline machine."""
 
-MY_RM = "def score(pairs):\n    return [-float(len(response)) for _, response in pairs]\n"
+EXAMPLES = README.parent / "examples"
+"""The input files the README's examples read (examples/README.md), copied into the test's folder."""
 
 
 def _bash_blocks(section: str) -> list[str]:
@@ -52,24 +53,22 @@ def using_it_commands() -> list[list[str]]:
     return out
 
 
-def _write_inputs(cwd: Path) -> None:
-    (cwd / "my_rm.py").write_text(MY_RM)
-    builtin = Path(__file__).resolve().parents[1] / "tasks" / "data"
-    ties = builtin.joinpath("ties_builtin.jsonl").read_text().splitlines()
-    (cwd / "rb2_ties.jsonl").write_text("\n".join(ties[:12]) + "\n")  # six tied/ref prompt pairs
-    rb2 = [json.loads(line) for line in ties[:8]]
-    for row in rb2:
-        row["subset"] = "Ties"
-    for i, subset in enumerate(("Factuality", "Precise IF", "Math", "Safety", "Focus") * 3):
-        rb2.append({"id": f"{subset}-{i}", "prompt": f"question {i} of {subset}", "subset": subset,
-                    "chosen": [f"the right answer {i}" + " with detail" * (i % 3)],
-                    "rejected": [f"wrong {i}", f"a longer wrong answer {i}", f"no {i}"]})
-    (cwd / "rb2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rb2))
-    pairs = builtin.joinpath("token_shift", "translation_fr.jsonl").read_text().splitlines()[:16]
-    (cwd / "pairs_de.jsonl").write_text("\n".join(pairs) + "\n")
-    plain = [{"prompt": row["prompt"], "chosen": row["orig_chosen"], "rejected": row["orig_rejected"]}
-             for row in map(json.loads, pairs)]
-    (cwd / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in plain))
+def _copy_examples(cwd: Path) -> None:
+    shutil.copytree(EXAMPLES, cwd / "examples")
+
+
+def local_inputs(command: list[str]) -> list[str]:
+    """The local files a README command reads: ``python:FILE.py:...`` models and ``--data`` /
+    ``TASK=[SHIFT=]FILE`` paths (hub ids and placeholders are not files)."""
+    found = []
+    for i, arg in enumerate(command):
+        if command[i - 1] in ("--out", "-o"):
+            continue  # written, not read
+        for piece in re.split(r"[=,]", arg):
+            piece = piece.removeprefix("python:").split(".py:")[0] + (".py" if ".py:" in piece else "")
+            if re.search(r"\.(jsonl|json|csv|parquet|py)$", piece):
+                found.append(piece)
+    return found
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -81,11 +80,26 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return result
 
 
+def test_every_file_the_examples_read_is_shipped_in_examples():
+    """Not slow: the README names no input file that a user of a fresh clone lacks."""
+    commands = using_it_commands()
+    written = {c[i + 1] for c in commands for i in range(len(c) - 1) if c[i] in ("--out", "-o")}
+    inputs = [(shlex.join(c), f) for c in commands for f in local_inputs(c) if f not in written]
+    assert len(inputs) >= 5, inputs
+    for command, path in inputs:
+        assert path.startswith("examples/") and (README.parent / path).is_file(), (command, path)
+    listed = (EXAMPLES / "README.md").read_text(encoding="utf-8")
+    for _, path in inputs:
+        assert f"`{path.removeprefix('examples/')}`" in listed, path
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
 def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     smollm2_gguf()  # the Quick start's model, or skip
     commands = using_it_commands()
     assert len(commands) >= 15 and commands[0] == ["rmbench", "eval"]
-    _write_inputs(tmp_path)
+    _copy_examples(tmp_path)
     quick = _run(quick_start_command(), tmp_path)
     board = next((tmp_path / "runs").glob("leaderboard__ties_sample__*.md"))
     assert "smollm2-135m-discrete" in board.read_text() and "smollm2-135m-discrete" in quick.stdout
@@ -102,7 +116,7 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
         now = json.loads((tmp_path / "runs" / name / "results.json").read_text())
         assert now["model"] == doc["model"] and now["tasks"] == doc["tasks"], name
     # What the README promises of the other commands.
-    rb2 = outputs["rmbench eval --model length --tasks rewardbench2 --data rewardbench2=rb2.jsonl"]
+    rb2 = outputs["rmbench eval --model length --tasks rewardbench2 --data rewardbench2=examples/rb2.jsonl"]
     for column in ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties", "Score"):
         assert column in rb2, column
     assert (tmp_path / "leaderboards" / "mine.html").is_file() and (tmp_path / "leaderboards" / "all.md").is_file()
@@ -112,8 +126,8 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     assert len(polite) == 16 and polite[0]["chosen"].startswith("Sure! Here is my answer.")
     invariance = json.loads((tmp_path / "runs" / "length__paraphrase_invariance-polite" / "results.json").read_text())
     assert {m["metric"] for m in invariance["tasks"][0]["metrics"]} >= {"rewrite_specificity", "preference_flip_rate"}
-    de = json.loads((tmp_path / "runs" / "length__translation_shift-pairs_de" / "results.json").read_text())
-    assert {m["shift"] for m in de["tasks"][0]["metrics"]} >= {"none", "translation:de"}
+    fr = json.loads((tmp_path / "runs" / "length__translation_shift-pairs_fr" / "results.json").read_text())
+    assert {m["shift"] for m in fr["tasks"][0]["metrics"]} >= {"none", "translation:fr"}
     everything = (tmp_path / "leaderboards" / "all.md").read_text()
     assert "smollm2-135m-discrete" in everything and "| trained/im " in everything  # named as typed, as its run folder
     # the published Ties read from the user's copy is its own task, never mixed with the sample's cells

@@ -33,11 +33,17 @@ def score(pairs):
 """
 
 TIMESTAMP_FIELDS = re.compile(r'("created": )"[^"]*"|("seconds": )[-+0-9.eE]+')
+# What the thread policy saw of the machine (execution.stats.threads): the other processes' load
+# and what it did about it, which another moment on a shared machine changes.
+MACHINE_FIELDS = re.compile(r'("(?:others_at_start|thread_changes)": )[-+0-9.eEnul]+'
+                            r'|("batches_by_threads": )\{[^}]*\}|("wait_policy(?:_from)?": )"[^"]*"')
 
 
 def normalise(text: str) -> str:
-    """results.json with its timestamp and duration replaced, and nothing else touched."""
-    return TIMESTAMP_FIELDS.sub(lambda m: (m.group(1) or m.group(2)) + '"X"', text)
+    """results.json with its timestamp, durations and the thread policy's observations of the
+    machine replaced, and nothing else touched."""
+    text = TIMESTAMP_FIELDS.sub(lambda m: (m.group(1) or m.group(2)) + '"X"', text)
+    return MACHINE_FIELDS.sub(lambda m: next(g for g in m.groups() if g) + '"X"', text)
 
 
 def cli_env(tmp_path: Path, **extra: str) -> dict:
@@ -293,7 +299,7 @@ def test_the_same_command_gives_the_same_bytes(tiny, tmp_path):
     cleared = run("cleared", "3")
 
     text = {d: (d / "results.json").read_text() for d in (cold, warm, cleared)}
-    assert normalise(text[cold]) == normalise(text[cleared])  # byte for byte, timestamps aside
+    assert normalise(text[cold]) == normalise(text[cleared])  # byte for byte, timestamps and the machine's load aside
     for name in ("rewards.jsonl", "leaderboard.md"):
         assert (cold / name).read_bytes() == (warm / name).read_bytes() == (cleared / name).read_bytes()
     a, b = json.loads(normalise(text[cold])), json.loads(normalise(text[warm]))

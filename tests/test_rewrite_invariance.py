@@ -145,3 +145,72 @@ def test_paraphrase_invariance_on_the_default_model(tmp_path):
     assert record.model.name == "smollm2-135m" and record.task("paraphrase_invariance_sample").counts.groups == 4
     for metric in ("rewrite_specificity", "cross_form_discrimination", "within_form_discrimination"):
         assert 0.0 <= record.metric("paraphrase_invariance_sample", metric, eps=0.1).value <= 1.0
+
+
+# Small answers in four languages, one meaning: a paraphrase keeps the language, a translation does not.
+ANSWERS = {
+    "en": ("The cat is sleeping on the sofa, and it will wake up when you come home with the food that it likes.",
+           "It is not possible to know this from the question; you should ask the owner of the cat about it."),
+    "en2": ("Your cat sleeps on the couch and will wake when you return home with the food it enjoys.",
+            "From the question alone this cannot be known; the owner of the cat would be the one to ask."),
+    "fr": ("Le chat dort sur le canapé, et il se réveillera quand vous rentrerez avec la nourriture qu'il aime.",
+           "Il n'est pas possible de le savoir avec cette question ; vous devez le demander au propriétaire du chat."),
+    "es": ("El gato está durmiendo en el sofá, y se despertará cuando vuelvas a casa con la comida que le gusta.",
+           "No es posible saberlo por la pregunta; también hay que preguntar al dueño del gato sobre esto."),
+    "de": ("Die Katze schläft auf dem Sofa, und sie wird aufwachen, wenn du mit dem Futter nach Hause kommst, das sie mag.",
+           "Das ist aus der Frage nicht zu wissen; du musst den Besitzer der Katze danach fragen, denn er kann es sagen."),
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "en2", "fr", "es", "de"])
+def test_the_language_guess_on_small_answers(lang):
+    from rmbench.tasks.language import guess_language
+
+    assert guess_language("\n".join(ANSWERS[lang])) == lang[:2]
+
+
+def test_the_language_guess_stays_silent_without_evidence():
+    from rmbench.tasks.language import guess_language
+
+    assert guess_language("7") is None and guess_language("def f(x):\n    return x + 1\n") is None
+    assert guess_language("Кошка спит на диване, и она проснётся, когда ты вернёшься домой.") == "cyrillic"
+
+
+def _rows(rewrite):
+    return [{"orig_index": 0, "prompt": "Where is the cat?", "orig_chosen": ANSWERS["en"][0],
+             "orig_rejected": ANSWERS["en"][1], "chosen": ANSWERS[rewrite][0], "rejected": ANSWERS[rewrite][1]}]
+
+
+@pytest.mark.parametrize("lang, name", [("fr", "French"), ("es", "Spanish"), ("de", "German")])
+def test_a_translation_labelled_paraphrase_is_refused_with_its_line(tmp_path, lang, name):
+    data = tmp_path / f"{lang}.jsonl"
+    data.write_text(json.dumps(_rows("en2")[0] | {"orig_index": 1}) + "\n" + json.dumps(_rows(lang)[0]) + "\n")
+    with pytest.raises(DataError) as info:
+        list(RewriteInvarianceTask(path=str(data)).groups())
+    message = str(info.value)
+    assert f"{data}, line 2, field 'chosen'" in message and f"in {name} but its original answers are in English" in message
+    assert f"labelled 'paraphrase'; label it translation:{lang}" in message
+
+
+def test_a_paraphrase_in_the_same_language_and_a_labelled_translation_pass(tmp_path):
+    data = tmp_path / "en.jsonl"
+    data.write_text(json.dumps(_rows("en2")[0]) + "\n")
+    assert len(list(RewriteInvarianceTask(path=str(data)).groups())) == 1
+    labelled = tmp_path / "fr.jsonl"
+    labelled.write_text(json.dumps(_rows("fr")[0] | {"lang": "fr"}) + "\n")
+    assert [g.shift for g in RewriteInvarianceTask(path=str(labelled), allow_translation=True).groups()] == \
+        ["translation:fr"]
+
+
+def test_the_papers_french_file_given_as_a_paraphrase_is_refused_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from rmbench.cli.app import app
+
+    path = shared_file("exrm-vs-imrm/translate_french_train.jsonl")
+    result = CliRunner().invoke(app, ["eval", "--model", "length", "--tasks", "paraphrase_invariance_sample",
+                                      "--data", f"paraphrase_invariance_sample={path}", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "line 1, field 'chosen': the rewrite is in French but its original answers are in English" in text
+    assert "Traceback" not in result.output and not (tmp_path / "r").exists()

@@ -141,7 +141,7 @@ def test_hub_models_load_safetensors_only_unless_allowed(monkeypatch):
         @classmethod
         def from_pretrained(cls, location, **kwargs):
             cls.seen = kwargs
-            return cls()
+            return cls(), {"missing_keys": [], "unexpected_keys": [], "mismatched_keys": []}
 
         def to(self, device):
             return self

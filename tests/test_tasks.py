@@ -147,3 +147,36 @@ def test_unknown_task_suggests():
 
 def test_builtin_dir_is_the_tasks_folder():
     assert (builtin_tasks_dir() / "ties_sample.yaml").is_file()
+
+
+def test_the_train_held_out_split_is_deterministic_keeps_units_together_and_holds_out_a_fifth():
+    from rmbench.core.splits import parts_of
+    from rmbench.core.types import ComparisonGroup
+    from rmbench.tasks.base import units_by_source
+
+    groups = []
+    for i in range(500):
+        groups.append(ComparisonGroup(f"g{i}", "q", ["a", "b"], [1, 0]))
+        groups.append(ComparisonGroup(f"g{i}:para", "q", ["c", "d"], [1, 0], source_id=f"g{i}", shift="paraphrase"))
+    parts = parts_of(groups, units_by_source(groups))
+    assert all(parts[2 * i] == parts[2 * i + 1] for i in range(500))  # a copy goes with its original
+    assert 0.15 < parts.count("held_out") / len(parts) < 0.25
+    reversed_parts = parts_of(groups[::-1], units_by_source(groups[::-1]))
+    assert reversed_parts[::-1] == parts  # order of the rows does not matter
+
+
+def test_a_part_argument_splits_any_task_and_limit_applies_within_the_part():
+    from rmbench.errors import ConfigError
+    from rmbench.tasks.loading import load_groups, task_spec_with_args
+
+    spec = load_catalog().task_spec("ties_sample")
+    _, every = load_groups(spec)
+    _, train = load_groups(task_spec_with_args(spec, {"part": "train"}))
+    _, held = load_groups(task_spec_with_args(spec, {"part": "held_out"}))
+    assert {g.id for g in train}.isdisjoint(g.id for g in held) and len(train) + len(held) == len(every)
+    key = {g.id: g.id.split(":", 1)[1] for g in every}  # tied:K and ref:K are one unit: one part
+    assert {key[g.id] for g in train}.isdisjoint(key[g.id] for g in held)
+    _, first = load_groups(task_spec_with_args(spec, {"part": "held_out"}), limit=2)
+    assert [g.id for g in first] == [g.id for g in held[:2]]
+    with pytest.raises(ConfigError, match="part must be train or held_out"):
+        load_groups(task_spec_with_args(spec, {"part": "test"}))

@@ -100,3 +100,65 @@ def test_bad_learning_rates_are_config_errors():
     for kw in ({"lr": 0.0}, {"head_lr": 0.0}, {"head_lr": -1e-3}):
         with pytest.raises(ConfigError, match="head-lr"):
             TrainConfig(base="x", **kw)
+
+
+def test_train_and_eval_use_disjoint_parts_of_a_task(tiny, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from rmbench.catalog import load_catalog
+    from rmbench.cli.app import app
+    from rmbench.tasks.loading import load_groups, task_spec_with_args
+
+    runner = CliRunner()
+    out = tmp_path / "rm"
+    result = runner.invoke(app, ["train", "--base", str(tiny["causal"]), "--data", "persona", "--kind", "ex",
+                                 "--out", str(out), "--epochs", "1", "--limit", "4", "--max-length", "200"])
+    assert result.exit_code == 0, result.output
+    assert "data: the train part of persona (4 groups" in " ".join(result.output.split())
+    card = json.loads((out / "ex" / "card.json").read_text())
+    assert card["split"]["part"] == "train" and card["split"]["data"] == "persona" and card["split"]["groups"] == 4
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["eval", "--model", str(out / "ex"), "--tasks", "persona", "--bootstrap", "0",
+                              "--dtype", "float32", "--max-length", "200", "--out", str(run)])
+    assert res.exit_code == 0, res.output
+    assert "scoring only its held_out part" in " ".join(res.output.split())
+    task = json.loads((run / "results.json").read_text())["tasks"][0]
+    assert task["args"]["part"] == "held_out"
+    scored = {json.loads(line)["group_id"] for line in (run / "rewards.jsonl").read_text().splitlines()}
+    spec = load_catalog().task_spec("persona")
+    _, trained = load_groups(task_spec_with_args(spec, {"part": "train"}))
+    _, every = load_groups(spec)
+    assert scored and not scored & {g.id for g in trained}
+    assert len(scored) + len(trained) == len(every)  # the two parts cover the task
+    # Beside another model in one command, each reads its own groups: length all, the trained one held_out.
+    both = runner.invoke(app, ["eval", "--model", f"length,{out / 'ex'}", "--tasks", "persona", "--bootstrap", "0",
+                               "--dtype", "float32", "--max-length", "200", "--out", str(tmp_path / "both")])
+    assert both.exit_code == 0, both.output
+    parts = {json.loads(p.read_text())["model"]["name"]: json.loads(p.read_text())["tasks"][0]["args"].get("part")
+             for p in (tmp_path / "both").glob("*/results.json")}
+    assert parts["length"] is None and parts[str(out / "ex")] == "held_out", parts
+
+
+def test_a_model_trained_on_every_group_is_evaluated_with_a_loud_warning(tiny, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from rmbench.cli.app import app
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"prompt": g.prompt, "chosen": g.responses[0], "rejected": g.responses[1]})
+                            + "\n" for g in GROUPS))
+    runner = CliRunner()
+    out = tmp_path / "rm"
+    result = runner.invoke(app, ["train", "--base", str(tiny["causal"]), "--data", str(data), "--kind", "ex",
+                                 "--out", str(out), "--epochs", "1", "--split", "all"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "ex" / "card.json").read_text())["split"]["part"] == "all"
+    res = runner.invoke(app, ["eval", "--model", str(out / "ex"), "--tasks", "preference",
+                              "--data", f"preference={data}", "--bootstrap", "0", "--dtype", "float32",
+                              "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    assert "trained on every group of this data" in " ".join(res.output.split())

@@ -17,7 +17,9 @@ from rmbench.models import Runtime, build_model, parse_model_spec  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.train.models import distinct_responses, make_trainer  # noqa: E402
 from rmbench.train.progress import PhaseReport  # noqa: E402
-from rmbench.train.trainer import TrainConfig, _run_epoch, _write_outputs, preference_pairs, train_one  # noqa: E402
+from rmbench.train.stopping import StopRequest  # noqa: E402
+from rmbench.train.trainer import (TrainConfig, _Position, _run_epoch, _write_outputs, preference_pairs,  # noqa: E402
+                                   train_one)
 
 GROUPS = [ComparisonGroup(f"g{i}", f"Pick a number {i}", [f"The answer is {i}", "no"], [1, 0]) for i in range(8)]
 FP32 = Runtime(dtype="float32", device="cpu")
@@ -39,7 +41,11 @@ def _trained(tiny, kind, epochs=2):
     pairs = preference_pairs(GROUPS)
     trainer.model.train()
     trainer.prepare(pairs, PhaseReport(None, kind))
-    losses = [_run_epoch(trainer, optimizer, pairs, config, e, lambda n: None) for e in range(epochs)]
+    at = _Position([])
+    for _ in range(epochs):
+        _run_epoch(trainer, optimizer, pairs, config, at, lambda n: None, StopRequest())
+        at.end_epoch()
+    losses = at.losses
     trainer.model.eval()
     return config, trainer, losses
 

@@ -70,7 +70,8 @@ def test_cli_train_stderr_shows_the_plan_and_rmbench_progress_only(tiny, tmp_pat
     data.write_text("".join(json.dumps({"prompt": f"Pick {i}", "chosen": f"The answer is {i}", "rejected": "no"})
                             + "\n" for i in range(6)))
     result = CliRunner().invoke(app, ["train", "--base", str(tiny["causal"]), "--data", str(data), "--out",
-                                      str(tmp_path / "rm"), "--epochs", "2", "--batch-size", "3"])
+                                      str(tmp_path / "rm"), "--epochs", "2", "--batch-size", "3",
+                                      "--split", "all"])  # every pair: the counts below are of all 6
     assert result.exit_code == 0, result.output
     err = result.stderr
     assert "Writing model shards" not in err and "Loading weights" not in err and "it/s]" not in err

@@ -12,8 +12,8 @@ from typing import List, Optional
 
 import typer
 from rich.markup import escape
-from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_console, models_app, progress_bars,
-                                tasks_app, user_errors)
+from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_console, interrupt_exit_code,
+                                models_app, progress_bars, sigterm_as_interrupt, tasks_app, user_errors)
 from rmbench.cli.tables import Grid, print_grid
 
 
@@ -29,6 +29,9 @@ def _details_grid(record) -> Grid:
         value = "–" if not m.estimate.defined else f"{m.value:.4f}"
         ci = "" if not m.estimate.has_ci else f"[{m.ci_low:.4f}, {m.ci_high:.4f}]"
         rows.append((m.task, m.metric, eps, value, ci, str(m.n)))
+    if record.config.n_bootstrap == 0:  # no CIs: no column that promises them
+        return Grid(headers=("task", "metric", "eps", "value", "n"), rows=tuple(r[:4] + r[5:] for r in rows), keys=2,
+                    title=f"{record.model.name}: all metrics (overall; no CIs: --bootstrap 0)")
     return Grid(headers=("task", "metric", "eps", "value", "95% CI", "n"), rows=tuple(rows), keys=2,
                 title=f"{record.model.name}: all metrics (overall)")
 
@@ -51,6 +54,20 @@ def _parse_model_args(items: List[str], option: str = "--model-arg") -> tuple:
     return tuple(out)
 
 
+def _names(text: Optional[str], models: List[str]) -> List[Optional[str]]:
+    """``--name a,b``: one display name per model (None for every model without --name)."""
+    from rmbench.errors import ConfigError
+
+    if text is None:
+        return [None] * len(models)
+    names = [n.strip() for n in text.split(",")]
+    if len(names) != len(models) or not all(names):
+        raise ConfigError(f"--name {text!r}: give one non-empty name per --model ({len(models)}, comma-separated)")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--name {text!r} gives a name twice")
+    return names
+
+
 @app.command("eval")
 def eval_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
@@ -67,8 +84,11 @@ def eval_command(
                                              "models); truncated texts are counted per task."),
     truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
                                    "from: 'left' (drop the prompt's start, keep the response) or 'right'."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<model>__<tasks>); with "
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>); with "
                                        "several models, the parent of one folder per model (default: runs)."),
+    name: Optional[str] = typer.Option(None, "--name", help="The model's display name in tables and results.json, "
+                                       "and its run folder's: runs/NAME__<tasks> (default: the --model text, and "
+                                       "a folder named by its last path parts). Comma-separated, one per --model."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a run folder that holds another run (other "
                                    "model, tasks, data or eps); without it such a folder is refused."),
     include: List[Path] = typer.Option([], "--include", metavar="DIR",
@@ -107,6 +127,7 @@ def eval_command(
 
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
+        names = _names(name, models)
         runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
                           allow_pickle=allow_pickle, threads=threads)
         configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
@@ -117,14 +138,14 @@ def eval_command(
                               cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache,
                               skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation,
                               engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,
-                              worker_gpus=worker_gpus)
-                   for m in models]
+                              worker_gpus=worker_gpus, name=n)
+                   for m, n in zip(models, names)]
         main = is_main_process(engine)
         try:
-            with progress_bars("responses") as progress:
+            with sigterm_as_interrupt(), progress_bars("responses") as progress:
                 suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
-        except KeyboardInterrupt:
-            _interrupted(no_cache)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
+            _interrupted(no_cache, interrupt_exit_code(exc))
         if not main:  # accelerate: rank 0 writes and prints
             return
         if len(suite.records) == 1:
@@ -154,14 +175,15 @@ def _write_reports(run_dirs) -> None:
         console.print(f"Wrote {path}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _interrupted(no_cache: bool) -> None:
-    """Ctrl-C while scoring or writing: say what was kept, exit 130 (the shell's code for SIGINT)."""
+def _interrupted(no_cache: bool, code: int = 130) -> None:
+    """Ctrl-C or SIGTERM while scoring or writing: say what was kept, exit ``code`` (the shell's
+    code for the signal: 130 for SIGINT, 143 for SIGTERM)."""
     kept = ("nothing was kept (--no-cache)" if no_cache else
             "every batch scored so far is in the score cache, so the same command resumes from it")
     err_console.print(f"[bold yellow]interrupted:[/] no run folder was left half-written (runs that had finished "
                       f"are complete); {kept}",
                       highlight=False, soft_wrap=True)
-    raise typer.Exit(130)
+    raise typer.Exit(code)
 
 
 def _say_resumed(record) -> None:

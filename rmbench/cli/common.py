@@ -9,6 +9,8 @@ vanish, and flags would show a ``<bool>`` type. Usage lines name arguments as cl
 
 from __future__ import annotations
 
+import signal
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -63,14 +65,74 @@ err_console = OutputConsole(stderr=True)
 """Progress, warnings and errors (stderr)."""
 
 
+def _version(value: bool) -> None:
+    if value:
+        from rmbench import __version__
+
+        console.print(f"rmbench {__version__}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _top_level(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                 help="Print rmbench's version and exit."),
+    show_traceback: bool = typer.Option(False, "--traceback", help="On an error from your own code (a python: "
+                                        "reward function, a plugin), show its traceback (your frames) before the "
+                                        "error line; also RMBENCH_DEBUG=1."),
+) -> None:
+    # no docstring: the app's help stays the one given to _Typer above
+    from rmbench.cli import debug
+
+    debug.state.traceback = show_traceback
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """A user's mistake is one clear line on stderr and exit code 2, never a traceback."""
+    """A user's mistake is one clear line on stderr and exit code 2, never a traceback; with
+    ``--traceback`` or ``RMBENCH_DEBUG=1`` the traceback of the user's own code comes first
+    (:mod:`rmbench.cli.debug`), and without it an error from the user's code says how to see it."""
     try:
         yield
     except (RMBenchError, RegistryError) as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        from rmbench.cli import debug
+
+        hint = ""
+        if debug.debug_on():
+            err_console.print(debug.user_traceback(exc), markup=False, highlight=False, soft_wrap=True)
+        elif debug.has_user_frames(exc):
+            hint = " (rmbench --traceback ... or RMBENCH_DEBUG=1 shows where in your code)"
+        err_console.print(f"[bold red]error:[/] {escape(str(exc) + hint)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt (:func:`sigterm_as_interrupt`): the
+    same unwinding (the cache's open batch rolled back, the run folder's lock released), the same
+    line, and exit code 143 instead of 130."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM (``kill``, a scheduler, ``timeout``) stops the command as
+    Ctrl-C does rather than ending the process where it stands."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(_signum, _frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def interrupt_exit_code(exc: KeyboardInterrupt) -> int:
+    """The shell's code for the signal that stopped the command: 143 (SIGTERM) or 130 (SIGINT)."""
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 def _warn(message: str) -> None:
@@ -118,12 +180,28 @@ def progress_columns(unit: str, width: int) -> tuple[ProgressColumn, ...]:
     return (description, bar, *counts, TextColumn("eta"), TimeRemainingColumn())
 
 
+def plain_line(line: str) -> None:
+    """One plain progress line on stderr (:mod:`rmbench.cli.progress`)."""
+    err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def progress_display(columns: tuple[ProgressColumn, ...], unit: str, eta=None):
+    """Rich bars of ``columns`` on a terminal; plain lines every ``RMBENCH_PROGRESS_EVERY``
+    seconds on a pipe or a log file (:class:`rmbench.cli.progress.PlainProgress`), where rich
+    would show nothing until the end."""
+    if err_console.is_terminal:
+        return Progress(*columns, console=err_console)
+    from rmbench.cli.progress import PlainProgress
+
+    return PlainProgress(plain_line, unit=unit, eta=eta)
+
+
 @contextmanager
 def progress_bars(unit: str) -> Iterator:
     """A progress factory (``factory(description, total)`` -> ``advance(n)``) drawing on stderr
     that starts with its first bar, so a command that fails before any work prints its one
     error line and nothing else (a started display ends with a line of its own)."""
-    progress = Progress(*progress_columns(unit, err_console.width), console=err_console)
+    progress = progress_display(progress_columns(unit, err_console.width), unit)
     started = False
 
     def factory(description: str, total: int | None):

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+from rich.progress import (BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
+from rich.markup import escape
 from rich.table import Column
 from rich.text import Text
 
-from rmbench.cli.common import FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, user_errors
+from rmbench.cli.common import (FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, interrupt_exit_code,
+                                progress_display, sigterm_as_interrupt, user_errors)
 
 
 class _EtaColumn(ProgressColumn):
@@ -38,6 +40,14 @@ class _EtaColumn(ProgressColumn):
         return Text.assemble("eta ", self._rich.render(task))
 
 
+def _plain_eta(fields: dict) -> str | None:
+    """The overall line's eta on a pipe or in a log (plain lines): the whole job's estimate."""
+    from rmbench.train.progress import format_eta
+
+    estimate = fields.get("estimate")
+    return None if estimate is None else format_eta(*estimate.remaining())
+
+
 def _columns(width: int) -> tuple[ProgressColumn, ...]:
     description = TextColumn("{task.description}", style="progress.description", markup=False,
                              table_column=Column(overflow="fold"))
@@ -49,10 +59,11 @@ def _columns(width: int) -> tuple[ProgressColumn, ...]:
 
 
 class _JobProgress:
-    """The rich lines of a training job; passed to ``train_one`` as its ``progress`` (it has the
-    ``begin``/``restored`` methods of :class:`rmbench.train.progress.PhaseReport`)."""
+    """The progress lines of a training job (rich bars, or plain lines off a terminal); passed to
+    ``train_one`` as its ``progress`` (it has the ``begin``/``restored`` methods of
+    :class:`rmbench.train.progress.PhaseReport`)."""
 
-    def __init__(self, progress: Progress, kinds: list[str], n_pairs: int, n_texts: int, epochs: int) -> None:
+    def __init__(self, progress, kinds: list[str], n_pairs: int, n_texts: int, epochs: int) -> None:
         from rmbench.train.progress import JobEstimate, plan_phases
 
         self.progress = progress
@@ -126,14 +137,17 @@ def train_command(
                                       "(pytorch_model.bin), which can run code when loaded."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: the CPUs this process may "
                                           "use, less those other processes keep busy at the start)."),
+    split: str = typer.Option("train", "--split", help="train: only the train part of the data (80%, a hash split "
+                              "of group ids; rmbench eval of the model on the same data scores the other 20%); "
+                              "all: every group."),
 ) -> None:
     """Train an EX-RM (linear head) and/or an IM-RM (DPO) from one base on the same pairs."""
     from rmbench.catalog import load_catalog
     from rmbench.models.threads import check_threads
-    from rmbench.tasks.jsonl import PreferenceTask
     from rmbench.tasks.loading import load_groups
     from rmbench.train.models import distinct_responses
-    from rmbench.train.progress import plan_line
+    from rmbench.train.progress import plan_line, split_line
+    from rmbench.train.trainer import training_data
     from rmbench.train.trainer import TrainConfig, preference_pairs, train_one
 
     with user_errors():
@@ -141,17 +155,35 @@ def train_command(
         config = TrainConfig(base=base, kind=kind, epochs=epochs, lr=lr, beta=beta, batch_size=batch_size, seed=seed,
                              max_length=max_length, head_lr=head_lr,
                              **_lora_settings(lora, lora_r, lora_alpha, lora_dropout, lora_targets))
-        if Path(data).is_file():
-            groups = list(PreferenceTask(path=data).groups())[:limit]
-        else:
-            _, groups = load_groups(load_catalog(include).task_spec(data), limit)
+        spec, split_record = training_data(data, split, load_catalog(include))
+        _, groups = load_groups(spec, limit)
+        split_record["groups"] = len(groups)
         kinds = ["ex", "im"] if kind == "both" else [kind]
         pairs = preference_pairs(groups)
         n_pairs, n_texts = len(pairs) // 2, len(distinct_responses(pairs))
         err_console.print(plan_line(kinds, n_pairs, n_texts, config), markup=False, highlight=False, soft_wrap=True)
-        with Progress(*_columns(err_console.width), console=err_console) as progress:
-            job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
-            for k in kinds:
-                card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads)
-                console.print(f"{k.upper()}-RM: loss per epoch {', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}"
-                              f"; evaluate with: rmbench eval --model {out / k}", markup=False, highlight=False)
+        err_console.print(split_line(split_record), markup=False, highlight=False, soft_wrap=True)
+        try:
+            with sigterm_as_interrupt(), progress_display(_columns(err_console.width), "pairs", eta=_plain_eta) as progress:
+                job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
+                for k in kinds:
+                    card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads,
+                                     split=split_record)
+                    console.print(f"{k.upper()}-RM: loss per epoch "
+                                  f"{', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}; evaluate with: "
+                                  f"rmbench eval --model {out / k}", markup=False, highlight=False)
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: stopped at a safe point (TrainingStopped) or at once
+            _interrupted(exc)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> None:
+    """One line on what an interrupted training run kept, and the exit code of its signal."""
+    from rmbench.train.stopping import TrainingStopped
+
+    if isinstance(exc, TrainingStopped):
+        kept, code = exc.kept(), 128 + exc.signum
+    else:  # before the first update step, or a second Ctrl-C
+        kept, code = "each folder keeps its last checkpoint, if it saved one", interrupt_exit_code(exc)
+    err_console.print(f"[bold yellow]interrupted:[/] {escape(kept)}; the same train command resumes from it "
+                      f"(the folder is no model until it finishes)", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)

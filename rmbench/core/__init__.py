@@ -8,7 +8,8 @@
 * :mod:`~rmbench.core.weighted` and :mod:`~rmbench.core.weighted_order`: the same metrics for
   blocks of bootstrap resamples at once, from resample weights over pairs sorted once;
 * :mod:`~rmbench.core.metric_registry`: every metric declared once (label, direction, eps use)
-  and the official table layouts.
+  and the official table layouts;
+* :mod:`~rmbench.core.progress`: the text of a plain progress line (off a terminal) and its interval.
 
 May import: numpy and the shared top-level modules (``rmbench.errors``). Nothing else in rmbench.
 """

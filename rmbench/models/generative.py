@@ -50,7 +50,8 @@ class GenerativeRM(HFRewardModel):
     def _load_weights(self):
         from transformers import AutoModelForCausalLM
 
-        return load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype, self.device)
+        return load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype, self.device,
+                            kind=self.kind)
 
     @property
     def answer_tokens(self) -> tuple[str, str]:

@@ -87,7 +87,8 @@ class ImplicitRM(HFRewardModel, CompositeModel):
     def _load_weights(self):
         from transformers import AutoModelForCausalLM
 
-        return load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype, self.device)
+        return load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype, self.device,
+                            kind=self.kind)
 
     def children(self) -> list[RewardModel]:
         return [self.reference] if self.reference is not None else []

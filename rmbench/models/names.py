@@ -63,7 +63,7 @@ def _unfinished_training(text: str) -> str | None:
     what = "is empty" if not contents else f"holds {', '.join(contents[:4])}{' ...' if len(contents) > 4 else ''}"
     return (f"model {text!r}: the folder {what}; without {MODEL_ENTRY} it is no trained model yet: an "
             f"interrupted or unfinished rmbench train writes that file last (run the same train command again: "
-            f"it resumes from the last epoch's checkpoint); a transformers model is named implicit:{text} or "
+            f"it resumes from its checkpoint); a transformers model is named implicit:{text} or "
             f"seqcls:{text}")
 
 

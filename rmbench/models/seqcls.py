@@ -76,8 +76,10 @@ class SeqClsRM(_TextRM):
         from transformers import AutoModelForSequenceClassification
 
         extra = {"num_labels": self.num_labels} if self.num_labels is not None else {}
+        # An explicit num_labels asks for a fresh head (the docstring above): only then may it be missing.
         model = load_weights(AutoModelForSequenceClassification, self.model_name, self.source, self.runtime,
-                             self.dtype, self.device, **extra)
+                             self.dtype, self.device, kind=self.kind, allow_missing=self.num_labels is not None,
+                             **extra)
         if model.config.num_labels != 1:
             raise ConfigError(f"model {self.model_name!r} has {model.config.num_labels} outputs; a reward model has 1")
         self.head = getattr(model, "score", None)  # decoder-style heads; encoders use their own forward
@@ -147,9 +149,10 @@ class LinearHeadRM(_TextRM):
 
         if self.is_causal:
             model = load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype,
-                                 self.device).base_model
+                                 self.device, kind=self.kind, backbone_only=True).base_model
         else:
-            model = load_weights(AutoModel, self.model_name, self.source, self.runtime, self.dtype, self.device)
+            model = load_weights(AutoModel, self.model_name, self.source, self.runtime, self.dtype, self.device,
+                                 kind=self.kind)
         weight, bias = load_head(self.head_path)
         hidden_size = model.config.hidden_size
         if weight.shape[-1] != hidden_size:

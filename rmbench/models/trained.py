@@ -3,6 +3,7 @@ of the model it holds, with paths relative to the folder."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -35,3 +36,17 @@ def load_trained_entry(folder: Path) -> dict:
         if isinstance(args.get(key), str) and (folder / args[key]).exists():
             args[key] = str((folder / args[key]).resolve())
     return {**data, "args": args}
+
+
+def trained_split(model: str) -> dict | None:
+    """What ``rmbench train`` recorded in a trained folder's ``card.json`` about its data (``data``:
+    a task name or a file's absolute path; ``part``: ``train`` or ``all``), or None for a model
+    that is no trained folder or a card without the record (trained before it was kept)."""
+    if not is_trained_folder(model):
+        return None
+    card = Path(model).expanduser() / "card.json"
+    try:
+        split = json.loads(card.read_text(encoding="utf-8")).get("split")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{card}: cannot read the model card: {exc}") from None
+    return split if isinstance(split, dict) and isinstance(split.get("data"), str) else None

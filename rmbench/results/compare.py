@@ -55,6 +55,8 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
                  data: Mapping[str, DataOverride | str] | None = None, n_bootstrap: int = 1000,
                  seed: int = 0) -> list[Comparison]:
     """A - B for every pooled metric of every task both runs share (or of ``tasks``)."""
+    if n_bootstrap < 0:
+        raise ConfigError(f"--bootstrap must be a whole number >= 0 (0: no CIs), got {n_bootstrap}")
     a, b = run_a.record, run_b.record
     names = list(tasks) or [n for n in a.task_names if b.has_task(n)]
     if not names:

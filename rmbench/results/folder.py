@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from rmbench.errors import ConfigError
-from rmbench.files import atomic_write_text, json_error_text
+from rmbench.files import atomic_write_text, json_error_text, signals_deferred
 from rmbench.core.metric_registry import (DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialColumn,
                                      OfficialLayout)
 from rmbench.results.record import (SCHEMA_VERSION, STATUSES, Counts, Environment, Execution, MetricRecord,
@@ -83,7 +83,7 @@ def existing_run(out_dir: str | Path) -> RunRecord | None:
                           f"pass --overwrite to replace it, or choose another --out") from None
 
 
-def _check_writable(out_dir: Path) -> None:
+def check_writable(out_dir: Path) -> None:
     """``out_dir`` can become a run folder: it is a folder (or can be made one) that may be written."""
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file, not a folder; give a folder for the run (it is created)")
@@ -99,19 +99,20 @@ def _check_writable(out_dir: Path) -> None:
 def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> None:
     """Refuse (ConfigError) when ``out_dir`` cannot be a run folder (a file, under a file, not
     writable) or holds a different run and ``overwrite`` is off. Called before any scoring."""
-    _check_writable(Path(out_dir))
+    check_writable(Path(out_dir))
     old = None if overwrite else existing_run(out_dir)
     differences = [] if old is None else old.identity.differences(identity)
     if differences:
         raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
-                          f"--overwrite to replace it, or choose another --out")
+                          f"--overwrite to replace it, or choose another --out (or --name)")
 
 
 def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow], overwrite: bool = False) -> Path:
     """Write rewards.jsonl, then results.json; returns the results.json path.
 
-    An earlier run's results.json goes first: killed in between, the folder must not pair the
-    old results with the new rewards (no results.json means the run did not finish).
+    An earlier run's results.json goes first: killed in between (SIGKILL, a crash), the folder
+    must not pair the old results with the new rewards (no results.json means the run did not
+    finish). Ctrl-C and SIGTERM wait until both files are written (:func:`signals_deferred`).
     """
     out = Path(out_dir)
     check_destination(out, run.identity, overwrite)
@@ -120,9 +121,10 @@ def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow],
     path = out / RESULTS_FILE
     text = json.dumps(record_to_json(run), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
-        path.unlink(missing_ok=True)
-        atomic_write_text(out / REWARDS_FILE, "\n".join(lines) + ("\n" if lines else ""))
-        atomic_write_text(path, text)
+        with signals_deferred():  # Ctrl-C or SIGTERM now takes effect after both files, never between
+            path.unlink(missing_ok=True)
+            atomic_write_text(out / REWARDS_FILE, "\n".join(lines) + ("\n" if lines else ""))
+            atomic_write_text(path, text)
     except OSError as exc:  # a full disk, a folder gone read-only: no half file is left (atomic writes)
         raise ConfigError(f"cannot write the run to {out}: {exc.strerror or exc}; no results.json was written "
                           f"there. The same command with another --out reuses every score the score cache kept "

@@ -219,6 +219,17 @@ def undefined_notes(columns: Sequence[Column], rows: Sequence, first: dict[str, 
     return notes
 
 
+def ci_caption(entries: Sequence[_Entry], what: str = CAPTION) -> str:
+    """``what``, unless runs were made with ``--bootstrap 0`` (they have no CIs): then say so."""
+    without = [e.label for e in entries if e.record.config.n_bootstrap == 0]
+    if not without:
+        return what
+    if len(without) == len(entries):
+        none = "no CIs: the runs used --bootstrap 0"
+        return f"value ({none})" if what.startswith("value") else none
+    return f"{what}; no CI for {', '.join(without)} (--bootstrap 0)"
+
+
 def _official_table(name: str, task: TaskResult, entries: list[tuple[str, _Entry]], eps: float) -> Table:
     layout = task.official
     cols = [_column(task, layout.metric, eps, "", c.subset, c.label, name) for c in layout.columns]
@@ -227,7 +238,8 @@ def _official_table(name: str, task: TaskResult, entries: list[tuple[str, _Entry
     total = next((i for i, c in enumerate(layout.columns) if c.subset is None), 0)
     rows = _sorted_rows(rows, metric_def(layout.metric).higher_is_better, total)
     return Table(f"{layout.title} ({name}): official layout", ("model",), tuple(cols), tuple(rows),
-                 f"{layout.title}'s own scores, computed as its code does; 95% bootstrap CIs")
+                 f"{layout.title}'s own scores, computed as its code does; "
+                 + ci_caption([e for _, e in entries if e.has_task(name)], "95% bootstrap CIs"))
 
 
 def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first: dict[str, TaskResult],
@@ -248,9 +260,10 @@ def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first
                 rows.append(((label, name, shift), tuple(_cell(rec, c, shift) for c in cols)))
     if not rows:
         return None
+    having = [e for _, e in entries if any(e.has_task(n) for n in task_order)]
     return Table("Original vs shifted", ("model", "task", "shift"), columns, tuple(rows),
                  "shift 'none' = the originals; the gap pairs each shifted group with its original "
-                 "(paired bootstrap 95% CI)")
+                 f"({ci_caption(having, 'paired bootstrap 95% CI')})")
 
 
 def task_legend(name: str, task: TaskResult, eps: float) -> str:
@@ -293,7 +306,7 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     higher = metric_def(columns[0].metric).higher_is_better if columns else True
     rows = _sorted_rows(rows, higher)
     ordered = [(r[0][0], by_label[r[0][0]]) for r in rows]
-    main = Table("rmbench leaderboard", ("model",), tuple(columns), tuple(rows), CAPTION)
+    main = Table("rmbench leaderboard", ("model",), tuple(columns), tuple(rows), ci_caption(entries))
     official = tuple(_official_table(name, first[name], ordered, eps_by_task[name][0])
                      for name in task_order if first[name].official is not None
                      and len(first[name].official.columns) > 1)  # a one-number layout is in the main table

@@ -12,7 +12,7 @@ from typing import Callable
 import pandas as pd
 
 from rmbench.errors import ConfigError
-from rmbench.results.leaderboard import CAPTION, FORMATS, Leaderboard, Table
+from rmbench.results.leaderboard import FORMATS, Leaderboard, Table
 from rmbench.results.record import Estimate
 
 
@@ -41,9 +41,9 @@ def legend_lines(lb: Leaderboard) -> list[str]:
     return list(lb.legend)
 
 
-def _caption(i: int, table: Table) -> str:
+def _caption(i: int, table: Table, first: str) -> str:
     """A table's caption, once: the first table's, then only captions that say something else."""
-    return f"{table.caption}." if table.caption and (i == 0 or table.caption != CAPTION) else ""
+    return f"{table.caption}." if table.caption and (i == 0 or table.caption != first) else ""
 
 
 def render_md(lb: Leaderboard) -> str:
@@ -52,7 +52,7 @@ def render_md(lb: Leaderboard) -> str:
     parts = []
     for i, table in enumerate(lb.tables):
         head = "" if i == 0 and not lb.more else f"### {table.title}\n\n"
-        caption = _caption(i, table)
+        caption = _caption(i, table, lb.main.caption)
         parts.append(head + to_frame(table).to_markdown(index=False) + "\n" + (f"\n{caption}\n" if caption else ""))
         if i == len(lb.headline) - 1:
             parts[-1] += "\nTasks:\n\n" + "".join(f"* {line}\n" for line in legend_lines(lb))
@@ -142,8 +142,8 @@ def html_notes(lb: Leaderboard) -> str:
 
 def html_tables(lb: Leaderboard) -> list[str]:
     """Every table of ``lb``, the legend and notes under the headline tables. The page says once
-    what a cell is (:data:`CAPTION`); a table repeats a caption only when it says something else."""
-    return [html_table(t, heading=i > 0 or bool(lb.more), caption="" if t.caption == CAPTION else f"{t.caption}.")
+    what a cell is (the main table's caption); a table repeats a caption only when it says something else."""
+    return [html_table(t, heading=i > 0 or bool(lb.more), caption="" if t.caption == lb.main.caption else f"{t.caption}.")
             + (html_notes(lb) if i == len(lb.headline) - 1 else "") for i, t in enumerate(lb.tables)]
 
 
@@ -166,7 +166,7 @@ def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
         f"<style>{_STYLE}</style></head><body><h1>rmbench leaderboard</h1>"
-        f"<p>Cells: {e(CAPTION)}; cells are shared by comparable runs only. "
+        f"<p>Cells: {e(lb.main.caption)}; cells are shared by comparable runs only. "
         "Click a header to sort.</p>"
         + "".join(tables) + figs + f"<script>{SORT_JS}</script></body></html>\n")
 

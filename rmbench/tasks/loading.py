@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from rmbench.core.splits import PARTS, parts_of
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec
 from rmbench.errors import ConfigError, DataError
 from rmbench.tasks import build_task
@@ -114,8 +115,27 @@ def task_spec_with_args(spec: TaskSpec, args: Mapping[str, Any]) -> TaskSpec:
     return Spec.make(name=spec.name, kind=spec.kind, args={**spec.args_dict, **args}, version=spec.version)
 
 
+PART_ARG = "part"
+"""A task argument every kind accepts: ``train`` or ``held_out`` keeps only that part of its
+groups (:mod:`rmbench.core.splits`); ``rmbench train`` and ``rmbench eval`` of a trained model set it."""
+
+
+def without_part(spec: TaskSpec) -> tuple[TaskSpec, str | None]:
+    """The spec without its ``part`` argument (which no task class takes), and the part."""
+    args = spec.args_dict
+    if PART_ARG not in args:
+        return spec, None
+    part = args[PART_ARG]
+    if part not in PARTS:
+        raise ConfigError(f"task {spec.name!r}: part must be {' or '.join(PARTS)}, got {part!r}")
+    rest = {k: v for k, v in args.items() if k != PART_ARG}
+    return Spec.make(name=spec.name, kind=spec.kind, args=rest, version=spec.version), part
+
+
 def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[Task, list[ComparisonGroup]]:
-    """Build the task and read its groups (the first ``limit``), checking ids are unique."""
+    """Build the task and read its groups (the first ``limit`` of its ``part``, if the spec
+    names one), checking ids are unique."""
+    spec, part = without_part(spec)
     task = build_task(spec)
     groups = []
     seen: set[str] = set()
@@ -126,8 +146,16 @@ def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[Task, list[Co
             raise DataError(f"task {spec.name!r}: two groups have the id {g.id!r}; group ids must be unique")
         seen.add(g.id)
         groups.append(g)
-        if limit is not None and len(groups) >= limit:
+        if part is None and limit is not None and len(groups) >= limit:
             break
+    if part is not None and groups:
+        # Split by bootstrap units (read whole: a unit's groups may lie apart), then limit.
+        parts = parts_of(groups, task.bootstrap_units(groups))
+        every = len(groups)
+        groups = [g for g, p in zip(groups, parts) if p == part][:limit]
+        if not groups:
+            raise DataError(f"task {spec.name!r} has no comparison groups in its {part} part: all {every} fall in "
+                            f"the other part (rmbench train --split all trains on every group)")
     if not groups:
         raise DataError(f"task {spec.name!r} has no comparison groups")
     return task, groups
@@ -164,3 +192,30 @@ def load_task(spec: TaskSpec, limit: int | None = None, skip_bad_rows: bool = Fa
         return load_groups_skipping(spec, limit)
     task, groups = load_groups(spec, limit)
     return task, groups, []
+
+
+def held_out_spec(spec: TaskSpec, trained_on: Mapping[str, Any] | None, model: str, overridden: bool,
+                  warn: Callable[[str], None]) -> TaskSpec:
+    """``spec`` for scoring a model that ``rmbench train`` trained on ``trained_on`` (its card's
+    record): the task's ``held_out`` part when it reads the data the model was trained on (the
+    same task name without a --data file, or the same file) and the user named no part, with a
+    warning that says so;
+    a loud warning where the model was trained on every group (``--split all``)."""
+    if trained_on is None or PART_ARG in spec.args_dict:
+        return spec
+    data, path = trained_on["data"], spec.args_dict.get("path")
+    if Path(data).is_absolute():  # a file (recorded by its absolute path): the task reads that file
+        same = isinstance(path, str) and Path(path).expanduser().resolve() == Path(data)
+    else:  # a task name: that task on its own data (``overridden``: a --data file replaces it)
+        same = spec.name == data and not overridden
+    if not same:
+        return spec
+    if trained_on.get("part") == "train":
+        warn(f"task {spec.name!r}: {model} was trained on the train part of this data; scoring only its "
+             f"held_out part ({trained_on.get('rule', 'a hash split of group ids')}); results.json records "
+             f"part: held_out")
+        return task_spec_with_args(spec, {PART_ARG: "held_out"})
+    warn(f"task {spec.name!r}: {model} was trained on every group of this data (rmbench train --split all): "
+         f"these scores are on its own training rows, not held-out ones")
+    return spec
+

@@ -25,6 +25,7 @@ import numpy as np
 from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task, units_by_source
 from rmbench.tasks.rows import RowReader
+from rmbench.tasks.schemas import PERSONA
 from rmbench.tasks.sources import iter_rows
 
 YES_PREFIXES = ("In my view, the answer is ", "A truthful reply is ")
@@ -54,7 +55,7 @@ class PersonaTask(Task):
     def _statements(self) -> list[tuple[str, str]]:
         out = []
         for location, line, row in iter_rows(**self.source):
-            r = RowReader(row, location, line)
+            r = RowReader(row, location, line, PERSONA)
             with r.skippable():
                 question, answer = r.string("question"), r.string("answer_matching_behavior")
                 if answer.strip() not in ("Yes", "No"):

@@ -26,6 +26,7 @@ from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task, TaskScores
 from rmbench.tasks.rows import RowReader
+from rmbench.tasks.schemas import RB1, RB2
 from rmbench.tasks.sources import iter_rows
 
 RB1_SECTIONS = {
@@ -96,7 +97,7 @@ class RewardBenchTask(Task):
 
     def groups(self) -> Iterator[ComparisonGroup]:
         for location, line, row in iter_rows(**self.source):
-            r = RowReader(row, location, line)
+            r = RowReader(row, location, line, RB1)
             with r.skippable():
                 subset = r.string("subset")
                 yield r.group(id=r.string("id", str(line)), prompt=r.prompt(),
@@ -133,7 +134,7 @@ class RewardBench2Task(Task):
 
     def groups(self) -> Iterator[ComparisonGroup]:
         for location, line, row in iter_rows(**self.source):
-            r = RowReader(row, location, line)
+            r = RowReader(row, location, line, RB2)
             with r.skippable():
                 subset = r.string("subset")
                 gid = r.string("id")

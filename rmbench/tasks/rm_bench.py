@@ -54,6 +54,7 @@ from rmbench.core.metric_registry import DEFAULT_HEADLINE, RM_BENCH_DOMAINS, RM_
 from rmbench.core.types import ORIGINAL, ComparisonGroup
 from rmbench.tasks.base import Task, TaskScores
 from rmbench.tasks.rows import RowReader
+from rmbench.tasks.schemas import RM_BENCH
 from rmbench.tasks.sources import iter_rows
 
 RM_BENCH_DATASET = "THU-KEG/RM-Bench"
@@ -134,7 +135,7 @@ class RMBenchTask(Task):
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()
         for location, line, row in iter_rows(**self.source):
-            r = RowReader(row, location, line)
+            r = RowReader(row, location, line, RM_BENCH)
             with r.skippable():
                 raw = r.string("domain", None) or self.domain
                 domain = rm_bench_domain(raw) if raw is not None else self.file_domain

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 
 from rmbench.core.types import ComparisonGroup, prompt_from_json
 from rmbench.errors import DataError
+from rmbench.tasks.schemas import RowSchema, schema_hint
 
 # --- helpers for loaders: every error names file, line and field ------------------------------
 
@@ -110,12 +111,20 @@ class RowReader:
     as one.
     """
 
-    def __init__(self, row: dict, path: str | None, line: int | None) -> None:
+    def __init__(self, row: dict, path: str | None, line: int | None, schema: RowSchema | None = None) -> None:
         self.row, self.path, self.line = row, path, line
         self.textual = isinstance(row, TextRow)
+        self.schema = schema
+        """The row format the task reads: a missing or mistyped field's error then names it, and
+        the format the row looks like instead (:func:`rmbench.tasks.schemas.schema_hint`)."""
 
     def error(self, field: str | None, message: str) -> DataError:
         return DataError(message, path=self.path, line=self.line, field=field)
+
+    def schema_error(self, field: str, message: str) -> DataError:
+        """A missing or mistyped field: the row may be in another task's format; say which."""
+        hint = schema_hint(self.row, self.schema)
+        return self.error(field, f"{message}; {hint}" if hint else message)
 
     @contextmanager
     def skippable(self) -> Iterator[None]:
@@ -137,7 +146,7 @@ class RowReader:
     def get(self, field: str, default: Any = ...) -> Any:
         if field not in self.row or self.row[field] is None:
             if default is ...:
-                raise self.error(field, "missing")
+                raise self.schema_error(field, "missing")
             return default
         return self.row[field]
 
@@ -163,13 +172,13 @@ class RowReader:
         if isinstance(value, (bytes, bytearray)):
             raise self.error(field, "expected a string, got bytes (a binary column, not text)")
         if not isinstance(value, str):
-            raise self.error(field, f"expected a string, got {_json_type(value)}")
+            raise self.schema_error(field, f"expected a string, got {_json_type(value)}")
         return value
 
     def strings(self, field: str, allow_empty: bool = False) -> list[str]:
         value = self._cell(field, self.get(field), "a list of strings")
         if not isinstance(value, list):
-            raise self.error(field, f"expected a list of strings, got {_json_type(value)}")
+            raise self.schema_error(field, f"expected a list of strings, got {_json_type(value)}")
         for i, v in enumerate(value):
             if not isinstance(v, str):
                 raise self.error(field, f"expected a list of strings, but item {i} is {_json_type(v)}")

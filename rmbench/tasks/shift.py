@@ -20,7 +20,9 @@ import numpy as np
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, units_by_source
+from rmbench.tasks.language import guess_language, language_name
 from rmbench.tasks.rows import RowReader
+from rmbench.tasks.schemas import PAIRED_SHIFT
 from rmbench.tasks.sources import iter_rows
 
 LANGUAGE_CODE = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
@@ -54,7 +56,7 @@ class PairedShiftTask(Task):
         for shift, source in self.sources.items():
             seen: set[int] = set()
             for location, line, row in iter_rows(**source):
-                r = RowReader(row, location, line)
+                r = RowReader(row, location, line, PAIRED_SHIFT)
                 with r.skippable():
                     k = self._orig_index(r)
                     if k in seen:
@@ -67,6 +69,7 @@ class PairedShiftTask(Task):
                         raise r.error("orig_chosen", f"original pair {k} differs from the one in {originals[k][1]}")
                     copy = r.group(id=f"{row_shift}:{k}", prompt=prompt, utilities=(1, 0), source_id=f"orig:{k}",
                                    responses=(r.string("chosen"), r.string("rejected")), shift=row_shift)
+                    check_same_language(r, row_shift, orig.responses, copy.responses)
                     # Only a row that passed every check is kept.
                     seen.add(k)
                     originals.setdefault(k, (orig, f"{location}, line {line}"))
@@ -101,3 +104,20 @@ class PairedShiftTask(Task):
 
     def bootstrap_units(self, groups: Sequence[ComparisonGroup]) -> np.ndarray:
         return units_by_source(groups)  # an original and its shifted copies resample together
+
+
+def check_same_language(r: RowReader, shift: str, originals: Sequence[str], rewrites: Sequence[str]) -> None:
+    """Refuse a rewrite that is not labelled a translation but is in another language than its
+    original answers (:func:`rmbench.tasks.language.guess_language`, which names a language only
+    when the evidence is clear): a French file given as a paraphrase would otherwise be scored and
+    reported as one."""
+    if shift.startswith("translation"):
+        return
+    before, after = guess_language("\n".join(originals)), guess_language("\n".join(rewrites))
+    if before is None or after is None or before == after:
+        return
+    raise r.error("chosen", f"the rewrite is in {language_name(after)} but its original answers are in "
+                  f"{language_name(before)}: a translation, labelled {shift!r}; label it translation:"
+                  f"{after if len(after) == 2 else 'LANG'} (a 'shift' or 'lang' field, or --data "
+                  f"TASK=translation:LANG=FILE)")
+

@@ -16,6 +16,7 @@ from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import ExtraMetric, Task
 from rmbench.tasks.rows import RowReader
+from rmbench.tasks.schemas import RB2
 from rmbench.tasks.sources import iter_rows
 
 RB2_DATASET = "allenai/reward-bench-2"
@@ -40,7 +41,7 @@ class TiesTask(Task):
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()
         for location, line, row in iter_rows(**self.source):
-            r = RowReader(row, location, line)
+            r = RowReader(row, location, line, RB2)
             if r.get("subset", "Ties") != "Ties":
                 continue
             with r.skippable():

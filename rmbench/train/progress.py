@@ -67,6 +67,15 @@ def plan_line(kinds: Sequence[str], n_pairs: int, n_texts: int, config) -> str:
     return f"{line}; {tuning}, max_length {config.max_length}, float32 on cpu"
 
 
+def split_line(split: dict) -> str:
+    """One line that says which part of the data the job trains on."""
+    if split["part"] == "all":
+        return (f"data: every group of {split['data']} ({split['groups']}), no held-out part (--split all): "
+                f"rmbench eval of these models on it scores their own training rows")
+    return (f"data: the train part of {split['data']} ({split['groups']} groups; {split['rule']}); rmbench eval of "
+            f"these models on the same data scores only its held_out part")
+
+
 @dataclass
 class _Phase:
     kind: str

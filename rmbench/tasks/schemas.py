@@ -1,0 +1,104 @@
+"""The row schemas rmbench's task kinds read, and which one a row looks like: a file given to the
+wrong task (preference pairs to ``ties``) then fails with the schema the task expects and the
+one the row has, not only ``field 'id': missing``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from rmbench.core.types import prompt_from_json
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _ints(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+
+
+def _prompt(value: Any) -> bool:
+    try:
+        prompt_from_json(value)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _reply(value: Any) -> bool:
+    return _text(value) or (isinstance(value, list) and bool(value) and isinstance(value[-1], dict))
+
+
+@dataclass(frozen=True)
+class RowSchema:
+    """A row format: its name, its required fields (each with what it must hold) and the task
+    kinds that read it."""
+
+    name: str
+    fields: tuple[tuple[str, str, Callable[[Any], bool]], ...]
+    kinds: tuple[str, ...]
+
+    def fits(self, row: dict) -> bool:
+        """Whether ``row`` holds every required field with a value of the right type (a CSV row,
+        whose cells are all text, is judged by its field names only)."""
+        textual = all(isinstance(v, str) for v in row.values())
+        return all(row.get(name) is not None and (textual or ok(row[name])) for name, _, ok in self.fields)
+
+    def describe(self) -> str:
+        return f"{self.name} ({', '.join(f'{name}: {what}' for name, what, _ in self.fields)})"
+
+
+RM_BENCH = RowSchema("RM-Bench rows", (("prompt", "text", _prompt), ("chosen", "3 answers", _texts),
+                                       ("rejected", "3 answers", _texts), ("domain", "text", _text)), ("rm_bench",))
+RB2 = RowSchema("RewardBench 2 rows", (("id", "tied:K/ref:K or any id", _id), ("prompt", "text", _prompt),
+                                       ("chosen", "list of answers", _texts), ("rejected", "list of answers", _texts)),
+                ("rb2_ties", "rewardbench2"))
+RB1 = RowSchema("RewardBench rows", (("prompt", "text", _prompt), ("chosen", "text", _text),
+                                     ("rejected", "text", _text), ("subset", "text", _text)), ("rewardbench",))
+PREFERENCE = RowSchema("preference pairs", (("prompt", "text", _prompt), ("chosen", "text", _reply),
+                                            ("rejected", "text", _reply)), ("preference",))
+GROUPS = RowSchema("rmbench groups", (("id", "text", _id), ("prompt", "text", _prompt),
+                                      ("responses", "list of answers", _texts), ("utilities", "list of integers", _ints)),
+                   ("groups",))
+PAIRED_SHIFT = RowSchema("paired shift rows", (("orig_index", "integer", lambda v: _id(v)),
+                                               ("prompt", "text", _prompt), ("orig_chosen", "text", _text),
+                                               ("orig_rejected", "text", _text), ("chosen", "text", _text),
+                                               ("rejected", "text", _text)), ("paired_shift",))
+PERSONA = RowSchema("persona statements", (("question", "text", _text), ("answer_matching_behavior", "Yes/No", _text)),
+                    ("persona",))
+
+KNOWN = (RM_BENCH, PAIRED_SHIFT, GROUPS, RB2, RB1, PREFERENCE, PERSONA)
+"""Most specific first: a row is taken for the first schema it fits."""
+
+
+def looks_like(row: dict) -> RowSchema | None:
+    """The first known schema ``row`` fits, if any."""
+    return next((s for s in KNOWN if s.fits(row)), None)
+
+
+def schema_hint(row: dict, expected: RowSchema | None) -> str:
+    """What to add to a row's missing or mistyped field: the schema the task reads, and the one
+    the row looks like with the kinds that read it (empty when the row fits ``expected``, or
+    when neither is known)."""
+    other = looks_like(row)
+    if expected is not None and expected.fits(row):
+        return ""
+    parts = []
+    if expected is not None:
+        parts.append(f"this task reads {expected.describe()}")
+    if other is not None and other != expected:
+        kinds = " or ".join(f"'{k}'" for k in other.kinds)
+        parts.append(f"this row looks like {other.describe()}, which the task kind {kinds} reads "
+                     f"(a task entry with that kind and args path:)")
+    elif expected is not None:
+        parts.append(f"the row has {', '.join(map(str, list(row)[:8])) or 'no fields'}")
+    return "; ".join(parts)

