@@ -136,3 +136,11 @@ def test_shipped_tables_are_of_the_current_metric_version_and_say_how_they_were_
         text = path.read_text()
         assert f"metric version {METRIC_VERSION}" in text, path.name
         assert "metric version 1" not in text and "Task keys (comparability)" not in text, path.name
+
+
+def test_a_caption_other_than_the_ci_one_is_said_once_too(tmp_path):
+    evaluate(EvalConfig(model="length", tasks=TASKS[:2], n_bootstrap=0), out_dir=tmp_path / "nob")
+    lb = build_leaderboard(find_runs([tmp_path]), layout="per-task")
+    md, page = render(lb, "md"), render(lb, "html")
+    assert len(lb.headline) == 2 and "no CIs" in lb.main.caption
+    assert md.count(lb.main.caption) == 1 and page.count(lb.main.caption) == 1
