@@ -2,13 +2,14 @@
 to an earlier one named as such (they would hide under it), and eps labels thinned where points
 crowd (many runs end near Spec = 1, D = 0, where every label would sit on the others).
 
-Pure helpers over arrays and points; :mod:`rmbench.results.plot` draws with them.
+Helpers over arrays and points, and the recorded points drawn on a matplotlib axis;
+:mod:`rmbench.results.plot` draws the figure with them.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -20,6 +21,7 @@ LABEL_ROOM = 0.06
 
 class Curve(Protocol):
     label: str
+    eps_unit: str
     spec: np.ndarray
     d: np.ndarray
     recorded: tuple[tuple[float, float, float], ...]
@@ -65,3 +67,30 @@ class LabelRoom:
             return False
         self.taken.append((s, d))
         return True
+
+
+def eps_label(eps: float, unit: str) -> str:
+    """``eps=0``, ``eps=0.1σ`` (sigma units) or ``eps=0.5`` (raw reward units)."""
+    if eps == 0:
+        return "eps=0"
+    return f"eps={eps:g}σ" if unit == "sigma" else f"eps={eps:g}"
+
+
+def annotate_recorded(ax: Any, c: Curve, colour: Any, shape: str = "o", room: LabelRoom | None = None,
+                       labels: bool = True) -> None:
+    """Mark the recorded points; points that coincide share one label ("eps=0, 0.1σ"); a label
+    whose point is too close to one already labelled (``room``) is left out, and all of them
+    without ``labels``."""
+    at: dict[tuple[float, float], list[float]] = {}
+    for e, s, d in c.recorded:
+        at.setdefault((s, d), []).append(e)
+    for (s, d), eps in at.items():
+        ax.plot([s], [d], marker=shape, markersize=7, markerfacecolor=colour, markeredgecolor="black",
+                markeredgewidth=0.8, linestyle="none", zorder=4)
+        if not labels or (room is not None and not room.take(s, d)):
+            continue
+        text = eps_label(eps[0], c.eps_unit) + "".join(", " + eps_label(e, c.eps_unit)[4:] for e in eps[1:])
+        right, top = s > 0.88, d > 0.93  # keep the label inside the square
+        ax.annotate(text, (s, d), xytext=(-7 if right else 7, -8 if top else 7), textcoords="offset points",
+                    ha="right" if right else "left", va="top" if top else "bottom", fontsize=7.5, color=colour,
+                    zorder=5, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
