@@ -23,7 +23,7 @@ from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
 from rmbench.results.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Table, fold_rows,
                                                 split_by_task, without_empty_columns)
-from rmbench.results.record import RunRecord, TaskResult, eps_text
+from rmbench.results.record import Estimate, RunRecord, TaskResult, eps_text
 
 FORMATS = ("md", "csv", "json", "html")
 LAYOUTS = ("auto", "one", "per-task")
