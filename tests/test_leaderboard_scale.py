@@ -144,3 +144,12 @@ def test_a_caption_other_than_the_ci_one_is_said_once_too(tmp_path):
     md, page = render(lb, "md"), render(lb, "html")
     assert len(lb.headline) == 2 and "no CIs" in lb.main.caption
     assert md.count(lb.main.caption) == 1 and page.count(lb.main.caption) == 1
+
+
+def test_the_terminal_prints_a_table_per_task_and_the_caption_once(runs_folder, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    result = CliRunner().invoke(app, ["leaderboard", "build", str(runs_folder)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("value [95% bootstrap CI over groups]") == 1
+    assert all(f"legend: {name}: " in result.output for name in TASKS)
+    assert max(len(line) for line in result.output.splitlines() if not line.startswith(("note:", "legend:"))) <= 120
