@@ -127,13 +127,13 @@ def test_html_is_self_contained_escaped_and_sortable(runs, tmp_path):
 def test_html_has_the_markdown_notes_under_the_main_table_and_left_aligned_keys(runs):
     import html
 
-    from rmbench.results.leaderboard_render import _eps_note
+    from rmbench.results.leaderboard_render import legend_lines
 
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-eps"])])
     assert lb.notes  # length-eps has no D/Spec at eps=0.1
     md, page = render(lb, "md"), render(lb, "html")
     main_end = page.index("</table>")
-    for note in (_eps_note(lb), *lb.notes):  # what the Markdown says, escaped, right after the main table
+    for note in (*legend_lines(lb), *lb.notes):  # what the Markdown says, escaped, right after the main table
         assert note in md and html.escape(note) in page, note
         assert page.index(html.escape(note)) > main_end
         assert "<h2>" not in page[main_end:page.index(html.escape(note))]

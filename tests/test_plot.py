@@ -195,3 +195,43 @@ def test_missing_matplotlib_is_a_config_error(runs, tmp_path, monkeypatch):
         plot_runs([runs["length"]], tmp_path)
     with pytest.raises(ConfigError, match="needs matplotlib"):
         ds_curve_svg([runs["length"]], "ties_sample")
+
+
+def _lines_and_labels(fig):
+    ax = fig.axes[0]
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) > 1]
+    return curves, [t.get_text() for t in ax.texts if t.get_text().startswith("eps=")]
+
+
+def test_identical_curves_are_told_apart_and_named(runs, tmp_path):
+    from rmbench.results.plot import ds_figure
+
+    copy = tmp_path / "len_again"
+    shutil.copytree(runs["length"].path, copy)
+    fig, notes = ds_figure([runs["length"], load_run(copy)], "ties_sample")
+    curves, labels = _lines_and_labels(fig)
+    assert len(curves) == 2 and curves[0].get_linestyle() != curves[1].get_linestyle()
+    assert np.array_equal(curves[0].get_xdata(), curves[1].get_xdata())  # the same points, drawn twice
+    assert curves[1].get_label().endswith("= length (len)")
+    assert "length (len_again): identical to length (len) (drawn '--' over it)" in notes
+    # the copy's eps labels would sit on the first curve's: only the first curve's are written
+    alone, _ = ds_figure([runs["length"]], "ties_sample")
+    assert len(labels) == len(_lines_and_labels(alone)[1])
+    markers = [line.get_marker() for line in fig.axes[0].get_lines() if len(line.get_xdata()) == 1]
+    assert {"o", "s"} <= set(markers)  # each run's recorded points in its own marker
+
+
+def test_eps_labels_are_thinned_where_points_crowd(runs, tmp_path):
+    from rmbench.results.plot import ds_figure
+    from rmbench.results.plot_marks import LABEL_ROOM
+
+    # constant sits at (1, 0) at every eps; a length run with a large eps ends next to it
+    near = _run(tmp_path, "len_wide", "length", eps=(0.0, 0.1, 50.0))
+    fig, _ = ds_figure([runs["constant"], near], "ties_sample")
+    ax = fig.axes[0]
+    labelled = [t.xy for t in ax.texts if t.get_text().startswith("eps=")]
+    for i, a in enumerate(labelled):
+        for b in labelled[:i]:
+            assert np.hypot(a[0] - b[0], a[1] - b[1]) >= LABEL_ROOM, (a, b)
+    points = sum(len({(s, d) for _, s, d in _recorded(f)}) for f in (runs["constant"], near))
+    assert (1.0, 0.0) in labelled and len(labelled) == points - 1  # length's eps=50σ label left out

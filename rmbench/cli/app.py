@@ -19,11 +19,13 @@ from rmbench.cli.tables import Grid, print_grid
 
 def _details_grid(record) -> Grid:
     """Every overall metric of one run, one row per (task, metric, eps)."""
+    from rmbench.results.record import eps_display
+
     rows = []
     for m in record.records():
         if m.subset is not None or m.shift is not None:
             continue
-        eps = "" if m.eps is None else f"{m.eps:g} {m.eps_unit}"
+        eps = "" if m.eps is None else eps_display(m.eps, m.eps_unit)
         value = "–" if not m.estimate.defined else f"{m.value:.4f}"
         ci = "" if not m.estimate.has_ci else f"[{m.ci_low:.4f}, {m.ci_high:.4f}]"
         rows.append((m.task, m.metric, eps, value, ci, str(m.n)))

@@ -219,19 +219,25 @@ def progress_bars(unit: str) -> Iterator:
             progress.stop()
 
 
-def leaderboard_grid(table) -> Grid:
-    """A :class:`rmbench.results.leaderboard.Table` as a grid: rows of runs, one column per metric."""
+def leaderboard_grid(table, said: str = "") -> Grid:
+    """A :class:`rmbench.results.leaderboard.Table` as a grid: rows of runs, one column per metric;
+    without its caption when that is ``said`` already (the first table's)."""
     from rmbench.results.leaderboard_render import format_cell
 
     return Grid(headers=tuple(table.key_headers) + tuple(col.header for col in table.columns),
                 rows=tuple(tuple(keys) + tuple(format_cell(c) for c in cells) for keys, cells in table.rows),
-                keys=len(table.key_headers), transpose=True, title=table.title, caption=table.caption)
+                keys=len(table.key_headers), transpose=True, title=table.title,
+                caption="" if table.caption == said else table.caption)
 
 
 def _print_leaderboard(lb) -> None:
-    """Every table of ``lb`` fitted to the console's width, the notes after the main table."""
-    print_grid(console, leaderboard_grid(lb.main))
+    """Every table of ``lb`` fitted to the console's width, what the task names are and the notes
+    after the headline tables (one, or one per task)."""
+    for i, table in enumerate(lb.headline):
+        print_grid(console, leaderboard_grid(table, lb.main.caption if i else ""))
+    for line in lb.legend:
+        console.print(f"legend: {line}", markup=False, highlight=False)
     for note in lb.notes:
         console.print(f"note: {note}", markup=False, highlight=False)
-    for table in lb.tables[1:]:
-        print_grid(console, leaderboard_grid(table))
+    for table in lb.tables[len(lb.headline):]:
+        print_grid(console, leaderboard_grid(table, lb.main.caption))

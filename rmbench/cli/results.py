@@ -21,6 +21,9 @@ def leaderboard_build(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the table here (default: print only)."),
     eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns (default: 0.1 if every run "
                                         "has it, else the smallest eps they share)."),
+    layout: str = typer.Option("auto", "--layout", help="one (a single table of every task's metrics), per-task "
+                               "(a table per task) or auto (per task when one table would have more than 10 "
+                               "metric columns)."),
 ) -> None:
     """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
     from rmbench.errors import ConfigError
@@ -33,7 +36,7 @@ def leaderboard_build(
         if fmt not in FORMATS:
             raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
         folders = find_runs(runs)
-        lb = build_leaderboard(folders, eps=eps)
+        lb = build_leaderboard(folders, eps=eps, layout=layout)
         figures = _curve_figures(folders, lb, err_console) if fmt == "html" else None
         text = render(lb, fmt, figures)
         if out is not None:
@@ -87,12 +90,14 @@ def compare_command(
 
 def _compare_grid(name_a: str, name_b: str, rows) -> Grid:
     """One row per compared (task, metric, subset, eps); nan prints as a dash."""
+    from rmbench.results.record import eps_display
+
     def fmt(v: float) -> str:
         return "–" if v != v else f"{v:.4f}"
 
     cells = []
     for r in rows:
-        eps = "" if r.eps is None else f"{r.eps:g} {r.eps_unit}"
+        eps = "" if r.eps is None else eps_display(r.eps, r.eps_unit)
         ci = "" if r.ci_low != r.ci_low else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
         star = "*" if r.ci_low == r.ci_low and (r.ci_low > 0 or r.ci_high < 0) else ""
         cells.append((r.task, r.metric, r.subset or "", eps, fmt(r.value_a), fmt(r.value_b), fmt(r.diff), ci, star))

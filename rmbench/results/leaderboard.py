@@ -13,6 +13,7 @@ are shown apart as ``TASK#2`` and a note names what differs, with both values.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Sequence, Union
@@ -20,9 +21,16 @@ from typing import Sequence, Union
 from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
+from rmbench.results.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Table, fold_rows,
+                                                split_by_task, without_empty_columns)
 from rmbench.results.record import Estimate, RunRecord, TaskResult, eps_text
 
 FORMATS = ("md", "csv", "json", "html")
+LAYOUTS = ("auto", "one", "per-task")
+"""``one``: a single main table of every task's metrics; ``per-task``: a table per task (column
+group); ``auto``: per task when the single table would have more than
+:data:`~rmbench.results.leaderboard_tables.MAX_ONE_TABLE_COLUMNS` metric columns over several tasks."""
+CAPTION = "value [95% bootstrap CI over groups]"
 DEFAULT_EPS = 0.1
 SHIFT_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin", "pairwise_accuracy_shift_gap")
 
@@ -30,31 +38,9 @@ RunLike = Union[RunRecord, RunFolder]
 
 
 @dataclass(frozen=True)
-class Column:
-    """A leaderboard column: records of ``metric`` on ``task`` (at ``eps``; of ``subset``)."""
-
-    task: str
-    metric: str
-    header: str
-    eps: float | None = None
-    eps_unit: str | None = None
-    subset: str | None = None
-
-
-@dataclass(frozen=True)
-class Table:
-    """Rows of cells under ``columns``; ``keys`` name each row (model, or model/task/shift)."""
-
-    title: str
-    key_headers: tuple[str, ...]
-    columns: tuple[Column, ...]
-    rows: tuple[tuple[tuple[str, ...], tuple[Estimate | None, ...]], ...]
-    caption: str = ""
-
-
-@dataclass(frozen=True)
 class Leaderboard:
     main: Table
+    """The single table, or (per-task layout) the first task's table."""
     official: tuple[Table, ...] = ()
     shifts: Table | None = None
     eps: dict[str, tuple[float, str]] = field(default_factory=dict)
@@ -62,10 +48,19 @@ class Leaderboard:
     keys: dict[str, str] = field(default_factory=dict)
     """task -> task key (comparability without the eps list)."""
     notes: tuple[str, ...] = ()
+    more: tuple[Table, ...] = ()
+    """Per-task layout: the other tasks' tables, after ``main``."""
+    legend: tuple[str, ...] = ()
+    """What each task (column group) of the tables is: kind, version, data, metric version, key."""
+
+    @property
+    def headline(self) -> tuple[Table, ...]:
+        """The tables of the tasks' headline metrics: ``main``, then ``more``."""
+        return (self.main,) + self.more
 
     @property
     def tables(self) -> tuple[Table, ...]:
-        return (self.main,) + self.official + ((self.shifts,) if self.shifts is not None else ())
+        return self.headline + self.official + ((self.shifts,) if self.shifts is not None else ())
 
 
 @dataclass
@@ -224,7 +219,7 @@ def undefined_notes(columns: Sequence[Column], rows: Sequence, first: dict[str, 
     return notes
 
 
-def ci_caption(entries: Sequence[_Entry], what: str = "value [95% bootstrap CI over groups]") -> str:
+def ci_caption(entries: Sequence[_Entry], what: str = CAPTION) -> str:
     """``what``, unless runs were made with ``--bootstrap 0`` (they have no CIs): then say so."""
     without = [e.label for e in entries if e.record.config.n_bootstrap == 0]
     if not without:
@@ -271,10 +266,27 @@ def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first
                  f"({ci_caption(having, 'paired bootstrap 95% CI')})")
 
 
-def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None) -> Leaderboard:
-    """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.results.folder.load_run`)."""
+def task_legend(name: str, task: TaskResult, eps: float) -> str:
+    """What a column group's name stands for, so that a table's ``ties#2`` or a key can be read."""
+    unit = "σ" if task.eps_unit == "sigma" else " (raw reward units)"
+    what = f"{task.kind} task v{task.version}" + (f" {task.name!r}" if name != task.name else "")
+    return (f"{name}: {what}, data {task.data_fingerprint[:12]} "
+            f"({task.counts.groups} groups), metric version {task.metric_version}, D/Spec at eps {eps:g}{unit}; "
+            f"task key {task.task_key[:12]}")
+
+
+def _sources(entries: list[_Entry]) -> dict[str, RowSource]:
+    return {e.label: RowSource(e.record.model.name, json.dumps(e.record.model.spec, sort_keys=True, default=str),
+                               e.folder) for e in entries}
+
+
+def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout: str = "auto") -> Leaderboard:
+    """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.results.folder.load_run`);
+    ``layout``: one of :data:`LAYOUTS`. Rows of one model identity with the same numbers are folded."""
     if not runs:
         raise ConfigError("no runs given")
+    if layout not in LAYOUTS:
+        raise ConfigError(f"unknown leaderboard layout {layout!r}; use one of {', '.join(LAYOUTS)}")
     entries, notes = _entries(runs)
     task_order = list(dict.fromkeys(name for e in entries for name in e.tasks))
     first: dict[str, TaskResult] = {}
@@ -301,5 +313,13 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None) -> Lead
     notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows, first)
     notes += list(dict.fromkeys(metric_def(c.metric).reading for c in columns if metric_def(c.metric).reading))
     keys = {name: first[name].task_key for name in task_order}
-    return Leaderboard(main, official, _shift_table(task_order, ordered, first, eps_by_task), eps_by_task, keys,
-                       tuple(notes))
+    legend = tuple(task_legend(name, first[name], eps_by_task[name][0]) for name in task_order)
+    sources = _sources(entries)
+    per_task = layout == "per-task" or (layout == "auto" and len(task_order) > 1
+                                        and len(columns) > MAX_ONE_TABLE_COLUMNS)
+    headline = split_by_task(main) if per_task and columns else (main,)
+    headline = tuple(fold_rows(t, sources) for t in headline)
+    shifts = _shift_table(task_order, ordered, first, eps_by_task)
+    return Leaderboard(headline[0], tuple(fold_rows(t, sources) for t in official),
+                       None if shifts is None else fold_rows(without_empty_columns(shifts), sources), eps_by_task, keys, tuple(notes),
+                       headline[1:], legend)

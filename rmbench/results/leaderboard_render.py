@@ -36,18 +36,26 @@ def to_frame(table: Table, wide_ci: bool = False) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=None if records else list(table.key_headers))
 
 
-def _eps_note(lb: Leaderboard) -> str:
-    return ("D/Spec eps: " + ", ".join(f"{t}: {e:g} {u}" for t, (e, u) in lb.eps.items())
-            + ". Task keys (comparability): " + ", ".join(f"{t}: {k[:12]}" for t, k in lb.keys.items()) + ".")
+def legend_lines(lb: Leaderboard) -> list[str]:
+    """What each task name in the tables is (kind, version, data, metric version, eps, key)."""
+    return list(lb.legend)
+
+
+def _caption(i: int, table: Table, first: str) -> str:
+    """A table's caption, once: the first table's, then only captions that say something else."""
+    return f"{table.caption}." if table.caption and (i == 0 or table.caption != first) else ""
 
 
 def render_md(lb: Leaderboard) -> str:
+    """The headline tables (one, or one per task), then what their names mean and the notes, then
+    the official layouts and the shifts table."""
     parts = []
     for i, table in enumerate(lb.tables):
-        head = "" if i == 0 else f"### {table.title}\n\n"
-        parts.append(head + to_frame(table).to_markdown(index=False) + f"\n\n{table.caption}.\n")
-        if i == 0:
-            parts[-1] += _eps_note(lb) + "\n"
+        head = "" if i == 0 and not lb.more else f"### {table.title}\n\n"
+        caption = _caption(i, table, lb.main.caption)
+        parts.append(head + to_frame(table).to_markdown(index=False) + "\n" + (f"\n{caption}\n" if caption else ""))
+        if i == len(lb.headline) - 1:
+            parts[-1] += "\nTasks:\n\n" + "".join(f"* {line}\n" for line in legend_lines(lb))
             if lb.notes:
                 parts[-1] += "\nNotes:\n\n" + "".join(f"* {n}\n" for n in lb.notes)
     return "\n".join(parts)
@@ -70,12 +78,20 @@ def render_json(lb: Leaderboard) -> str:
                              "value": _value(cell.value), "ci_low": cell.ci_low, "ci_high": cell.ci_high})
         tables.append({"title": table.title, "columns": [c.header for c in table.columns], "rows": rows})
     return json.dumps({"tables": tables, "eps": {t: {"eps": e, "unit": u} for t, (e, u) in lb.eps.items()},
-                       "task_keys": lb.keys, "notes": list(lb.notes)}, indent=2, ensure_ascii=False) + "\n"
+                       "task_keys": lb.keys, "tasks": legend_lines(lb), "notes": list(lb.notes)}, indent=2, ensure_ascii=False) + "\n"
 
 
 def render_csv(lb: Leaderboard) -> str:
-    """The main table, one numeric column per value and CI bound."""
-    return to_frame(lb.main, wide_ci=True).to_csv(index=False)
+    """The headline table, one numeric column per value and CI bound; with a table per task,
+    their rows one under the other with a ``task`` column (the Markdown's rows, in its order)."""
+    if not lb.more:
+        return to_frame(lb.main, wide_ci=True).to_csv(index=False)
+    frames = []
+    for table in lb.headline:
+        frame = to_frame(table, wide_ci=True)
+        frame.insert(len(table.key_headers), "task", table.title)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True, sort=False).to_csv(index=False)
 
 
 SORT_JS = """
@@ -99,7 +115,7 @@ document.querySelectorAll('th').forEach(function (th) {
 """
 
 
-def html_table(table: Table, heading: bool = True) -> str:
+def html_table(table: Table, heading: bool = True, caption: str = "") -> str:
     """A sortable table; the key columns (model, task, shift), headers and cells, left-aligned."""
     e = html.escape
     head = "".join([f'<th class="key">{e(h)}</th>' for h in table.key_headers]
@@ -113,19 +129,26 @@ def html_table(table: Table, heading: bool = True) -> str:
         body.append("<tr>" + "".join(tds) + "</tr>")
     title = f"<h2>{e(table.title)}</h2>" if heading else ""
     return (f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-            f"<p>{e(table.caption)}.</p>")
+            + (f"<p>{e(caption)}</p>" if caption else ""))
 
 
 def html_notes(lb: Leaderboard) -> str:
-    """What the Markdown prints under its main table: the eps and task keys (comparability) of
-    the columns, then the notes (runs that cannot share cells, missing eps, failed tasks...)."""
+    """What the Markdown prints under its headline tables: what each task name is (data, metric
+    version, eps, key), then the notes (runs that cannot share cells, missing eps, failed tasks...)."""
     e = html.escape
     notes = f"<p>Notes:</p><ul>{''.join(f'<li>{e(n)}</li>' for n in lb.notes)}</ul>" if lb.notes else ""
-    return f"<p>{e(_eps_note(lb))}</p>{notes}"
+    return f"<p>Tasks:</p><ul>{''.join(f'<li>{e(n)}</li>' for n in legend_lines(lb))}</ul>{notes}"
+
+
+def html_tables(lb: Leaderboard) -> list[str]:
+    """Every table of ``lb``, the legend and notes under the headline tables. The page says once
+    what a cell is (the main table's caption); a table repeats a caption only when it says something else."""
+    return [html_table(t, heading=i > 0 or bool(lb.more), caption="" if t.caption == lb.main.caption else f"{t.caption}.")
+            + (html_notes(lb) if i == len(lb.headline) - 1 else "") for i, t in enumerate(lb.tables)]
 
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
-          "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}th{cursor:pointer;background:#f4f4f4}"
+          "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}th{cursor:pointer;background:#f4f4f4}"
           "th.key,td.key{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
           "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}")
 
@@ -139,11 +162,11 @@ def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
                    f'<img alt="{e(task)} D-Spec curve" src="data:image/svg+xml;base64,'
                    f'{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></figure>'
                    for task, svg in (figures or {}).items())
-    tables = [html_table(t, heading=i > 0) + (html_notes(lb) if i == 0 else "") for i, t in enumerate(lb.tables)]
+    tables = html_tables(lb)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
         f"<style>{_STYLE}</style></head><body><h1>rmbench leaderboard</h1>"
-        "<p>Cells: value [95% bootstrap CI over groups]; cells are shared by comparable runs only. "
+        f"<p>Cells: {e(lb.main.caption)}; cells are shared by comparable runs only. "
         "Click a header to sort.</p>"
         + "".join(tables) + figs + f"<script>{SORT_JS}</script></body></html>\n")
 

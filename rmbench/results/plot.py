@@ -33,6 +33,8 @@ from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_bytes
 from rmbench.paths import user_cache_dir
 from rmbench.results.folder import RunFolder
+from rmbench.results.plot_marks import (LabelRoom, annotate_recorded, eps_label, identical_notes, identical_to,
+                                        linestyle, marker)
 from rmbench.results.record import TaskResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -179,13 +181,6 @@ def _with_task(folders: Sequence[RunFolder], task: str) -> list[RunFolder]:
     return out
 
 
-def eps_label(eps: float, unit: str) -> str:
-    """``eps=0``, ``eps=0.1σ`` (sigma units) or ``eps=0.5`` (raw reward units)."""
-    if eps == 0:
-        return "eps=0"
-    return f"eps={eps:g}σ" if unit == "sigma" else f"eps={eps:g}"
-
-
 def _new_figure(width: float, height: float) -> "Figure":
     _matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -212,21 +207,6 @@ def _add_notes(fig: "Figure", notes: Sequence[str]) -> None:
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, color="0.35", va="bottom", ha="left")
 
 
-def _annotate_recorded(ax: Any, c: CurveData, colour: Any) -> None:
-    """Mark the recorded points; points that coincide share one label ("eps=0, 0.1σ")."""
-    at: dict[tuple[float, float], list[float]] = {}
-    for e, s, d in c.recorded:
-        at.setdefault((s, d), []).append(e)
-    for (s, d), eps in at.items():
-        ax.plot([s], [d], marker="o", markersize=7, markerfacecolor=colour, markeredgecolor="black",
-                markeredgewidth=0.8, linestyle="none", zorder=4)
-        text = eps_label(eps[0], c.eps_unit) + "".join(", " + eps_label(e, c.eps_unit)[4:] for e in eps[1:])
-        right, top = s > 0.88, d > 0.93  # keep the label inside the square
-        ax.annotate(text, (s, d), xytext=(-7 if right else 7, -8 if top else 7), textcoords="offset points",
-                    ha="right" if right else "left", va="top" if top else "bottom", fontsize=7.5, color=colour,
-                    zorder=5, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
-
-
 def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple["Figure", list[str]]:
     """The D-Spec figure of ``task`` for the runs that have it, and the notes drawn under it."""
     folders = _with_task(folders, task)
@@ -234,6 +214,7 @@ def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple["Figure", list[s
     fig = _new_figure(6.4, 6.2)
     fig.subplots_adjust(left=0.11, right=0.97, top=0.93, bottom=0.1)
     ax = fig.add_subplot(1, 1, 1)
+    same, room = identical_to(curves), LabelRoom()
     for i, c in enumerate(curves):
         colour = _colour(i)
         ok = ~np.isnan(c.spec) & ~np.isnan(c.d)
@@ -241,10 +222,13 @@ def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple["Figure", list[s
         legend = c.label + (f"  (ds_auc {auc.value:.3f})" if auc is not None and auc.estimate.defined else "")
         if not c.dense:
             legend += "  [recorded points only]"
-        if ok.any():
-            ax.plot(c.spec[ok], c.d[ok], color=colour, linewidth=1.8, linestyle="-" if c.dense else "--",
-                    drawstyle="default", label=legend, zorder=3)
-        _annotate_recorded(ax, c, colour)
+        if same[i] is not None:
+            legend += f"  = {curves[same[i]].label}"
+        if ok.any():  # a style per run (dashed when only the recorded points): identical curves stay visible
+            ax.plot(c.spec[ok], c.d[ok], color=colour, linewidth=1.8, linestyle=linestyle(i) if c.dense else "--",
+                    drawstyle="default", label=legend, zorder=3 + 0.01 * i)
+        # the eps labels of a curve identical to an earlier one would only repeat its labels
+        annotate_recorded(ax, c, colour, marker(i), room, labels=same[i] is None)
     ax.plot([1.0], [1.0], marker="*", markersize=12, color="0.6", linestyle="none", zorder=2)
     ax.annotate("ideal", (1.0, 1.0), xytext=(-9, 5), textcoords="offset points", ha="right", va="bottom",
                 fontsize=7.5, color="0.45")
@@ -257,7 +241,7 @@ def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple["Figure", list[s
     ax.set_title(f"{task}: discrimination vs specificity")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize=8, framealpha=0.9)
-    notes = [c.note for c in curves if c.note]
+    notes = [c.note for c in curves if c.note] + identical_notes(curves, same)
     if not any(c.defined for c in curves):
         ax.text(0.5, 0.5, "no curve: no run has both discrimination\nand specificity pairs on this task",
                 ha="center", va="center", fontsize=10, color="0.4", transform=ax.transAxes)

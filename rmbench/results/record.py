@@ -241,6 +241,12 @@ def eps_text(eps) -> str:
     return ",".join(f"{e:g}" for e in eps)
 
 
+def eps_display(eps: float, unit: str | None) -> str:
+    """One eps as tables print it: ``0.1σ`` in sigma units (balanced_best's ``0.754111`` as
+    ``0.754σ``, three significant digits), ``0.5`` in raw reward units."""
+    return f"{eps:.3g}{'σ' if unit == 'sigma' else ''}"
+
+
 @dataclass(frozen=True)
 class RunIdentity:
     """What makes two runs "the same run" (a rerun of one command may replace its own folder)."""

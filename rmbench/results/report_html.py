@@ -12,7 +12,7 @@ import html
 import math
 
 from rmbench.results.examples import Answer, FlipExample, PairExample, Selection
-from rmbench.results.leaderboard_render import SORT_JS, html_notes, html_table
+from rmbench.results.leaderboard_render import SORT_JS, html_tables
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}
@@ -152,12 +152,12 @@ def _task_html(k: int, t, report) -> str:
 def render_report(report) -> str:
     """The whole page of a :class:`rmbench.results.report.Report`."""
     lb = report.leaderboard
-    tables = [html_table(t, heading=i > 0) + (html_notes(lb) if i == 0 else "") for i, t in enumerate(lb.tables)]
+    tables = html_tables(lb)
     nav = "".join(f'<li><a href="#task-{k}">{_e(t.name)}</a></li>' for k, t in enumerate(report.tasks))
     runs = ", ".join(_e(n) for n in report.run_names)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>rmbench report: {runs}</title><style>{_STYLE}</style></head><body>"
-            f"<h1>rmbench report</h1><p>Runs: {runs}. Cells: value [95% bootstrap CI over groups]. "
+            f"<h1>rmbench report</h1><p>Runs: {runs}. Cells: {_e(lb.main.caption)}. "
             "Gaps in sigma: reward difference / the run's reward standard deviation. Click a header to sort.</p>"
             f"<h2>Headline</h2>{''.join(tables)}<h2>Tasks</h2><ul>{nav}</ul>"
             + "".join(_task_html(k, t, report) for k, t in enumerate(report.tasks))

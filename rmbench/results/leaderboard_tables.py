@@ -1,0 +1,114 @@
+"""A leaderboard's tables (:class:`Column`, :class:`Table`), and how they stay readable over many
+runs: one table per task, identical rows folded.
+
+A runs folder of a few models on several tasks makes one table of every task's metrics side by
+side: dozens of columns, most cells empty (a run has only its own tasks), and a row per rerun of
+one model even when the numbers are the same. :func:`split_by_task` makes one table per task
+column group (``ties``, ``ties#2``) with only the rows that ran it and only the columns some row
+fills; :func:`fold_rows` merges rows of one model identity whose cells are all equal into one row
+that counts them and names their folders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Hashable, Mapping
+
+from rmbench.results.record import Estimate
+
+
+@dataclass(frozen=True)
+class Column:
+    """A leaderboard column: records of ``metric`` on ``task`` (at ``eps``; of ``subset``)."""
+
+    task: str
+    metric: str
+    header: str
+    eps: float | None = None
+    eps_unit: str | None = None
+    subset: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of cells under ``columns``; ``keys`` name each row (model, or model/task/shift)."""
+
+    title: str
+    key_headers: tuple[str, ...]
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[tuple[str, ...], tuple[Estimate | None, ...]], ...]
+    caption: str = ""
+
+
+MAX_ONE_TABLE_COLUMNS = 10
+"""``auto`` layout: more metric columns than this (over more than one task) make one table per task."""
+FOLDERS_SHOWN = 3
+"""A folded row names this many folders, then how many more."""
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """Where a row of a table comes from: the model's display name, what makes its numbers what
+    they are (model identity: kind and arguments), and the run folder's name (None for a record)."""
+
+    model: str
+    identity: Hashable
+    folder: str | None
+
+
+def split_by_task(table: Table) -> tuple[Table, ...]:
+    """One table per task of ``table`` (in column order): its columns, headers without the task
+    prefix, the rows with a cell in them, and no column that is empty in every row."""
+    tasks = list(dict.fromkeys(c.task for c in table.columns))
+    out = []
+    for task in tasks:
+        index = [j for j, c in enumerate(table.columns) if c.task == task]
+        rows = [(keys, tuple(cells[j] for j in index)) for keys, cells in table.rows
+                if any(cells[j] is not None for j in index)]
+        filled = [k for k in range(len(index)) if any(cells[k] is not None and cells[k].defined for _, cells in rows)]
+        columns = tuple(_unprefixed(table.columns[index[k]]) for k in filled)
+        rows = [(keys, tuple(cells[k] for k in filled)) for keys, cells in rows]
+        out.append(Table(task, table.key_headers, columns, tuple(rows), table.caption))
+    return tuple(out)
+
+
+def without_empty_columns(table: Table) -> Table:
+    """``table`` without the columns that no row fills (a notes line says why they are empty)."""
+    keep = [j for j in range(len(table.columns)) if any(c[j] is not None and c[j].defined for _, c in table.rows)]
+    return replace(table, columns=tuple(table.columns[j] for j in keep),
+                   rows=tuple((keys, tuple(cells[j] for j in keep)) for keys, cells in table.rows))
+
+
+def _unprefixed(col: Column) -> Column:
+    return replace(col, header=col.header.removeprefix(f"{col.task} "))
+
+
+def fold_rows(table: Table, sources: Mapping[str, RowSource]) -> Table:
+    """``table`` with the rows of one model identity whose other keys and cells are all equal
+    merged into the first of them, labelled ``MODEL (N runs: folder, folder, ...)``."""
+    groups: dict[tuple, list[str]] = {}
+    first: dict[tuple, tuple] = {}
+    for keys, cells in table.rows:
+        source = sources[keys[0]]
+        fold = (source.model, source.identity, keys[1:], tuple(_same(c) for c in cells))
+        groups.setdefault(fold, []).append(keys[0])
+        first.setdefault(fold, (keys, cells))
+    rows = []
+    for fold, labels in groups.items():
+        keys, cells = first[fold]
+        if len(labels) > 1:
+            keys = (folded_label(fold[0], [sources[label].folder or label for label in labels]),) + keys[1:]
+        rows.append((keys, cells))
+    return replace(table, rows=tuple(rows))
+
+
+def _same(cell: Estimate | None) -> tuple | None:
+    """What two cells share when they are the same number (nan is not equal to itself)."""
+    return None if cell is None else (cell.value if cell.defined else None, cell.ci_low, cell.ci_high)
+
+
+def folded_label(model: str, folders: list[str]) -> str:
+    """``length (3 runs: a, b, c)``; past :data:`FOLDERS_SHOWN` folders, ``... and N more``."""
+    shown = ", ".join(folders[:FOLDERS_SHOWN])
+    more = f" and {len(folders) - FOLDERS_SHOWN} more" if len(folders) > FOLDERS_SHOWN else ""
+    return f"{model} ({len(folders)} runs: {shown}{more})"
