@@ -133,5 +133,5 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     # the published Ties read from the user's copy is its own task, never mixed with the sample's cells
     mine = json.loads((tmp_path / "runs" / "length__ties-rb2_ties" / "results.json").read_text())
     assert mine["tasks"][0]["name"] == "ties" and mine["tasks"][0]["args"]["path"].endswith("rb2_ties.jsonl")
-    assert " ties acc " in everything
-    assert "ties_sample acc" in everything
+    # many runs over many tasks: one table per task (the leaderboard's auto layout), each its own heading
+    assert {"### ties", "### ties_sample"} <= set(everything.splitlines())
