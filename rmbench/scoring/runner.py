@@ -257,6 +257,8 @@ class RunPlan:
     config: EvalConfig
     model_spec: Spec
     tasks: tuple[LoadedTask, ...]
+    model: RewardModel | None = field(default=None, compare=False, repr=False)
+    """The adapter the plan built to check the model's arguments (no weights yet); scoring uses it."""
 
     @property
     def identity(self) -> RunIdentity:
@@ -264,15 +266,15 @@ class RunPlan:
                            tuple(t.key_parts(self.config) for t in self.tasks))
 
 
-def check_model(spec: Spec, config: EvalConfig) -> None:
-    """Build the run's adapter once, without its weights (adapters load them on first use), and
-    drop it: an argument it does not take (``--model-arg``), a bad value or a missing file fails
+def check_model(spec: Spec, config: EvalConfig) -> RewardModel:
+    """Build the run's adapter, without its weights (adapters load them on first use), and
+    return it for the scoring: an argument it does not take (``--model-arg``), a bad value or a missing file fails
     here, in the plan, before any run folder is checked and before any model of the command is
     scored. The thread policy is decided first, as before any weights load (building an adapter
     may import torch, which starts OpenMP)."""
     if config.engine == "local":
         prepare_threads(config.runtime.threads)
-    ModelFactory(spec, config.runtime, config.max_length, config.truncation)()
+    return ModelFactory(spec, config.runtime, config.max_length, config.truncation)()
 
 
 def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
@@ -287,8 +289,7 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
     catalog = catalog or load_catalog(config.include)
     loaded = tuple(tasks) if tasks is not None else tuple(load_tasks(config, catalog, warn))
     spec = resolve_model_spec(config, catalog)
-    check_model(spec, config)
-    return RunPlan(config, spec, loaded)
+    return RunPlan(config, spec, loaded, check_model(spec, config))
 
 
 def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
@@ -329,7 +330,9 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
     if backend.device is not None and runtime.device == "auto":  # accelerate: this rank's device
         runtime = dataclasses.replace(runtime, device=backend.device)
     factory = ModelFactory(model_spec, runtime, config.max_length, config.truncation)
-    model = factory()  # cheap: weights load when a batch needs them (workers build it the same way)
+    # The plan's adapter (no weights yet: they load when a batch needs them), unless this rank's
+    # device changed the runtime; workers build their own from the factory.
+    model = plan.model if plan.model is not None and runtime == config.runtime else factory()
 
     # All tasks are scored in one pass, so a response that several tasks share is scored once.
     all_groups = [g for t in loaded for g in t.groups]
