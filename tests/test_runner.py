@@ -177,3 +177,73 @@ def test_written_files_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "x.txt").stat().st_mode) == 0o644
+
+
+CLOSING_RM = '''
+import os
+from rmbench import RewardModel
+
+
+class Closing(RewardModel):
+    """Writes a line to $CLOSE_LOG when closed; ``fail``: its score raises."""
+
+    def __init__(self, fail: bool = False):
+        self.fail = fail
+
+    def score(self, batch):
+        if self.fail:
+            raise RuntimeError("scoring broke")
+        return [float(len(r.response)) for r in batch]
+
+    def close(self):
+        with open(os.environ["CLOSE_LOG"], "a") as f:
+            f.write("closed\\n")
+'''
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_runner_closes_the_model_once_scoring_ends(tmp_path, monkeypatch, fail):
+    """An adapter's ``close`` (vLLM's engine processes) runs when scoring ends, once, also when
+    scoring failed, and before the run's record is built (the record does not need the engine)."""
+    (tmp_path / "closing_rm.py").write_text(CLOSING_RM)
+    log = tmp_path / "close.log"
+    monkeypatch.setenv("CLOSE_LOG", str(log))
+    config = EvalConfig(model=f"{tmp_path / 'closing_rm.py'}:Closing", tasks=("ties_sample",), use_cache=False,
+                        model_args=(("fail", fail),))
+    if fail:
+        with pytest.raises(ModelError, match="scoring broke"):
+            evaluate(config, out_dir=tmp_path / "run")
+    else:
+        evaluate(config, out_dir=tmp_path / "run")
+        assert (tmp_path / "run" / RESULTS_FILE).exists()
+    assert log.read_text() == "closed\n"
+
+
+def test_close_parts_closes_every_part_even_when_one_raises():
+    from rmbench.models.base import CompositeModel, RewardModel, close_parts
+
+    closed = []
+
+    class Part(RewardModel):
+        def __init__(self, name, boom=False):
+            self.name, self.boom = name, boom
+
+        def score(self, batch):
+            return [0.0] * len(batch)
+
+        def close(self):
+            closed.append(self.name)
+            if self.boom:
+                raise OSError(f"{self.name} would not close")
+
+    class Whole(Part, CompositeModel):
+        def __init__(self, *kids):
+            super().__init__("whole", boom=True)
+            self.kids = list(kids)
+
+        def children(self):
+            return self.kids
+
+    with pytest.raises(OSError, match="whole would not close"):
+        close_parts(Whole(Part("a", boom=True), Part("b")))
+    assert closed == ["whole", "a", "b"]

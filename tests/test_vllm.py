@@ -75,14 +75,49 @@ def max_rel(a, b):
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(a), 1e-12)))
 
 
+def engine_cores() -> list:
+    """This process's live vLLM engine-core processes (vLLM titles them ``VLLM::EngineCore``)."""
+    import psutil
+
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "EngineCore" in child.name() + " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
 def test_vllm_implicit_equals_implicit(causal_folder):
     hf = build_model(Spec.make("i", "implicit", {"model": causal_folder}), FP32).score(requests())
-    vl = build_model(Spec.make("v", "vllm_implicit", {"model": causal_folder}), FP32).score(requests())
+    model = build_model(Spec.make("v", "vllm_implicit", {"model": causal_folder}), FP32)
+    try:
+        vl = model.score(requests())
+        assert engine_cores(), "the engine-core process is not where this test looks for it"
+    finally:
+        model.close()
     assert max_rel(hf, vl) < 1e-5, (hf, vl)  # measured 2.1e-6 (6 texts, 2-core CPU)
+    # close() stopped vLLM's engine now, not at interpreter exit (where its finalizers had aborted
+    # the process after every test passed: exit 134); a second close is harmless.
+    assert not engine_cores()
+    model.close()
 
 
-def test_vllm_seqcls_equals_seqcls(seqcls_folder):
-    hf = build_model(Spec.make("s", "seqcls", {"model": seqcls_folder}), FP32).score(requests())
-    vl = build_model(Spec.make("v", "vllm_seqcls", {"model": seqcls_folder}), FP32).score(requests())
+def test_vllm_seqcls_equals_seqcls_through_evaluate(seqcls_folder, tmp_path):
+    """The user's path: ``evaluate`` scores a task with each adapter, and the runner closes vLLM's
+    engine when scoring ends."""
+    from rmbench.results.folder import load_rewards
+    from rmbench.scoring.runner import EvalConfig, evaluate
+
+    def rewards(kind):
+        config = EvalConfig(model=f"{kind}:{seqcls_folder}", tasks=("ties_sample",), runtime=FP32, use_cache=False,
+                            limit=4)
+        evaluate(config, out_dir=tmp_path / kind)
+        return [row.reward for row in load_rewards(tmp_path / kind)]
+
+    hf, vl = rewards("seqcls"), rewards("vllm_seqcls")
+    assert len(hf) == len(vl) > 8
+    assert not engine_cores()
     # the same last-token head in float32; vLLM's kernels sum in another order
     assert max_rel(hf, vl) < 1e-4, (hf, vl)

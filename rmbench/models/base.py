@@ -182,6 +182,12 @@ class RewardModel(ABC):
         """What the run record should say about how this model ran (dtype, device, versions)."""
         return {}
 
+    def close(self) -> None:
+        """Release what this adapter holds outside Python's memory (an inference engine's
+        processes and threads), now rather than at interpreter exit. The runner calls it
+        (:func:`close_parts`) once the model's scoring ends, even when scoring failed. Safe to
+        call twice; the adapter stays usable (it loads again on the next batch). Default: nothing."""
+
 
 class TokenizedModel(ABC):
     """A model that reads tokens: the engine plans its batches with :meth:`RewardModel.lengths`
@@ -262,6 +268,19 @@ def parts(model: RewardModel) -> Iterator[RewardModel]:
         yield m
         if isinstance(m, CompositeModel):
             todo += list(m.children())
+
+
+def close_parts(model: RewardModel) -> None:
+    """:meth:`RewardModel.close` on ``model`` and every model it is made of; each part is closed
+    even when another's ``close`` raises (the first error is raised after all are tried)."""
+    first: BaseException | None = None
+    for part in parts(model):
+        try:
+            part.close()
+        except Exception as exc:  # noqa: BLE001 - closing the others first
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 def tokenized_parts(model: RewardModel) -> list[TokenizedModel]:

@@ -80,6 +80,23 @@ class _VLLMRM(HFTokenizedModel):
                                   f"{str(exc)[:300]}") from None
         return self._llm
 
+    def close(self) -> None:
+        """Shut vLLM's engine down now: its engine-core process, sockets and monitor thread.
+        Left to interpreter exit, vLLM's finalizers run while the interpreter is tearing down,
+        and its monitor thread then sees the engine core die, logs to closed streams and can abort
+        the process (``terminate called without an active exception``, exit 134) after every
+        score was computed. vLLM's ``LLM`` has no public shutdown in 0.32: its engine client's is used."""
+        llm, self._llm = self._llm, None
+        if llm is None:
+            return
+        shutdown = getattr(getattr(getattr(llm, "llm_engine", None), "engine_core", None), "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+        del llm
+        import gc
+
+        gc.collect()
+
     def _token_ids(self, batch: Sequence[ScoreRequest]) -> list[dict]:
         enc = self.front.encode_responses(batch, share=False)
         return [{"ids": [t for t, m in zip(enc.input_ids[i].tolist(), enc.attention_mask[i].tolist()) if m],

@@ -20,7 +20,7 @@ from rmbench.catalog import Catalog, load_catalog
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.models import Runtime, Truncation, build_model
-from rmbench.models.base import RewardModel, tokenized_parts
+from rmbench.models.base import RewardModel, close_parts, tokenized_parts
 from rmbench.models.names import resolve_model
 from rmbench.models.threads import check_threads, prepare_threads
 from rmbench.results.environment import current_environment
@@ -346,6 +346,7 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
     finally:
         if cache is not None:
             cache.close()
+        close_parts(model)  # an engine's processes stop here, not at interpreter exit
     if backend.memory.splits:
         warn(f"model {model_spec.name!r} ran out of memory and scored {backend.memory.splits} "
              f"batch{'es' * (backend.memory.splits != 1)} again in halves (first: {backend.memory.first}); the rewards "
