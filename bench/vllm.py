@@ -38,6 +38,7 @@ def causal_folder(root: Path) -> str:
 def timed(spec, groups, runtime) -> tuple[float, float, object]:
     """(seconds to build and load, seconds to score, rewards) of one adapter."""
     from rmbench.models import build_model
+    from rmbench.models.base import close_parts
     from rmbench.scoring.engine import requests_for, score_groups
 
     t0 = time.perf_counter()
@@ -49,7 +50,7 @@ def timed(spec, groups, runtime) -> tuple[float, float, object]:
         rewards, _ = score_groups(rm, groups, runtime)
         scoring = time.perf_counter() - t0
     finally:
-        rm.close()  # vLLM: its engine stops now, not at interpreter exit
+        close_parts(rm)  # vLLM: its engine (and a reference's) stops now, not at interpreter exit
     return load, scoring, rewards
 
 
