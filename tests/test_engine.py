@@ -181,7 +181,11 @@ def test_tiny_implicit_end_to_end_with_cache(tiny, tmp_path):
     assert [m.to_json() for m in first.records()] == [m.to_json() for m in again.records()]
     info = first.execution.model
     assert info["dtype"] == "float32" and info["device"] == "cpu" and info["weights"].startswith("sha256:")
-    assert first.execution.runtime["token_budget"] == 8192
+    # No --token-budget: the device's default, recorded with how it was chosen; a fully cached re-run plans nothing.
+    assert first.execution.runtime["token_budget"] is None
+    assert (first.execution.stats["token_budget"], first.execution.stats["max_batch"]) == (8192, 64)
+    assert first.execution.stats["batch_limits"] == "the CPU default"
+    assert again.execution.stats["token_budget"] is None and again.execution.stats["batch_limits"] is None
 
 
 def test_discretized_run_resumes_identically(tiny, tmp_path):

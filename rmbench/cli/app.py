@@ -99,9 +99,12 @@ def eval_command(
                                         "(e.g. beta=0.1, T=8). Repeatable."),
     task_arg: List[str] = typer.Option([], "--task-arg", metavar="[TASK.]KEY=VALUE", help="Set an argument of "
                                        "the tasks (or of TASK only), e.g. languages=fra_Latn,deu_Latn. Repeatable."),
-    dtype: str = typer.Option("auto", "--dtype", help="auto (bf16 where the CPU has bf16 units), float32, bfloat16, float16."),
+    dtype: str = typer.Option("auto", "--dtype", help="auto (bf16 on a GPU that has it and where the CPU has bf16 "
+                              "units), float32, bfloat16, float16."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, mps."),
-    token_budget: int = typer.Option(8192, "--token-budget", help="Padded tokens per batch."),
+    token_budget: Optional[int] = typer.Option(None, "--token-budget", min=1, help="Padded tokens per batch "
+                                               "(default: 8192 on a CPU; on CUDA from the free memory after the "
+                                               "weights load, recorded in results.json)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the model (default: the CPUs this "
                                           "process may use, less those other processes keep busy, before each batch)."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),

@@ -64,7 +64,9 @@ class Runtime:
 
     ``dtype``: ``auto`` (bf16 where the CPU has bf16 units or on a GPU, fp32 otherwise),
     ``float32``, ``bfloat16`` or ``float16``. ``device``: ``auto``, ``cpu``, ``cuda``, ``mps``.
-    ``token_budget``: padded tokens per batch. ``max_batch``: requests per batch at most.
+    ``token_budget``: padded tokens per batch, ``max_batch``: requests per batch at most; None
+    (the default): chosen for the device (8,192 and 64 on a CPU; on CUDA from the free memory:
+    :mod:`rmbench.models.batching`).
     ``trust_remote_code``: let model repositories run their own Python code (off by default).
     ``allow_pickle``: let weights load from pickle files (``pytorch_model.bin``, ``.pt``), which
     can run code when unpickled; off by default, so only safetensors (and GGUF) weights load.
@@ -76,8 +78,8 @@ class Runtime:
     device: str = "auto"
     trust_remote_code: bool = False
     allow_pickle: bool = False
-    token_budget: int = 8192
-    max_batch: int = 64
+    token_budget: int | None = None
+    max_batch: int | None = None
     threads: int | None = None
 
 
@@ -182,6 +184,12 @@ class RewardModel(ABC):
         """What the run record should say about how this model ran (dtype, device, versions)."""
         return {}
 
+    def ran_with(self) -> dict[str, Any]:
+        """How this adapter ran in this process, known only once it has run (a GPU's name, the
+        attention kernels): the run records it among the run's counters, apart from
+        :meth:`describe`, so a fully cached re-run describes itself as the cold run did. Default: nothing."""
+        return {}
+
     def close(self) -> None:
         """Release what this adapter holds outside Python's memory (an inference engine's
         processes and threads), now rather than at interpreter exit. The runner calls it
@@ -199,6 +207,10 @@ class TokenizedModel(ABC):
     @abstractmethod
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
         """Tokens of each request's whole text, untruncated."""
+
+    prompt_reuse: bool = True
+    """Whether :meth:`prefix_lengths`' sharing is used: the engine turns it off for a scoring call
+    whose cheapest plan keeps no prompt's responses together (:func:`use_prompt_reuse`)."""
 
     def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
         """Tokens at the start of each request that other requests with the same prompt can
@@ -286,6 +298,13 @@ def close_parts(model: RewardModel) -> None:
 def tokenized_parts(model: RewardModel) -> list[TokenizedModel]:
     """The parts of ``model`` that tokenise, outermost first."""
     return [m for m in parts(model) if isinstance(m, TokenizedModel)]
+
+
+def use_prompt_reuse(model: RewardModel, on: bool) -> None:
+    """Turn the prompt KV reuse of ``model`` and its parts on or off (the engine, per scoring
+    call: rewards are the same either way, to float rounding; only the speed differs)."""
+    for part in tokenized_parts(model):
+        part.prompt_reuse = on
 
 
 def _jsonable(value: Any) -> Any:

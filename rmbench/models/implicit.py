@@ -29,22 +29,22 @@ import numpy as np
 from rmbench.core.types import prompt_to_json
 from rmbench.errors import ConfigError
 from rmbench.models.base import CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest, Truncation
+from rmbench.models.batching import lm_head_chunk, lm_head_workspace
 from rmbench.models.hf import Encoding, HFRewardModel, load_weights
 from rmbench.models.hf.identity import tokenizer_identity
 from rmbench.models.rewardbench_dpo import DPOTokens, rewardbench_dpo_tokens
 
 CONVENTIONS = ("rmbench", "rewardbench")
 
-LM_HEAD_CHUNK = 256  # response positions per LM-head call: bounds the (positions x vocab) logits (50 MB at 49k vocab)
-
-
-def gather_logprobs(lm_head, hidden, input_ids, rows, cols, softcap: float | None = None):
-    """log p(token at (row, col) | tokens before it) for each (row, col), from hidden states at col - 1."""
+def gather_logprobs(lm_head, hidden, input_ids, rows, cols, softcap: float | None = None, chunk: int = 256):
+    """log p(token at (row, col) | tokens before it) for each (row, col), from hidden states at
+    col - 1; the LM head runs over ``chunk`` positions at a time, which bounds the (positions x
+    vocab) logits (:func:`rmbench.models.batching.lm_head_chunk`: 256 on a CPU, 50 MB at a 49k vocab)."""
     import torch
 
     out = []
-    for s in range(0, len(rows), LM_HEAD_CHUNK):
-        r, c = rows[s:s + LM_HEAD_CHUNK], cols[s:s + LM_HEAD_CHUNK]
+    for s in range(0, len(rows), chunk):
+        r, c = rows[s:s + chunk], cols[s:s + chunk]
         logits = lm_head(hidden[r, c - 1]).float()
         if softcap:
             logits = torch.tanh(logits / softcap) * softcap
@@ -117,13 +117,19 @@ class ImplicitRM(HFRewardModel, CompositeModel):
         softcap = getattr(self.model.config, "final_logit_softcapping", None)
         lp = gather_logprobs(self.model.get_output_embeddings(), hidden, enc.input_ids.to(hidden.device),
                              torch.tensor(rows, device=hidden.device), torch.tensor(cols, device=hidden.device),
-                             softcap)
+                             softcap, lm_head_chunk(self._vocab(), self.device.startswith("cuda")))
         n_tokens = np.array([len(p) for p in enc.positions], dtype=np.float64)
         lp = lp.double().cpu().numpy()
         if self.normalize == "norm":
             return -np.sqrt(np.bincount(rows, weights=lp * lp, minlength=len(enc.positions)))
         sums = np.bincount(rows, weights=lp, minlength=len(enc.positions))
         return sums / n_tokens if self.normalize == "mean" else sums
+
+    def _vocab(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
+    def head_workspace_bytes(self) -> int:
+        return lm_head_workspace(self._vocab(), self.model.dtype.itemsize, self.device.startswith("cuda"))
 
     def _finish(self, batch, enc: Encoding, values: np.ndarray) -> np.ndarray:
         if self.reference is not None:

@@ -22,6 +22,7 @@ the driver's, so a worker with other weights or code fails loudly instead of mix
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
@@ -31,6 +32,7 @@ import numpy as np
 from rmbench.core.types import prompt_from_json, prompt_to_json
 from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import RewardModel, ScoreRequest
+from rmbench.models.batching import BatchLimits
 from rmbench.models.threads import ThreadGovernor
 from rmbench.scoring.memory import MemoryRetries, failure_text, is_out_of_memory, score_in_halves
 from rmbench.scoring.timeout import BatchDeadline
@@ -109,6 +111,7 @@ class LocalBackend:
     name = "local"
     workers = 1
     is_main = True
+    scores_here = True  # this process's device decides the batch limits (rmbench.models.batching)
     device: str | None = None  # the device this process must use, when the backend decides it
 
     def __init__(self, threads: ThreadGovernor | None = None, deadline: BatchDeadline | None = None) -> None:
@@ -125,6 +128,10 @@ class LocalBackend:
             else:  # the deadline covers the scoring only, not the cache write while the engine holds the batch
                 values = self.deadline.call(batch, lambda: score_batch(model, batch, self.memory))
             yield j, values
+
+    def agree(self, limits: BatchLimits) -> BatchLimits:
+        """The batch limits every process plans with (one process: its own)."""
+        return limits
 
     def describe(self) -> dict:
         return {"name": self.name, "workers": self.workers}
@@ -161,6 +168,7 @@ class RayBackend:
     num_gpus: float = 0.0
     name: ClassVar[str] = "ray"
     is_main: ClassVar[bool] = True  # the driver writes cache and files; workers only score
+    scores_here: ClassVar[bool] = False  # the driver plans for workers' devices it cannot see: --token-budget
     device: ClassVar[str | None] = None  # each worker picks its own
 
     def __post_init__(self) -> None:
@@ -228,6 +236,9 @@ class RayBackend:
         except Exception as exc:  # noqa: BLE001 - a worker's error arrives wrapped by Ray
             raise _unwrap_ray_error(exc) from None
 
+    def agree(self, limits: BatchLimits) -> BatchLimits:
+        return limits  # one driver plans
+
     def describe(self) -> dict:
         return {"name": self.name, "workers": self.concurrency, "num_cpus": self.num_cpus,
                 "num_gpus": self.num_gpus, "address": self.address or "local"}
@@ -254,6 +265,7 @@ class AccelerateBackend:
     """One rank per process of ``accelerate launch``; see the module docstring."""
 
     name = "accelerate"
+    scores_here = True
 
     def __init__(self) -> None:
         try:
@@ -287,6 +299,19 @@ class AccelerateBackend:
                 self.memory.add(*values)
             else:
                 yield j, np.asarray(values)
+
+    def agree(self, limits: BatchLimits) -> BatchLimits:
+        """Every rank must plan the same batches (batch j runs on rank j % world size): the
+        smallest token budget of all ranks (each measured its own GPU's free memory)."""
+        if self.workers == 1:
+            return limits
+        from accelerate.utils import gather_object
+
+        budgets = gather_object([limits.token_budget])
+        if min(budgets) == max(budgets):
+            return limits
+        return dataclasses.replace(limits, token_budget=min(budgets),
+                                   chosen_by=f"{limits.chosen_by}; the smallest of the {self.workers} ranks' budgets")
 
     def describe(self) -> dict:
         return {"name": self.name, "workers": self.workers, "device": self.device}

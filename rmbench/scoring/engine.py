@@ -30,7 +30,9 @@ import numpy as np
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ModelError
-from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel
+from rmbench.models.base import (GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel,
+                                 use_prompt_reuse)
+from rmbench.models.batching import BatchLimits, batch_limits
 from rmbench.scoring.backends import LocalBackend
 from rmbench.scoring.cache import ScoreCache, request_key
 
@@ -50,6 +52,10 @@ class EngineStats:
     padded_tokens: int  # work_tokens plus padding
     seconds: float
     oom_splits: int = 0  # batches scored again in halves after running out of memory (rmbench.scoring.memory)
+    token_budget: int | None = None  # the plan's limits (rmbench.models.batching); None: every score was cached
+    max_batch: int | None = None
+    batch_limits: str | None = None  # how the limits were chosen
+    plan: str | None = None  # which plan the engine chose (plan_for)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -163,6 +169,45 @@ def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Seq
     return batches
 
 
+PLAIN_SPREADS = (0.1, 0.2, 0.3, 0.5)
+SHARED_SPREADS = (0.1, 0.5, 1.0)
+
+
+def plan_for(lengths: Sequence[int], shareable: Sequence[int] | None, prompts: Sequence, limits: BatchLimits
+             ) -> tuple[list[list[int]], list[int], str]:
+    """(batches, shared prefix per request, the plan's name) for one scoring call.
+
+    Where a batch costs only its padded tokens (a CPU: ``limits.batch_overhead`` 0), the plan
+    of the module docstring: prompt KV reuse (:func:`plan_shared_batches`) where the model
+    shares prompts, else length-sorted batches (:func:`plan_batches`), each with at most 10%
+    padding. Where a forward pass has a fixed cost (a GPU), fewer and wider batches can beat
+    less padding, and keeping a prompt's responses together can cost more batches than its KV
+    cache saves (short prompts): the engine then takes the cheapest of length-sorted plans with
+    10-50% padding and reuse plans with 10-100%, by padded tokens + overhead x forward passes
+    (two per batch that reuses prompts: the prompts' pass, then the responses'). The choice
+    depends only on the inputs and the limits, so a resumed run plans the same batches."""
+    n = len(lengths)
+    none = [0] * n
+    if not limits.batch_overhead:
+        if shareable is None:
+            return plan_batches(lengths, limits.token_budget, limits.max_batch), none, "length-sorted, padding <= 10%"
+        return (plan_shared_batches(lengths, shareable, prompts, limits.token_budget, limits.max_batch),
+                list(shareable), "prompt KV reuse, padding <= 10%")
+    candidates = []
+    for spread in PLAIN_SPREADS:
+        plan = plan_batches(lengths, limits.token_budget, limits.max_batch, spread)
+        padded = sum(len(b) * max(lengths[i] for i in b) for b in plan)
+        candidates.append((padded + limits.batch_overhead * len(plan), plan, none,
+                           f"length-sorted, padding <= {spread:.0%}"))
+    for spread in SHARED_SPREADS if shareable is not None else ():
+        plan = plan_shared_batches(lengths, shareable, prompts, limits.token_budget, limits.max_batch, spread)
+        padded = sum(batch_cost(lengths, shareable, prompts, b)[1] for b in plan)
+        candidates.append((padded + 2 * limits.batch_overhead * len(plan), plan, list(shareable),
+                           f"prompt KV reuse, padding <= {spread:.0%}"))
+    cost, plan, prefix, name = min(candidates, key=lambda c: c[0])  # the first of equal costs: deterministic
+    return plan, prefix, f"{name} (cheapest at {limits.batch_overhead} tokens per forward pass)"
+
+
 def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
                  progress: Progress | None = None, cache: ScoreCache | None = None, backend=None,
                  factory: Callable[[], RewardModel] | None = None, name: str | None = None
@@ -186,18 +231,19 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     distinct = [requests[first[k]] for k in distinct_keys]
 
     known = cache.get_many(distinct_keys) if cache is not None else {}
-    max_batch = min(runtime.max_batch, model.max_batch or runtime.max_batch)
+    backend = backend or LocalBackend()
     prompts = [r.prompt for r in distinct]
+    limits: BatchLimits | None = None
+    plan_name: str | None = None
     if len(known) == len(distinct):  # all cached (a re-run with other --eps): no tokenising, no plan
         lengths = prefix = [0] * len(distinct)
         plan = [list(range(len(distinct)))] if distinct else []
-    elif (prefix := model.prefix_lengths(distinct) if isinstance(model, TokenizedModel) else None) is None:
-        lengths = model.lengths(distinct)
-        prefix = [0] * len(distinct)
-        plan = plan_batches(lengths, runtime.token_budget, max_batch)
     else:
+        limits = backend.agree(batch_limits(model, runtime, scores_here=backend.scores_here))
+        shareable = model.prefix_lengths(distinct) if isinstance(model, TokenizedModel) else None
         lengths = model.lengths(distinct)
-        plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)
+        plan, prefix, plan_name = plan_for(lengths, shareable, prompts, limits)
+        use_prompt_reuse(model, plan_name.startswith("prompt KV reuse"))
     results: dict[str, np.ndarray] = {}
     cached = computed = batches = real = work = padded = 0
     todo = []
@@ -210,7 +256,6 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
                 progress(len(idx))
         else:
             todo.append(idx)
-    backend = backend or LocalBackend()
     for j, out in _named(name, backend.run(model, factory, [[distinct[i] for i in idx] for idx in todo])):
         idx = todo[j]
         batch_keys = [distinct_keys[i] for i in idx]
@@ -240,7 +285,9 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
         raise ModelError(f"model {name!r} post-processing returned {rewards.shape} values, some not finite, "
                          f"for {len(requests)} responses")
     stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, work, padded,
-                        time.perf_counter() - t0, backend.memory.splits)
+                        time.perf_counter() - t0, backend.memory.splits,
+                        **(limits.to_json() if limits is not None else {}),
+                        plan=plan_name)
     return rewards, stats
 
 

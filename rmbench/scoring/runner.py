@@ -20,7 +20,7 @@ from rmbench.catalog import Catalog, load_catalog
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.models import Runtime, Truncation, build_model
-from rmbench.models.base import RewardModel, close_parts, tokenized_parts
+from rmbench.models.base import RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.names import resolve_model
 from rmbench.models.threads import check_threads, prepare_threads
 from rmbench.results.environment import current_environment
@@ -366,18 +366,22 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                          data={d.task: d.source_text() for d in config.data}),
         execution=Execution(runtime={**dataclasses.asdict(config.runtime), "score_timeout": config.score_timeout},
                             model=model.describe(),
-                            backend=backend.describe(), stats=_stats_json(stats, threads),
+                            backend=backend.describe(), stats=_stats_json(stats, threads, model),
                             cache=str(cache.path) if cache is not None else None),
         environment=current_environment(),
         status="success" if not failed else ("error" if failed == len(tasks) else "partial"))
     return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)]
 
 
-def _stats_json(stats, threads) -> dict:
-    """The engine's counters and, on the local engine, what the thread policy saw and did: both
-    say how this run went on this machine (a warm cache or a busy machine changes them), so they
-    sit apart from the settings, and the same command gives the same record otherwise."""
+def _stats_json(stats, threads, model: RewardModel) -> dict:
+    """The engine's counters, how the model ran (``ran_with``: the GPU, the attention kernels;
+    empty when nothing was scored) and, on the local engine, what the thread policy saw and did:
+    all say how this run went on this machine (a warm cache or a busy machine changes them), so
+    they sit apart from the settings, and the same command gives the same record otherwise."""
     out = stats.to_json()
+    ran = next((facts for part in parts(model) if (facts := part.ran_with())), None)
+    if ran:
+        out["ran_with"] = ran
     if threads is not None:
         out["threads"] = threads.describe()
     return out

@@ -183,18 +183,23 @@ class HFRewardModel(HFTokenizedModel, StochasticModel):
         """Last step on the (n,) or (n, T) values; the implicit RM subtracts its reference here."""
         return values
 
+    def head_workspace_bytes(self) -> int:
+        """Device memory the head takes per batch whatever the batch's size (the implicit RM's
+        chunk of LM-head logits), for the batch limits (:mod:`rmbench.models.batching`)."""
+        return 0
+
     # --- shared -------------------------------------------------------------------------------
     def backbone_hidden(self, enc: Encoding):
         import torch
 
-        if enc.shared is not None and self.shares_prefix:
+        if enc.shared is not None and self.shares_prefix and self.prompt_reuse:
             hidden = shared_prefix_hidden(self.backbone, enc.input_ids, enc.attention_mask, enc.shared, self.device)
             if hidden is not None:
                 return hidden
         with torch.inference_mode():
             out = self.backbone(input_ids=enc.input_ids.to(self.device),
                                 attention_mask=enc.attention_mask.to(self.device),
-                                position_ids=enc.position_ids.to(self.device))
+                                position_ids=enc.position_ids.to(self.device), **no_kv_cache(self.backbone))
         return out.last_hidden_state
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
@@ -239,3 +244,24 @@ class HFRewardModel(HFTokenizedModel, StochasticModel):
         needed them (every score cached), the one asked for (so a warm re-run of a command
         describes itself as the cold run did when the device was named)."""
         return {**super().describe(), "device": self._device or self.runtime.device}
+
+    def ran_with(self) -> dict[str, Any]:
+        """How the weights ran in this process, once loaded: the attention implementation
+        transformers chose (SDPA where the architecture has it) and the GPU's name."""
+        if self._model is None:
+            return {}
+        out = {"device": self.device, "attention": getattr(self._model.config, "_attn_implementation", None)}
+        if self.device.startswith("cuda"):
+            import torch
+
+            out["gpu"] = torch.cuda.get_device_name(torch.device(self.device))
+        return out
+
+
+def no_kv_cache(backbone) -> dict[str, Any]:
+    """``use_cache=False`` where the backbone's forward takes it: a plain pass keeps no key/value
+    cache (a decoder would otherwise hold every layer's keys and values of the whole batch until
+    the pass returns, which on a GPU is memory the batch could use)."""
+    import inspect
+
+    return {"use_cache": False} if "use_cache" in inspect.signature(backbone.forward).parameters else {}

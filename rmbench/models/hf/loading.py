@@ -27,6 +27,14 @@ def cpu_has_bf16() -> bool:
     return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
+def gpu_lacks_bf16() -> bool:
+    """True where a CUDA GPU is present but has no bfloat16 units (before compute capability 8.0:
+    V100, T4), where ``auto`` takes float16 instead."""
+    import torch
+
+    return bool(torch.cuda.is_available() and not torch.cuda.is_bf16_supported(including_emulation=False))
+
+
 def resolve_device(name: str) -> str:
     import torch
 
@@ -42,15 +50,19 @@ def resolve_device(name: str) -> str:
 
 
 def resolve_dtype(name: str, device: str) -> str:
-    """The dtype's name for ``--dtype name`` on ``--device device`` (``auto``: bfloat16 on a GPU
-    or a CPU with bf16 units, float32 otherwise). Imports torch only to ask whether ``auto``
-    means a GPU on a CPU without bf16 units."""
+    """The dtype's name for ``--dtype name`` on ``--device device`` (``auto``: on a CUDA GPU
+    bfloat16, or float16 where the GPU has no bf16 units; bfloat16 on MPS and on a CPU with bf16
+    units; float32 otherwise). Imports torch only to ask about a GPU."""
     if name == "auto":
-        if cpu_has_bf16() or device.startswith("cuda") or device == "mps":
+        if device.startswith("cuda"):
+            return "float16" if gpu_lacks_bf16() else "bfloat16"
+        if cpu_has_bf16() or device == "mps":
             return "bfloat16"
         if device == "cpu":
             return "float32"
-        return "bfloat16" if resolve_device(device) != "cpu" else "float32"
+        if resolve_device(device) == "cpu":
+            return "float32"
+        return "float16" if gpu_lacks_bf16() else "bfloat16"
     if name not in DTYPES:
         raise ConfigError(f"--dtype {name!r}: use auto, float32, bfloat16 or float16")
     return DTYPES[name]
