@@ -62,3 +62,64 @@ def test_shape_reads_llama_and_gpt2_configs():
     assert B.Shape.of(llama) == LLAMA_8B
     gpt2 = transformers.GPT2Config(n_embd=768, n_layer=12, n_head=12, vocab_size=50257, n_positions=1024)
     assert B.Shape.of(gpt2) == B.Shape(hidden=768, ffn=3072, layers=12, kv_width=768, vocab=50257, context=1024)
+
+
+def test_plan_for_on_a_cpu_is_the_plan_of_before():
+    from rmbench.scoring.engine import plan_batches, plan_for, plan_shared_batches
+
+    lengths, prefix, prompts = [50, 40, 30, 20], [10, 10, 5, 5], ["a", "a", "b", "b"]
+    cpu = B.BatchLimits(100, 64, "test")
+    assert plan_for(lengths, None, prompts, cpu) == (plan_batches(lengths, 100, 64), [0] * 4,
+                                                     "length-sorted, padding <= 10%")
+    assert plan_for(lengths, prefix, prompts, cpu) == (plan_shared_batches(lengths, prefix, prompts, 100, 64), prefix,
+                                                       "prompt KV reuse, padding <= 10%")
+
+
+def test_plan_for_weighs_padding_against_the_cost_of_a_pass_by_hand():
+    from rmbench.scoring.engine import plan_for
+
+    lengths = [100] * 10 + [85] * 10  # 85 < 90% of 100: two batches at 10% padding, one at 20%
+    # Overhead 100 tokens: 10% -> 1,000 + 850 + 2 x 100 = 2,050; 20% -> 2,000 + 100 = 2,100: two batches.
+    plan, _, name = plan_for(lengths, None, ["p"] * 20, B.BatchLimits(10**6, 64, "test", batch_overhead=100))
+    assert len(plan) == 2 and name.startswith("length-sorted, padding <= 10%")
+    # Overhead 4,096: 1,850 + 8,192 against 2,000 + 4,096: one batch.
+    plan, _, name = plan_for(lengths, None, ["p"] * 20, B.BatchLimits(10**6, 64, "test", batch_overhead=4096))
+    assert len(plan) == 1 and name.startswith("length-sorted, padding <= 20%") and "4096 tokens per forward" in name
+
+
+def test_plan_for_reuses_long_prompts_and_not_short_ones_where_a_pass_costs():
+    from rmbench.scoring.engine import plan_for
+
+    limits = B.BatchLimits(10**6, 1024, "test", batch_overhead=4096)
+    prompts = [f"p{i // 4}" for i in range(64)]  # 16 prompts x 4 responses
+    long = [1000 + 50 + i % 4 for i in range(64)]  # a 1,000-token prompt, answers of ~50
+    plan, prefix, name = plan_for(long, [1000] * 64, prompts, limits)
+    assert name.startswith("prompt KV reuse") and prefix == [1000] * 64
+    short = [10 + 200 + 10 * (i % 4) for i in range(64)]  # a 10-token prompt, answers of 200-230
+    plan, prefix, name = plan_for(short, [10] * 64, prompts, limits)
+    assert name.startswith("length-sorted") and prefix == [0] * 64
+    assert sorted(i for b in plan for i in b) == list(range(64))
+
+
+def test_a_plan_without_reuse_turns_the_models_reuse_off(tiny, monkeypatch):
+    import numpy as np
+
+    from rmbench.core.types import ComparisonGroup
+    from rmbench.models.base import use_prompt_reuse
+    from rmbench.models.implicit import ImplicitRM
+    from rmbench.scoring.engine import requests_for, score_groups
+
+    runtime = Runtime(dtype="float32", device="cpu")
+    rm = ImplicitRM(str(tiny["causal"]), ref=str(tiny["causal_ref"]), runtime=runtime)
+    groups = [ComparisonGroup("g", "Pick a number between 1 and 10", ["7", "The answer is 7", "8"], [1, 1, 0])]
+    shared, stats = score_groups(rm, groups, runtime)
+    assert stats.plan == "prompt KV reuse, padding <= 10%" and rm.prompt_reuse and rm.reference.prompt_reuse
+    use_prompt_reuse(rm, False)
+    assert not rm.prompt_reuse and not rm.reference.prompt_reuse
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the prompt KV path ran although reuse is off")
+
+    monkeypatch.setattr("rmbench.models.hf.base.shared_prefix_hidden", refuse)  # where backbone_hidden looks it up
+    plain = rm.score(requests_for(groups))
+    assert np.allclose(plain, shared, atol=1e-5)

@@ -17,6 +17,9 @@ def test_dtype_auto_follows_the_cpu(monkeypatch):
     monkeypatch.setattr(loading, "cpu_has_bf16", lambda: False)
     assert loading.resolve_dtype("auto", "cpu") == "float32"
     assert loading.resolve_dtype("auto", "cuda") == "bfloat16"
+    monkeypatch.setattr(loading, "gpu_lacks_bf16", lambda: True)  # a V100 or T4: half precision instead
+    assert loading.resolve_dtype("auto", "cuda") == "float16" and loading.resolve_dtype("auto", "cpu") == "float32"
+    monkeypatch.setattr(loading, "gpu_lacks_bf16", lambda: False)
     assert loading.resolve_dtype("auto", "auto") == ("bfloat16" if torch.cuda.is_available() else "float32")
     assert loading.resolve_dtype("fp16", "cpu") == "float16"
     assert loading.torch_dtype(loading.resolve_dtype("bf16", "cpu")) == torch.bfloat16
