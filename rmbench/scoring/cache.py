@@ -122,15 +122,23 @@ class ScoreCache:
             return {}
         return out
 
-    def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
+    def put_many(self, items: Iterable[tuple[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """Store the scores of keys the cache lacks, in one transaction; a key already stored
+        keeps its value (the first write wins: a cached reward is never replaced, so an earlier
+        command re-run returns its earlier rewards whatever ran in between). Returns the stored
+        values of these keys, the earlier ones where another run (another process) wrote first;
+        empty where the cache is off."""
         if self._db is None:
-            return
+            return {}
+        items = list(items)
         rows = [(k, json.dumps(np.asarray(v, dtype=np.float64).tolist())) for k, v in items]
         try:
             with self._db:  # one transaction: all of the batch or none of it
-                self._db.executemany("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", rows)
+                self._db.executemany("INSERT OR IGNORE INTO scores (key, value) VALUES (?, ?)", rows)
         except sqlite3.DatabaseError as exc:  # disk full, read-only, damaged: the scores are kept in memory
             self._disable(f"writing {self.path} failed ({exc})")
+            return {}
+        return self.get_many([k for k, _ in items])
 
     def close(self) -> None:
         if self._db is not None:

@@ -10,12 +10,18 @@
    per batch, not once per response (:func:`plan_shared_batches`). The plan depends only on the
    inputs, so a resumed run re-forms exactly the batches an uninterrupted run would have, and
    returns identical scores.
-3. Skip every planned batch whose scores are all in the cache; hand the rest to a backend
+3. Take every score the cache holds (a cached score is never computed again nor replaced: the
+   first write wins, so an earlier command re-run returns its earlier rewards bit for bit), and
+   hand the rest of each planned batch to a backend
    (:mod:`rmbench.scoring.backends`: this process, Ray or accelerate), which scores and checks them
    (one finite number per request, or an error naming the request; a batch that runs out of
    memory again in halves, :mod:`rmbench.scoring.memory`; under ``--score-timeout`` each batch
    within a deadline, :mod:`rmbench.scoring.timeout`), and write each batch to the cache in one
-   transaction.
+   transaction. A batch runs whole unless the cache holds some of it: a run resumed after a crash
+   re-forms the uninterrupted run's batches and gets its scores; a run that extends another's
+   (``--limit 80`` after ``--limit 40``) runs some batches without their cached members, and
+   those scores can differ from one clean run's by the dtype's rounding where the kernels
+   depend on the batch's shape (measured: docs/fault_model.md).
 4. Hand the raw outputs of whole groups to ``model.postprocess`` (MC-dropout clustering needs
    all responses of a prompt at once) and check the rewards.
 """
@@ -247,22 +253,21 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     results: dict[str, np.ndarray] = {}
     cached = computed = batches = real = work = padded = 0
     todo = []
-    for idx in plan:
-        batch_keys = [distinct_keys[i] for i in idx]
-        if all(k in known for k in batch_keys):
-            results.update((k, known[k]) for k in batch_keys)
-            cached += len(idx)
-            if progress is not None:
-                progress(len(idx))
-        else:
-            todo.append(idx)
+    for idx in plan:  # a cached score is the score: only the batch's other requests run
+        hits = [i for i in idx if distinct_keys[i] in known]
+        results.update((distinct_keys[i], known[distinct_keys[i]]) for i in hits)
+        cached += len(hits)
+        if hits and progress is not None:
+            progress(len(hits))
+        if len(hits) < len(idx):
+            todo.append([i for i in idx if distinct_keys[i] not in known])
     for j, out in _named(name, backend.run(model, factory, [[distinct[i] for i in idx] for idx in todo])):
         idx = todo[j]
         batch_keys = [distinct_keys[i] for i in idx]
         values = np.asarray(out, dtype=np.float64)  # checked by the backend (rmbench.scoring.backends.score_batch)
-        if cache is not None and backend.is_main:
-            cache.put_many(zip(batch_keys, values))
         results.update(zip(batch_keys, values))
+        if cache is not None and backend.is_main:
+            results.update(cache.put_many(zip(batch_keys, values)))  # another process's earlier write wins
         computed += len(idx)
         batches += 1
         real += sum(lengths[i] for i in idx)
