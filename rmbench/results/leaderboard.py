@@ -101,22 +101,22 @@ def _assign_variants(entries: list[_Entry]) -> list[str]:
 
 
 def _entries(runs: Sequence[RunLike]) -> tuple[list[_Entry], list[str]]:
-    """Rows: the model name as label, with the folder name where two runs of one model report
-    the same task column."""
+    """Rows: the model name as label, with the folder name where one model has several runs
+    (every row has a label of its own: two runs of one model on different data are two rows,
+    each named by its folder, never one)."""
     entries = [_Entry("", r.record, r.label) if isinstance(r, RunFolder) else _Entry("", r, None) for r in runs]
     notes = _assign_variants(entries)
-    count: dict[tuple[str, str], int] = {}
+    count: dict[str, int] = {}
     for e in entries:
-        for name in e.tasks:
-            count[(e.record.model.name, name)] = count.get((e.record.model.name, name), 0) + 1
-    clash = {model for (model, _), n in count.items() if n > 1}
+        count[e.record.model.name] = count.get(e.record.model.name, 0) + 1
+    clash = {model for model, n in count.items() if n > 1}
     labels: set[str] = set()
     for e in entries:
         model = e.record.model.name
         e.label = model
         if model in clash:
             if e.folder is None:
-                raise ConfigError(f"model {model!r} has two runs of one task; give run folders so that their rows "
+                raise ConfigError(f"model {model!r} has several runs; give run folders so that their rows "
                                   f"can be told apart")
             e.label = f"{model} ({e.folder})"
             if e.label in labels:
@@ -307,9 +307,10 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     rows = _sorted_rows(rows, higher)
     ordered = [(r[0][0], by_label[r[0][0]]) for r in rows]
     main = Table("rmbench leaderboard", ("model",), tuple(columns), tuple(rows), ci_caption(entries))
-    official = tuple(_official_table(name, first[name], ordered, eps_by_task[name][0])
-                     for name in task_order if first[name].official is not None
-                     and len(first[name].official.columns) > 1)  # a one-number layout is in the main table
+    official = tuple(table for name in task_order if first[name].official is not None
+                     and len(first[name].official.columns) > 1  # a one-number layout is in the main table
+                     for table in [_official_table(name, first[name], ordered, eps_by_task[name][0])]
+                     if any(any(c is not None for c in cells) for _, cells in table.rows))  # never headers alone
     notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows, first)
     notes += list(dict.fromkeys(metric_def(c.metric).reading for c in columns if metric_def(c.metric).reading))
     keys = {name: first[name].task_key for name in task_order}

@@ -1,0 +1,58 @@
+"""Leaderboards of several runs never fold different data into one row (issue 32): two runs of
+one model on different data are two rows named by their folders, in every table (main, official
+layout, shifts), and no table is printed with its headers alone."""
+
+from __future__ import annotations
+
+import pytest
+from test_export import write_rb2
+
+from rmbench.results.folder import load_run
+from rmbench.results.leaderboard import build_leaderboard
+from rmbench.results.leaderboard_render import render
+from rmbench.scoring.runner import EvalConfig, evaluate
+
+
+@pytest.fixture(scope="module")
+def rb2_runs(tmp_path_factory):
+    """``length`` on a RewardBench 2 file, then on its first 20 groups (other data, other task key)."""
+    root = tmp_path_factory.mktemp("rb2_runs")
+    rb2 = write_rb2(root / "rb2.jsonl")
+    for folder, limit in (("full", None), ("first20", 20)):
+        evaluate(EvalConfig(model="length", tasks=("rewardbench2",), data=(("rewardbench2", str(rb2)),), limit=limit,
+                            n_bootstrap=20, use_cache=False), out_dir=root / folder)
+    return [load_run(root / "full"), load_run(root / "first20")]
+
+
+@pytest.mark.parametrize("layout", ["one", "per-task"])
+def test_two_runs_of_one_model_on_other_data_are_two_rows_everywhere(rb2_runs, layout):
+    lb = build_leaderboard(rb2_runs, layout=layout)
+    labels = [r[0][0] for t in lb.tables for r in t.rows]
+    assert not any("runs:" in label for label in labels), labels  # nothing folded
+    assert set(labels) == {"length (full)", "length (first20)"}
+    official = {t.title: [r[0][0] for r in t.rows] for t in lb.official}
+    assert official == {"RewardBench 2 (rewardbench2): official layout": ["length (full)"],
+                        "RewardBench 2 (rewardbench2#2): official layout": ["length (first20)"]}, official
+    for t in lb.tables:  # never a table with headers alone
+        assert t.rows and all(any(c is not None for c in cells) for _, cells in t.rows), t.title
+    md = render(lb, "md")
+    assert "rewardbench2#2 (first20) cannot share cells with rewardbench2 (full): data fingerprint" in md
+
+
+def test_the_same_numbers_from_two_folders_still_fold(rb2_runs, tmp_path):
+    import shutil
+
+    shutil.copytree(rb2_runs[0].path, tmp_path / "copy")
+    lb = build_leaderboard([rb2_runs[0], load_run(tmp_path / "copy")])
+    assert [r[0][0] for r in lb.main.rows] == ["length (2 runs: full, copy)"]
+
+
+def test_a_plot_of_runs_on_other_data_says_so(rb2_runs):
+    pytest.importorskip("matplotlib")
+    from rmbench.results.plot import ds_figure
+
+    _, notes = ds_figure(rb2_runs, "rewardbench2")
+    assert any(n.startswith("rewardbench2: these runs are on other data or settings (data fingerprint ") and
+               "length (full): data" in n and "length (first20): data" in n for n in notes), notes
+    _, notes = ds_figure(rb2_runs[:1], "rewardbench2")
+    assert not any("other data" in n for n in notes)
