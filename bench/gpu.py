@@ -349,7 +349,7 @@ def measure(shape: str, family: str, groups, tok, root: Path, device: str, dtype
         compared = name.startswith("rmbench") and (with_plain or name != "rmbench engine, no prompt KV reuse")
         out["agreement"] = agreement(rewards, rp, groups) if compared else ""
     ran = engine.ran_with()
-    del engine, whole, weights
+    engine = whole = weights = None  # the GPU memory goes back before the next model
     gc.collect()
     if device.startswith("cuda"):
         torch.cuda.empty_cache()

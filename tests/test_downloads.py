@@ -103,6 +103,32 @@ def test_the_mirror_prefix_serves_host_and_path(server, monkeypatch):
     assert downloads.fetch(downloads.parse_remote(f"{url}#sha256={_sha(PAIRS)}")).read_bytes() == PAIRS
 
 
+def test_a_mirror_folder_serves_host_and_path_and_a_missing_one_is_one_line(tmp_path, monkeypatch):
+    url = "https://raw.githubusercontent.com/org/repo/abc/data/test.jsonl"
+    (tmp_path / "mirror" / "raw.githubusercontent.com/org/repo/abc/data").mkdir(parents=True)
+    (tmp_path / "mirror" / "raw.githubusercontent.com/org/repo/abc/data/test.jsonl").write_bytes(PAIRS)
+    monkeypatch.setenv(downloads.MIRROR_ENV, str(tmp_path / "mirror"))
+    assert downloads.fetch(downloads.parse_remote(f"{url}#sha256={_sha(PAIRS)}")).read_bytes() == PAIRS
+    monkeypatch.setenv(downloads.MIRROR_ENV, "/some/folder")
+    with pytest.raises(DataError, match=r"RMBENCH_MIRROR=/some/folder is neither a URL prefix .* nor an existing "
+                                        r"folder.*/some/folder/raw.githubusercontent.com/org/repo/abc/data/test.jsonl"):
+        downloads.fetch(downloads.parse_remote(f"{url}#sha256={'b' * 64}"))
+
+
+def test_the_cli_says_a_missing_mirror_folder_in_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, downloads.MIRROR_ENV: "/some/folder", "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    run = subprocess.run([sys.executable, "-m", "rmbench", "eval", "--model", "length", "--tasks", "domain_shift",
+                          "--bootstrap", "0", "--out", str(tmp_path / "run")], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "RMBENCH_MIRROR=/some/folder is neither" in lines[0]
+
+
 def test_unreachable_and_missing_files_say_how_to_get_the_data(server, monkeypatch):
     base, _ = server
     remote = downloads.parse_remote(f"{base}/nothing.jsonl#sha256={'a' * 64}")

@@ -77,7 +77,10 @@ def eval_command(
                                    help="TASK=PATH: read TASK's data from a local file. Repeatable."),
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
     eps_unit: str = typer.Option("sigma", "--eps-unit", help="'sigma' (eps times the std of the rewards) or 'raw'."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N groups of each task."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Score a sample of N groups of each task: the same "
+                                        "N every time (by a hash of the group ids), spread over every slice (subset, "
+                                        "shift, domain) in proportion, paired groups kept together; a larger N keeps "
+                                        "every group a smaller one did. results.json records the rule."),
     skip_bad_rows: bool = typer.Option(False, "--skip-bad-rows", help="Leave out data rows that cannot be read "
                                        "(counted and quoted in results.json, with a warning) instead of failing."),
     max_length: Optional[int] = typer.Option(None, "--max-length", help="Truncate texts to N tokens (transformers "

@@ -121,7 +121,8 @@ def train_command(
     batch_size: int = typer.Option(4, "--batch-size", help="Pairs per step."),
     seed: int = typer.Option(0, "--seed"),
     max_length: int = typer.Option(512, "--max-length", help="Tokens per text (longer ones lose their start)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use only the first N groups."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Train on a sample of N groups (as eval's --limit: by a hash "
+                                        "of the group ids, over every slice)."),
     include: List[Path] = typer.Option([], "--include", metavar="DIR", help="Extra task entry folders."),
     lora: bool = typer.Option(False, "--lora", help="LoRA adapters instead of full fine-tuning, merged into the "
                               "saved weights (needs peft: pip install 'rmbench[lora]')."),

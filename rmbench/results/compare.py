@@ -75,7 +75,7 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
         if not eps:
             raise ConfigError(f"task {name!r}: the runs share no eps (A: {eps_text(ta.eps)}, B: {eps_text(tb.eps)}); "
                               f"rerun one with --eps {eps_text(ta.eps)}")
-        td = reload_task(ta, a.config.limit, data)
+        td = reload_task(ta, a.config.limit, data, a.config.limit_sampling)
         units = td.task.bootstrap_units(td.groups)
         stats = []
         for folder, rows in ((run_a, rewards_a), (run_b, rewards_b)):

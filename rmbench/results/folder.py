@@ -63,7 +63,8 @@ def record_to_json(run: RunRecord) -> dict:
         "tasks": [task_to_json(t) for t in run.tasks],
         "config": {"eps": list(c.eps), "eps_unit": c.eps_unit, "limit": c.limit, "skip_bad_rows": c.skip_bad_rows,
                    "max_length": c.max_length, "truncation": c.truncation, "n_bootstrap": c.n_bootstrap,
-                   "seed": c.seed, "metric_version": c.metric_version, "ci_level": c.ci_level, "data": dict(c.data)},
+                   "seed": c.seed, "metric_version": c.metric_version, "ci_level": c.ci_level, "data": dict(c.data),
+                   **({"limit_sampling": c.limit_sampling} if c.limit_sampling is not None else {})},
         "execution": {"runtime": dict(x.runtime), "model": dict(x.model), "backend": dict(x.backend),
                       "stats": dict(x.stats), "cache": x.cache},
         "environment": {"python": e.python, "platform": e.platform, "packages": dict(e.packages),
@@ -269,7 +270,8 @@ def _config(f: _Fields) -> RunConfig:
                      max_length=f.opt_integer("max_length"), truncation=f.string("truncation", "left"),
                      n_bootstrap=f.integer("n_bootstrap", 1000), seed=f.integer("seed", 0),
                      metric_version=f.integer("metric_version", 1), ci_level=f.number("ci_level", 0.95),
-                     data={str(k): str(v) for k, v in data.items()})
+                     data={str(k): str(v) for k, v in data.items()},
+                     limit_sampling=f.opt_string("limit_sampling"))
 
 
 def parse_record(data: Any, file: Path) -> RunRecord:

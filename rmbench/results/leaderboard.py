@@ -266,6 +266,24 @@ def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first
                  f"({ci_caption(having, 'paired bootstrap 95% CI')})")
 
 
+def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str, TaskResult]) -> list[str]:
+    """A note for each row of an official table that lacks some of the benchmark's subsets (a
+    file with RewardBench 2's Ties rows alone): its overall score then averages only the subsets
+    present, and is not the benchmark's score."""
+    out = []
+    for name, table in official:
+        subset_cols = [j for j, c in enumerate(table.columns) if c.subset is not None]
+        total = next((c.header for c in table.columns if c.subset is None and c.metric == first[name].official.metric),
+                     "score")
+        for keys, cells in table.rows:
+            missing = [table.columns[j].header for j in subset_cols if cells[j] is None]
+            if missing:
+                out.append(f"{name} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subsets have no rows in "
+                           f"this data ({', '.join(missing)}), so its {total} averages only the subsets present and "
+                           f"is not {first[name].official.title}'s score")
+    return out
+
+
 def task_legend(name: str, task: TaskResult, eps: float) -> str:
     """What a column group's name stands for, so that a table's ``ties#2`` or a key can be read."""
     unit = "σ" if task.eps_unit == "sigma" else " (raw reward units)"
@@ -307,11 +325,13 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     rows = _sorted_rows(rows, higher)
     ordered = [(r[0][0], by_label[r[0][0]]) for r in rows]
     main = Table("rmbench leaderboard", ("model",), tuple(columns), tuple(rows), ci_caption(entries))
-    official = tuple(table for name in task_order if first[name].official is not None
-                     and len(first[name].official.columns) > 1  # a one-number layout is in the main table
-                     for table in [_official_table(name, first[name], ordered, eps_by_task[name][0])]
-                     if any(any(c is not None for c in cells) for _, cells in table.rows))  # never headers alone
+    named_official = [(name, table) for name in task_order if first[name].official is not None
+                      and len(first[name].official.columns) > 1  # a one-number layout is in the main table
+                      for table in [_official_table(name, first[name], ordered, eps_by_task[name][0])]
+                      if any(any(c is not None for c in cells) for _, cells in table.rows)]  # never headers alone
+    official = tuple(table for _, table in named_official)
     notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows, first)
+    notes += missing_subset_notes(named_official, first)
     notes += list(dict.fromkeys(metric_def(c.metric).reading for c in columns if metric_def(c.metric).reading))
     keys = {name: first[name].task_key for name in task_order}
     legend = tuple(task_legend(name, first[name], eps_by_task[name][0]) for name in task_order)

@@ -298,6 +298,9 @@ class RunConfig:
     metric_version: int
     ci_level: float = 0.95
     data: Mapping[str, str] = field(default_factory=dict)
+    limit_sampling: str | None = None
+    """How ``--limit`` sampled (:data:`rmbench.core.splits.LIMIT_SAMPLING`); None without a limit,
+    and in runs written before the sample existed, which took the first groups."""
 
 
 @dataclass(frozen=True)

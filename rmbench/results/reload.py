@@ -13,6 +13,7 @@ from typing import Mapping
 import numpy as np
 
 from rmbench.catalog import load_catalog
+from rmbench.core.splits import LIMIT_FIRST
 from rmbench.core.types import ComparisonGroup, Spec, data_fingerprint
 from rmbench.errors import DataError
 from rmbench.results.folder import RunFolder
@@ -28,9 +29,12 @@ class TaskData:
     groups: list[ComparisonGroup]
 
 
-def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOverride | str] | None = None
-                ) -> TaskData:
-    """The groups a run scored on ``result``'s task, reloaded (``data``: files moved since)."""
+def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOverride | str] | None = None,
+                sampling: str | None = None) -> TaskData:
+    """The groups a run scored on ``result``'s task, reloaded (``data``: files moved since;
+    ``sampling``: how the run's ``--limit`` sampled, as its record says; None: the first groups,
+    as runs written before the sample existed took them)."""
+    sampling = sampling or LIMIT_FIRST
     data = dict(data or {})
     spec = Spec.make(result.name, result.kind, dict(result.args), result.version)
     override = data.get(result.name)
@@ -42,7 +46,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
     skip = result.skipped_rows.count > 0
     recorded = spec
     try:
-        task, groups, _ = load_task(spec, limit, skip)
+        task, groups, _ = load_task(spec, limit, skip, sampling)
     except DataError as missing:
         catalog = load_catalog()
         if override is not None or result.name not in catalog.tasks:
@@ -51,7 +55,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
         # A built-in task recorded with another install's path: use this install's copy
         # (the fingerprint check below makes sure it is the same data).
         spec = catalog.task_spec(result.name)
-        task, groups, _ = load_task(spec, limit, skip)
+        task, groups, _ = load_task(spec, limit, skip, sampling)
     if data_fingerprint(groups) != result.data_fingerprint:
         where = _source(spec)
         if spec is not recorded:  # the recorded source failed and this install's copy differs
@@ -82,5 +86,6 @@ def aligned_rewards(folder: RunFolder, task: str, groups: list[ComparisonGroup],
 def task_rewards(folder: RunFolder, task: str, data: Mapping[str, DataOverride | str] | None = None
                  ) -> tuple[TaskData, np.ndarray]:
     """Reloaded groups of ``task`` and the run's rewards for them."""
-    td = reload_task(folder.record.task(task), folder.record.config.limit, data)
+    config = folder.record.config
+    td = reload_task(folder.record.task(task), config.limit, data, config.limit_sampling)
     return td, aligned_rewards(folder, task, td.groups)

@@ -18,7 +18,8 @@ import numpy as np
 from rmbench import __version__
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
-from rmbench.errors import ConfigError, DataError, RMBenchError
+from rmbench.errors import ConfigError, DataError, RMBenchError, did_you_mean
+from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.models import Runtime, Truncation, build_model
 from rmbench.models.base import RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.names import resolve_model
@@ -169,9 +170,12 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
     """Every task's groups, read and checked before anything is scored (a bad row fails here)."""
     overrides = {d.task: d for d in config.data}
     task_names = catalog.expand(config.tasks)
+    for name in task_names:  # a misspelt task first: its did-you-mean is the fix, not --data's
+        catalog.task_spec(name)
     unknown = sorted(set(overrides) - set(task_names))
     if unknown:
-        raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})")
+        raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})"
+                          f"{did_you_mean(unknown[0], task_names)}")
     task_args = split_task_args(config.task_args, task_names)
     trained_on = trained_split(config.model)
     loaded = []
@@ -363,7 +367,8 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                          skip_bad_rows=config.skip_bad_rows, max_length=config.max_length,
                          truncation=config.truncation, n_bootstrap=config.n_bootstrap, seed=config.seed,
                          metric_version=METRIC_VERSION, ci_level=0.95,
-                         data={d.task: d.source_text() for d in config.data}),
+                         data={d.task: d.source_text() for d in config.data},
+                         limit_sampling=LIMIT_SAMPLING if config.limit is not None else None),
         execution=Execution(runtime={**dataclasses.asdict(config.runtime), "score_timeout": config.score_timeout},
                             model=model.describe(),
                             backend=backend.describe(), stats=_stats_json(stats, threads, model),

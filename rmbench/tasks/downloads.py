@@ -9,7 +9,7 @@ sha256 differs is an error and is never cached; the partial file is removed.
 
 ``RMBENCH_MIRROR=PREFIX`` serves air-gapped machines the way ``HF_ENDPOINT`` serves the hub: a
 source ``https://HOST/PATH`` is fetched from ``PREFIX/HOST/PATH`` instead (the checksum still
-decides whether the file is the right one).
+decides whether the file is the right one). PREFIX is a URL prefix or a local folder.
 """
 
 from __future__ import annotations
@@ -67,13 +67,26 @@ def parse_remote(text: str) -> RemoteFile | None:
 
 
 def source_url(url: str) -> str:
-    """Where ``url`` is fetched from: itself, or ``$RMBENCH_MIRROR/HOST/PATH`` when a mirror is set."""
+    """Where ``url`` is fetched from: itself, or ``$RMBENCH_MIRROR/HOST/PATH`` when a mirror is set.
+    The mirror is a URL prefix (``https://``, ``http://``, ``file://``) or a local folder that
+    holds ``HOST/PATH`` (read as ``file://``); a folder that does not exist is one clear error."""
     prefix = os.environ.get(MIRROR_ENV, "").strip()
     if not prefix:
         return url
+    if "://" not in prefix:  # a path: a folder laid out as HOST/PATH
+        folder = Path(prefix).expanduser()
+        if not folder.is_dir():
+            raise DataError(f"{MIRROR_ENV}={prefix} is neither a URL prefix (https://..., file://...) nor an existing "
+                            f"folder; set it to a mirror's URL prefix or to a folder that holds HOST/PATH (for this "
+                            f"file: {folder / mirror_tail(url)})", path=url)
+        return (folder.resolve() / mirror_tail(url)).as_uri()
+    return prefix.rstrip("/") + "/" + mirror_tail(url)
+
+
+def mirror_tail(url: str) -> str:
+    """``HOST/PATH`` of ``url``: where a mirror serves it under its prefix."""
     parts = urllib.parse.urlparse(url)
-    tail = parts.netloc + parts.path + (f"?{parts.query}" if parts.query else "")
-    return prefix.rstrip("/") + "/" + tail
+    return parts.netloc + parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 def cached_path(remote: RemoteFile) -> Path:

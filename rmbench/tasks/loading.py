@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from rmbench.core.splits import PARTS, parts_of
+from rmbench.core.splits import LIMIT_FIRST, LIMIT_SAMPLING, PARTS, limit_sample, parts_of
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec
 from rmbench.errors import ConfigError, DataError
 from rmbench.tasks import build_task
@@ -132,9 +132,13 @@ def without_part(spec: TaskSpec) -> tuple[TaskSpec, str | None]:
     return Spec.make(name=spec.name, kind=spec.kind, args=rest, version=spec.version), part
 
 
-def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[Task, list[ComparisonGroup]]:
-    """Build the task and read its groups (the first ``limit`` of its ``part``, if the spec
-    names one), checking ids are unique."""
+def load_groups(spec: TaskSpec, limit: int | None = None, sampling: str = LIMIT_SAMPLING
+                ) -> tuple[Task, list[ComparisonGroup]]:
+    """Build the task and read its groups (of its ``part``, if the spec names one), checking ids
+    are unique; with ``limit``, the sample of ``limit`` groups that :func:`rmbench.core.splits.limit_sample`
+    takes over every slice (``sampling``: :data:`~rmbench.core.splits.LIMIT_SAMPLING`; ``first``, the first
+    ``limit`` groups in file order, as runs written before the sample existed took them)."""
+    first = sampling == LIMIT_FIRST
     spec, part = without_part(spec)
     task = build_task(spec)
     groups = []
@@ -146,22 +150,26 @@ def load_groups(spec: TaskSpec, limit: int | None = None) -> tuple[Task, list[Co
             raise DataError(f"task {spec.name!r}: two groups have the id {g.id!r}; group ids must be unique")
         seen.add(g.id)
         groups.append(g)
-        if part is None and limit is not None and len(groups) >= limit:
+        if first and part is None and limit is not None and len(groups) >= limit:
             break
     if part is not None and groups:
         # Split by bootstrap units (read whole: a unit's groups may lie apart), then limit.
         parts = parts_of(groups, task.bootstrap_units(groups))
         every = len(groups)
-        groups = [g for g, p in zip(groups, parts) if p == part][:limit]
+        groups = [g for g, p in zip(groups, parts) if p == part]
+        groups = groups[:limit] if first else groups
         if not groups:
             raise DataError(f"task {spec.name!r} has no comparison groups in its {part} part: all {every} fall in "
                             f"the other part (rmbench train --split all trains on every group)")
     if not groups:
         raise DataError(f"task {spec.name!r} has no comparison groups")
+    if limit is not None and not first and len(groups) > limit:
+        keep = limit_sample(groups, task.bootstrap_units(groups), limit)
+        groups = [groups[i] for i in keep]
     return task, groups
 
 
-def load_groups_skipping(spec: TaskSpec, limit: int | None = None
+def load_groups_skipping(spec: TaskSpec, limit: int | None = None, sampling: str = LIMIT_SAMPLING
                          ) -> tuple[Task, list[ComparisonGroup], list[DataError]]:
     """:func:`load_groups` that leaves out bad rows (``--skip-bad-rows``) and returns their errors.
 
@@ -174,7 +182,7 @@ def load_groups_skipping(spec: TaskSpec, limit: int | None = None
     with skipping_bad_rows() as bad:
         while True:
             try:
-                task, groups = load_groups(spec, limit)
+                task, groups = load_groups(spec, limit, sampling)
                 return task, groups, sorted(bad.errors, key=lambda e: (str(e.path), e.line))
             except DataError as exc:
                 if exc.line is None or exc.path is None or (str(exc.path), int(exc.line)) in bad.excluded:
@@ -185,12 +193,13 @@ def load_groups_skipping(spec: TaskSpec, limit: int | None = None
                 bad.add(exc)
 
 
-def load_task(spec: TaskSpec, limit: int | None = None, skip_bad_rows: bool = False
-              ) -> tuple[Task, list[ComparisonGroup], list[DataError]]:
-    """Task, groups and the bad rows left out (none unless ``skip_bad_rows``)."""
+def load_task(spec: TaskSpec, limit: int | None = None, skip_bad_rows: bool = False,
+              sampling: str = LIMIT_SAMPLING) -> tuple[Task, list[ComparisonGroup], list[DataError]]:
+    """Task, groups and the bad rows left out (none unless ``skip_bad_rows``); ``limit`` and
+    ``sampling`` as in :func:`load_groups`."""
     if skip_bad_rows:
-        return load_groups_skipping(spec, limit)
-    task, groups = load_groups(spec, limit)
+        return load_groups_skipping(spec, limit, sampling)
+    task, groups = load_groups(spec, limit, sampling)
     return task, groups, []
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, TIES_LAYOUT
 from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.types import ComparisonGroup
+from rmbench.errors import DataError
 from rmbench.tasks.base import ExtraMetric, Task
 from rmbench.tasks.rows import RowReader
 from rmbench.tasks.schemas import RB2
@@ -40,16 +41,22 @@ class TiesTask(Task):
 
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()
+        other: dict[str, int] = {}  # rows of other subsets, by subset
+        where = None
         for location, line, row in iter_rows(**self.source):
+            where = location
             r = RowReader(row, location, line, RB2)
-            if r.get("subset", "Ties") != "Ties":
+            subset = r.get("subset", "Ties")
+            if subset != "Ties":
+                other[str(subset)] = other.get(str(subset), 0) + 1
                 continue
             with r.skippable():
-                gid = r.string("id")
+                raw = row.get("id") if isinstance(row, dict) else None
+                gid = str(raw) if isinstance(raw, int) and not isinstance(raw, bool) else r.string("id")
                 try:
                     kind, _ = ties_row_key(gid)
                 except ValueError as exc:
-                    raise r.error("id", str(exc)) from None
+                    raise r.error("id", f"{exc}: this is no RewardBench 2 Ties row{_what_it_looks_like(row)}") from None
                 if gid in seen:
                     raise r.error("id", f"duplicate row id {gid!r}")
                 chosen, rejected = r.strings("chosen"), r.strings("rejected")
@@ -61,6 +68,11 @@ class TiesTask(Task):
                                 equivalence_levels=(1,))
                 seen.add(gid)
                 yield group
+        if not seen and other:
+            counts = ", ".join(f"{k} ({n})" for k, n in sorted(other.items(), key=lambda kv: -kv[1])[:5])
+            raise DataError(f"none of its {sum(other.values())} rows is a Ties row (subset 'Ties'); its subsets: "
+                            f"{counts}. The ties task reads RewardBench 2's Ties rows; the rewardbench2 task reads "
+                            f"every subset", path=str(where))
 
     def bootstrap_units(self, groups: Sequence[ComparisonGroup]) -> np.ndarray:
         # tied:K and ref:K are resampled together: the Ties score pairs them.
@@ -77,3 +89,12 @@ class TiesTask(Task):
             offset += len(g.responses)
         terms = ties_terms(rows)  # terms.ids is sorted like bootstrap_units' unit numbers
         return {"ties_score": lambda units: ties_score_from_terms(terms, units)}
+
+
+def _what_it_looks_like(row: dict) -> str:
+    """A hint naming the task whose schema a row fits (an RM-Bench row has a ``domain``)."""
+    if "domain" in row and isinstance(row.get("chosen"), list):
+        return " (it has RM-Bench's fields: read it with --tasks rm_bench --data rm_bench=FILE)"
+    if isinstance(row.get("chosen"), str):
+        return " (its chosen answer is one string, as in a pairwise file: read it with --tasks groups --data groups=FILE)"
+    return " (ids must look like 'tied:K' / 'ref:K')"

@@ -1,0 +1,94 @@
+"""``--limit N`` is a sample of the whole task (issue 32): deterministic, spread over every slice
+in proportion, paired groups together, nested (a larger N keeps what a smaller one kept), and
+recorded in results.json; runs written before it reload with their first-N rule."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmbench.catalog import load_catalog
+from rmbench.core.splits import LIMIT_SAMPLING, limit_sample
+from rmbench.core.types import ComparisonGroup
+from rmbench.tasks.loading import load_groups
+
+
+def groups_in(slices: dict[str, int]) -> list[ComparisonGroup]:
+    return [ComparisonGroup(f"{s}-{i}", "q", ["a", "b"], [1, 0], subset=s) for s, n in slices.items() for i in range(n)]
+
+
+def test_every_slice_keeps_its_share_by_hand():
+    groups = groups_in({"chat": 30, "code": 10})  # the rows in file order: chat first
+    keep = limit_sample(groups, np.arange(40), 8)
+    subsets = [groups[i].subset for i in keep]
+    assert (subsets.count("chat"), subsets.count("code")) == (6, 2) and keep == sorted(keep)
+    keep = limit_sample(groups, np.arange(40), 1)
+    assert len(keep) == 1
+    assert len(limit_sample(groups, np.arange(40), 2)) == 2 and {groups[i].subset for i in limit_sample(
+        groups, np.arange(40), 4)} == {"chat", "code"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.integers(1, 30), min_size=1), st.integers(1, 60),
+       st.randoms(use_true_random=False))
+def test_the_sample_is_nested_proportional_and_ignores_the_row_order(slices, n, rnd):
+    groups = groups_in(slices)
+    units = np.arange(len(groups))
+    small, large = limit_sample(groups, units, n), limit_sample(groups, units, n + 7)
+    assert len(small) == min(n, len(groups)) and set(small) <= set(large)
+    shuffled = list(groups)
+    rnd.shuffle(shuffled)
+    assert {groups[i].id for i in small} == {shuffled[i].id for i in limit_sample(shuffled, units, n)}
+    total = len(groups)
+    for s, k in slices.items():  # within one group of its proportional share
+        taken = sum(groups[i].subset == s for i in small)
+        assert abs(taken - k * len(small) / total) <= 1.0 + 1e-9, (s, taken, k, len(small), total)
+
+
+def test_paired_groups_stay_together():
+    groups = [ComparisonGroup(f"{kind}:{k}", "q", ["a", "b"], [1, 0]) for k in range(10) for kind in ("tied", "ref")]
+    units = np.repeat(np.arange(10), 2)
+    keep = limit_sample(groups, units, 5)
+    assert len(keep) == 6 and all(units[i] in {units[j] for j in keep} for i in keep)
+    assert len({int(units[i]) for i in keep}) == 3  # three whole units
+
+
+def test_domain_shift_with_a_limit_keeps_every_domain():
+    spec = load_catalog().task_spec("domain_shift_sample")
+    _, every = load_groups(spec)
+    _, sample = load_groups(spec, limit=30)
+    shifts = {g.shift for g in every}
+    assert len(shifts) > 1 and {g.shift for g in sample} == shifts
+    first_30 = {g.shift for g in every[:30]}
+    assert len(first_30) == 1  # what "the first N groups" kept: one domain only
+
+
+def test_results_record_the_rule_and_old_runs_reload_their_first_groups(tmp_path):
+    from rmbench.results.folder import load_run
+    from rmbench.results.reload import task_rewards
+    from rmbench.scoring.runner import EvalConfig, evaluate
+
+    evaluate(EvalConfig(model="length", tasks=("domain_shift_sample",), limit=30, n_bootstrap=10), out_dir=tmp_path / "r")
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["config"]["limit"] == 30 and results["config"]["limit_sampling"] == LIMIT_SAMPLING
+    td, rewards = task_rewards(load_run(tmp_path / "r"), "domain_shift_sample")
+    assert len({g.shift for g in td.groups}) > 1 and len(rewards) == sum(len(g.responses) for g in td.groups)
+    # A run written before the sample existed took the first 30 groups and records no limit_sampling:
+    # made here from a whole run (its rewards cover every group) with the old record's fields.
+    from rmbench.core.types import data_fingerprint
+
+    spec = load_catalog().task_spec("domain_shift_sample")
+    evaluate(EvalConfig(model="length", tasks=("domain_shift_sample",), n_bootstrap=10), out_dir=tmp_path / "old")
+    _, first = load_groups(spec, 30, "first")
+    assert [g.id for g in first] == [g.id for g in load_groups(spec)[1][:30]]
+    path = tmp_path / "old" / "results.json"
+    old = json.loads(path.read_text())
+    old["config"]["limit"] = 30
+    old["tasks"][0]["data_fingerprint"] = data_fingerprint(first)
+    del old["tasks"][0]["comparability_key"]  # derived from the fields; an old record's would match them
+    path.write_text(json.dumps(old))
+    td, _ = task_rewards(load_run(tmp_path / "old"), "domain_shift_sample")
+    assert [g.id for g in td.groups] == [g.id for g in first]
