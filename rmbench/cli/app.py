@@ -73,8 +73,11 @@ def eval_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
                               "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
     tasks: str = typer.Option("ties_sample", "--tasks", "-t", help="Comma-separated task names."),
-    data: List[str] = typer.Option([], "--data", metavar="TASK=PATH",
-                                   help="TASK=PATH: read TASK's data from a local file. Repeatable."),
+    data: List[str] = typer.Option([], "--data", metavar="TASK=[PART=]PATH",
+                                   help="Read TASK's data from a local file (or URL#sha256=HEX). Repeatable; tasks "
+                                   "that read several files take one --data each, PART naming what the file is "
+                                   "(a shift task's shift, domain_shift's domain, rm_bench's domain: "
+                                   "--data rm_bench=chat=chat.json --data rm_bench=code=code.json)."),
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
     eps_unit: str = typer.Option("sigma", "--eps-unit", help="'sigma' (eps times the std of the rewards) or 'raw'."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Score a sample of N groups of each task: the same "
@@ -140,7 +143,7 @@ def eval_command(
         runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
                           allow_pickle=allow_pickle, threads=threads)
         configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
-                              data=parse_data_overrides(data), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
+                              data=parse_data_overrides(data, several=True), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
                               include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
                               model_args=_parse_model_args(model_arg),
                               task_args=_parse_model_args(task_arg, "--task-arg"), runtime=runtime,

@@ -278,7 +278,7 @@ def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str,
         for keys, cells in table.rows:
             missing = [table.columns[j].header for j in subset_cols if cells[j] is None]
             if missing:
-                out.append(f"{name} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subsets have no rows in "
+                out.append(f"{name} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subset columns have no rows in "
                            f"this data ({', '.join(missing)}), so its {total} averages only the subsets present and "
                            f"is not {first[name].official.title}'s score")
     return out

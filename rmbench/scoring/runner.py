@@ -38,7 +38,7 @@ from rmbench.results.summary import summarize
 from rmbench.tasks.base import Task
 from rmbench.models.trained import trained_split
 from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_with_args,
-                                   task_spec_with_data)
+                                   task_spec_with_files)
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 """``factory(description, total)`` returns a callback that advances by the count it is given."""
@@ -89,8 +89,8 @@ class EvalConfig:
     def __post_init__(self) -> None:
         data = tuple(d if isinstance(d, DataOverride) else DataOverride(*d) for d in self.data)
         object.__setattr__(self, "data", data)
-        if len({d.task for d in data}) != len(data):
-            raise ConfigError("--data gives a task twice")
+        if len(set(data)) != len(data):
+            raise ConfigError("--data gives one file of a task twice")
         if not self.tasks:
             raise ConfigError("no tasks given")
         if len(set(self.tasks)) != len(self.tasks):
@@ -168,7 +168,9 @@ def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> Spec:
 
 def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]) -> list[LoadedTask]:
     """Every task's groups, read and checked before anything is scored (a bad row fails here)."""
-    overrides = {d.task: d for d in config.data}
+    overrides: dict[str, list[DataOverride]] = {}
+    for d in config.data:
+        overrides.setdefault(d.task, []).append(d)
     task_names = catalog.expand(config.tasks)
     for name in task_names:  # a misspelt task first: its did-you-mean is the fix, not --data's
         catalog.task_spec(name)
@@ -182,7 +184,7 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
     for name in task_names:
         spec = catalog.task_spec(name)
         if name in overrides:
-            spec = task_spec_with_data(spec, overrides[name].path, overrides[name].shift)
+            spec = task_spec_with_files(spec, overrides[name], warn)
         if task_args.get(name):
             spec = task_spec_with_args(spec, task_args[name])
         spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)  # never score a model on its training rows
@@ -367,7 +369,8 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                          skip_bad_rows=config.skip_bad_rows, max_length=config.max_length,
                          truncation=config.truncation, n_bootstrap=config.n_bootstrap, seed=config.seed,
                          metric_version=METRIC_VERSION, ci_level=0.95,
-                         data={d.task: d.source_text() for d in config.data},
+                         data={task: "; ".join(d.source_text() for d in config.data if d.task == task)
+                               for task in dict.fromkeys(d.task for d in config.data)},
                          limit_sampling=LIMIT_SAMPLING if config.limit is not None else None),
         execution=Execution(runtime={**dataclasses.asdict(config.runtime), "score_timeout": config.score_timeout},
                             model=model.describe(),

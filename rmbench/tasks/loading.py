@@ -4,11 +4,13 @@
 file's shift can be named: ``--data translation_shift=translation:de=FILE`` labels its shifted
 copies ``translation:de`` (a file given to a translation task without a label is labelled
 ``translation``, never ``paraphrase``), ``--data domain_shift=domain:code=FILE`` names the
-domain. A row's own ``shift`` (or ``lang``: ``translation:LANG``) field wins over both.
+domain. A row's own ``shift`` (or ``lang``: ``translation:LANG``) field wins over both. Tasks that
+read several files take ``--data`` once per file (:func:`task_spec_with_files`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -23,10 +25,10 @@ from rmbench.tasks.rows import skipping_bad_rows
 from rmbench.tasks.shift import SHIFT_LABEL
 
 
-
 @dataclass(frozen=True)
 class DataOverride:
-    """``--data TASK=[SHIFT=]PATH``: read ``task``'s data from ``path``, its shift named ``shift``."""
+    """``--data TASK=[PART=]PATH``: read ``task``'s data from ``path``; ``shift``: the part it is
+    (a shift task's shift, domain shift's domain, RM-Bench's domain)."""
 
     task: str
     path: str
@@ -40,23 +42,104 @@ class DataOverride:
         return f"{self.task}={self.source_text()}"
 
 
-def parse_data_overrides(items: Sequence[str]) -> tuple[DataOverride, ...]:
-    """``["ties=path.jsonl", "translation_shift=translation:de=de.jsonl"]`` -> overrides, one per task."""
-    out: dict[str, DataOverride] = {}
+PART_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(:[A-Za-z0-9][A-Za-z0-9_-]*)?$")
+"""A part's label before a path: ``paraphrase``, ``translation:de``, ``domain:math``, ``chat``."""
+
+MULTI_FILE_KINDS = ("paired_shift", "domain_shift", "rm_bench")
+"""Task kinds that read several files (``--data TASK=PART=PATH`` repeated): a shift task's shifts,
+domain shift's domains, RM-Bench's domains."""
+
+
+def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[DataOverride, ...]:
+    """``["ties=path.jsonl", "translation_shift=translation:de=de.jsonl"]`` -> overrides. With
+    ``several`` (``rmbench eval``) a task may be given several files, each part once (which
+    kinds take several: :func:`task_spec_with_files`); else one per task."""
+    out: dict[tuple[str, str | None], DataOverride] = {}
     for item in items:
         task, sep, rest = item.partition("=")
         task, rest = task.strip(), rest.strip()
         if not sep or not task or not rest:
-            raise ConfigError(f"--data {item!r}: expected TASK=PATH or TASK=SHIFT=PATH")
+            raise ConfigError(f"--data {item!r}: expected TASK=PATH or TASK=PART=PATH")
         shift, sep2, path = rest.partition("=")
-        if not sep2 or not SHIFT_LABEL.match(shift.strip()) or Path(rest).exists():
+        if not sep2 or not PART_LABEL.match(shift.strip()) or Path(rest).exists():
             shift, path = None, rest
         else:
             shift, path = shift.strip(), path.strip()
-        if task in out:
+        given = [d for (t, _), d in out.items() if t == task]
+        if given and not several:
             raise ConfigError(f"--data gives task {task!r} twice")
-        out[task] = DataOverride(task, path, shift)
+        if (task, shift) in out or (given and shift is None and path in {d.path for d in given}):
+            raise ConfigError(f"--data gives task {task!r}{f' its part {shift!r}' if shift else ' the file ' + path} "
+                              f"twice")
+        out[(task, shift if shift is not None else f"\0{path}")] = DataOverride(task, path, shift)
     return tuple(out.values())
+
+
+def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
+                         warn: Callable[[str], None] | None = None) -> TaskSpec:
+    """``spec`` reading the files ``--data`` gave it (one: :func:`task_spec_with_data`).
+
+    Several files are for the tasks that read several (:data:`MULTI_FILE_KINDS`): each is a part,
+    named by its label or, for RM-Bench, by its rows' ``domain`` (or its file name). Such a task
+    reads only the files given; domain shift keeps its own in-domain set only when no file is
+    labelled with it, and ``warn`` then says where that set comes from (a download, for the
+    published task)."""
+    if len(files) == 1 and spec.kind != "domain_shift":
+        return task_spec_with_data(spec, files[0].path, files[0].shift)
+    if len(files) > 1 and spec.kind not in MULTI_FILE_KINDS:
+        raise ConfigError(f"--data gives task {spec.name!r} {len(files)} files, but it reads one (kind {spec.kind}); "
+                          f"the tasks that read several are those of kinds {', '.join(MULTI_FILE_KINDS)}")
+    paths = {}
+    for d in files:
+        label = _part_label(spec, d)
+        if label in paths:
+            raise ConfigError(f"--data gives task {spec.name!r} two files for its part {label!r}: {paths[label]} and "
+                              f"{d.path}; label them TASK=PART=PATH")
+        paths[label] = _local_or_remote(d.path)
+    old = spec.args_dict
+    if spec.kind == "rm_bench":
+        return Spec.make(name=spec.name, kind=spec.kind, args={"paths": paths}, version=spec.version)
+    args: dict[str, Any] = {"paths": paths}
+    if spec.kind == "domain_shift":
+        in_domain = old.get("in_domain", "chat")
+        args["in_domain"] = in_domain
+        if in_domain not in paths:
+            kept = (old.get("paths") or {}).get(in_domain)
+            if kept is None:
+                raise ConfigError(f"--data gives task {spec.name!r} the domains {', '.join(paths)} but not its in-domain "
+                                  f"set {in_domain!r}: add --data {spec.name}={in_domain}=FILE")
+            args["paths"] = {in_domain: kept, **paths}
+            if warn is not None:
+                where = "downloaded once from its published source" if parse_remote(str(kept)) else f"read from {kept}"
+                warn(f"task {spec.name!r}: --data gives {', '.join(paths)}; its in-domain set {in_domain!r} was not "
+                     f"given, so it is the task's own ({where}); add --data {spec.name}={in_domain}=FILE to use yours")
+    return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
+
+
+def _part_label(spec: TaskSpec, d: DataOverride) -> str:
+    """The part a file is for: its label (a domain shift's ``domain:math`` is ``math``); RM-Bench's
+    unlabelled files by their name; a shift task's unlabelled file by the task's default shift."""
+    if spec.kind == "domain_shift":
+        if d.shift is None:
+            return str(spec.args_dict.get("domain", "math"))
+        return d.shift.split(":", 1)[-1]
+    if spec.kind == "rm_bench":
+        return d.shift or Path(d.path.split("#", 1)[0]).name
+    label = d.shift or _default_shift(spec)
+    if not SHIFT_LABEL.match(label):
+        raise ConfigError(f"--data {spec.name}={label}=...: {label!r} is no shift label (paraphrase, translation:LANG "
+                          f"or KIND:NAME)")
+    return label
+
+
+def _local_or_remote(path: str) -> str:
+    remote = parse_remote(path)
+    if remote is not None:
+        return remote.text()
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataError("no such file", path=str(p))
+    return str(p.resolve())
 
 
 def _default_shift(spec: TaskSpec) -> str:

@@ -46,7 +46,7 @@ a one-domain file; here both are the same means over the domains the data has.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -116,7 +116,9 @@ class RMBenchTask(Task):
 
     ``path``: a local file (a JSON array or JSON Lines; ``--data rm_bench=FILE``);
     ``dataset``/``revision``/``split``/``data_files``: the hub dataset (``THU-KEG/RM-Bench``,
-    ``total_dataset.json``); ``domain``: the domain of rows that name none (else the file name's).
+    ``total_dataset.json``); ``domain``: the domain of rows that name none (else the file name's);
+    ``paths``: several local files, each under the domain of its rows that name none (a label that
+    is an RM-Bench domain, else the file name's): ``--data rm_bench=chat=chat.json --data rm_bench=code=code.json``.
     """
 
     description = "RM-Bench: chosen vs rejected in three styles each; official hard/normal/easy accuracy, Spec across styles"
@@ -127,18 +129,27 @@ class RMBenchTask(Task):
     version = 1
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
-                 split: str = "train", data_files: str | None = None, domain: str | None = None) -> None:
-        self.source = dict(path=path, dataset=dataset, revision=revision, split=split, data_files=data_files)
-        self.domain = domain
-        self.file_domain = rm_bench_domain(Path(path).name) if path is not None else None
+                 split: str = "train", data_files: str | None = None, domain: str | None = None,
+                 paths: Mapping[str, str] | None = None) -> None:
+        if paths:  # several local files (--data rm_bench=chat=FILE ...): label -> file
+            self.sources = [(dict(path=p), label if "." not in label and rm_bench_domain(label) else None,
+                             rm_bench_domain(Path(p).name)) for label, p in paths.items()]
+        else:
+            self.sources = [(dict(path=path, dataset=dataset, revision=revision, split=split, data_files=data_files),
+                             domain, rm_bench_domain(Path(path).name) if path is not None else None)]
 
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()
-        for location, line, row in iter_rows(**self.source):
+        for source, domain, file_domain in self.sources:
+            yield from self._groups(source, domain, file_domain, seen)
+
+    def _groups(self, source: dict, default_domain: str | None, file_domain: str | None,
+                seen: set[str]) -> Iterator[ComparisonGroup]:
+        for location, line, row in iter_rows(**source):
             r = RowReader(row, location, line, RM_BENCH)
             with r.skippable():
-                raw = r.string("domain", None) or self.domain
-                domain = rm_bench_domain(raw) if raw is not None else self.file_domain
+                raw = r.string("domain", None) or default_domain
+                domain = rm_bench_domain(raw) if raw is not None else file_domain
                 if domain is None:
                     raise r.error("domain", f"is {raw!r}, which is none of RM-Bench's domains (chat, math, code, "
                                   f"safety-*)" if raw is not None else
