@@ -45,6 +45,15 @@ def test_top_oversensitive_pair_is_the_largest_equal_utility_gap():
     assert [(p.group_id, round(p.gap, 6)) for p in sel.examples] == [("b", 3.0), ("b", 2.0)]
 
 
+def test_one_prompt_fills_at_most_two_rows_of_a_list():
+    groups = [_g("big", (1,) * 6), _g("small", (1, 1))]  # 15 equal-utility pairs in "big", 1 in "small"
+    rewards = np.array([0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 0.0, 1.0])
+    sel = oversensitive_pairs("t", groups, rewards, top=5)
+    assert [p.group_id for p in sel.examples] == ["big", "big", "small"]
+    assert [round(p.gap, 6) for p in sel.examples] == [50.0, 40.0, 1.0]
+    assert sel.left_out == 13 and sel.total == 16  # big's other 13 pairs ranked above small's
+
+
 def test_ties_in_the_gap_keep_group_and_pair_order():
     groups = [_g("a", (1, 1)), _g("b", (1, 1)), _g("c", (1, 1))]
     rewards = np.array([0.0, 1.0, 5.0, 4.0, 0.0, 1.0])  # every gap is 1
@@ -63,7 +72,8 @@ def test_utility_levels_and_groups_without_equal_answers():
     worst = fail.examples[0]
     assert (worst.group_id, worst.a.index, worst.b.index, worst.gap) == ("a", 0, 3, pytest.approx(-4.0))
     assert worst.a.utility > worst.b.utility
-    assert [round(p.gap, 6) for p in fail.examples] == [-4.0, -3.8, 6.0, 6.2, 100.0]
+    # at most two pairs of one prompt: a's 6.0 and 6.2 are passed over for b's 100
+    assert [round(p.gap, 6) for p in fail.examples] == [-4.0, -3.8, 100.0] and fail.left_out == 2
     assert oversensitive_pairs("t", [_g("b", (3, 2))], np.array([1.0, 0.0]), top=5) == Selection((), 0)
     with pytest.raises(ValueError, match="at least 2"):
         _g("solo", (3,))

@@ -66,12 +66,18 @@ class FlipExample:
     rewritten: PairExample
 
 
+PER_PROMPT = 2
+"""Pairs of one prompt (group) a list shows at most, so one prompt cannot fill a list."""
+
+
 @dataclass(frozen=True)
 class Selection:
-    """The top examples of one table and how many candidates there were in all."""
+    """The top examples of one table, how many candidates there were in all, and how many
+    ranked among them were left out because their prompt had :data:`PER_PROMPT` shown already."""
 
     examples: tuple
     total: int
+    left_out: int = 0
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,10 @@ class _Task:
         self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.sigma = float(sigma) if sigma else reward_sigma(self.rewards)
 
+    def group_of(self, flat: np.ndarray) -> np.ndarray:
+        """The group index of each flat answer index."""
+        return np.searchsorted(self.starts, flat, side="right") - 1
+
     def in_sigma(self, gap: float) -> float:
         return gap / self.sigma if self.sigma > 0 else math.nan
 
@@ -137,9 +147,24 @@ class _Task:
                            self.in_sigma(gap), word_diff(a.text, b.text) if rewrite else ())
 
 
-def _top(order_key: np.ndarray, top: int) -> np.ndarray:
-    """Positions of the ``top`` smallest keys; ties keep pair order (a stable sort)."""
-    return np.argsort(order_key, kind="stable")[:max(top, 0)]
+def _top(order_key: np.ndarray, top: int, groups: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Positions of the ``top`` smallest keys (ties keep pair order: a stable sort), at most
+    :data:`PER_PROMPT` of each group when ``groups`` gives each position's group; and how many
+    positions ranked before the last one kept were passed over for that."""
+    order = np.argsort(order_key, kind="stable")
+    if groups is None:
+        return order[:max(top, 0)], 0
+    kept, shown, passed = [], {}, 0
+    for k in order:
+        if len(kept) >= top:
+            break
+        g = int(groups[k])
+        if shown.get(g, 0) >= PER_PROMPT:
+            passed += 1
+            continue
+        shown[g] = shown.get(g, 0) + 1
+        kept.append(k)
+    return np.asarray(kept, dtype=np.int64), passed
 
 
 def oversensitive_pairs(task: str, groups: Sequence[ComparisonGroup], rewards, top: int,
@@ -150,12 +175,13 @@ def oversensitive_pairs(task: str, groups: Sequence[ComparisonGroup], rewards, t
     ea, eb = t.index.eq_a, t.index.eq_b
     gaps = np.abs(t.rewards[ea] - t.rewards[eb])
     picked = []
-    for k in _top(-gaps, top):
+    order, passed = _top(-gaps, top, t.group_of(ea))
+    for k in order:
         a, b = int(ea[k]), int(eb[k])
         if t.rewards[b] > t.rewards[a]:
             a, b = b, a
         picked.append(t.pair(a, b))
-    return Selection(tuple(picked), len(gaps))
+    return Selection(tuple(picked), len(gaps), passed)
 
 
 def discrimination_failures(task: str, groups: Sequence[ComparisonGroup], rewards, top: int,
@@ -164,7 +190,8 @@ def discrimination_failures(task: str, groups: Sequence[ComparisonGroup], reward
     t = _Task(task, groups, rewards, sigma)
     da, db = t.index.diff_better, t.index.diff_worse
     margins = t.rewards[da] - t.rewards[db]
-    return Selection(tuple(t.pair(int(da[k]), int(db[k])) for k in _top(margins, top)), len(margins))
+    order, passed = _top(margins, top, t.group_of(da))
+    return Selection(tuple(t.pair(int(da[k]), int(db[k])) for k in order), len(margins), passed)
 
 
 def preference_flips(task: str, groups: Sequence[ComparisonGroup], rewards, top: int,
@@ -175,10 +202,11 @@ def preference_flips(task: str, groups: Sequence[ComparisonGroup], rewards, top:
     ix, r = t.index, t.rewards
     new, old = r[ix.flip_a] - r[ix.flip_b], r[ix.flip_oa] - r[ix.flip_ob]
     flipped = np.flatnonzero(np.sign(new) != np.sign(old))
-    order = flipped[_top(-np.abs(new[flipped] - old[flipped]), top)]
+    positions, passed = _top(-np.abs(new[flipped] - old[flipped]), top, t.group_of(ix.flip_a[flipped]))
+    order = flipped[positions]
     flips = tuple(FlipExample(t.pair(int(ix.flip_oa[k]), int(ix.flip_ob[k])), t.pair(int(ix.flip_a[k]), int(ix.flip_b[k])))
                   for k in order)
-    return Selection(flips, len(flipped))
+    return Selection(flips, len(flipped), passed)
 
 
 def length_points(groups: Sequence[ComparisonGroup], rewards, limit: int,

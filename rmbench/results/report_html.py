@@ -11,7 +11,7 @@ import base64
 import html
 import math
 
-from rmbench.results.examples import Answer, FlipExample, PairExample, Selection
+from rmbench.results.examples import PER_PROMPT, Answer, FlipExample, PairExample, Selection
 from rmbench.results.leaderboard_render import SORT_JS, html_tables
 
 _STYLE = """
@@ -97,6 +97,9 @@ def _table(tid: str, title: str, what: str, sel: Selection, rows: list[str], gap
     head = ("<tr><th>task</th><th>subset</th><th>shift</th>"
             f"<th>{_e(gap_header)}</th><th>prompt and answers</th></tr>")
     shown = f"top {len(sel.examples)} of {sel.total} {what}"
+    if sel.left_out:
+        shown += (f"; at most {PER_PROMPT} per prompt: {sel.left_out} more of prompts already shown "
+                  f"{PER_PROMPT} times left out")
     if not rows:
         return f"<h4>{_e(title)}</h4><p>none ({_e(shown)})</p>"
     return (f'<h4>{_e(title)}</h4><p class="meta">{_e(shown)}</p>'
