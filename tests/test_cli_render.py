@@ -101,7 +101,8 @@ def test_tasks_list_keeps_every_name_whole_at_the_width(columns):
     assert set(names) <= _first_cells(piped.stdout)
 
 
-def test_piped_output_without_columns_is_full_width():
+def test_piped_prose_wraps_at_a_sane_width_and_loses_nothing():
+    """A piped ``tasks list`` (issue 32): descriptions wrap at 120 columns, never cut."""
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     piped = subprocess.run([*_rmbench(), "tasks", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env, timeout=300)
@@ -109,9 +110,11 @@ def test_piped_output_without_columns_is_full_width():
     assert "…" not in piped.stdout
     catalog = load_catalog([])
     lines = piped.stdout.splitlines()
+    flat = " ".join(" ".join(lines).split())
     for name, description in ((n, catalog.descriptions[("task", n)]) for n in catalog.tasks):
-        assert any(name in line and description in line for line in lines), name  # one line per task, unwrapped
-    assert max(map(len, lines)) > 120
+        assert any(line.strip() == name or line.startswith(name + " ") for line in lines), name
+        assert " ".join(description.split()) in flat, name  # wrapped, whole
+    assert max(map(len, lines)) <= 120
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +222,19 @@ def test_new_task_prints_commands_that_work_outside_the_virtualenv(tmp_path):
     tried = subprocess.run(lines["Try"] + " --bootstrap 10", shell=True, cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=600)
     assert tried.returncode == 0, tried.stdout + tried.stderr
+
+
+def test_a_piped_prose_listing_wraps_at_a_sane_width(monkeypatch):
+    """``rmbench tasks list | less``: descriptions wrap at 120 columns instead of 1,300-character
+    lines; COLUMNS still decides where set."""
+    from typer.testing import CliRunner
+
+    from rmbench.cli.app import app
+    from rmbench.cli.tables import PROSE_PIPE_WIDTH
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = CliRunner().invoke(app, ["tasks", "list"]).output
+    assert max(len(line) for line in out.splitlines()) <= PROSE_PIPE_WIDTH and "domain_shift" in out
+    monkeypatch.setenv("COLUMNS", "300")
+    out = CliRunner().invoke(app, ["tasks", "list"]).output
+    assert max(len(line) for line in out.splitlines()) > PROSE_PIPE_WIDTH

@@ -88,3 +88,19 @@ def test_name_needs_one_distinct_name_per_model(tmp_path, monkeypatch, names):
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["eval", "--model", "length,constant", "--name", names, *FAST])
     assert result.exit_code == 2 and result.output.startswith("error: --name") and "Traceback" not in result.output
+
+
+def test_long_multi_task_folder_names_cut_at_a_task_with_a_count_and_hash():
+    from rmbench.scoring.suite import MAX_NAME, run_folder_name
+    from rmbench.tasks.loading import DataOverride
+
+    tasks = [f"translate_{lang}_test" for lang in ("french", "spanish", "german", "russian", "italian")] + ["paraphrase"]
+    name = run_folder_name("length", tasks)
+    assert len(name) <= MAX_NAME and name.startswith("length__translate_french_test+translate_spanish_test+")
+    kept = name.split("__", 1)[1].rsplit("+", 1)[0].split("+")
+    assert set(kept) <= set(tasks)  # whole task names only
+    more, digest = name.rsplit("+", 1)[1].split("more-")
+    assert int(more) == len(tasks) - len(kept) and len(digest) == 8
+    assert run_folder_name("length", tasks[:2]) == "length__translate_french_test+translate_spanish_test"
+    two = [DataOverride("rm_bench", "/d/chat.json", "chat"), DataOverride("rm_bench", "/d/code.json", "code")]
+    assert run_folder_name("length", ["rm_bench"], two) == "length__rm_bench-chat-code"

@@ -80,9 +80,19 @@ class Grid:
     caption: str = ""
 
 
+PROSE_PIPE_WIDTH = 120
+"""Width of a table with prose columns (``tasks list``, ``models list``) printed where the output
+is not a terminal and ``COLUMNS`` is unset: its descriptions wrap instead of making lines of a
+thousand characters (tables of numbers keep :data:`PIPE_WIDTH`, so a piped leaderboard is never cut)."""
+
+
 def print_grid(console: Console, grid: Grid) -> None:
-    """Print ``grid`` in the first layout that fits ``console``'s width."""
-    console.print(render_grid(grid, console.width))
+    """Print ``grid`` in the first layout that fits ``console``'s width (:data:`PROSE_PIPE_WIDTH`
+    for a table with prose printed to a pipe or file)."""
+    width = console.width
+    if grid.prose and not _is_tty(console.file) and not os.environ.get("COLUMNS", "").strip().isdigit():
+        width = min(width, PROSE_PIPE_WIDTH)
+    console.print(render_grid(grid, width), width=width)
 
 
 def render_grid(grid: Grid, width: int) -> RenderableType:

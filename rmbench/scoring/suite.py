@@ -47,16 +47,32 @@ MAX_NAME = 100
 
 
 def _short(name: str) -> str:
-    """``name``, or its start and a hash of the whole when it is too long for a file name."""
+    """``name``, or, when it is too long for a file name, its whole tasks that fit, how many more
+    there are and a hash of the whole: ``m__ties+rm_bench-chat+2more-1a2b3c4d`` (never a word cut
+    in the middle, unless one task's own name is that long)."""
     if len(name) <= MAX_NAME:
         return name
-    return f"{name[:MAX_NAME - 10]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    head, sep, tail = name.partition("__")
+    pieces = tail.split("+") if sep else []
+    room = MAX_NAME - len(head) - len(sep) - len(f"+{len(pieces)}more-{digest}")
+    kept: list[str] = []
+    for piece in pieces:
+        if len("+".join(kept + [piece])) > room:
+            break
+        kept.append(piece)
+    if not kept:
+        return f"{name[:MAX_NAME - 10]}-{digest}"
+    return f"{head}{sep}{'+'.join(kept)}+{len(pieces) - len(kept)}more-{digest}"
 
 
 def tasks_slug(tasks: Sequence[str], data: Sequence[DataOverride] = ()) -> str:
-    """``ties+persona``; a task read from a ``--data`` file adds the file's stem: ``ties-rb2_ties``."""
-    stems = {d.task: Path(d.path).stem for d in data}
-    return "+".join(safe_file_name(t) + (f"-{safe_file_name(stems[t])}" if t in stems else "") for t in tasks)
+    """``ties+persona``; a task read from ``--data`` files adds each file's stem: ``ties-rb2_ties``,
+    ``rm_bench-chat-code``."""
+    stems: dict[str, list[str]] = {}
+    for d in data:
+        stems.setdefault(d.task, []).append(safe_file_name(Path(d.path.split("#", 1)[0]).stem))
+    return "+".join(safe_file_name(t) + "".join(f"-{s}" for s in stems.get(t, ())) for t in tasks)
 
 
 def short_model_name(model: str) -> str:
