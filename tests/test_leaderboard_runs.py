@@ -56,3 +56,11 @@ def test_a_plot_of_runs_on_other_data_says_so(rb2_runs):
                "length (full): data" in n and "length (first20): data" in n for n in notes), notes
     _, notes = ds_figure(rb2_runs[:1], "rewardbench2")
     assert not any("other data" in n for n in notes)
+
+
+def test_domain_shift_slices_are_named_and_the_caption_fits_the_task(tmp_path):
+    evaluate(EvalConfig(model="length", tasks=("domain_shift_sample",), n_bootstrap=20), out_dir=tmp_path / "ds")
+    lb = build_leaderboard([load_run(tmp_path / "ds")])
+    assert [r[0][2] for r in lb.shifts.rows] == ["domain:code", "domain:math", "in-domain (chat)"]
+    assert "pairs each shifted group" not in lb.shifts.caption  # no paired copies in a domain shift
+    assert "one sigma pooled over every domain" in lb.shifts.caption

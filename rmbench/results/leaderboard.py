@@ -257,13 +257,33 @@ def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first
             if not rec.has_task(name):
                 continue
             for shift in rec.task(name).shifts:
-                rows.append(((label, name, shift), tuple(_cell(rec, c, shift) for c in cols)))
+                rows.append(((label, name, shift_label(rec.task(name), shift)),
+                             tuple(_cell(rec, c, shift) for c in cols)))
     if not rows:
         return None
     having = [e for _, e in entries if any(e.has_task(n) for n in task_order)]
-    return Table("Original vs shifted", ("model", "task", "shift"), columns, tuple(rows),
-                 "shift 'none' = the originals; the gap pairs each shifted group with its original "
-                 f"({ci_caption(having, 'paired bootstrap 95% CI')})")
+    gap = [j for j, c in enumerate(columns) if c.metric.endswith("_shift_gap")]
+    paired = any(cells[j] is not None and cells[j].defined for _, cells in rows for j in gap)
+    kinds = {first[n].kind for n in task_order if first[n].shifts}
+    parts = []
+    if kinds - {"domain_shift"}:
+        parts.append("shift 'none' = the originals" + ("; the gap pairs each shifted group with its original"
+                                                       if paired else ""))
+    if "domain_shift" in kinds:
+        parts.append("a domain shift's slices are separate data beside its in-domain set, not paired copies, and "
+                     "its D@eps uses one sigma pooled over every domain (the same reward difference in every slice), "
+                     "so a domain whose rewards spread less than the others' shows a lower D at the same eps: compare "
+                     "accuracy across domains, D within one")
+    parts.append(ci_caption(having, "paired bootstrap 95% CI") if paired else ci_caption(having))
+    caption = "; ".join(parts)
+    return Table("Original vs shifted", ("model", "task", "shift"), columns, tuple(rows), caption)
+
+
+def shift_label(task: TaskResult, shift: str) -> str:
+    """A shift slice's name in a table: a domain shift's originals are its in-domain set."""
+    if shift == "none" and task.kind == "domain_shift":
+        return f"in-domain ({task.args.get('in_domain', 'chat')})"
+    return shift
 
 
 def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str, TaskResult]) -> list[str]:
