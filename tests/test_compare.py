@@ -66,3 +66,38 @@ def test_cli_compare(runs):
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "oracle (A) vs length (B)" in result.output and "ds_auc" in result.output and "*" in result.output
+
+
+def test_compare_reports_every_shift_slice_and_the_gap_differences(tmp_path):
+    """issue 32: each shift slice (the originals too) and, for paired copies, A's gap minus B's."""
+    from rmbench.results.compare import compare_runs
+    from rmbench.results.folder import load_run
+    from rmbench.scoring.runner import EvalConfig, evaluate
+
+    for model in ("length", "oracle"):
+        evaluate(EvalConfig(model=model, tasks=("translation_shift_sample",), n_bootstrap=10), out_dir=tmp_path / model)
+    rows = compare_runs(load_run(tmp_path / "length"), load_run(tmp_path / "oracle"), n_bootstrap=50)
+    acc = {r.shift: r for r in rows if r.metric == "pairwise_accuracy" and r.subset is None}
+    assert set(acc) == {None, "none", "translation:fr", "translation:es", "translation:ru"}
+    gaps = {r.shift: r for r in rows if r.metric == "pairwise_accuracy_shift_gap"}
+    assert set(gaps) == {"translation:fr", "translation:es", "translation:ru"}
+    for shift, gap in gaps.items():  # by hand: each run's slice accuracy minus its originals'
+        assert gap.value_a == pytest.approx(acc[shift].value_a - acc["none"].value_a)
+        assert gap.value_b == pytest.approx(acc[shift].value_b - acc["none"].value_b) == 0.0  # the oracle never errs
+        assert gap.diff == pytest.approx(gap.value_a - gap.value_b) and gap.ci_low <= gap.diff <= gap.ci_high
+    # the run's own record of the gap agrees
+    length = load_run(tmp_path / "length").record
+    assert gaps["translation:ru"].value_a == pytest.approx(
+        length.value("translation_shift_sample", "pairwise_accuracy_shift_gap", shift="translation:ru"))
+
+
+def test_compare_of_a_domain_shift_names_its_in_domain_slice_and_pairs_no_gap(tmp_path):
+    from rmbench.results.compare import compare_runs
+    from rmbench.results.folder import load_run
+    from rmbench.scoring.runner import EvalConfig, evaluate
+
+    for model in ("length", "oracle"):
+        evaluate(EvalConfig(model=model, tasks=("domain_shift_sample",), n_bootstrap=10), out_dir=tmp_path / model)
+    rows = compare_runs(load_run(tmp_path / "length"), load_run(tmp_path / "oracle"), n_bootstrap=20)
+    assert {r.shift for r in rows} == {None, "in-domain (chat)", "domain:math", "domain:code"}
+    assert not any(r.metric.endswith("_shift_gap") for r in rows)

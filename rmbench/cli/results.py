@@ -100,10 +100,13 @@ def _compare_grid(name_a: str, name_b: str, rows) -> Grid:
         eps = "" if r.eps is None else eps_display(r.eps, r.eps_unit)
         ci = "" if r.ci_low != r.ci_low else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"
         star = "*" if r.ci_low == r.ci_low and (r.ci_low > 0 or r.ci_high < 0) else ""
-        cells.append((r.task, r.metric, r.subset or "", eps, fmt(r.value_a), fmt(r.value_b), fmt(r.diff), ci, star))
-    return Grid(headers=("task", "metric", "subset", "eps", "A", "B", "A - B", "95% CI", ""), rows=tuple(cells),
-                keys=2, title=f"{name_a} (A) vs {name_b} (B)",
-                caption="A - B with a paired bootstrap 95% CI over groups; * = CI excludes 0")
+        cells.append((r.task, r.shift or "", r.metric, r.subset or "", eps, fmt(r.value_a), fmt(r.value_b),
+                      fmt(r.diff), ci, star))
+    return Grid(headers=("task", "shift", "metric", "subset", "eps", "A", "B", "A - B", "95% CI", ""),
+                rows=tuple(cells), keys=3, title=f"{name_a} (A) vs {name_b} (B)",
+                caption="A - B with a paired bootstrap 95% CI over groups; * = CI excludes 0; shift: a slice of a "
+                        "shift task ('none' = the originals; blank = the whole task); pairwise_accuracy_shift_gap = "
+                        "the slice's accuracy minus the originals', per model (A's gap - B's gap)")
 
 
 @app.command("plot")

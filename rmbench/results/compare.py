@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from rmbench.core import metrics as M
 from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import Estimate, eps_text
@@ -33,6 +34,9 @@ class Comparison:
     value_b: float
     difference: Estimate
     n_units: int
+    shift: str | None = None
+    """The shift slice (``none``: the originals, or a domain shift's in-domain set); None: the
+    whole task. Metric ``..._shift_gap``: the slice's value minus the originals', per run."""
 
     @property
     def diff(self) -> float:
@@ -82,12 +86,80 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
             rewards = aligned_rewards(folder, name, td.groups, rows)
             stats.append(slice_statistic(td.groups, rewards, eps, ta.eps_unit, units,
                                          td.task.extra_metrics(td.groups, rewards)))
-        sa, sb = stats
-        full = np.arange(sa.n_units)
-        va, vb = sa.statistic(full), sb.statistic(full)
-        diff, low, high = paired_diff(sa, sb, n_bootstrap, seed)
-        for j, (metric, e, subset) in enumerate(sa.labels):
-            ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
-            out.append(Comparison(name, metric, subset, e, ta.eps_unit if e is not None else None, float(va[j]),
-                                  float(vb[j]), Estimate(float(diff[j]), *ci), sa.n_units))
+        out += _rows(name, None, stats[0], stats[1], ta.eps_unit, n_bootstrap, seed)
+        out += _shift_rows(name, td, units, [aligned_rewards(f, name, td.groups, rows)
+                                             for f, rows in ((run_a, rewards_a), (run_b, rewards_b))],
+                           eps, ta.eps_unit, n_bootstrap, seed)
     return out
+
+
+SLICE_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin")
+"""What ``compare`` reports for each shift slice (the whole task reports every metric)."""
+
+
+def _rows(name: str, shift: str | None, sa, sb, eps_unit: str, n_bootstrap: int, seed: int,
+          only: Sequence[str] | None = None) -> list[Comparison]:
+    full = np.arange(sa.n_units)
+    va, vb = sa.statistic(full), sb.statistic(full)
+    diff, low, high = paired_diff(sa, sb, n_bootstrap, seed)
+    out = []
+    for j, (metric, e, subset) in enumerate(sa.labels):
+        if only is not None and (metric not in only or subset is not None):
+            continue
+        ci = (None, None) if math.isnan(low[j]) else (float(low[j]), float(high[j]))
+        out.append(Comparison(name, metric, subset, e, eps_unit if e is not None else None, float(va[j]),
+                              float(vb[j]), Estimate(float(diff[j]), *ci), sa.n_units, shift))
+    return out
+
+
+def _shift_rows(name: str, td, units: np.ndarray, rewards: list[np.ndarray], eps: Sequence[float], eps_unit: str,
+                n_bootstrap: int, seed: int) -> list[Comparison]:
+    """A - B on each shift slice of the task (sigma pooled over the whole task, as the run's own
+    slices), and, where a slice's groups pair one to one with the originals' (the same
+    bootstrap units: a paraphrase or a translation of each), A's gap minus B's gap, the slice's
+    pairwise accuracy minus the originals', with a paired CI over the same draws."""
+    shifts = {g.shift for g in td.groups}
+    if shifts == {None}:
+        return []
+    domain = td.result.kind == "domain_shift"
+    out: list[Comparison] = []
+    slices = {}
+    for shift in sorted(shifts, key=lambda s: (s is not None, s or "")):
+        ids = np.array([i for i, g in enumerate(td.groups) if g.shift == shift], dtype=np.int64)
+        label = "none" if shift is None else shift
+        if domain and shift is None:
+            label = f"in-domain ({td.result.args.get('in_domain', 'chat')})"
+        stats = [slice_statistic(td.groups, r, eps, eps_unit, units, group_ids=ids) for r in rewards]
+        slices[shift] = (np.unique(units[ids]), stats)
+        out += _rows(name, label, stats[0], stats[1], eps_unit, n_bootstrap, seed, SLICE_METRICS)
+    if domain or None not in slices:
+        return out
+    base_units, base = slices[None]
+    acc = next(j for j, (m, _, s) in enumerate(base[0].labels) if m == "pairwise_accuracy" and s is None)
+    for shift, (shift_units, stats) in slices.items():
+        if shift is None or not np.array_equal(shift_units, base_units):
+            continue
+        gaps = [_GapStatistic(stats[k], base[k], acc) for k in (0, 1)]
+        batched = all(g.shifted.batch is not None and g.original.batch is not None for g in gaps)
+        diff, low, high = M.paired_bootstrap_diff(gaps[0], gaps[1], base[0].n_units, n_bootstrap, seed,
+                                                  batches=(gaps[0].batch, gaps[1].batch) if batched else None,
+                                                  block=min(base[0].block, stats[0].block))
+        full = np.arange(base[0].n_units)
+        ci = (None, None) if math.isnan(low[0]) else (float(low[0]), float(high[0]))
+        out.append(Comparison(name, "pairwise_accuracy_shift_gap", None, None, None, float(gaps[0](full)[0]),
+                              float(gaps[1](full)[0]), Estimate(float(diff[0]), *ci), base[0].n_units, shift))
+    return out
+
+
+class _GapStatistic:
+    """A run's paired gap as a function of unit draws: the slice's accuracy minus the originals'."""
+
+    def __init__(self, shifted, original, j: int) -> None:
+        self.shifted, self.original, self.j = shifted, original, j
+
+    def __call__(self, units: np.ndarray) -> np.ndarray:
+        return np.array([self.shifted.statistic(units)[self.j] - self.original.statistic(units)[self.j]])
+
+    def batch(self, draws: np.ndarray) -> np.ndarray:
+        """The gap for a block of draws (resamples x units) -> resamples x 1."""
+        return (self.shifted.batch(draws)[:, self.j] - self.original.batch(draws)[:, self.j])[:, None]
