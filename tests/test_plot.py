@@ -235,3 +235,26 @@ def test_eps_labels_are_thinned_where_points_crowd(runs, tmp_path):
             assert np.hypot(a[0] - b[0], a[1] - b[1]) >= LABEL_ROOM, (a, b)
     points = sum(len({(s, d) for _, s, d in _recorded(f)}) for f in (runs["constant"], near))
     assert (1.0, 0.0) in labelled and len(labelled) == points - 1  # length's eps=50σ label left out
+
+
+def test_a_run_keeps_its_colour_in_every_figure_of_a_build(tmp_path):
+    """issue 32: colours follow a run's place among all the build's runs, not among those that
+    have the figure's task."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_hex
+
+    from rmbench.results.folder import load_run
+    from rmbench.results.plot import _colour, ds_figure
+    from rmbench.scoring.runner import EvalConfig, evaluate
+
+    evaluate(EvalConfig(model="oracle", tasks=("paraphrase_invariance_sample",), n_bootstrap=10), out_dir=tmp_path / "a")
+    evaluate(EvalConfig(model="length", tasks=("ties_sample", "paraphrase_invariance_sample"), n_bootstrap=10),
+             out_dir=tmp_path / "b")
+    runs = [load_run(tmp_path / "a"), load_run(tmp_path / "b")]
+    fig, _ = ds_figure(runs, "ties_sample")  # only run b has ties_sample
+    lines = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("length")]
+    assert lines and to_hex(lines[0].get_color()) == to_hex(_colour(1))
+    fig, _ = ds_figure(runs, "paraphrase_invariance_sample")
+    colours = {line.get_label().split()[0]: to_hex(line.get_color()) for line in fig.axes[0].get_lines()
+               if line.get_label().startswith(("oracle", "length"))}
+    assert colours == {"oracle": to_hex(_colour(0)), "length": to_hex(_colour(1))}

@@ -174,6 +174,12 @@ def run_labels(folders: Sequence[RunFolder]) -> list[str]:
     return [n if count[n] == 1 else f"{n} ({f.path.name})" for n, f in zip(names, folders)]
 
 
+def run_styles(folders: Sequence[RunFolder]) -> dict[int, int]:
+    """Each run's style index (colour, line, marker) by its place among ``folders``, keyed by
+    ``id(folder)``: a build passes all its runs to every figure, so a run looks the same in each."""
+    return {id(f): i for i, f in enumerate(folders)}
+
+
 def _with_task(folders: Sequence[RunFolder], task: str) -> list[RunFolder]:
     out = [f for f in folders if f.record.has_task(task)]
     if not out:
@@ -208,27 +214,31 @@ def _add_notes(fig: "Figure", notes: Sequence[str]) -> None:
 
 
 def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple["Figure", list[str]]:
-    """The D-Spec figure of ``task`` for the runs that have it, and the notes drawn under it."""
+    """The D-Spec figure of ``task`` for the runs that have it, and the notes drawn under it. A
+    run's colour, line and marker follow its place among all ``folders`` (:func:`run_styles`), so
+    it keeps them in every figure and page of one build, whichever runs have the task."""
+    style = run_styles(folders)
     folders = _with_task(folders, task)
     curves = [curve_data(f, task, label) for f, label in zip(folders, run_labels(folders))]
     fig = _new_figure(6.4, 6.2)
     fig.subplots_adjust(left=0.11, right=0.97, top=0.93, bottom=0.1)
     ax = fig.add_subplot(1, 1, 1)
     same, room = identical_to(curves), LabelRoom()
-    for i, c in enumerate(curves):
+    for n, c in enumerate(curves):
+        i = style[id(folders[n])]  # the run's place in the whole build: its colour, line and marker
         colour = _colour(i)
         ok = ~np.isnan(c.spec) & ~np.isnan(c.d)
-        auc = folders[i].record.task(task).metric("ds_auc")
+        auc = folders[n].record.task(task).metric("ds_auc")
         legend = c.label + (f"  (ds_auc {auc.value:.3f})" if auc is not None and auc.estimate.defined else "")
         if not c.dense:
             legend += "  [recorded points only]"
-        if same[i] is not None:
-            legend += f"  = {curves[same[i]].label}"
+        if same[n] is not None:
+            legend += f"  = {curves[same[n]].label}"
         if ok.any():  # a style per run (dashed when only the recorded points): identical curves stay visible
             ax.plot(c.spec[ok], c.d[ok], color=colour, linewidth=1.8, linestyle=linestyle(i) if c.dense else "--",
-                    drawstyle="default", label=legend, zorder=3 + 0.01 * i)
+                    drawstyle="default", label=legend, zorder=3 + 0.01 * n)
         # the eps labels of a curve identical to an earlier one would only repeat its labels
-        annotate_recorded(ax, c, colour, marker(i), room, labels=same[i] is None)
+        annotate_recorded(ax, c, colour, marker(i), room, labels=same[n] is None)
     ax.plot([1.0], [1.0], marker="*", markersize=12, color="0.6", linestyle="none", zorder=2)
     ax.annotate("ideal", (1.0, 1.0), xytext=(-9, 5), textcoords="offset points", ha="right", va="bottom",
                 fontsize=7.5, color="0.45")
@@ -281,6 +291,7 @@ def _gap_text(gap: Any) -> str | None:
 def shift_figure(folders: Sequence[RunFolder], task: str) -> "Figure":
     """Grouped bars of pairwise accuracy per shift (95% CI), one colour per run, with the paired
     gaps (shifted - original) written above the shifted bars."""
+    style = run_styles(folders)
     folders = [f for f in _with_task(folders, task) if f.record.task(task).shifts]
     if not folders:
         raise ConfigError(f"task {task!r} has no shifts in these runs (no original-vs-shifted bars to draw)")
@@ -300,7 +311,7 @@ def shift_figure(folders: Sequence[RunFolder], task: str) -> "Figure":
             if rec is None or not rec.estimate.defined:
                 continue
             ci = _bar_ci(rec)
-            ax.bar(xs[j], rec.value, width * 0.92, color=_colour(i), label=label,
+            ax.bar(xs[j], rec.value, width * 0.92, color=_colour(style[id(folder)]), label=label,
                    yerr=None if ci is None else [[ci[0]], [ci[1]]], capsize=3, ecolor="0.2", zorder=3)
             text = _gap_text(result.metric("pairwise_accuracy_shift_gap", shift=shift)) if shift != "none" else None
             if text:
