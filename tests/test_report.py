@@ -349,3 +349,21 @@ def test_report_of_smollm2_on_ties_sample(tmp_path):
     top = build_report([folder]).tasks[0].examples[0].oversensitive.examples[0]
     gids, gap_sigma = _hand_top_pair(folder, "ties_sample")
     assert top.group_id in gids and top.gap_sigma == pytest.approx(gap_sigma)
+
+
+def test_the_scatter_labels_sit_below_the_points_and_the_figures_scale_to_the_page():
+    import re
+
+    from rmbench.results.examples import LengthPoints
+    from rmbench.results.report_svg import Bar, bars_svg, scatter_svg
+
+    points = [(0, LengthPoints((-40.0, 10.0, 40.0), (-1.0, 0.2, 1.0), 0.5, 3)),
+              (1, LengthPoints((-20.0, 30.0), (0.5, -0.5), -1.0, 2))]
+    svg = scatter_svg("length", points, ["a", "b"])
+    circles = [float(y) for y in re.findall(r'<circle cx="[^"]+" cy="([^"]+)"', svg)]
+    labels = [float(y) for y in re.findall(r'<text x="[^"]+" y="([^"]+)"[^>]*>[^<]*rho =', svg)]
+    assert len(labels) == 2 and min(labels) > max(circles) + 20  # under the plot and its axis label
+    height = float(re.search(r'viewBox="0 0 [^ ]+ ([^"]+)"', svg).group(1))
+    assert max(labels) < height
+    for drawn in (svg, bars_svg("t", [Bar("all", 0, 0.5, 0.4, 0.6)], ["run"])):
+        assert 'width="100%"' in drawn and "viewBox=" in drawn  # as wide as the page's column

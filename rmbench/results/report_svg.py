@@ -28,12 +28,18 @@ def _e(s: str) -> str:
     return html.escape(s, quote=True)
 
 
+def _svg_open(width: float, height: float) -> str:
+    """An SVG drawn on a ``width`` x ``height`` canvas that scales to its container's width."""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:g} {height:g}" width="100%" '
+            f'preserveAspectRatio="xMinYMin meet" role="img">')
+
+
 def bars_svg(title: str, bars: Sequence[Bar], run_names: Sequence[str]) -> str:
     """Horizontal bars on [0, 1], one row per bar, whiskers for the CI, a legend of runs."""
     row, left, width = 16, 220, 300
     legend = 18 * len(run_names) if len(run_names) > 1 else 0
     height = 30 + row * len(bars) + legend + 20
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" role="img">',
+    out = [_svg_open(left + width + 80, height),
            f'<text x="4" y="16" font-size="13" font-weight="bold">{_e(title)}</text>']
     x0 = left
     # [0, 1] for rates; [-1, 1] where a value or CI is negative (gaps, correlations)
@@ -76,7 +82,7 @@ def scatter_svg(title: str, points: Sequence[tuple[int, LengthPoints]], run_name
     ys = [v for _, p in points for v in p.reward_diff] or [0.0]
     xm = max(1.0, max(abs(v) for v in xs))
     ym = max(1e-9, max(abs(v) for v in ys if math.isfinite(v)) if any(math.isfinite(v) for v in ys) else 1.0)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h + 40}" role="img">',
+    out = [_svg_open(w, h + 40 + 14 * len(points)),
            f'<text x="4" y="14" font-size="13" font-weight="bold">{_e(title)}</text>',
            f'<line x1="{pad}" x2="{w - 10}" y1="{pad + (h - pad) / 2}" y2="{pad + (h - pad) / 2}" stroke="#bbb"/>',
            f'<line x1="{pad + (w - pad - 10) / 2}" x2="{pad + (w - pad - 10) / 2}" y1="{pad - 10}" y2="{h}" stroke="#bbb"/>']
@@ -92,9 +98,9 @@ def scatter_svg(title: str, points: Sequence[tuple[int, LengthPoints]], run_name
                f'(chars, ±{xm:g})</text>')
     out.append(f'<text x="10" y="{pad + (h - pad) / 2}" font-size="11" transform="rotate(-90 10 {pad + (h - pad) / 2})" '
                f'text-anchor="middle">reward difference (sigma, ±{ym:.2g})</text>')
-    for i, (run, p) in enumerate(points):
+    for i, (run, p) in enumerate(points):  # below the axis label, never over the points
         rho = "–" if not math.isfinite(p.correlation) else f"{p.correlation:.3f}"
-        out.append(f'<text x="{pad + 4}" y="{pad + 4 + 14 * i}" font-size="11" fill="{COLOURS[run % len(COLOURS)]}">'
+        out.append(f'<text x="{pad}" y="{h + 34 + 14 * i}" font-size="11" fill="{COLOURS[run % len(COLOURS)]}">'
                    f'{_e(run_names[run])}: rho = {rho} (n = {p.total})</text>')
     out.append("</svg>")
     return "".join(out)
