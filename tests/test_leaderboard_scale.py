@@ -52,7 +52,7 @@ def test_many_runs_get_one_table_per_task_with_only_filled_columns(runs_folder):
     assert not any(label.endswith("my_rm.py:score") for label in paraphrase)
     assert "oracle" in paraphrase and "oracle" not in ties  # a run is a row only where it ran
     md = render(lb, "md")
-    label = max(len(keys[0]) for t in lb.headline for keys, _ in t.rows)
+    label = max(len(" | ".join(keys)) for t in lb.tables for keys, _ in t.rows)  # the key columns of a row
     assert max(len(line) for line in _table_lines(md)) <= label + MAX_CELLS
     one = render(build_leaderboard(find_runs([runs_folder]), layout="one"), "md")
     assert max(len(line) for line in _table_lines(one)) > label + 2 * MAX_CELLS  # what it was
@@ -97,7 +97,8 @@ def test_the_legend_says_what_a_second_column_group_is(runs_folder, tmp_path):
     lb = build_leaderboard(find_runs([runs_folder, tmp_path / "lim"]))
     assert "ties_sample#2" in [t.title for t in lb.headline]
     second = [line for line in lb.legend if line.startswith("ties_sample#2: ")]
-    assert second and "'ties_sample'" in second[0] and "(5 groups)" in second[0]
+    # --limit 5 keeps whole tied:K/ref:K units: 6 groups
+    assert second and "'ties_sample'" in second[0] and "(6 groups)" in second[0]
 
 
 def test_cli_layout_option_and_a_bad_layout(runs_folder, tmp_path):
