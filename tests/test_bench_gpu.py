@@ -29,11 +29,11 @@ def test_gpu_benchmark_runs_tiny_on_the_cpu(tmp_path, capsys):
 
 
 def test_workload_lengths_come_from_the_shipped_tasks():
-    from bench import gpu
+    from bench import gpu_models
 
-    prompts, answers = gpu.shipped_texts()
-    tok = gpu.build_tokenizer(prompts + answers, 512)
-    groups = gpu.workload(tok, 30)
+    prompts, answers = gpu_models.shipped_texts()
+    tok = gpu_models.build_tokenizer(prompts + answers, 512)
+    groups = gpu_models.workload(tok, 30)
     assert all(len(g.responses) == 4 for g in groups)
     shipped = {len(tok(t, add_special_tokens=False)["input_ids"]) for t in answers}
     drawn = [len(tok(r, add_special_tokens=False)["input_ids"]) for g in groups for r in g.responses]

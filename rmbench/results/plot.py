@@ -33,7 +33,7 @@ from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_bytes
 from rmbench.paths import user_cache_dir
 from rmbench.results.folder import RunFolder
-from rmbench.results.plot_marks import (LabelRoom, annotate_recorded, eps_label, identical_notes, identical_to,
+from rmbench.results.plot_marks import (LabelRoom, annotate_recorded, data_notes, eps_label, identical_notes, identical_to,
                                         linestyle, marker)
 from rmbench.results.record import TaskResult
 
@@ -251,26 +251,13 @@ def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple["Figure", list[s
     ax.set_title(f"{task}: discrimination vs specificity")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize=8, framealpha=0.9)
-    notes = [c.note for c in curves if c.note] + identical_notes(curves, same) + data_notes(folders, task, curves)
+    notes = [c.note for c in curves if c.note] + identical_notes(curves, same)
+    notes += data_notes(folders, task, [c.label for c in curves])
     if not any(c.defined for c in curves):
         ax.text(0.5, 0.5, "no curve: no run has both discrimination\nand specificity pairs on this task",
                 ha="center", va="center", fontsize=10, color="0.4", transform=ax.transAxes)
     _add_notes(fig, notes)
     return fig, notes
-
-
-def data_notes(folders: Sequence[RunFolder], task: str, curves: Sequence[CurveData]) -> list[str]:
-    """A note where the curves of one figure come from runs of ``task`` on other data (another
-    task key: data, version, metric version or eps unit), naming each run's data: the curves
-    are drawn apart, never merged, but they do not measure the same thing."""
-    results = [f.record.task(task) for f in folders]
-    if len({r.task_key for r in results}) < 2:
-        return []
-    first = results[0]
-    differ = list(dict.fromkeys(d for r in results[1:] for d in first.differences(r)))
-    runs = ", ".join(f"{c.label}: data {r.data_fingerprint[:12]} ({r.counts.groups} groups)" for c, r in zip(curves, results))
-    return [f"{task}: these runs are on other data or settings ({'; '.join(differ)}), so their curves are not "
-            f"comparable: {runs}"]
 
 
 def _bar_ci(rec: Any) -> tuple[float, float] | None:

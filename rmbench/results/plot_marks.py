@@ -9,9 +9,12 @@ Helpers over arrays and points, and the recorded points drawn on a matplotlib ax
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rmbench.results.folder import RunFolder
 
 LINESTYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P")
@@ -94,3 +97,18 @@ def annotate_recorded(ax: Any, c: Curve, colour: Any, shape: str = "o", room: La
         ax.annotate(text, (s, d), xytext=(-7 if right else 7, -8 if top else 7), textcoords="offset points",
                     ha="right" if right else "left", va="top" if top else "bottom", fontsize=7.5, color=colour,
                     zorder=5, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
+
+
+def data_notes(folders: Sequence["RunFolder"], task: str, labels: Sequence[str]) -> list[str]:
+    """A note where the curves of one figure come from runs of ``task`` on other data (another
+    task key: data, version, metric version or eps unit), naming each run's data: the curves
+    are drawn apart, never merged, but they do not measure the same thing."""
+    results = [f.record.task(task) for f in folders]
+    if len({r.task_key for r in results}) < 2:
+        return []
+    first = results[0]
+    differ = list(dict.fromkeys(d for r in results[1:] for d in first.differences(r)))
+    runs = ", ".join(f"{label}: data {r.data_fingerprint[:12]} ({r.counts.groups} groups)"
+                     for label, r in zip(labels, results))
+    return [f"{task}: these runs are on other data or settings ({'; '.join(differ)}), so their curves are not "
+            f"comparable: {runs}"]
