@@ -64,3 +64,19 @@ def test_domain_shift_slices_are_named_and_the_caption_fits_the_task(tmp_path):
     assert [r[0][2] for r in lb.shifts.rows] == ["domain:code", "domain:math", "in-domain (chat)"]
     assert "pairs each shifted group" not in lb.shifts.caption  # no paired copies in a domain shift
     assert "one sigma pooled over every domain" in lb.shifts.caption
+
+
+def test_several_models_on_other_data_are_a_row_each_in_each_variant(rb2_runs, tmp_path):
+    rb2 = tmp_path / "rb2.jsonl"
+    write_rb2(rb2)
+    for folder, limit in (("oracle_full", None), ("oracle_first20", 20)):
+        evaluate(EvalConfig(model="oracle", tasks=("rewardbench2",), data=(("rewardbench2", str(rb2)),), limit=limit,
+                            n_bootstrap=20, use_cache=False), out_dir=tmp_path / folder)
+    runs = rb2_runs + [load_run(tmp_path / "oracle_full"), load_run(tmp_path / "oracle_first20")]
+    lb = build_leaderboard(runs)
+    official = {t.title: sorted(r[0][0] for r in t.rows) for t in lb.official}
+    assert official == {
+        "RewardBench 2 (rewardbench2): official layout": ["length (full)", "oracle (oracle_full)"],
+        "RewardBench 2 (rewardbench2#2): official layout": ["length (first20)", "oracle (oracle_first20)"]}
+    assert sorted(r[0][0] for r in lb.main.rows) == ["length (first20)", "length (full)", "oracle (oracle_first20)",
+                                                     "oracle (oracle_full)"]
