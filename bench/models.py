@@ -235,6 +235,7 @@ def mc_dropout_cost(reps: int, dtype: str, limit: int | None = None) -> dict:
 
     from rmbench.catalog import load_catalog
     from rmbench.models import Runtime, build_model, parse_model_spec
+    from rmbench.models.batching import batch_limits
     from rmbench.scoring.engine import batch_cost, plan_batches, plan_shared_batches, requests_for, score_groups
     from rmbench.tasks.loading import load_groups
 
@@ -247,12 +248,12 @@ def mc_dropout_cost(reps: int, dtype: str, limit: int | None = None) -> dict:
     inner, T = disc.inner, disc.T
 
     requests = requests_for(groups)
-    max_batch = min(runtime.max_batch, inner.max_batch or runtime.max_batch)
+    limits = batch_limits(inner, runtime)  # the engine's limits on this CPU
     lengths = inner.lengths(requests)
     prefix = inner.prefix_lengths(requests)
     prompts = [r.prompt for r in requests]
-    shared_plan = plan_shared_batches(lengths, prefix, prompts, runtime.token_budget, max_batch)  # the base's
-    plain_plan = plan_batches(lengths, runtime.token_budget, max_batch)  # without prompt sharing
+    shared_plan = plan_shared_batches(lengths, prefix, prompts, limits.token_budget, limits.max_batch)  # the base's
+    plain_plan = plan_batches(lengths, limits.token_budget, limits.max_batch)  # without prompt sharing
 
     private = all(callable(getattr(inner, name, None)) for name in ("_encode", "_hidden", "_head"))
 
