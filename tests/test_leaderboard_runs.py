@@ -80,3 +80,15 @@ def test_several_models_on_other_data_are_a_row_each_in_each_variant(rb2_runs, t
         "RewardBench 2 (rewardbench2#2): official layout": ["length (first20)", "oracle (oracle_first20)"]}
     assert sorted(r[0][0] for r in lb.main.rows) == ["length (first20)", "length (full)", "oracle (oracle_first20)",
                                                      "oracle (oracle_full)"]
+
+
+def test_a_shell_glob_over_a_runs_folder_passes_over_the_leaderboards_beside_the_runs(rb2_runs, tmp_path):
+    from rmbench.errors import ConfigError
+    from rmbench.results.folder import find_runs
+
+    board = tmp_path / "leaderboard__rewardbench2__length.md"
+    board.write_text("| model |\n")
+    found = find_runs([rb2_runs[0].path, board, rb2_runs[1].path])  # what `runs/*` expands to
+    assert [f.path for f in found] == [rb2_runs[0].path, rb2_runs[1].path]
+    with pytest.raises(ConfigError, match=r"leaderboard__rewardbench2__length.md is a file, not a run folder"):
+        find_runs([board])

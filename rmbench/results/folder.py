@@ -342,16 +342,25 @@ def load_run(path: str | Path) -> RunFolder:
 
 
 def find_runs(paths: Sequence[str | Path]) -> list[RunFolder]:
-    """Every run folder among ``paths``: a run folder itself, or every run folder under a folder."""
+    """Every run folder among ``paths``: a run folder itself (or its results.json), or every run
+    folder under a folder. Other files (a shell's ``runs/*`` also names the leaderboards rmbench
+    writes beside the run folders) are passed over when the other paths hold runs; paths that
+    hold none are one error naming them."""
     out: list[RunFolder] = []
+    other: list[Path] = []
     for p in map(Path, paths):
-        if p.is_dir() and not (p / RESULTS_FILE).is_file():
+        if p.is_file() and p.name != RESULTS_FILE:
+            other.append(p)
+        elif p.is_dir() and not (p / RESULTS_FILE).is_file():
             found = sorted(f.parent for f in p.rglob(RESULTS_FILE))
             if not found:
                 raise ConfigError(f"{p}: no run folders under it (no results.json)")
             out += [load_run(f) for f in found]
         else:
             out.append(load_run(p))
+    if other and not out:
+        raise ConfigError(f"{other[0]} is a file, not a run folder (a run folder holds {RESULTS_FILE}); give run "
+                          f"folders, or a folder that holds them")
     return out
 
 
