@@ -90,8 +90,8 @@ def print_grid(console: Console, grid: Grid) -> None:
     """Print ``grid`` in the first layout that fits ``console``'s width (:data:`PROSE_PIPE_WIDTH`
     for a table with prose printed to a pipe or file)."""
     width = console.width
-    if grid.prose and not _is_tty(console.file) and not os.environ.get("COLUMNS", "").strip().isdigit():
-        width = min(width, PROSE_PIPE_WIDTH)
+    if grid.prose and width == PIPE_WIDTH:  # what OutputConsole gives a pipe or file without COLUMNS
+        width = PROSE_PIPE_WIDTH
     console.print(render_grid(grid, width), width=width)
 
 

@@ -18,8 +18,20 @@ Only for causal (decoder) backbones, where a token's state cannot depend on late
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Sequence
+
+
+def forward_takes(module, argument: str) -> bool:
+    """Whether ``module.forward`` takes ``argument`` (transformers renames cache arguments between
+    releases); read once per class, not on every batch."""
+    return argument in _forward_parameters(type(module))
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_parameters(cls: type) -> frozenset[str]:
+    return frozenset(inspect.signature(cls.forward).parameters)
 
 
 def prefix_units(input_ids, shared: Sequence[int]) -> tuple[list[int], list[tuple[int, int]]]:
@@ -67,7 +79,7 @@ def shared_prefix_hidden(backbone, input_ids, attention_mask, shared: Sequence[i
     index = torch.tensor(unit_of)
     cache = DynamicCache(config=backbone.config)
     # transformers >= 5.2x names the argument ``cache``; earlier versions ``past_key_values``.
-    kw = "cache" if "cache" in inspect.signature(backbone.forward).parameters else "past_key_values"
+    kw = "cache" if forward_takes(backbone, "cache") else "past_key_values"
     with torch.inference_mode():
         backbone(input_ids=p_ids.to(device), attention_mask=p_mask.to(device),
                  position_ids=(p_mask.cumsum(-1) - 1).clamp(min=0).to(device), use_cache=True, **{kw: cache})

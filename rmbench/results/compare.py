@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rmbench.core import metrics as M
+from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import Estimate, eps_text
@@ -81,15 +82,13 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
                               f"rerun one with --eps {eps_text(ta.eps)}")
         td = reload_task(ta, a.config.limit, data, a.config.limit_sampling)
         units = td.task.bootstrap_units(td.groups)
-        stats = []
-        for folder, rows in ((run_a, rewards_a), (run_b, rewards_b)):
-            rewards = aligned_rewards(folder, name, td.groups, rows)
-            stats.append(slice_statistic(td.groups, rewards, eps, ta.eps_unit, units,
-                                         td.task.extra_metrics(td.groups, rewards)))
+        index = PairIndex.from_groups(td.groups)  # one index for the whole task and every slice
+        rewards = [aligned_rewards(folder, name, td.groups, rows)
+                   for folder, rows in ((run_a, rewards_a), (run_b, rewards_b))]
+        stats = [slice_statistic(td.groups, r, eps, ta.eps_unit, units, td.task.extra_metrics(td.groups, r),
+                                 index=index) for r in rewards]
         out += _rows(name, None, stats[0], stats[1], ta.eps_unit, n_bootstrap, seed)
-        out += _shift_rows(name, td, units, [aligned_rewards(f, name, td.groups, rows)
-                                             for f, rows in ((run_a, rewards_a), (run_b, rewards_b))],
-                           eps, ta.eps_unit, n_bootstrap, seed)
+        out += _shift_rows(name, td, units, index, rewards, eps, ta.eps_unit, n_bootstrap, seed)
     return out
 
 
@@ -112,8 +111,8 @@ def _rows(name: str, shift: str | None, sa, sb, eps_unit: str, n_bootstrap: int,
     return out
 
 
-def _shift_rows(name: str, td, units: np.ndarray, rewards: list[np.ndarray], eps: Sequence[float], eps_unit: str,
-                n_bootstrap: int, seed: int) -> list[Comparison]:
+def _shift_rows(name: str, td, units: np.ndarray, index: PairIndex, rewards: list[np.ndarray], eps: Sequence[float],
+                eps_unit: str, n_bootstrap: int, seed: int) -> list[Comparison]:
     """A - B on each shift slice of the task (sigma pooled over the whole task, as the run's own
     slices), and, where a slice's groups pair one to one with the originals' (the same
     bootstrap units: a paraphrase or a translation of each), A's gap minus B's gap, the slice's
@@ -129,7 +128,7 @@ def _shift_rows(name: str, td, units: np.ndarray, rewards: list[np.ndarray], eps
         label = "none" if shift is None else shift
         if domain and shift is None:
             label = f"in-domain ({td.result.args.get('in_domain', 'chat')})"
-        stats = [slice_statistic(td.groups, r, eps, eps_unit, units, group_ids=ids) for r in rewards]
+        stats = [slice_statistic(td.groups, r, eps, eps_unit, units, group_ids=ids, index=index) for r in rewards]
         slices[shift] = (np.unique(units[ids]), stats)
         out += _rows(name, label, stats[0], stats[1], eps_unit, n_bootstrap, seed, SLICE_METRICS)
     if domain or None not in slices:

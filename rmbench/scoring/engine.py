@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -179,9 +179,22 @@ PLAIN_SPREADS = (0.1, 0.2, 0.3, 0.5)
 SHARED_SPREADS = (0.1, 0.5, 1.0)
 
 
-def plan_for(lengths: Sequence[int], shareable: Sequence[int] | None, prompts: Sequence, limits: BatchLimits
-             ) -> tuple[list[list[int]], list[int], str]:
-    """(batches, shared prefix per request, the plan's name) for one scoring call.
+class Plan(NamedTuple):
+    """The batches of one scoring call, each request's shared prefix (all 0 when no prompt's
+    responses are kept together) and the plan's name."""
+
+    batches: list[list[int]]
+    prefix: list[int]
+    name: str
+
+    @property
+    def reuse(self) -> bool:
+        """Whether the model reuses prompts' KV caches in these batches."""
+        return any(self.prefix)
+
+
+def plan_for(lengths: Sequence[int], shareable: Sequence[int] | None, prompts: Sequence, limits: BatchLimits) -> Plan:
+    """The plan of one scoring call.
 
     Where a batch costs only its padded tokens (a CPU: ``limits.batch_overhead`` 0), the plan
     of the module docstring: prompt KV reuse (:func:`plan_shared_batches`) where the model
@@ -192,26 +205,25 @@ def plan_for(lengths: Sequence[int], shareable: Sequence[int] | None, prompts: S
     10-50% padding and reuse plans with 10-100%, by padded tokens + overhead x forward passes
     (two per batch that reuses prompts: the prompts' pass, then the responses'). The choice
     depends only on the inputs and the limits, so a resumed run plans the same batches."""
-    n = len(lengths)
-    none = [0] * n
-    if not limits.batch_overhead:
+    budget, rows, overhead = limits.token_budget, limits.max_batch, limits.batch_overhead
+    none = [0] * len(lengths)
+    if not overhead:
         if shareable is None:
-            return plan_batches(lengths, limits.token_budget, limits.max_batch), none, "length-sorted, padding <= 10%"
-        return (plan_shared_batches(lengths, shareable, prompts, limits.token_budget, limits.max_batch),
-                list(shareable), "prompt KV reuse, padding <= 10%")
-    candidates = []
-    for spread in PLAIN_SPREADS:
-        plan = plan_batches(lengths, limits.token_budget, limits.max_batch, spread)
-        padded = sum(len(b) * max(lengths[i] for i in b) for b in plan)
-        candidates.append((padded + limits.batch_overhead * len(plan), plan, none,
-                           f"length-sorted, padding <= {spread:.0%}"))
-    for spread in SHARED_SPREADS if shareable is not None else ():
-        plan = plan_shared_batches(lengths, shareable, prompts, limits.token_budget, limits.max_batch, spread)
-        padded = sum(batch_cost(lengths, shareable, prompts, b)[1] for b in plan)
-        candidates.append((padded + 2 * limits.batch_overhead * len(plan), plan, list(shareable),
-                           f"prompt KV reuse, padding <= {spread:.0%}"))
-    cost, plan, prefix, name = min(candidates, key=lambda c: c[0])  # the first of equal costs: deterministic
-    return plan, prefix, f"{name} (cheapest at {limits.batch_overhead} tokens per forward pass)"
+            return Plan(plan_batches(lengths, budget, rows), none, "length-sorted, padding <= 10%")
+        return Plan(plan_shared_batches(lengths, shareable, prompts, budget, rows), list(shareable),
+                    "prompt KV reuse, padding <= 10%")
+    candidates = [Plan(plan_batches(lengths, budget, rows, spread), none, f"length-sorted, padding <= {spread:.0%}")
+                  for spread in PLAIN_SPREADS]
+    if shareable is not None:
+        candidates += [Plan(plan_shared_batches(lengths, shareable, prompts, budget, rows, spread), list(shareable),
+                            f"prompt KV reuse, padding <= {spread:.0%}") for spread in SHARED_SPREADS]
+
+    def cost(plan: Plan) -> int:  # padded tokens + the passes' fixed cost
+        padded = sum(batch_cost(lengths, plan.prefix, prompts, b)[1] for b in plan.batches)
+        return padded + (2 if plan.reuse else 1) * overhead * len(plan.batches)
+
+    best = min(candidates, key=cost)  # the first of equal costs: deterministic
+    return best._replace(name=f"{best.name} (cheapest at {overhead} tokens per forward pass)")
 
 
 def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
@@ -248,8 +260,9 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
         limits = backend.agree(batch_limits(model, runtime, scores_here=backend.scores_here))
         shareable = model.prefix_lengths(distinct) if isinstance(model, TokenizedModel) else None
         lengths = model.lengths(distinct)
-        plan, prefix, plan_name = plan_for(lengths, shareable, prompts, limits)
-        use_prompt_reuse(model, plan_name.startswith("prompt KV reuse"))
+        chosen = plan_for(lengths, shareable, prompts, limits)
+        plan, prefix, plan_name = chosen
+        use_prompt_reuse(model, chosen.reuse)
     results: dict[str, np.ndarray] = {}
     cached = computed = batches = real = work = padded = 0
     todo = []

@@ -54,7 +54,7 @@ def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[D
     """``["ties=path.jsonl", "translation_shift=translation:de=de.jsonl"]`` -> overrides. With
     ``several`` (``rmbench eval``) a task may be given several files, each part once (which
     kinds take several: :func:`task_spec_with_files`); else one per task."""
-    out: dict[tuple[str, str | None], DataOverride] = {}
+    out: list[DataOverride] = []
     for item in items:
         task, sep, rest = item.partition("=")
         task, rest = task.strip(), rest.strip()
@@ -65,14 +65,14 @@ def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[D
             shift, path = None, rest
         else:
             shift, path = shift.strip(), path.strip()
-        given = [d for (t, _), d in out.items() if t == task]
+        given = [d for d in out if d.task == task]
         if given and not several:
             raise ConfigError(f"--data gives task {task!r} twice")
-        if (task, shift) in out or (given and shift is None and path in {d.path for d in given}):
+        if any(d.shift == shift if shift is not None else (d.shift is None and d.path == path) for d in given):
             raise ConfigError(f"--data gives task {task!r}{f' its part {shift!r}' if shift else ' the file ' + path} "
                               f"twice")
-        out[(task, shift if shift is not None else f"\0{path}")] = DataOverride(task, path, shift)
-    return tuple(out.values())
+        out.append(DataOverride(task, path, shift))
+    return tuple(out)
 
 
 def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
@@ -133,6 +133,8 @@ def _part_label(spec: TaskSpec, d: DataOverride) -> str:
 
 
 def _local_or_remote(path: str) -> str:
+    """A data source as a task's ``path`` takes it: a web file's ``URL#sha256=HEX``, or an
+    existing local file's absolute path ("no such file" otherwise)."""
     remote = parse_remote(path)
     if remote is not None:
         return remote.text()
@@ -153,10 +155,7 @@ def _default_shift(spec: TaskSpec) -> str:
 def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> TaskSpec:
     """The same task reading a local file, or a web file ``URL#sha256=HEX``, instead of its own
     source (``shift``: its label)."""
-    remote = parse_remote(path)
-    p = Path(path).expanduser()
-    if remote is None and not p.is_file():
-        raise DataError("no such file", path=str(p))
+    source = _local_or_remote(path)
     old = spec.args_dict
     args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
     if spec.kind == "domain_shift":
@@ -169,7 +168,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
     elif shift is not None:
         raise ConfigError(f"--data {spec.name}={shift}=...: task {spec.name!r} (kind {spec.kind}) is not a shift "
                           f"task, so its data takes no shift label")
-    args["path"] = remote.text() if remote is not None else str(p.resolve())
+    args["path"] = source
     return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
 
 

@@ -17,7 +17,7 @@ from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.tasks.base import ExtraMetric, Task
 from rmbench.tasks.rows import RowReader
-from rmbench.tasks.schemas import RB2
+from rmbench.tasks.schemas import RB2, looks_like
 from rmbench.tasks.sources import iter_rows
 
 RB2_DATASET = "allenai/reward-bench-2"
@@ -92,9 +92,9 @@ class TiesTask(Task):
 
 
 def _what_it_looks_like(row: dict) -> str:
-    """A hint naming the task whose schema a row fits (an RM-Bench row has a ``domain``)."""
-    if "domain" in row and isinstance(row.get("chosen"), list):
-        return " (it has RM-Bench's fields: read it with --tasks rm_bench --data rm_bench=FILE)"
-    if isinstance(row.get("chosen"), str):
-        return " (its chosen answer is one string, as in a pairwise file: read it with --tasks groups --data groups=FILE)"
-    return " (ids must look like 'tied:K' / 'ref:K')"
+    """A hint naming the task kind whose row format ``row`` fits (:func:`rmbench.tasks.schemas.looks_like`)."""
+    other = looks_like(row) if isinstance(row, dict) else None
+    if other is None or other == RB2:
+        return " (ids must look like 'tied:K' / 'ref:K')"
+    kind = other.kinds[0]
+    return f" (it looks like {other.name}: read it with --tasks {kind} --data {kind}=FILE)"

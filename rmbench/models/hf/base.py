@@ -27,7 +27,7 @@ from rmbench.models.hf.identity import weights_identity
 from rmbench.models.hf.loading import (check_local_source, cpu_has_bf16, resolve_device, resolve_dtype,
                                        resolve_source)
 from rmbench.models.hf.rendering import check_template
-from rmbench.models.prefix import shared_prefix_hidden
+from rmbench.models.prefix import forward_takes, shared_prefix_hidden
 
 LOCATION_ARGS = ("model", "revision", "max_length")
 """Constructor arguments an identity replaces: where the weights are (by their content) and the
@@ -262,6 +262,4 @@ def no_kv_cache(backbone) -> dict[str, Any]:
     """``use_cache=False`` where the backbone's forward takes it: a plain pass keeps no key/value
     cache (a decoder would otherwise hold every layer's keys and values of the whole batch until
     the pass returns, which on a GPU is memory the batch could use)."""
-    import inspect
-
-    return {"use_cache": False} if "use_cache" in inspect.signature(backbone.forward).parameters else {}
+    return {"use_cache": False} if forward_takes(backbone, "use_cache") else {}
