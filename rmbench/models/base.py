@@ -37,7 +37,9 @@ class ScoreRequest:
     ``utility`` is the ground truth, present only so that the ``oracle`` baseline can exist;
     real adapters must ignore it (and leave ``uses_utility`` False). ``context`` holds the other
     responses of the request's group, filled in only for a :class:`GroupContextModel` (whose
-    score of a response may depend on them; the cache key then includes them).
+    score of a response may depend on them; the cache key then includes them). ``subset``: the
+    group's subset, filled in only for a model that declares ``reads_subset`` (an LLM judge asks
+    RewardBench 2's Ties rows with their own prompt); the cache key then includes it.
     """
 
     prompt: Prompt
@@ -46,6 +48,7 @@ class ScoreRequest:
     index: int = 0
     utility: int | None = None
     context: tuple[str, ...] = ()
+    subset: str | None = None
 
     def key(self, with_utility: bool = False) -> str:
         """sha256 of the scored input: the prompt and the response (with the group's other
@@ -53,6 +56,8 @@ class ScoreRequest:
         payload: dict[str, Any] = {"prompt": prompt_to_json(self.prompt), "response": self.response}
         if self.context:
             payload["context"] = list(self.context)
+        if self.subset is not None:
+            payload["subset"] = self.subset
         if with_utility:
             payload["utility"] = self.utility
         return sha256_hex(canonical_json(payload))
@@ -129,7 +134,16 @@ class RewardModel(ABC):
 
     kind: ClassVar[str | None] = None
     uses_utility: ClassVar[bool] = False
+    reads_subset: ClassVar[bool] = False
+    """The engine fills :attr:`ScoreRequest.subset` for such a model."""
+    may_abstain: ClassVar[bool] = False
+    """Whether :meth:`postprocess` may give NaN, "no reward" (an LLM judge's unparsed answer): the
+    runner then leaves that response out of the task's pairs and official scores
+    (:func:`rmbench.core.unscored.drop_unscored`) and counts it."""
     max_batch: int | None = None  # an adapter's own cap on requests per batch, if any
+    preferred_batch: ClassVar[int | None] = None
+    """Requests per batch the adapter wants when the run sets none (an LLM judge sends a batch's
+    requests concurrently, so it wants many); None: the device's default."""
     _init_args: dict[str, Any] | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any):
@@ -270,6 +284,25 @@ class GroupContextModel(ABC):
     """A model whose score of a response may depend on the other responses of its group (e.g.
     RewardBench's DPO truncation, decided by the longest answer of a pair): the engine fills
     :attr:`ScoreRequest.context` for it, and the cache key includes that context."""
+
+
+class CallingModel(ABC):
+    """A model that calls a server for its scores (an LLM judge): the runner gives it a store
+    for its calls (:meth:`use_call_store`, keyed by :meth:`call_fingerprint`), instead of the
+    score cache, so every re-run reads the calls back and re-derives its scores and judgments
+    from them; and collects its judgments for the run folder (:meth:`judgments`)."""
+
+    @abstractmethod
+    def call_fingerprint(self) -> str:
+        """sha256 of what makes a call's answer what it is (the served model, never its address)."""
+
+    @abstractmethod
+    def use_call_store(self, store: Any) -> None:
+        """Keep calls in ``store`` (``get_many(keys) -> {key: dict}``, ``put(key, dict)``)."""
+
+    @abstractmethod
+    def judgments(self, requests: Sequence[ScoreRequest]) -> list[dict[str, Any]]:
+        """The calls behind the scores of ``requests`` (scored in this process), one JSON row per call."""
 
 
 def parts(model: RewardModel) -> Iterator[RewardModel]:

@@ -146,7 +146,7 @@ def batch_limits(model: RewardModel, runtime: Runtime, scores_here: bool = True)
 
     on_cuda = [p for p in parts(model) if scores_here and isinstance(p, HFRewardModel)
                and p.device.startswith("cuda")] if _torch_loaded() else []
-    rows = runtime.max_batch or (CUDA_MAX_BATCH if on_cuda else CPU_MAX_BATCH)
+    rows = runtime.max_batch or model.preferred_batch or (CUDA_MAX_BATCH if on_cuda else CPU_MAX_BATCH)
     if model.max_batch:
         rows = min(rows, model.max_batch)
     overhead = CUDA_BATCH_OVERHEAD if on_cuda else 0

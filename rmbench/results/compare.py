@@ -8,6 +8,8 @@ needed. Runs with different eps lists are compared at the eps values both have.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -19,6 +21,7 @@ from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import Estimate, eps_text
+from rmbench.core.unscored import drop_unscored
 from rmbench.results.reload import aligned_rewards, reload_task
 from rmbench.results.summary import paired_diff, slice_statistic
 from rmbench.tasks.loading import DataOverride
@@ -81,10 +84,14 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
             raise ConfigError(f"task {name!r}: the runs share no eps (A: {eps_text(ta.eps)}, B: {eps_text(tb.eps)}); "
                               f"rerun one with --eps {eps_text(ta.eps)}")
         td = reload_task(ta, a.config.limit, data, a.config.limit_sampling)
-        units = td.task.bootstrap_units(td.groups)
-        index = PairIndex.from_groups(td.groups)  # one index for the whole task and every slice
         rewards = [aligned_rewards(folder, name, td.groups, rows)
                    for folder, rows in ((run_a, rewards_a), (run_b, rewards_b))]
+        # A response either run gave no reward (a judge's unparsed answer) is left out of both.
+        scored = drop_unscored(td.groups, rewards[0] + 0 * rewards[1])
+        td = dataclasses.replace(td, groups=scored.groups)
+        rewards = [r[scored.kept] for r in rewards]
+        units = td.task.bootstrap_units(td.groups)
+        index = PairIndex.from_groups(td.groups)  # one index for the whole task and every slice
         stats = [slice_statistic(td.groups, r, eps, ta.eps_unit, units, td.task.extra_metrics(td.groups, r),
                                  index=index) for r in rewards]
         out += _rows(name, None, stats[0], stats[1], ta.eps_unit, n_bootstrap, seed)

@@ -27,6 +27,9 @@ from rmbench.results.record import (SCHEMA_VERSION, STATUSES, Counts, Environmen
 
 RESULTS_FILE = "results.json"
 REWARDS_FILE = "rewards.jsonl"
+JUDGMENTS_FILE = "judgments.jsonl"
+"""An LLM judge's calls: one JSON row per call (task, group, response, mode, order or slot, the
+prompt's hash, the raw text, the parsed value, tokens, latency, retries, whether it was cached)."""
 READABLE_SCHEMAS = (1, 2)
 
 
@@ -48,7 +51,8 @@ def task_to_json(t: TaskResult) -> dict:
         "comparability_key": t.comparability_key, "metric_version": t.metric_version, "eps": list(t.eps),
         "eps_unit": t.eps_unit, "counts": vars(t.counts).copy(), "sigma": t.sigma,
         "skipped_rows": {"count": t.skipped_rows.count, "first": [vars(r).copy() for r in t.skipped_rows.first]},
-        "truncated_texts": t.truncated_texts, "headline": list(t.headline),
+        "truncated_texts": t.truncated_texts, **({"unparsed": t.unparsed} if t.unparsed is not None else {}),
+        "headline": list(t.headline),
         "official": t.official.to_json() if t.official else None,
         "metrics": [m.to_json() for m in t.metrics],
     }
@@ -108,8 +112,10 @@ def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: boo
                           f"--overwrite to replace it, or choose another --out (or --name)")
 
 
-def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow], overwrite: bool = False) -> Path:
-    """Write rewards.jsonl, then results.json; returns the results.json path.
+def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow], overwrite: bool = False,
+              judgments: Sequence[dict] | None = None) -> Path:
+    """Write rewards.jsonl (and an LLM judge's judgments.jsonl), then results.json; returns the
+    results.json path.
 
     An earlier run's results.json goes first: killed in between (SIGKILL, a crash), the folder
     must not pair the old results with the new rewards (no results.json means the run did not
@@ -118,13 +124,19 @@ def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow],
     out = Path(out_dir)
     check_destination(out, run.identity, overwrite)
     lines = [json.dumps({"task": r.task, "group_id": r.group_id, "response_index": r.response_index,
-                         "utility": r.utility, "reward": r.reward}, ensure_ascii=False) for r in rewards]
+                         "utility": r.utility, "reward": None if math.isnan(r.reward) else r.reward},
+                        ensure_ascii=False) for r in rewards]  # null: no reward (a judge's unparsed answer)
     path = out / RESULTS_FILE
     text = json.dumps(record_to_json(run), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
         with signals_deferred():  # Ctrl-C or SIGTERM now takes effect after both files, never between
             path.unlink(missing_ok=True)
             atomic_write_text(out / REWARDS_FILE, "\n".join(lines) + ("\n" if lines else ""))
+            if judgments is not None:
+                atomic_write_text(out / JUDGMENTS_FILE, "".join(json.dumps(j, ensure_ascii=False) + "\n"
+                                                                for j in judgments))
+            else:
+                (out / JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier judge run's, overwritten
             atomic_write_text(path, text)
     except OSError as exc:  # a full disk, a folder gone read-only: no half file is left (atomic writes)
         raise ConfigError(f"cannot write the run to {out}: {exc.strerror or exc}; no results.json was written "
@@ -256,7 +268,7 @@ def _task(f: _Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None)
         sigma=f.opt_number("sigma"), metrics=records,
         skipped_rows=SkippedRows(skipped.integer("count", 0), first),
         truncated_texts=f.opt_integer("truncated_texts"), headline=headline, official=layout, status=status,
-        error=f.opt_string("error"))
+        error=f.opt_string("error"), unparsed=f.opt_integer("unparsed"))
     recorded = f.data.get("comparability_key")
     if metrics is None and recorded is not None and recorded != task.comparability_key:
         raise f.fail("comparability_key", "does not match the task's fields (the file was edited?)")
@@ -379,8 +391,8 @@ def load_rewards(path: str | Path) -> list[RewardRow]:
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{file}, line {n}: not valid JSON ({json_error_text(exc)})") from None
             try:
-                rows.append(RewardRow(d["task"], d["group_id"], int(d["response_index"]), int(d["utility"]),
-                                      float(d["reward"])))
+                reward = math.nan if d["reward"] is None else float(d["reward"])
+                rows.append(RewardRow(d["task"], d["group_id"], int(d["response_index"]), int(d["utility"]), reward))
             except (ValueError, KeyError, TypeError) as exc:
                 raise ConfigError(f"{file}, line {n}: not a reward row ({type(exc).__name__}: {exc})") from None
     return rows

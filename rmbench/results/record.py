@@ -163,6 +163,9 @@ class TaskResult:
     official: OfficialLayout | None = None
     status: str = "success"
     error: str | None = None
+    unparsed: int | None = None
+    """Responses the model gave no reward (an LLM judge's unparsed answers), left out of the pairs
+    and official scores (:mod:`rmbench.core.unscored`); None for a model that always gives one."""
 
     @property
     def task_key(self) -> str:

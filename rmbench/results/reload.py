@@ -7,6 +7,8 @@ curves), so no model is ever loaded.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -17,6 +19,7 @@ from rmbench.core.splits import LIMIT_FIRST
 from rmbench.core.types import ComparisonGroup, Spec, data_fingerprint
 from rmbench.errors import DataError
 from rmbench.results.folder import RunFolder
+from rmbench.core.unscored import drop_unscored
 from rmbench.results.record import TaskResult
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
@@ -88,4 +91,5 @@ def task_rewards(folder: RunFolder, task: str, data: Mapping[str, DataOverride |
     """Reloaded groups of ``task`` and the run's rewards for them."""
     config = folder.record.config
     td = reload_task(folder.record.task(task), config.limit, data, config.limit_sampling)
-    return td, aligned_rewards(folder, task, td.groups)
+    scored = drop_unscored(td.groups, aligned_rewards(folder, task, td.groups))  # as the run's metrics saw them
+    return dataclasses.replace(td, groups=scored.groups), scored.rewards

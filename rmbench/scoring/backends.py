@@ -43,11 +43,12 @@ Factory = Callable[[], RewardModel]
 
 def request_to_json(r: ScoreRequest) -> dict:
     return {"prompt": prompt_to_json(r.prompt), "response": r.response, "group_id": r.group_id, "index": r.index,
-            "utility": r.utility}
+            "utility": r.utility, "context": list(r.context), "subset": r.subset}
 
 
 def request_from_json(d: dict) -> ScoreRequest:
-    return ScoreRequest(prompt_from_json(d["prompt"]), d["response"], d["group_id"], int(d["index"]), d["utility"])
+    return ScoreRequest(prompt_from_json(d["prompt"]), d["response"], d["group_id"], int(d["index"]), d["utility"],
+                        tuple(d.get("context", ())), d.get("subset"))
 
 
 def score_batch(model: RewardModel, batch: Sequence[ScoreRequest], retries: MemoryRetries | None = None

@@ -42,9 +42,13 @@ def request_key(req: ScoreRequest, with_utility: bool = False) -> str:
 
 
 class ScoreCache:
+    what = "score cache"
+    folder_name = "scores"
+    lost = "every score is still computed and the run written, but a re-run cannot reuse them"
+
     def __init__(self, model_fingerprint: str, cache_dir: str | Path | None = None,
                  warn: Callable[[str], None] | None = None) -> None:
-        folder = Path(cache_dir) if cache_dir is not None else user_cache_dir() / "scores"
+        folder = Path(cache_dir) if cache_dir is not None else user_cache_dir() / self.folder_name
         self.path = folder / f"{model_fingerprint}.sqlite"
         self._warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
         self._db: sqlite3.Connection | None = None
@@ -58,8 +62,8 @@ class ScoreCache:
                 self._disable(f"cannot open {self.path}: {exc}")
                 return
             moved = self._move_aside()
-            self._warn(f"the score cache {self.path} was damaged ({exc}); moved it to {moved.name} and "
-                       f"started a new one: scores it held are computed again")
+            self._warn(f"the {self.what} {self.path} was damaged ({exc}); moved it to {moved.name} and "
+                       f"started a new one: what it held is computed again")
             try:
                 self._db = self._open()
             except (sqlite3.DatabaseError, OSError) as again:
@@ -98,8 +102,7 @@ class ScoreCache:
     def _disable(self, why: str) -> None:
         if self.disabled is None:
             self.disabled = why
-            self._warn(f"score cache off for this run: {why}; every score is still computed and the run "
-                       f"written, but a re-run cannot reuse them (--cache-dir DIR puts the cache elsewhere)")
+            self._warn(f"{self.what} off for this run: {why}; {self.lost} (--cache-dir DIR puts the cache elsewhere)")
         if self._db is not None:
             try:
                 self._db.close()

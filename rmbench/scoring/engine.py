@@ -67,17 +67,21 @@ class EngineStats:
         return dict(self.__dict__)
 
 
-def requests_for(groups: Sequence[ComparisonGroup], with_context: bool = False) -> list[ScoreRequest]:
+def requests_for(groups: Sequence[ComparisonGroup], with_context: bool = False,
+                 with_subset: bool = False) -> list[ScoreRequest]:
     """One request per response, in group order; ``with_context``: each carries the other
-    responses of its group (for a :class:`~rmbench.models.base.GroupContextModel`)."""
+    responses of its group (for a :class:`~rmbench.models.base.GroupContextModel`);
+    ``with_subset``: its group's subset (for a model that ``reads_subset``)."""
     return [ScoreRequest(prompt=g.prompt, response=resp, group_id=g.id, index=i, utility=u,
-                         context=tuple(r for j, r in enumerate(g.responses) if j != i) if with_context else ())
+                         context=tuple(r for j, r in enumerate(g.responses) if j != i) if with_context else (),
+                         subset=g.subset if with_subset else None)
             for g in groups for i, (resp, u) in enumerate(zip(g.responses, g.utilities))]
 
 
 def model_requests(model: RewardModel, groups: Sequence[ComparisonGroup]) -> list[ScoreRequest]:
-    """The requests ``model`` scores for ``groups`` (with group context where it declares it reads it)."""
-    return requests_for(groups, with_context=isinstance(model, GroupContextModel))
+    """The requests ``model`` scores for ``groups`` (with group context and subset where it
+    declares it reads them)."""
+    return requests_for(groups, with_context=isinstance(model, GroupContextModel), with_subset=model.reads_subset)
 
 
 def plan_batches(lengths: Sequence[int], token_budget: int, max_batch: int, spread: float = 0.1) -> list[list[int]]:
@@ -299,7 +303,8 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
         rewards = np.asarray(model.postprocess(groups, raw), dtype=np.float64)
     except ValueError as exc:
         raise ModelError(f"model {name!r}: {exc}") from None
-    if rewards.shape != (len(requests),) or not np.isfinite(rewards).all():
+    finite = np.isfinite(rewards) | (np.isnan(rewards) if model.may_abstain else False)  # NaN: "no reward"
+    if rewards.shape != (len(requests),) or not finite.all():
         raise ModelError(f"model {name!r} post-processing returned {rewards.shape} values, some not finite, "
                          f"for {len(requests)} responses")
     stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, work, padded,

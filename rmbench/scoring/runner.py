@@ -18,10 +18,11 @@ import numpy as np
 from rmbench import __version__
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
-from rmbench.errors import ConfigError, DataError, RMBenchError, did_you_mean
+from rmbench.core.unscored import drop_unscored
+from rmbench.errors import ConfigError, DataError, ModelError, RMBenchError, did_you_mean
 from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.models import Runtime, Truncation, build_model
-from rmbench.models.base import RewardModel, close_parts, parts, tokenized_parts
+from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.names import resolve_model
 from rmbench.models.threads import check_threads, prepare_threads
 from rmbench.results.environment import current_environment
@@ -29,6 +30,7 @@ from rmbench.results.folder import RewardRow, check_destination, write_run
 from rmbench.results.folder_lock import run_folders_locked
 from rmbench.scoring.backends import ENGINES, is_main_process, make_backend
 from rmbench.scoring.cache import ScoreCache, request_key
+from rmbench.scoring.calls import CallCache
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
 from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
@@ -223,14 +225,21 @@ def _check_lengths(model_name: str, model: RewardModel, loaded: Sequence[LoadedT
     return truncated
 
 
-def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: EvalConfig) -> TaskResult:
-    """Metrics of one task; an error in them fails this task only, with the error recorded."""
+def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: EvalConfig,
+                 may_abstain: bool = False) -> TaskResult:
+    """Metrics of one task; an error in them fails this task only, with the error recorded.
+    Responses without a reward (NaN: a judge's unparsed answer) are left out of the pairs and
+    the official scores (:func:`~rmbench.core.unscored.drop_unscored`) and counted."""
     groups, parts = t.groups, t.key_parts(config)
+    scored = drop_unscored(groups, rewards)
     status, error, records = "success", None, ()
     try:
-        records = tuple(summarize(t.spec.name, groups, rewards, config.eps, config.eps_unit,
-                                  group_units=t.task.bootstrap_units(groups),
-                                  extra_metrics=t.task.extra_metrics(groups, rewards),
+        if not scored.groups:
+            raise ModelError(f"the model gave no reward to {scored.unscored_responses} responses, which leaves no "
+                             f"pair to score")
+        records = tuple(summarize(t.spec.name, scored.groups, scored.rewards, config.eps, config.eps_unit,
+                                  group_units=t.task.bootstrap_units(scored.groups),
+                                  extra_metrics=t.task.extra_metrics(scored.groups, scored.rewards),
                                   n_bootstrap=config.n_bootstrap, seed=config.seed))
     except RMBenchError as exc:
         status, error = "error", f"{type(exc).__name__}: {exc}"
@@ -241,11 +250,11 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         eps_unit=config.eps_unit,
         counts=Counts(len(groups), t.n_responses, sum(len(g.discrimination_pairs()) for g in groups),
                       sum(len(g.specificity_pairs()) for g in groups)),
-        sigma=finite_or_none(reward_sigma(rewards)), metrics=records,
+        sigma=finite_or_none(reward_sigma(scored.rewards)) if len(scored.rewards) else None, metrics=records,
         skipped_rows=SkippedRows(len(t.bad_rows), tuple(SkippedRow(e.path, e.line, e.field, str(e))
                                                         for e in t.bad_rows[:REPORTED_BAD_ROWS])),
         truncated_texts=n_truncated, headline=headline, official=t.task.official,
-        status=status, error=error)
+        status=status, error=error, unparsed=scored.unscored_responses if may_abstain else None)
 
 
 def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:
@@ -317,15 +326,16 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     with run_folders_locked([out_dir] if writes else []):
         if out_dir is not None:
             check_destination(out_dir, plan.identity, overwrite)
-        record, rows = _score(plan, progress, warn)
+        record, rows, judgments = _score(plan, progress, warn)
         if writes:
-            write_run(out_dir, record, rows, overwrite)
+            write_run(out_dir, record, rows, overwrite, judgments)
     return record
 
 
 def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str], None]
-           ) -> tuple[RunRecord, list[RewardRow]]:
-    """Score the plan's model on its tasks: the run record and its reward rows."""
+           ) -> tuple[RunRecord, list[RewardRow], list[dict] | None]:
+    """Score the plan's model on its tasks: the run record, its reward rows and a judge's
+    judgments (None for a model that calls no server)."""
     config, model_spec, loaded = plan.config, plan.model_spec, list(plan.tasks)
     threads = prepare_threads(config.runtime.threads) if config.engine == "local" else None
     deadline = BatchDeadline(config.score_timeout, model_spec.name) if config.score_timeout is not None else None
@@ -342,16 +352,22 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
 
     # All tasks are scored in one pass, so a response that several tasks share is scored once.
     all_groups = [g for t in loaded for g in t.groups]
-    cache = ScoreCache(model.fingerprint(), config.cache_dir, warn) if config.use_cache else None
+    calls = isinstance(model, CallingModel)  # a judge keeps its calls, not scores (rmbench.scoring.calls)
+    cache = ScoreCache(model.fingerprint(), config.cache_dir, warn) if config.use_cache and not calls else None
+    call_cache = CallCache(model.call_fingerprint(), config.cache_dir, warn) if config.use_cache and calls else None
+    if call_cache is not None:
+        model.use_call_store(call_cache)
     try:
         truncated = _check_lengths(model_spec.name, model, loaded, config, cache, warn)
         advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}",
                            sum(t.n_responses for t in loaded)) if progress else None
         all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory,
                                           name=model_spec.name)
+        judgments = _judgments(model, loaded) if calls else None
     finally:
-        if cache is not None:
-            cache.close()
+        for store in (cache, call_cache):
+            if store is not None:
+                store.close()
         close_parts(model)  # an engine's processes stop here, not at interpreter exit
     if backend.memory.splits:
         warn(f"model {model_spec.name!r} ran out of memory and scored {backend.memory.splits} "
@@ -360,7 +376,7 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
 
     bounds = np.cumsum([0] + [t.n_responses for t in loaded])
     per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
-    tasks = tuple(_task_result(t, r, n, config) for t, r, n in zip(loaded, per_task, truncated))
+    tasks = tuple(_task_result(t, r, n, config, model.may_abstain) for t, r, n in zip(loaded, per_task, truncated))
     failed = sum(t.status != "success" for t in tasks)
     record = RunRecord(
         rmbench_version=__version__, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -378,7 +394,19 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                             cache=str(cache.path) if cache is not None else None),
         environment=current_environment(),
         status="success" if not failed else ("error" if failed == len(tasks) else "partial"))
-    return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)]
+    return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], judgments
+
+
+def _judgments(model: RewardModel, loaded: Sequence[LoadedTask]) -> list[dict]:
+    """The judge's calls behind every task's rewards, one row per call, with the task and the
+    response's utility (a response shared by tasks is listed under each)."""
+    assert isinstance(model, CallingModel)
+    rows: list[dict] = []
+    for t in loaded:
+        utility = {(g.id, i): u for g in t.groups for i, u in enumerate(g.utilities)}
+        for row in model.judgments(model_requests(model, t.groups)):
+            rows.append({"task": t.spec.name, **row, "utility": utility[(row["group_id"], row["response_index"])]})
+    return rows
 
 
 def _stats_json(stats, threads, model: RewardModel) -> dict:

@@ -1,0 +1,68 @@
+"""Responses a model gave no reward: an LLM judge's unparsed answer (reward NaN).
+
+Such a response is left out of its task's pairs and official scores, and counted: a judge that
+refuses, rambles or is cut off before its verdict says nothing about the response, and scoring
+it as the worst (RewardBench 2 scores an unparsed rating -1) would mix the judge's format
+failures into its discrimination. :func:`drop_unscored` removes those responses from their
+groups before any metric is computed:
+
+* a group keeps its other responses, in their order, with their utilities (so its remaining
+  pairs are exactly the pairs of the full group that involve no unscored response);
+* a group left with fewer than 2 responses, or whose responses hold rewrites of one another
+  (``forms``: removing an original would orphan its rewrites) with any response unscored, is
+  left out whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from rmbench.core.types import ComparisonGroup
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The groups and rewards that metrics see, and what was left out."""
+
+    groups: list[ComparisonGroup]
+    rewards: np.ndarray
+    unscored_responses: int
+    """responses with no reward (NaN)"""
+    dropped_groups: int
+    """groups left out whole (under 2 scored responses, or rewrites with one unscored)"""
+    kept: np.ndarray
+    """the flat index of each kept response in the input: ``rewards == input[kept]``, and any
+    other reward vector aligned with the input (another run's) selects the same responses so"""
+
+
+def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Scored:
+    """``groups`` and their flat ``rewards`` without the responses whose reward is NaN (see the
+    module docstring); unchanged (the same list) when every response has a reward."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    missing = np.isnan(rewards)
+    if not missing.any():
+        return Scored(list(groups), rewards, 0, 0, np.arange(len(rewards)))
+    kept_groups: list[ComparisonGroup] = []
+    kept: list[int] = []
+    dropped = offset = 0
+    for g in groups:
+        n = len(g.responses)
+        gone = missing[offset:offset + n]
+        offset += n
+        if not gone.any():
+            kept_groups.append(g)
+            kept += range(offset - n, offset)
+            continue
+        keep = [i for i in range(n) if not gone[i]]
+        if len(keep) < 2 or g.forms is not None:
+            dropped += 1
+            continue
+        kept_groups.append(dataclasses.replace(g, responses=tuple(g.responses[i] for i in keep),
+                                               utilities=tuple(g.utilities[i] for i in keep)))
+        kept += [offset - n + i for i in keep]
+    index = np.asarray(kept, dtype=np.int64)
+    return Scored(kept_groups, rewards[index], int(missing.sum()), dropped, index)

@@ -1,0 +1,1 @@
+"""LLM judges behind OpenAI-compatible servers."""

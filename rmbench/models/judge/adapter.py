@@ -1,0 +1,217 @@
+"""``judge:MODEL``: an LLM behind an OpenAI-compatible server as a reward model.
+
+``--model judge:MODEL`` with ``--model-arg`` keys (these names are kept for scripts):
+
+* ``base_url`` (default ``$OPENAI_BASE_URL``): the server's ``/v1`` address;
+* ``api_key_env`` (default ``OPENAI_API_KEY``): the *name* of the environment variable that
+  holds the key; a server without auth needs none. The key itself is read when the first call
+  is made and is never written anywhere (identity, results, caches, judgments, logs, errors);
+* ``mode``: ``rating``, ``pairwise`` or ``fourway``; ``prompt``: a named protocol or a template
+  file (:mod:`rmbench.models.judge.protocol`); ``max_tokens``, ``temperature`` (0), ``n``
+  (ratings averaged), ``seed`` (0), ``score`` (``rating`` or ``expected``), ``unparsed``
+  (``skip`` or ``rewardbench``);
+* ``concurrency`` (16), ``timeout`` (seconds per request, 120): how it runs, not its identity;
+* ``revision``: pins a version where the served name does not; ``price_in``/``price_out``: US$
+  per million prompt/completion tokens, for the cost in results.json.
+
+Identity: the served model's name, the id the server reports for it (``/v1/models``), the
+revision, the prompt text and the sampling arguments; not ``base_url``, so the same model
+served elsewhere shares cached calls.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from rmbench.core.types import canonical_json, sha256_hex
+from rmbench.errors import ConfigError
+from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest
+from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats
+from rmbench.models.judge.protocol import Protocol
+
+
+class MemoryCallStore:
+    """Calls kept for this process only (``--no-cache``, or a judge used from code)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, dict[str, Any]] = {}
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return {k: self.values[k] for k in keys if k in self.values}
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        self.values.setdefault(key, value)
+
+
+class JudgeRM(RewardModel, GroupContextModel, CallingModel):
+    kind = "judge"
+    target_arg = "model"
+    description = "LLM judge behind an OpenAI-compatible server (judge:MODEL; modes rating, pairwise, fourway)"
+    reads_subset = True
+    may_abstain = True
+    preferred_batch = 1024
+
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+                 mode: str = "rating", prompt: str | None = None, max_tokens: int | None = None,
+                 temperature: float = 0.0, n: int = 1, seed: int = 0, score: str = "rating",
+                 unparsed: str = "skip", concurrency: int = 16, timeout: float = 120.0,
+                 revision: str | None = None, price_in: float | None = None, price_out: float | None = None) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError("judge: give the served model's name, judge:MODEL")
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise ConfigError("judge: no server address: give --model-arg base_url=http://HOST:PORT/v1 or set "
+                              "OPENAI_BASE_URL")
+        if not str(base_url).startswith(("http://", "https://")):
+            raise ConfigError(f"judge base_url must start with http:// or https://, got {base_url!r}")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(f"judge concurrency must be a positive integer, got {concurrency!r}")
+        self.model_name, self.base_url, self.api_key_env = model, str(base_url), str(api_key_env)
+        self.protocol = Protocol.make(mode, prompt, max_tokens, temperature, n, seed, score, unparsed)
+        self.concurrency, self.timeout, self.revision = concurrency, float(timeout), revision
+        self.prices = (price_in, price_out)
+        self._client: ChatClient | None = None
+        self._closed_stats: ClientStats | None = None
+        self._served: dict[str, Any] | None = None
+        self._store: Any = MemoryCallStore()
+        self._judgments: dict[str, list[dict[str, Any]]] = {}
+        self.counters = {"calls": 0, "cached_calls": 0, "unparsed": 0}
+
+    # --- the server -------------------------------------------------------------------------
+    @property
+    def client(self) -> ChatClient:
+        if self._client is None:
+            key = None
+            if self.api_key_env:
+                key = os.environ.get(self.api_key_env) or None
+            self._client = ChatClient(self.base_url, self.model_name, key, concurrency=self.concurrency,
+                                      timeout=self.timeout, description=f"judge {self.model_name}")
+        return self._client
+
+    def served(self) -> dict[str, Any]:
+        """The server's entry for this model (``/v1/models``): its id, and ``root`` where given."""
+        if self._served is None:
+            ids = self.client.served_models()  # one line if the server cannot be reached
+            # Some servers (transformers serve) load a model on its first request and list others.
+            self._served = {"id": self.model_name, "listed": self.model_name in ids}
+        return self._served
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "model": self.model_name, "served": self.served(), "revision": self.revision,
+                "protocol": self.protocol.identity()}
+
+    def call_fingerprint(self) -> str:
+        return sha256_hex(canonical_json({"model": self.model_name, "served": self.served(),
+                                          "revision": self.revision}))
+
+    def use_call_store(self, store: Any) -> None:
+        self._store = store
+
+    def describe(self) -> dict[str, Any]:
+        return {"judge": self.model_name, "mode": self.protocol.mode, "prompt": self.protocol.prompt,
+                "concurrency": self.concurrency, "timeout": self.timeout}
+
+    # --- scoring ----------------------------------------------------------------------------
+    def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        return [1] * len(batch)  # a batch's calls run concurrently: its size, not its tokens, is what counts
+
+    def _call_key(self, request: ChatRequest) -> str:
+        return sha256_hex(canonical_json({"judge": self.call_fingerprint(), "request": request.body(self.model_name)}))
+
+    def _answers(self, wanted: dict[str, ChatRequest]) -> tuple[dict[str, ChatReply], set[str]]:
+        """The replies to ``wanted`` (key -> request): from the call store, the rest from the
+        server, each stored as it arrives. Also the keys that were called now."""
+        known = self._store.get_many(list(wanted))
+        todo = [k for k in wanted if k not in known]
+        fresh: dict[str, dict[str, Any]] = {}
+
+        def keep(i: int, reply: ChatReply) -> None:
+            value = reply.to_json()
+            self._store.put(todo[i], value)
+            fresh[todo[i]] = value
+
+        if todo:
+            self.client.complete([wanted[k] for k in todo], on_reply=keep)
+        self.counters["calls"] += len(todo)
+        self.counters["cached_calls"] += len(wanted) - len(todo)
+        return {k: ChatReply.from_json(v) for k, v in {**known, **fresh}.items()}, set(todo)
+
+    def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        """Each request's calls (a follow-up where the protocol asks again), then its value:
+        ``[value, 1]``, or ``[0, 0]`` for an answer that did not parse."""
+        plans = [self.protocol.calls(r) for r in batch]
+        chains = [[[self._call_key(c)] for c in calls] for calls, _ in plans]
+        requests = {k[0]: c for (calls, _), ks in zip(plans, chains) for k, c in zip(ks, calls)}
+        replies, called = self._answers(requests)
+        follow: dict[str, ChatRequest] = {}
+        for (calls, _), ks in zip(plans, chains):
+            for call, chain in zip(calls, ks):
+                more = self.protocol.continuation(call, replies[chain[0]])
+                if more is not None:
+                    chain.append(self._call_key(more))
+                    follow[chain[-1]] = more
+        if follow:
+            more_replies, more_called = self._answers(follow)
+            replies.update(more_replies)
+            called |= more_called
+        out = np.zeros((len(batch), 2))
+        for row, (req, (_, facts), ks) in enumerate(zip(batch, plans, chains)):
+            value, parsed = self.protocol.value(req, [[replies[k] for k in chain] for chain in ks])
+            out[row] = (value, 1.0) if value is not None else (0.0, 0.0)
+            self.counters["unparsed"] += value is None
+            self._judgments[req.key()] = [self._judgment(req, k, replies[k], p, i, attempt, k not in called, facts)
+                                          for i, (chain, p) in enumerate(zip(ks, parsed))
+                                          for attempt, k in enumerate(chain, 1)]
+        return out
+
+    def postprocess(self, groups, raw: np.ndarray) -> np.ndarray:
+        """[value, parsed] per response -> the value, or NaN where the answer did not parse."""
+        raw = np.asarray(raw, dtype=np.float64).reshape(len(raw), -1)
+        return np.where(raw[:, 1] > 0, raw[:, 0], np.nan)
+
+    def _judgment(self, req: ScoreRequest, key: str, reply: ChatReply, parsed: Any, i: int, attempt: int,
+                  cached: bool, facts: dict[str, Any]) -> dict[str, Any]:
+        p = self.protocol
+        row: dict[str, Any] = {"mode": p.mode, "call": key[:16], "prompt_sha256": p.identity()["prompt_sha256"]}
+        if p.mode == "pairwise":
+            first, _ = p.pair_order(req)
+            row["order"] = ("AB" if (req.response == first) == (i == 0) else "BA")  # where this response stood
+        elif p.mode == "fourway":
+            row["slot"] = "ABCD"[p.fourway_texts(req).index(req.response)]
+        elif p.n > 1:
+            row["sample"] = i
+        if attempt > 1:
+            row["attempt"] = attempt  # a follow-up asking for the verdict (arena_hard)
+        row.update(facts)
+        row.update({"parsed": parsed, "text": reply.text, "reasoning": reply.reasoning,
+                    "finish_reason": reply.finish_reason, "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens, "latency_s": round(reply.latency_s, 4),
+                    "retries": reply.retries, "cached": cached})
+        return row
+
+    def judgments(self, requests: Sequence[ScoreRequest]) -> list[dict[str, Any]]:
+        return [{"group_id": r.group_id, "response_index": r.index, **j}
+                for r in requests for j in self._judgments.get(r.key(), [])]
+
+    def ran_with(self) -> dict[str, Any]:
+        stats: ClientStats | None = self._client.stats if self._client is not None else self._closed_stats
+        out: dict[str, Any] = {"calls": self.counters["calls"], "cached_calls": self.counters["cached_calls"],
+                               "unparsed": self.counters["unparsed"]}
+        if stats is not None:
+            out.update(retries=stats.retries, failures=stats.failures, prompt_tokens=stats.prompt_tokens,
+                       completion_tokens=stats.completion_tokens, seconds=round(stats.seconds, 3))
+            if stats.seconds > 0 and stats.calls:
+                out["calls_per_s"] = round(stats.calls / stats.seconds, 3)
+            price_in, price_out = self.prices
+            if price_in is not None or price_out is not None:
+                out["cost_usd"] = round((stats.prompt_tokens * float(price_in or 0)
+                                         + stats.completion_tokens * float(price_out or 0)) / 1e6, 6)
+        return {"judge_calls": out}
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._closed_stats = self._client.stats
+        self._client = None
