@@ -359,3 +359,46 @@ def test_identity_holds_the_served_model_and_prompt_not_the_address(tmp_path):
             "j", "judge", {"model": MODEL, "base_url": a.base_url, "temperature": 0.7}))
         assert mc.fingerprint() != ma.fingerprint()
         assert mc.call_fingerprint() == ma.call_fingerprint()  # the requests differ, the endpoint does not
+
+
+# --- JudgeBench -----------------------------------------------------------------------------
+
+def arena_reply(body: dict) -> str:
+    """An arena_hard judge that prefers the higher score tag, and says [[A>B]] (position bias)
+    when the tags are equal, so those pairs' two games disagree."""
+    text = body["messages"][-1]["content"]
+    a = text.split("<|The Start of Assistant A's Answer|>")[1].split("<|The End of Assistant A's Answer|>")[0]
+    b = text.split("<|The Start of Assistant B's Answer|>")[1].split("<|The End of Assistant B's Answer|>")[0]
+    sa, sb = (int(SCORE.search(x).group(1)) for x in (a, b))
+    return "My final verdict is: " + ("[[A>>B]]" if sa >= sb else "[[B>A]]")
+
+
+def test_pairwise_judge_on_judgebench_scores_its_two_games_as_judgebench_does(tmp_path):
+    sources = ["mmlu-pro-law", "livebench-math", "livebench-reasoning", "livecodebench"]
+    tags = [(9, 2, "A>B"), (2, 9, "B>A"), (3, 8, "A>B"), (5, 5, "A>B"), (5, 5, "B>A"), (8, 1, "A>B"), (1, 4, "B>A"),
+            (6, 6, "B>A")]
+    rows = [{"pair_id": f"p{i}", "original_id": i, "source": sources[i % 4], "question": f"Q{i}?",
+             "response_model": "gpt-4o-2024-05-13", "response_A": f"A score={a}", "response_B": f"B score={b}",
+             "label": label} for i, (a, b, label) in enumerate(tags)]
+    path = tmp_path / "judgebench.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with ScriptedServer(reply=arena_reply) as server:
+        record, folder = run(server, tmp_path, ("judgebench",), data=(("judgebench", str(path)),), mode="pairwise",
+                             prompt="arena_hard")
+        assert len(server.chat_requests()) == 2 * len(rows)
+    task = record.tasks[0]
+    assert task.args["single_game"] is False  # a judge's verdicts: JudgeBench's two-game rule
+    # JudgeBench (utils/metrics.py, reverse_order): each game votes +1 (A>B) / -1 (B>A); equal tags give
+    # [[A>B]] in both orders, i.e. +1 and -1 after flipping game 2 back: 0, never correct.
+    decision = [(a > b) - (a < b) for a, b, _ in tags]
+    correct = [d == (1 if label == "A>B" else -1) for d, (_, _, label) in zip(decision, tags)]
+    by_category: dict[str, list[bool]] = {}
+    for r, c in zip(rows, correct):
+        category = {"mmlu-pro-law": "knowledge", "livebench-math": "math", "livebench-reasoning": "reasoning",
+                    "livecodebench": "coding"}[r["source"]]
+        by_category.setdefault(category, []).append(c)
+    got = {m.subset or "overall": m.value for m in task.metrics if m.metric == "judgebench_score"}
+    assert got["overall"] == pytest.approx(sum(correct) / len(correct))
+    for category, values in by_category.items():
+        assert got[category] == pytest.approx(sum(values) / len(values))
+    assert {j["parsed"] for j in judgments(folder)} <= {"A>B", "B>A"}  # ">>" counts as ">"

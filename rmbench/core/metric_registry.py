@@ -83,6 +83,12 @@ _BUILTIN = (
     MetricDef("m_rewardbench_english_gap", "M-RB gap", True, False, "groups",
               "m_rewardbench_score of a language minus that of English on the same ids (paired resample); "
               "subset None: the mean over the languages; < 0: the RM loses accuracy in translation"),
+    MetricDef("judgebench_score", "JudgeBench", True, False, "groups",
+              "JudgeBench's official accuracy (its utils/metrics.py compute_final_metrics, one game as run_judge.py "
+              "--single_game with a reward_model judge): a pair is correct iff its verdict (A>B iff r(A) > r(B), "
+              "else B>A: a tie is B>A) equals the label; subset records: the categories knowledge (mmlu-pro-*), "
+              "reasoning, math, coding; the total = over all pairs. With the task's single_game: false both orders are "
+              "played, as run_judge.py by default, and a tie is inconsistent, so wrong", official=True),
     MetricDef("length_correlation", "len corr", False, False, "specificity pairs",
               "Spearman's rho between r(a) - r(b) and len(a) - len(b) (characters) over pairs with u(a) = u(b), "
               "each pair taken in both orientations; 0 = no length bias, > 0 = longer answers get more reward, "

@@ -76,7 +76,7 @@ RANGES: dict[str, tuple[Any, Any]] = {
     "reward_margin": (0.0, "Infinity"), "ties_score": TIES_BOUNDS,
     "rewardbench_score": (0.0, 1.0), "rewardbench2_score": (0.0, 1.0), "rm_bench_score": (0.0, 1.0),
     "m_rewardbench_score": (0.0, 1.0),
-    "m_rewardbench_english_gap": (-1.0, 1.0),
+    "m_rewardbench_english_gap": (-1.0, 1.0), "judgebench_score": (0.0, 1.0),
     "length_correlation": (-1.0, 1.0), "length_bias_gap": (-1.0, 1.0), "accuracy_longer_better": (0.0, 1.0),
     "accuracy_shorter_better": (0.0, 1.0), "rewrite_specificity": (0.0, 1.0),
     "within_form_discrimination": (0.0, 1.0), "cross_form_discrimination": (0.0, 1.0),

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -65,21 +64,20 @@ def python_rewriter(target: str) -> Rewriter:
 
 
 def openai_rewriter(base_url: str, model: str, template: str, max_tokens: int = 1024) -> Rewriter:
-    url = base_url.rstrip("/") + "/chat/completions"
-    key = os.environ.get("OPENAI_API_KEY")
+    """A rewriter that asks an OpenAI-compatible server (temperature 0, 16 requests at a time; the
+    key, if any, from ``OPENAI_API_KEY``) to rewrite each text; a failure is one
+    :class:`~rmbench.models.judge.client.JudgeServerError` line naming the server and the model."""
+    from rmbench.models.judge.client import ChatClient, ChatRequest
 
-    def one(text: str) -> str:
-        body = json.dumps({"model": model, "temperature": 0, "max_tokens": max_tokens,
-                           "messages": [{"role": "user", "content": template.format(text=text)}]}).encode()
-        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
-        try:
-            with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=120) as resp:
-                data = json.loads(resp.read())
-            return data["choices"][0]["message"]["content"].strip()
-        except (OSError, KeyError, IndexError, ValueError) as exc:
-            raise ConfigError(f"rewriter {url} (model {model!r}) failed: {type(exc).__name__}: {exc}") from None
+    client = ChatClient(base_url, model, os.environ.get("OPENAI_API_KEY") or None, concurrency=16, progress=False,
+                        description="rewriter")
 
-    return lambda texts: [one(t) for t in texts]
+    def run(texts: list[str]) -> list[str]:
+        requests = [ChatRequest(messages=(("user", template.format(text=t)),), max_tokens=max_tokens, temperature=0.0)
+                    for t in texts]
+        return [reply.text.strip() for reply in client.complete(requests)]
+
+    return run
 
 
 def lmeval_rewriter(lm_name: str, model_args: str, template: str, max_gen_toks: int = 512) -> Rewriter:

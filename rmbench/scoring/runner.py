@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.unscored import drop_unscored
 from rmbench.errors import ConfigError, DataError, ModelError, RMBenchError, did_you_mean
 from rmbench.core.splits import LIMIT_SAMPLING
-from rmbench.models import Runtime, Truncation, build_model
+from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
 from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.names import resolve_model
 from rmbench.models.threads import check_threads, prepare_threads
@@ -39,8 +39,8 @@ from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 from rmbench.results.summary import summarize
 from rmbench.tasks.base import Task
 from rmbench.models.trained import trained_split
-from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_with_args,
-                                   task_spec_with_files)
+from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_for_verdicts,
+                                   task_spec_with_args, task_spec_with_files)
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 """``factory(description, total)`` returns a callback that advances by the count it is given."""
@@ -168,8 +168,10 @@ def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> Spec:
     return spec
 
 
-def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]) -> list[LoadedTask]:
-    """Every task's groups, read and checked before anything is scored (a bad row fails here)."""
+def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None],
+               verdicts: bool = False) -> list[LoadedTask]:
+    """Every task's groups, read and checked before anything is scored (a bad row fails here).
+    ``verdicts``: the model gives pair verdicts, so tasks take their ``verdict_args``."""
     overrides: dict[str, list[DataOverride]] = {}
     for d in config.data:
         overrides.setdefault(d.task, []).append(d)
@@ -187,6 +189,8 @@ def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None]
         spec = catalog.task_spec(name)
         if name in overrides:
             spec = task_spec_with_files(spec, overrides[name], warn)
+        if verdicts:
+            spec = task_spec_for_verdicts(spec, task_args.get(name) or {})
         if task_args.get(name):
             spec = task_spec_with_args(spec, task_args[name])
         spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)  # never score a model on its training rows
@@ -302,8 +306,9 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
     """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
     catalog = catalog or load_catalog(config.include)
-    loaded = tuple(tasks) if tasks is not None else tuple(load_tasks(config, catalog, warn))
     spec = resolve_model_spec(config, catalog)
+    verdicts = gives_pair_verdicts(spec)  # its tasks may take other arguments: read for it alone
+    loaded = tuple(tasks) if tasks is not None and not verdicts else tuple(load_tasks(config, catalog, warn, verdicts))
     return RunPlan(config, spec, loaded, check_model(spec, config))
 
 

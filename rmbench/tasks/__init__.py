@@ -7,7 +7,7 @@ instantiates a kind with arguments; see :mod:`rmbench.catalog`.
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
-``m_rewardbench``), where data comes from
+``m_rewardbench``, ``judgebench``), where data comes from
 (``sources``), loading with ``--data`` overrides (``loading``) and the plugin skeleton
 (``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
 """
@@ -44,6 +44,9 @@ TASK_KINDS.register("rm_bench", "rmbench.tasks.rm_bench:RMBenchTask",
 TASK_KINDS.register("m_rewardbench", "rmbench.tasks.m_rewardbench:MRewardBenchTask",
                     description="M-RewardBench: RewardBench in 23 languages, per-language official scores, "
                                 "paired with the English rows (translation shift)")
+TASK_KINDS.register("judgebench", "rmbench.tasks.judgebench:JudgeBenchTask",
+                    description="JudgeBench pairs (response_A, response_B, label A>B/B>A, source): official accuracy "
+                                "per category (knowledge, reasoning, math, coding)")
 
 
 def build_task(spec: TaskSpec) -> Task:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -59,6 +59,10 @@ class Task(ABC):
     description: str = ""
     headline: tuple[str, ...] = DEFAULT_HEADLINE
     official: OfficialLayout | None = None
+    verdict_args: Mapping[str, Any] = {}
+    """Arguments the task takes when the model gives pair verdicts (a pairwise LLM judge, whose
+    reward gap is its verdict in {+1, 0, -1}) and ``--task-arg`` does not set them: JudgeBench
+    scores a judge's two games by their combined verdict (``single_game: false``)."""
 
     @abstractmethod
     def groups(self) -> Iterator[ComparisonGroup]:

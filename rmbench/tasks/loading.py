@@ -197,6 +197,20 @@ def task_spec_with_args(spec: TaskSpec, args: Mapping[str, Any]) -> TaskSpec:
     return Spec.make(name=spec.name, kind=spec.kind, args={**spec.args_dict, **args}, version=spec.version)
 
 
+def task_spec_for_verdicts(spec: TaskSpec, given: Mapping[str, Any]) -> TaskSpec:
+    """``spec`` with its kind's :attr:`~rmbench.tasks.base.Task.verdict_args` that ``given``
+    (``--task-arg``) does not set: the task as a model that gives pair verdicts is scored on it."""
+    from rmbench.registry import RegistryError
+    from rmbench.tasks import TASK_KINDS
+
+    try:
+        kind = TASK_KINDS.get(spec.kind)
+    except RegistryError:
+        return spec  # an unknown kind fails when the task is built, with its own message
+    extra = {k: v for k, v in getattr(kind, "verdict_args", {}).items() if k not in given}
+    return task_spec_with_args(spec, extra) if extra else spec
+
+
 PART_ARG = "part"
 """A task argument every kind accepts: ``train`` or ``held_out`` keeps only that part of its
 groups (:mod:`rmbench.core.splits`); ``rmbench train`` and ``rmbench eval`` of a trained model set it."""

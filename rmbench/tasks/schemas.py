@@ -75,8 +75,12 @@ PAIRED_SHIFT = RowSchema("paired shift rows", (("orig_index", "integer", lambda 
                                                ("rejected", "text", _text)), ("paired_shift",))
 PERSONA = RowSchema("persona statements", (("question", "text", _text), ("answer_matching_behavior", "Yes/No", _text)),
                     ("persona",))
+JUDGEBENCH = RowSchema("JudgeBench rows", (("pair_id", "text", _id), ("source", "text", _text),
+                                           ("question", "text", _prompt), ("response_A", "text", _text),
+                                           ("response_B", "text", _text), ("label", "A>B or B>A", _text)),
+                       ("judgebench",))
 
-KNOWN = (RM_BENCH, PAIRED_SHIFT, GROUPS, RB2, RB1, PREFERENCE, PERSONA)
+KNOWN = (JUDGEBENCH, RM_BENCH, PAIRED_SHIFT, GROUPS, RB2, RB1, PREFERENCE, PERSONA)
 """Most specific first: a row is taken for the first schema it fits."""
 
 

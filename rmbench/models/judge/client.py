@@ -1,0 +1,472 @@
+"""An asynchronous client for OpenAI-compatible ``/chat/completions`` servers (vLLM, llama.cpp,
+SGLang, OpenAI...), called from plain synchronous code.
+
+:meth:`ChatClient.complete` sends many :class:`ChatRequest` at once (at most ``concurrency`` in
+flight) and hands each :class:`ChatReply` to the caller as it finishes, so a caller that stores
+finished calls keeps them through a later failure or Ctrl-C. The retry policy is our own:
+
+* retried, with exponential backoff and full jitter (``uniform(0, min(backoff_max,
+  backoff_base * 2**attempt))``): HTTP 408, 429 and 5xx, timeouts, refused and dropped
+  connections, a body that is not JSON and a 200 without ``choices``; on 429 and 503 the server's
+  ``Retry-After`` (seconds or an HTTP date, at most :data:`RETRY_AFTER_MAX`) replaces the backoff;
+* not retried: any other 4xx (400, 401, 403, 404, 422...): :class:`JudgeServerError` at once,
+  with the status and the start of the server's message;
+* a request that fails ``max_retries + 1`` times raises :class:`JudgeServerError`, and so does
+  the whole call after ``max_consecutive_failures`` failed attempts in a row across requests
+  (the server is down); the requests still in flight are cancelled.
+
+The API key is a secret: it is sent in the ``Authorization`` header and appears in no message,
+repr, progress line or statistic (any text a server echoes back has it masked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import queue
+import random
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Coroutine, Sequence
+
+import httpx
+
+from rmbench.core.progress import progress_every, progress_line
+from rmbench.errors import ConfigError
+
+RETRY_AFTER_MAX = 120.0  # seconds: the longest Retry-After honoured
+ERROR_CHARS = 200  # how much of a server's error message a JudgeServerError quotes
+_DONE = object()  # the worker thread's last message to the calling thread
+
+TopLogprobs = tuple[tuple[tuple[str, float], ...], ...]
+
+
+class JudgeServerError(ConfigError):
+    """The server failed, refused a request or cannot be reached; a one-line message naming the
+    server and the model (never the API key)."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion to ask for: the conversation as (role, content) pairs and the sampling."""
+
+    messages: tuple[tuple[str, str], ...]
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    seed: int | None = None
+    top_logprobs: int | None = None
+
+    def __post_init__(self) -> None:
+        """Accept lists for the pairs; check every pair is two strings."""
+        messages = tuple(tuple(m) for m in self.messages)
+        if not messages or not all(len(m) == 2 and all(isinstance(x, str) for x in m) for m in messages):
+            raise ConfigError("a chat request needs (role, content) pairs of strings")
+        object.__setattr__(self, "messages", messages)
+
+    def body(self, model: str) -> dict:
+        """The JSON body POSTed to ``{base_url}/chat/completions``."""
+        body: dict[str, Any] = {"model": model, "messages": [{"role": r, "content": c} for r, c in self.messages],
+                                "max_tokens": self.max_tokens, "temperature": self.temperature}
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if self.top_logprobs is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = self.top_logprobs
+        return body
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """What the server answered to one request, and what it took to get it."""
+
+    text: str
+    reasoning: str | None
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    retries: int
+    top_logprobs: TopLogprobs | None
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict; :meth:`from_json` gives back an equal reply."""
+        d = asdict(self)
+        if self.top_logprobs is not None:
+            d["top_logprobs"] = [[[tok, lp] for tok, lp in alts] for alts in self.top_logprobs]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ChatReply":
+        """The reply :meth:`to_json` wrote (lists back to tuples)."""
+        top = d.get("top_logprobs")
+        return cls(text=str(d["text"]), reasoning=d.get("reasoning"), finish_reason=d.get("finish_reason"),
+                   prompt_tokens=int(d.get("prompt_tokens", 0)), completion_tokens=int(d.get("completion_tokens", 0)),
+                   latency_s=float(d.get("latency_s", 0.0)), retries=int(d.get("retries", 0)),
+                   top_logprobs=None if top is None else tuple(tuple((str(t), float(lp)) for t, lp in alts)
+                                                               for alts in top))
+
+
+@dataclass
+class ClientStats:
+    """Cumulative counts of a :class:`ChatClient`: successful calls, retried attempts, requests
+    that ended in an error, tokens of the successful calls and wall seconds inside ``complete``."""
+
+    calls: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        """The counts as a dict."""
+        return asdict(self)
+
+
+class _Failed(Exception):
+    """A failed attempt: ``retry`` whether it is worth another; ``wait``: the server's Retry-After."""
+
+    def __init__(self, reason: str, retry: bool = True, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.retry, self.wait = reason, retry, wait
+
+
+class _Secret:
+    """Holds the API key so that no repr or ``vars()`` of the client shows it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+
+@dataclass
+class _Run:
+    """The state of one ``complete`` call, shared by its workers (one event loop, no locks)."""
+
+    total: int
+    keeping: bool
+    start: float
+    done: int = 0
+    consecutive: int = 0
+    retries: int = 0
+    tokens: int = 0
+    error: JudgeServerError | None = None  # the first one raised
+
+
+def _one_line(text: str, limit: int = ERROR_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _server_message(resp: httpx.Response) -> str:
+    """The message of an error response: ``error.message``, ``detail`` or ``message``, else its text."""
+    try:
+        data = resp.json()
+    except ValueError:
+        data = None
+    msg: Any = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        msg = err.get("message") if isinstance(err, dict) else err
+        msg = msg or data.get("detail") or data.get("message")
+    if not msg:
+        msg = resp.text
+    return _one_line(msg if isinstance(msg, str) else repr(msg)) or "(no message)"
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), at most
+    :data:`RETRY_AFTER_MAX`; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX) if math.isfinite(seconds) else None
+
+
+def _top_logprobs(logprobs: Any) -> TopLogprobs | None:
+    """Per completion token, its alternatives (token, logprob), from ``choices[0].logprobs``."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return None
+    try:
+        return tuple(tuple((str(a["token"]), float(a["logprob"])) for a in (pos.get("top_logprobs") or []))
+                     for pos in logprobs["content"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise _Failed("the server answered malformed logprobs") from None
+
+
+def _parse_reply(data: Any, latency: float, retries: int) -> ChatReply:
+    """The reply in a 200's JSON; :class:`_Failed` when it holds no usable choice."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        err = data.get("error") if isinstance(data, dict) else None
+        raise _Failed("HTTP 200 without choices" + (f": {_one_line(err)}" if err else ""))
+    choice = choices[0]
+    message = choice.get("message") or {}
+    if not isinstance(message, dict):
+        raise _Failed("HTTP 200 with a malformed message")
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    reasoning = next((message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str)), None)
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    try:
+        tokens = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    except (TypeError, ValueError):
+        raise _Failed("HTTP 200 with malformed usage") from None
+    return ChatReply(text=content if isinstance(content, str) else "", reasoning=reasoning,
+                     finish_reason=choice.get("finish_reason"), prompt_tokens=tokens[0], completion_tokens=tokens[1],
+                     latency_s=latency, retries=retries, top_logprobs=_top_logprobs(choice.get("logprobs")))
+
+
+class _LoopThread:
+    """Runs one coroutine on a private event loop in a worker thread, then puts ``_DONE`` in
+    ``inbox``; :meth:`cancel` (from any thread) cancels it, so its ``finally`` blocks run."""
+
+    def __init__(self, make: Callable[[], Coroutine[Any, Any, Any]], inbox: queue.SimpleQueue) -> None:
+        self._make, self._inbox, self._lock = make, inbox, threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+        self._cancelled, self.value, self.error = False, None, None
+        self.thread = threading.Thread(target=self._main, name="rmbench-chat-client", daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        """The thread: run the coroutine, keep its result or error, then say it is done."""
+        try:
+            self.value = asyncio.run(self._guarded())
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            self.error = exc
+        finally:
+            self._inbox.put(_DONE)
+
+    async def _guarded(self) -> Any:
+        """The coroutine, unless cancelled before it started."""
+        with self._lock:
+            if self._cancelled:
+                raise asyncio.CancelledError
+            self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+        return await self._make()
+
+    def cancel(self) -> None:
+        """Cancel the coroutine; a no-op once it has ended."""
+        with self._lock:
+            self._cancelled = True
+            loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop has closed: nothing is left to cancel
+                pass
+
+
+class ChatClient:
+    """Sends chat completions to one model of an OpenAI-compatible server, concurrently, with
+    retries (see the module docstring). ``stats`` accumulates over calls."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, *, concurrency: int = 16,
+                 timeout: float = 120.0, max_retries: int = 6, max_consecutive_failures: int = 8,
+                 backoff_base: float = 0.5, backoff_max: float = 30.0, progress: bool = True,
+                 description: str = "judge") -> None:
+        """``base_url`` ends before ``/chat/completions`` (``http://127.0.0.1:8000/v1``)."""
+        self.base_url, self.model, self.description = str(base_url).rstrip("/"), str(model), description
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"{description} server {self.base_url!r}: expected an http:// or https:// URL")
+        if concurrency < 1 or max_retries < 0 or max_consecutive_failures < 1 or timeout <= 0 or backoff_base < 0:
+            raise ConfigError(f"{description} client: concurrency and max_consecutive_failures must be >= 1, "
+                              "max_retries and backoff_base >= 0, timeout > 0")
+        if api_key is not None and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
+            raise ConfigError(f"the API key for {self.base_url} has characters an HTTP header cannot carry")
+        self._key = _Secret(api_key) if api_key else None
+        self.concurrency, self.timeout, self.max_retries = int(concurrency), float(timeout), int(max_retries)
+        self.max_consecutive_failures = int(max_consecutive_failures)
+        self.backoff_base, self.backoff_max, self.progress = float(backoff_base), float(backoff_max), progress
+        self.stats = ClientStats()
+        self._rng = random.Random()
+        self._ssl = httpx.create_ssl_context()  # httpx's default check, made once (about 20 ms each)
+
+    def __repr__(self) -> str:
+        return (f"ChatClient(base_url={self.base_url!r}, model={self.model!r}, concurrency={self.concurrency}, "
+                f"api_key={'set' if self._key else 'none'})")
+
+    def _headers(self) -> dict[str, str]:
+        """The request headers: JSON, and the key when there is one."""
+        headers = {"Accept": "application/json"}
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.value}"
+        return headers
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the API key masked (a server may echo it)."""
+        return text.replace(self._key.value, "***") if self._key is not None else text
+
+    def _error(self, detail: str, run: _Run | None = None) -> JudgeServerError:
+        """The one-line error naming the server and the model, and what was kept of ``run`` (the
+        run's first error is kept as ``run.error``)."""
+        kept = ""
+        if run is not None:
+            kept = f"; {run.done} finished calls were kept" if run.keeping else f"; {run.done} calls had finished"
+        text = f"the {self.description} server {self.base_url} (model {self.model!r}) {detail}{kept}"
+        error = JudgeServerError(self._scrub(_one_line(text, 2000)))
+        if run is not None and run.error is None:
+            run.error = error
+        return error
+
+    def served_models(self) -> list[str]:
+        """The model ids of ``GET {base_url}/models``; :class:`JudgeServerError` when unreachable."""
+        try:
+            with httpx.Client(headers=self._headers(), timeout=min(self.timeout, 30.0), verify=self._ssl) as http:
+                resp = http.get(f"{self.base_url}/models")
+        except httpx.HTTPError as exc:
+            raise self._error(f"is unreachable: {type(exc).__name__}: {_one_line(str(exc))}") from None
+        if resp.status_code != 200:
+            raise self._error(f"answered GET /models with HTTP {resp.status_code}: {_server_message(resp)}") from None
+        try:
+            return [str(m["id"]) for m in resp.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            raise self._error("answered GET /models without a list of models") from None
+
+    def complete(self, requests: Sequence[ChatRequest],
+                 on_reply: Callable[[int, ChatReply], None] | None = None) -> list[ChatReply]:
+        """The replies to ``requests``, in order; ``on_reply(i, reply)`` runs in this thread as each
+        finishes. The requests run on a private event loop in a worker thread (so this works with
+        or without an event loop running here); an error or Ctrl-C cancels those in flight."""
+        requests = list(requests)
+        if not all(isinstance(r, ChatRequest) for r in requests):
+            raise TypeError("ChatClient.complete takes ChatRequest objects")
+        if not requests:
+            return []
+        every = progress_every() if self.progress and len(requests) > 1 else None
+        inbox: queue.SimpleQueue = queue.SimpleQueue()
+        start = time.perf_counter()
+        runner = _LoopThread(lambda: self._complete_async(requests, inbox, every, on_reply is not None), inbox)
+        try:
+            while (item := inbox.get()) is not _DONE:
+                if on_reply is not None:
+                    on_reply(*item)
+            if runner.error is not None:
+                raise runner.error
+            return runner.value
+        except BaseException:
+            runner.cancel()
+            raise
+        finally:
+            runner.thread.join(30.0)  # bounded: a stuck name lookup must not hang the caller
+            self.stats.seconds += time.perf_counter() - start
+
+    async def _complete_async(self, requests: list[ChatRequest], inbox: queue.SimpleQueue, every: float | None,
+                              keeping: bool) -> list[ChatReply]:
+        """All requests through ``concurrency`` workers sharing one connection pool; each reply
+        goes to ``inbox`` as it finishes. The first error cancels the rest."""
+        run = _Run(total=len(requests), keeping=keeping, start=time.perf_counter())
+        replies: list[Any] = [None] * len(requests)
+        todo = iter(range(len(requests)))
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+
+        async def worker(http: httpx.AsyncClient) -> None:
+            """Take the next request until none is left."""
+            for i in todo:  # shared: each index goes to one worker
+                replies[i] = await self._call(http, i, requests[i], run)
+                inbox.put((i, replies[i]))
+
+        async with httpx.AsyncClient(headers=self._headers(), timeout=self.timeout, limits=limits,
+                                     verify=self._ssl) as http:
+            workers = [asyncio.create_task(worker(http)) for _ in range(min(self.concurrency, len(requests)))]
+            extra = [asyncio.create_task(self._report_every(run, every))] if every is not None else []
+            try:
+                await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+                errors = [t.exception() for t in workers if t.done() and not t.cancelled() and t.exception()]
+                if errors:  # the first failure in time (others may have followed in the same loop turn)
+                    raise run.error or errors[0]
+            finally:
+                for task in workers + extra:
+                    task.cancel()
+                await asyncio.gather(*workers, *extra, return_exceptions=True)
+                if every is not None:
+                    self._report(run, finished=run.done == run.total)
+        return replies
+
+    async def _call(self, http: httpx.AsyncClient, i: int, request: ChatRequest, run: _Run) -> ChatReply:
+        """Request ``i`` with its retries; counts it in ``stats`` and ``run``."""
+        body, last = request.body(self.model), ""
+        for attempt in range(self.max_retries + 1):
+            start = time.perf_counter()
+            try:
+                reply = _parse_reply(await self._attempt(http, body), time.perf_counter() - start, attempt)
+            except _Failed as exc:
+                last = self._scrub(exc.reason)
+                run.consecutive += 1
+                if not exc.retry or run.consecutive >= self.max_consecutive_failures:
+                    self.stats.failures += 1
+                    detail = (f"failed request {i} (not retried): {last}" if not exc.retry
+                              else f"failed {run.consecutive} times in a row; last: {last}")
+                    raise self._error(detail, run) from None
+                if attempt < self.max_retries:
+                    run.retries += 1
+                    self.stats.retries += 1
+                    await asyncio.sleep(self._wait(attempt, exc.wait))
+                continue
+            run.consecutive, run.done, run.tokens = 0, run.done + 1, run.tokens + reply.completion_tokens
+            stats = self.stats
+            stats.calls, stats.prompt_tokens = stats.calls + 1, stats.prompt_tokens + reply.prompt_tokens
+            stats.completion_tokens += reply.completion_tokens
+            return reply
+        self.stats.failures += 1
+        raise self._error(f"failed request {i} after {self.max_retries + 1} attempts; last: {last}", run) from None
+
+    async def _attempt(self, http: httpx.AsyncClient, body: dict) -> Any:
+        """One POST: the JSON of a 2xx, else :class:`_Failed` (retry or not)."""
+        try:
+            resp = await http.post(f"{self.base_url}/chat/completions", json=body)
+        except httpx.TimeoutException as exc:
+            raise _Failed(f"{type(exc).__name__}: no answer within {self.timeout:g} s") from None
+        except httpx.RequestError as exc:  # refused, dropped, reset; a bad URL is not worth retrying
+            retry = not isinstance(exc, (httpx.UnsupportedProtocol, httpx.LocalProtocolError))
+            raise _Failed(f"{type(exc).__name__}: {_one_line(str(exc)) or 'connection failed'}", retry) from None
+        code = resp.status_code
+        if not 200 <= code < 300:
+            wait = _retry_after(resp.headers.get("retry-after")) if code in (429, 503) else None
+            raise _Failed(f"HTTP {code}: {_server_message(resp)}", code in (408, 429) or code >= 500, wait)
+        try:
+            return resp.json()
+        except ValueError as exc:
+            raise _Failed(f"HTTP {code} with a body that is not JSON ({_one_line(str(exc), 80)})") from None
+
+    def _wait(self, attempt: int, hint: float | None) -> float:
+        """Seconds before the next attempt: the server's hint, else full-jitter backoff."""
+        if hint is not None:
+            return hint
+        return self._rng.uniform(0.0, min(self.backoff_max, self.backoff_base * 2 ** attempt))
+
+    async def _report_every(self, run: _Run, every: float) -> None:
+        """A progress line every ``every`` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(every)
+            self._report(run, finished=False)
+
+    def _report(self, run: _Run, finished: bool) -> None:
+        """One plain progress line on stderr: requests/s and ETA, tokens/s (completion), retries."""
+        elapsed = time.perf_counter() - run.start
+        line = progress_line(self.description, run.done, run.total, "requests", elapsed, finished=finished)
+        rate = run.tokens / elapsed if elapsed > 0 else 0.0
+        print(self._scrub(f"{line}, {rate:,.0f} tokens/s, {run.retries} retries"), file=sys.stderr, flush=True)
+
+
+__all__ = ["ChatClient", "ChatReply", "ChatRequest", "ClientStats", "JudgeServerError", "RETRY_AFTER_MAX"]
