@@ -402,3 +402,21 @@ def test_pairwise_judge_on_judgebench_scores_its_two_games_as_judgebench_does(tm
     for category, values in by_category.items():
         assert got[category] == pytest.approx(sum(values) / len(values))
     assert {j["parsed"] for j in judgments(folder)} <= {"A>B", "B>A"}  # ">>" counts as ">"
+
+
+def test_report_shows_the_judges_answer_beside_each_response_by_its_original_index(tmp_path):
+    from rmbench.results.folder import load_run
+    from rmbench.results.report import write_report
+
+    path = tmp_path / "groups.jsonl"
+    groups = [{"id": "g1", "prompt": "Q?", "responses": ["best score=9", "I refuse", "worst score=2"],
+               "utilities": [2, 1, 0]},
+              {"id": "g2", "prompt": "Q2?", "responses": ["fine score=6", "fine too score=7"], "utilities": [1, 1]}]
+    path.write_text("".join(json.dumps(g) + "\n" for g in groups))
+    with ScriptedServer(reply=rating_reply) as server:
+        record, folder = run(server, tmp_path, ("groups",), data=(("groups", str(path)),))
+    assert record.tasks[0].unparsed == 1
+    html = write_report([load_run(folder)], tmp_path / "report.html").read_text()
+    assert "the judge:" in html and "Rating: 9" in html
+    # g1 kept responses 0 and 2: the report numbers "worst" by its index in the data, 2
+    assert re.search(r"response 2, utility 0, reward 2\.0000</div><pre class=\"txt\">worst score=2", html)

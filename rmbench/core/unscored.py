@@ -16,7 +16,7 @@ groups before any metric is computed:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -38,6 +38,10 @@ class Scored:
     """the flat index of each kept response in the input: ``rewards == input[kept]``, and any
     other reward vector aligned with the input (another run's) selects the same responses so"""
 
+    moved: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """group id -> the original index of each response the group kept, for the groups that lost one
+    (their responses are numbered anew; a report names them by their original index)"""
+
 
 def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Scored:
     """``groups`` and their flat ``rewards`` without the responses whose reward is NaN (see the
@@ -46,6 +50,7 @@ def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Sco
     missing = np.isnan(rewards)
     if not missing.any():
         return Scored(list(groups), rewards, 0, 0, np.arange(len(rewards)))
+    moved: dict[str, tuple[int, ...]] = {}
     kept_groups: list[ComparisonGroup] = []
     kept: list[int] = []
     dropped = offset = 0
@@ -64,5 +69,6 @@ def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Sco
         kept_groups.append(dataclasses.replace(g, responses=tuple(g.responses[i] for i in keep),
                                                utilities=tuple(g.utilities[i] for i in keep)))
         kept += [offset - n + i for i in keep]
+        moved[g.id] = tuple(keep)
     index = np.asarray(kept, dtype=np.int64)
-    return Scored(kept_groups, rewards[index], int(missing.sum()), dropped, index)
+    return Scored(kept_groups, rewards[index], int(missing.sum()), dropped, index, moved)

@@ -10,6 +10,7 @@ the unit eps has in sigma units.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ class Answer:
     utility: int
     reward: float
     form: str | None = None
+    judgment: str | None = None
+    """What an LLM judge answered about this response (its calls' text and parsed values)."""
 
 
 @dataclass(frozen=True)
@@ -222,3 +225,24 @@ def length_points(groups: Sequence[ComparisonGroup], rewards, limit: int,
     scale = t.sigma if t.sigma > 0 else 1.0
     return LengthPoints(tuple(float(dl[k]) for k in keep), tuple(float(dr[k] / scale) for k in keep),
                         float(rho), len(dr))
+
+
+def annotate(sel: Selection, index: "dict[str, tuple[int, ...]]", judged: "dict[tuple[str, int], str]") -> Selection:
+    """The selection with each answer numbered by its index in its original group (``index``:
+    group id -> original indices, for groups that lost an unscored response) and given the
+    judge's answer about it (``judged``: (group id, original index) -> text)."""
+    if not index and not judged:
+        return sel
+
+    def answer(group_id: str, a: Answer) -> Answer:
+        original = index[group_id][a.index] if group_id in index else a.index
+        return dataclasses.replace(a, index=original, judgment=judged.get((group_id, original)))
+
+    def pair(p: PairExample) -> PairExample:
+        return dataclasses.replace(p, a=answer(p.group_id, p.a), b=answer(p.group_id, p.b))
+
+    def one(e):
+        return FlipExample(pair(e.original), pair(e.rewritten)) if isinstance(e, FlipExample) else pair(e)
+
+    return dataclasses.replace(sel, examples=tuple(one(e) for e in sel.examples))
+

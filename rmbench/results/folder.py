@@ -328,6 +328,22 @@ class RunFolder:
     def rewards(self) -> list[RewardRow]:
         return load_rewards(self.path)
 
+    def judgments(self) -> list[dict[str, Any]]:
+        """An LLM judge's calls (judgments.jsonl: one JSON object per call), or [] for a run
+        without them; a line that is not JSON is a one-line error naming the file and line."""
+        file = self.path / JUDGMENTS_FILE
+        if not file.is_file():
+            return []
+        out = []
+        with file.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        out.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise ConfigError(f"{file}, line {n}: not valid JSON ({json_error_text(exc)})") from None
+        return out
+
 
 def _results_file(path: str | Path) -> Path:
     p = Path(path)

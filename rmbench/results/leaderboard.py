@@ -189,6 +189,15 @@ def run_notes(label: str, rec: RunRecord) -> list[str]:
             how = f" to {rec.config.max_length} tokens on the {side}" if rec.config.max_length else ""
             notes.append(f"{label} on {t.name}: {t.truncated_texts} of {t.counts.responses} texts "
                          f"truncated{how} (--max-length)")
+        if t.unparsed:
+            notes.append(f"{label} on {t.name}: {t.unparsed} of {t.counts.responses} responses have no reward (the "
+                         f"judge's answer did not parse): left out of the pairs and the official scores")
+    mode = rec.model.verdicts
+    if mode is not None:
+        what = ("P(the verdict follows the utility order) and P(the verdict is a tie)" if mode == "pairwise" else
+                "P(the pick is the better answer) and P(neither of two equal answers is picked)")
+        notes.append(f"{label} is a {mode} judge: its rewards are verdicts, so eps does not apply; its D and Spec "
+                     f"are {what}, the same at every eps below one verdict (a raw gap of 1)")
     return notes
 
 

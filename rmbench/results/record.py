@@ -285,6 +285,13 @@ class ModelIdentity:
     def kind(self) -> str:
         return str(self.spec.get("kind", ""))
 
+    @property
+    def verdicts(self) -> str | None:
+        """The judge mode whose rewards are verdicts (``pairwise``: +-1/2 or 0 per pair; ``fourway``:
+        1 for the pick, 0 for the others), for which eps does not apply; None for other models."""
+        mode = (self.spec.get("args") or {}).get("mode") if self.kind == "judge" else None
+        return str(mode) if mode in ("pairwise", "fourway") else None
+
 
 @dataclass(frozen=True)
 class RunConfig:

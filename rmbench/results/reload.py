@@ -19,7 +19,7 @@ from rmbench.core.splits import LIMIT_FIRST
 from rmbench.core.types import ComparisonGroup, Spec, data_fingerprint
 from rmbench.errors import DataError
 from rmbench.results.folder import RunFolder
-from rmbench.core.unscored import drop_unscored
+from rmbench.core.unscored import Scored, drop_unscored
 from rmbench.results.record import TaskResult
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
@@ -89,7 +89,15 @@ def aligned_rewards(folder: RunFolder, task: str, groups: list[ComparisonGroup],
 def task_rewards(folder: RunFolder, task: str, data: Mapping[str, DataOverride | str] | None = None
                  ) -> tuple[TaskData, np.ndarray]:
     """Reloaded groups of ``task`` and the run's rewards for them."""
+    td, scored = task_scored(folder, task, data)
+    return td, scored.rewards
+
+
+def task_scored(folder: RunFolder, task: str, data: Mapping[str, DataOverride | str] | None = None
+                ) -> tuple[TaskData, Scored]:
+    """Reloaded groups of ``task`` as the run's metrics saw them (without the responses the model
+    gave no reward: :func:`~rmbench.core.unscored.drop_unscored`), and the run's rewards for them."""
     config = folder.record.config
     td = reload_task(folder.record.task(task), config.limit, data, config.limit_sampling)
-    scored = drop_unscored(td.groups, aligned_rewards(folder, task, td.groups))  # as the run's metrics saw them
-    return dataclasses.replace(td, groups=scored.groups), scored.rewards
+    scored = drop_unscored(td.groups, aligned_rewards(folder, task, td.groups))
+    return dataclasses.replace(td, groups=scored.groups), scored

@@ -15,12 +15,12 @@ from typing import Callable, Mapping, Sequence
 
 from rmbench.errors import ConfigError, RMBenchError
 from rmbench.files import atomic_write_text
-from rmbench.results.examples import (LengthPoints, Selection, discrimination_failures, length_points,
+from rmbench.results.examples import (LengthPoints, Selection, annotate, discrimination_failures, length_points,
                                       oversensitive_pairs, preference_flips)
 from rmbench.results.folder import RunFolder
 from rmbench.results.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.record import TaskResult
-from rmbench.results.reload import task_rewards
+from rmbench.results.reload import task_scored
 from rmbench.results.report_svg import Bar, bars_svg, scatter_svg
 from rmbench.tasks.loading import DataOverride
 
@@ -103,15 +103,37 @@ def _bars(name: str, results: Sequence[tuple[int, TaskResult]], eps: float | Non
 
 
 def _run_examples(run: int, folder: RunFolder, name: str, options: ReportOptions) -> RunExamples:
-    td, rewards = task_rewards(folder, name, options.data)
+    td, scored = task_scored(folder, name, options.data)
+    rewards = scored.rewards
     sigma = folder.record.task(name).sigma
     groups = td.groups
     has_forms = any(g.forms is not None for g in groups)
+    judged = judgment_texts(folder.judgments(), name)
+
+    def shown(sel: Selection) -> Selection:
+        return annotate(sel, scored.moved, judged)
+
     return RunExamples(
-        run, oversensitive_pairs(name, groups, rewards, options.top, sigma),
-        discrimination_failures(name, groups, rewards, options.top, sigma),
+        run, shown(oversensitive_pairs(name, groups, rewards, options.top, sigma)),
+        shown(discrimination_failures(name, groups, rewards, options.top, sigma)),
         length_points(groups, rewards, options.points, sigma),
-        preference_flips(name, groups, rewards, options.top, sigma) if has_forms else None)
+        shown(preference_flips(name, groups, rewards, options.top, sigma)) if has_forms else None)
+
+
+def judgment_texts(rows: Sequence[dict], task: str, max_chars: int = 600) -> dict[tuple[str, int], str]:
+    """(group id, response index) -> what the judge answered about that response on ``task``:
+    each call's parsed value and text (a pairwise judge's two games, in order)."""
+    out: dict[tuple[str, int], list[str]] = {}
+    for j in rows:
+        if j.get("task") != task:
+            continue
+        where = " ".join(f"{k} {j[k]}" for k in ("order", "slot", "sample", "attempt") if k in j)
+        parsed = "unparsed" if j.get("parsed") is None else f"parsed {j['parsed']}"
+        text = str(j.get("text") or "")
+        text = text if len(text) <= max_chars else text[:max_chars] + " […]"
+        out.setdefault((str(j.get("group_id")), int(j.get("response_index", -1))), []).append(
+            f"[{(where + ', ') if where else ''}{parsed}] {text}")
+    return {k: "\n".join(v) for k, v in out.items()}
 
 
 def _task_section(name: str, folders: Sequence[RunFolder], lb: Leaderboard, run_names: Sequence[str],

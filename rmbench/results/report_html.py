@@ -60,8 +60,10 @@ def _num(x: float, digits: int = 3) -> str:
 
 def _answer(label: str, a: Answer, max_chars: int) -> str:
     form = f", form {_e(a.form)}" if a.form else ""
+    judged = (f'<div class="meta">the judge:</div><pre class="txt judge">{_cut(a.judgment, max_chars)}</pre>'
+              if a.judgment else "")
     return (f'<div class="ans"><div class="meta">{_e(label)}: response {a.index}, utility {a.utility}, '
-            f'reward {_num(a.reward, 4)}{form}</div><pre class="txt">{_cut(a.text, max_chars)}</pre></div>')
+            f'reward {_num(a.reward, 4)}{form}</div><pre class="txt">{_cut(a.text, max_chars)}</pre>{judged}</div>')
 
 
 def _diff(p: PairExample, max_chars: int) -> str:
