@@ -99,5 +99,8 @@ def task_scored(folder: RunFolder, task: str, data: Mapping[str, DataOverride | 
     gave no reward: :func:`~rmbench.core.unscored.drop_unscored`), and the run's rewards for them."""
     config = folder.record.config
     td = reload_task(folder.record.task(task), config.limit, data, config.limit_sampling)
-    scored = drop_unscored(td.groups, aligned_rewards(folder, task, td.groups))
+    rewards = aligned_rewards(folder, task, td.groups)
+    if td.result.unparsed is None:  # a model that always gives a reward: a NaN on disk is damage, kept to be refused
+        return td, Scored(td.groups, rewards, 0, 0, np.arange(len(rewards)))
+    scored = drop_unscored(td.groups, rewards)
     return dataclasses.replace(td, groups=scored.groups), scored
