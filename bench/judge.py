@@ -120,9 +120,9 @@ def run_client(base_url: str, texts: list[str], concurrency: int) -> tuple[float
 
 
 @contextmanager
-def server_process(latency: float) -> Iterator[str]:
-    """A ScriptedServer in a child process; yields its base URL."""
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(TESTS), VERDICT, str(latency), MODEL],
+def server_process(latency: float, reply: str = VERDICT) -> Iterator[str]:
+    """A ScriptedServer in a child process that answers ``reply``; yields its base URL."""
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(TESTS), reply, str(latency), MODEL],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         yield proc.stdout.readline().strip()
@@ -131,10 +131,27 @@ def server_process(latency: float) -> Iterator[str]:
         proc.wait(10)
 
 
-def cached_rerun_seconds() -> float | None:
-    """HOOK (filled in with the judge call cache): seconds of a re-run of the same N requests
-    answered from the call cache. None until the cache exists."""
-    return None
+def cached_rerun_seconds(n: int, latency: float) -> tuple[float, float, int]:
+    """``rmbench eval`` of a rating judge on n/2 preference pairs (n calls): the cold run's
+    seconds, the re-run's (every call answered by the call cache) and the calls the re-run made."""
+    import json
+    import tempfile
+
+    from rmbench.scoring.runner import EvalConfig, evaluate
+
+    with tempfile.TemporaryDirectory() as tmp, server_process(latency, "Rating: 7") as url:
+        data = Path(tmp) / "pairs.jsonl"
+        data.write_text("".join(json.dumps({"prompt": f"question {i}?", "chosen": f"answer {i}",
+                                            "rejected": f"other answer {i}"}) + "\n" for i in range(n // 2)))
+        config = EvalConfig(model=f"judge:{MODEL}", model_args=(("base_url", url),), tasks=("preference",),
+                            data=(("preference", str(data)),), n_bootstrap=200, cache_dir=str(Path(tmp) / "cache"))
+        t0 = time.perf_counter()
+        evaluate(config, out_dir=Path(tmp) / "cold")
+        cold = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        again = evaluate(config, out_dir=Path(tmp) / "again")
+        cached = time.perf_counter() - t0
+    return cold, cached, int(again.execution.stats["ran_with"]["judge_calls"]["calls"])
 
 
 CONTENDERS = {
@@ -172,11 +189,12 @@ def report(rates: dict[str, float], n: int, latency: float, reps: int) -> str:
     for name, (label, conc, _) in CONTENDERS.items():
         lines.append(f"| {label} | {conc} | {rates[name]:.1f} | {100 * rates[name] * latency / conc:.0f}% | "
                      f"{rates[name] / base:.2f}x |")
-    cached = cached_rerun_seconds()
+    cold, cached, calls = cached_rerun_seconds(n, latency)
     lines += ["", f"- ChatClient vs the pool at equal concurrency (10): {rates['client10'] / base:.2f}x "
                   f"(vs the pool with a shared client: {rates['client10'] / rates['pool-shared']:.2f}x)",
               f"- ChatClient at its default 16 vs the RewardBench pool: {rates['client16'] / base:.2f}x",
-              "- cached re-run: " + ("not measured yet (no call cache)" if cached is None else f"{cached:.2f} s")]
+              f"- `rmbench eval` of a rating judge on {n // 2} pairs ({n} calls, concurrency 16): cold "
+              f"{cold:.2f} s, re-run from the call cache {cached:.2f} s with {calls} calls ({cold / cached:.1f}x)"]
     return "\n".join([f"{n} requests, server latency {latency * 1000:.0f} ms each, medians of {reps} repetitions; "
                       f"the pool's client: {pool_peer()}", "", *lines])
 

@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from judge_server import ScriptedServer  # noqa: E402
 
 from rmbench.errors import ConfigError, RMBenchError  # noqa: E402
-from rmbench.models.judge import rewardbench2 as RB2  # noqa: E402
 from rmbench.scoring.runner import EvalConfig, evaluate  # noqa: E402
 
 MODEL = "judge-model"
@@ -420,3 +419,9 @@ def test_report_shows_the_judges_answer_beside_each_response_by_its_original_ind
     assert "the judge:" in html and "Rating: 9" in html
     # g1 kept responses 0 and 2: the report numbers "worst" by its index in the data, 2
     assert re.search(r"response 2, utility 0, reward 2\.0000</div><pre class=\"txt\">worst score=2", html)
+
+
+def test_a_judge_runs_on_the_local_engine_only(tmp_path):
+    with pytest.raises(ConfigError, match="drop --engine ray"):
+        evaluate(EvalConfig(model="judge:m", model_args=(("base_url", "http://127.0.0.1:9/v1"),), engine="ray",
+                            tasks=("ties_sample",)))

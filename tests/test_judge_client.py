@@ -15,7 +15,8 @@ import pytest
 from judge_server import ScriptedServer
 
 from rmbench.errors import ConfigError
-from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, JudgeServerError, _retry_after
+from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, JudgeServerError
+from rmbench.models.judge.wire import retry_after as _retry_after
 
 KEY = "sk-test-PLANTED-123"
 REPO = Path(__file__).resolve().parents[1]

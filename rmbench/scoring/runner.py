@@ -293,7 +293,12 @@ def check_model(spec: Spec, config: EvalConfig) -> RewardModel:
     may import torch, which starts OpenMP)."""
     if config.engine == "local":
         prepare_threads(config.runtime.threads)
-    return ModelFactory(spec, config.runtime, config.max_length, config.truncation)()
+    model = ModelFactory(spec, config.runtime, config.max_length, config.truncation)()
+    if isinstance(model, CallingModel) and config.engine != "local":
+        raise ConfigError(f"model {spec.name!r} calls a server, which --engine local does best (its requests are "
+                          f"concurrent already, and its calls are cached and written from this process); drop "
+                          f"--engine {config.engine}")
+    return model
 
 
 def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,

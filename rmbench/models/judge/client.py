@@ -22,117 +22,22 @@ repr, progress line or statistic (any text a server echoes back has it masked).
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import math
 import queue
 import random
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from typing import Any, Callable, Coroutine, Sequence
 
 import httpx
 
 from rmbench.core.progress import progress_every, progress_line
 from rmbench.errors import ConfigError
+from rmbench.models.judge.wire import (RETRY_AFTER_MAX, ChatReply, ChatRequest, ClientStats, Failed, JudgeServerError,
+                                       one_line, parse_reply, retry_after, server_message)
 
-RETRY_AFTER_MAX = 120.0  # seconds: the longest Retry-After honoured
-ERROR_CHARS = 200  # how much of a server's error message a JudgeServerError quotes
 _DONE = object()  # the worker thread's last message to the calling thread
-
-TopLogprobs = tuple[tuple[tuple[str, float], ...], ...]
-
-
-class JudgeServerError(ConfigError):
-    """The server failed, refused a request or cannot be reached; a one-line message naming the
-    server and the model (never the API key)."""
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """One chat completion to ask for: the conversation as (role, content) pairs and the sampling."""
-
-    messages: tuple[tuple[str, str], ...]
-    max_tokens: int = 1024
-    temperature: float = 0.0
-    seed: int | None = None
-    top_logprobs: int | None = None
-
-    def __post_init__(self) -> None:
-        """Accept lists for the pairs; check every pair is two strings."""
-        messages = tuple(tuple(m) for m in self.messages)
-        if not messages or not all(len(m) == 2 and all(isinstance(x, str) for x in m) for m in messages):
-            raise ConfigError("a chat request needs (role, content) pairs of strings")
-        object.__setattr__(self, "messages", messages)
-
-    def body(self, model: str) -> dict:
-        """The JSON body POSTed to ``{base_url}/chat/completions``."""
-        body: dict[str, Any] = {"model": model, "messages": [{"role": r, "content": c} for r, c in self.messages],
-                                "max_tokens": self.max_tokens, "temperature": self.temperature}
-        if self.seed is not None:
-            body["seed"] = self.seed
-        if self.top_logprobs is not None:
-            body["logprobs"] = True
-            body["top_logprobs"] = self.top_logprobs
-        return body
-
-
-@dataclass(frozen=True)
-class ChatReply:
-    """What the server answered to one request, and what it took to get it."""
-
-    text: str
-    reasoning: str | None
-    finish_reason: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    retries: int
-    top_logprobs: TopLogprobs | None
-
-    def to_json(self) -> dict:
-        """A JSON-ready dict; :meth:`from_json` gives back an equal reply."""
-        d = asdict(self)
-        if self.top_logprobs is not None:
-            d["top_logprobs"] = [[[tok, lp] for tok, lp in alts] for alts in self.top_logprobs]
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> "ChatReply":
-        """The reply :meth:`to_json` wrote (lists back to tuples)."""
-        top = d.get("top_logprobs")
-        return cls(text=str(d["text"]), reasoning=d.get("reasoning"), finish_reason=d.get("finish_reason"),
-                   prompt_tokens=int(d.get("prompt_tokens", 0)), completion_tokens=int(d.get("completion_tokens", 0)),
-                   latency_s=float(d.get("latency_s", 0.0)), retries=int(d.get("retries", 0)),
-                   top_logprobs=None if top is None else tuple(tuple((str(t), float(lp)) for t, lp in alts)
-                                                               for alts in top))
-
-
-@dataclass
-class ClientStats:
-    """Cumulative counts of a :class:`ChatClient`: successful calls, retried attempts, requests
-    that ended in an error, tokens of the successful calls and wall seconds inside ``complete``."""
-
-    calls: int = 0
-    retries: int = 0
-    failures: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
-
-    def to_json(self) -> dict:
-        """The counts as a dict."""
-        return asdict(self)
-
-
-class _Failed(Exception):
-    """A failed attempt: ``retry`` whether it is worth another; ``wait``: the server's Retry-After."""
-
-    def __init__(self, reason: str, retry: bool = True, wait: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason, self.retry, self.wait = reason, retry, wait
 
 
 class _Secret:
@@ -159,81 +64,6 @@ class _Run:
     retries: int = 0
     tokens: int = 0
     error: JudgeServerError | None = None  # the first one raised
-
-
-def _one_line(text: str, limit: int = ERROR_CHARS) -> str:
-    """``text`` on one line, at most ``limit`` characters."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _server_message(resp: httpx.Response) -> str:
-    """The message of an error response: ``error.message``, ``detail`` or ``message``, else its text."""
-    try:
-        data = resp.json()
-    except ValueError:
-        data = None
-    msg: Any = None
-    if isinstance(data, dict):
-        err = data.get("error")
-        msg = err.get("message") if isinstance(err, dict) else err
-        msg = msg or data.get("detail") or data.get("message")
-    if not msg:
-        msg = resp.text
-    return _one_line(msg if isinstance(msg, str) else repr(msg)) or "(no message)"
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), at most
-    :data:`RETRY_AFTER_MAX`; None when absent or unreadable."""
-    if not value:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value.strip())
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        seconds = (when - datetime.now(timezone.utc)).total_seconds()
-    return min(max(seconds, 0.0), RETRY_AFTER_MAX) if math.isfinite(seconds) else None
-
-
-def _top_logprobs(logprobs: Any) -> TopLogprobs | None:
-    """Per completion token, its alternatives (token, logprob), from ``choices[0].logprobs``."""
-    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
-        return None
-    try:
-        return tuple(tuple((str(a["token"]), float(a["logprob"])) for a in (pos.get("top_logprobs") or []))
-                     for pos in logprobs["content"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise _Failed("the server answered malformed logprobs") from None
-
-
-def _parse_reply(data: Any, latency: float, retries: int) -> ChatReply:
-    """The reply in a 200's JSON; :class:`_Failed` when it holds no usable choice."""
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        err = data.get("error") if isinstance(data, dict) else None
-        raise _Failed("HTTP 200 without choices" + (f": {_one_line(err)}" if err else ""))
-    choice = choices[0]
-    message = choice.get("message") or {}
-    if not isinstance(message, dict):
-        raise _Failed("HTTP 200 with a malformed message")
-    content = message.get("content")
-    if isinstance(content, list):  # content parts
-        content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
-    reasoning = next((message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str)), None)
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    try:
-        tokens = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-    except (TypeError, ValueError):
-        raise _Failed("HTTP 200 with malformed usage") from None
-    return ChatReply(text=content if isinstance(content, str) else "", reasoning=reasoning,
-                     finish_reason=choice.get("finish_reason"), prompt_tokens=tokens[0], completion_tokens=tokens[1],
-                     latency_s=latency, retries=retries, top_logprobs=_top_logprobs(choice.get("logprobs")))
 
 
 class _LoopThread:
@@ -324,7 +154,7 @@ class ChatClient:
         if run is not None:
             kept = f"; {run.done} finished calls were kept" if run.keeping else f"; {run.done} calls had finished"
         text = f"the {self.description} server {self.base_url} (model {self.model!r}) {detail}{kept}"
-        error = JudgeServerError(self._scrub(_one_line(text, 2000)))
+        error = JudgeServerError(self._scrub(one_line(text, 2000)))
         if run is not None and run.error is None:
             run.error = error
         return error
@@ -335,9 +165,9 @@ class ChatClient:
             with httpx.Client(headers=self._headers(), timeout=min(self.timeout, 30.0), verify=self._ssl) as http:
                 resp = http.get(f"{self.base_url}/models")
         except httpx.HTTPError as exc:
-            raise self._error(f"is unreachable: {type(exc).__name__}: {_one_line(str(exc))}") from None
+            raise self._error(f"is unreachable: {type(exc).__name__}: {one_line(str(exc))}") from None
         if resp.status_code != 200:
-            raise self._error(f"answered GET /models with HTTP {resp.status_code}: {_server_message(resp)}") from None
+            raise self._error(f"answered GET /models with HTTP {resp.status_code}: {server_message(resp)}") from None
         try:
             return [str(m["id"]) for m in resp.json()["data"]]
         except (ValueError, KeyError, TypeError):
@@ -409,8 +239,8 @@ class ChatClient:
         for attempt in range(self.max_retries + 1):
             start = time.perf_counter()
             try:
-                reply = _parse_reply(await self._attempt(http, body), time.perf_counter() - start, attempt)
-            except _Failed as exc:
+                reply = parse_reply(await self._attempt(http, body), time.perf_counter() - start, attempt)
+            except Failed as exc:
                 last = self._scrub(exc.reason)
                 run.consecutive += 1
                 if not exc.retry or run.consecutive >= self.max_consecutive_failures:
@@ -432,22 +262,22 @@ class ChatClient:
         raise self._error(f"failed request {i} after {self.max_retries + 1} attempts; last: {last}", run) from None
 
     async def _attempt(self, http: httpx.AsyncClient, body: dict) -> Any:
-        """One POST: the JSON of a 2xx, else :class:`_Failed` (retry or not)."""
+        """One POST: the JSON of a 2xx, else :class:`Failed` (retry or not)."""
         try:
             resp = await http.post(f"{self.base_url}/chat/completions", json=body)
         except httpx.TimeoutException as exc:
-            raise _Failed(f"{type(exc).__name__}: no answer within {self.timeout:g} s") from None
+            raise Failed(f"{type(exc).__name__}: no answer within {self.timeout:g} s") from None
         except httpx.RequestError as exc:  # refused, dropped, reset; a bad URL is not worth retrying
             retry = not isinstance(exc, (httpx.UnsupportedProtocol, httpx.LocalProtocolError))
-            raise _Failed(f"{type(exc).__name__}: {_one_line(str(exc)) or 'connection failed'}", retry) from None
+            raise Failed(f"{type(exc).__name__}: {one_line(str(exc)) or 'connection failed'}", retry) from None
         code = resp.status_code
         if not 200 <= code < 300:
-            wait = _retry_after(resp.headers.get("retry-after")) if code in (429, 503) else None
-            raise _Failed(f"HTTP {code}: {_server_message(resp)}", code in (408, 429) or code >= 500, wait)
+            wait = retry_after(resp.headers.get("retry-after")) if code in (429, 503) else None
+            raise Failed(f"HTTP {code}: {server_message(resp)}", code in (408, 429) or code >= 500, wait)
         try:
             return resp.json()
         except ValueError as exc:
-            raise _Failed(f"HTTP {code} with a body that is not JSON ({_one_line(str(exc), 80)})") from None
+            raise Failed(f"HTTP {code} with a body that is not JSON ({one_line(str(exc), 80)})") from None
 
     def _wait(self, attempt: int, hint: float | None) -> float:
         """Seconds before the next attempt: the server's hint, else full-jitter backoff."""

@@ -1,0 +1,189 @@
+"""The wire format of OpenAI-compatible ``/chat/completions``: what rmbench asks
+(:class:`ChatRequest`), what it keeps of an answer (:class:`ChatReply`, JSON-ready for the call
+cache), how an answer or an error response is read, and the client's counters and error.
+
+:class:`Failed` is one failed attempt, raised while an answer is read and handled by
+:mod:`rmbench.models.judge.client`'s retry policy.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+from rmbench.errors import ConfigError
+
+RETRY_AFTER_MAX = 120.0  # seconds: the longest Retry-After honoured
+ERROR_CHARS = 200  # how much of a server's error message a JudgeServerError quotes
+
+TopLogprobs = tuple[tuple[tuple[str, float], ...], ...]
+
+
+class JudgeServerError(ConfigError):
+    """The server failed, refused a request or cannot be reached; a one-line message naming the
+    server and the model (never the API key)."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion to ask for: the conversation as (role, content) pairs and the sampling."""
+
+    messages: tuple[tuple[str, str], ...]
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    seed: int | None = None
+    top_logprobs: int | None = None
+
+    def __post_init__(self) -> None:
+        """Accept lists for the pairs; check every pair is two strings."""
+        messages = tuple(tuple(m) for m in self.messages)
+        if not messages or not all(len(m) == 2 and all(isinstance(x, str) for x in m) for m in messages):
+            raise ConfigError("a chat request needs (role, content) pairs of strings")
+        object.__setattr__(self, "messages", messages)
+
+    def body(self, model: str) -> dict:
+        """The JSON body POSTed to ``{base_url}/chat/completions``."""
+        body: dict[str, Any] = {"model": model, "messages": [{"role": r, "content": c} for r, c in self.messages],
+                                "max_tokens": self.max_tokens, "temperature": self.temperature}
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if self.top_logprobs is not None:
+            body["logprobs"] = True
+            body["top_logprobs"] = self.top_logprobs
+        return body
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """What the server answered to one request, and what it took to get it."""
+
+    text: str
+    reasoning: str | None
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    retries: int
+    top_logprobs: TopLogprobs | None
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict; :meth:`from_json` gives back an equal reply."""
+        d = asdict(self)
+        if self.top_logprobs is not None:
+            d["top_logprobs"] = [[[tok, lp] for tok, lp in alts] for alts in self.top_logprobs]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ChatReply":
+        """The reply :meth:`to_json` wrote (lists back to tuples)."""
+        top = d.get("top_logprobs")
+        return cls(text=str(d["text"]), reasoning=d.get("reasoning"), finish_reason=d.get("finish_reason"),
+                   prompt_tokens=int(d.get("prompt_tokens", 0)), completion_tokens=int(d.get("completion_tokens", 0)),
+                   latency_s=float(d.get("latency_s", 0.0)), retries=int(d.get("retries", 0)),
+                   top_logprobs=None if top is None else tuple(tuple((str(t), float(lp)) for t, lp in alts)
+                                                               for alts in top))
+
+
+@dataclass
+class ClientStats:
+    """Cumulative counts of a :class:`ChatClient`: successful calls, retried attempts, requests
+    that ended in an error, tokens of the successful calls and wall seconds inside ``complete``."""
+
+    calls: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        """The counts as a dict."""
+        return asdict(self)
+
+
+class Failed(Exception):
+    """A failed attempt: ``retry`` whether it is worth another; ``wait``: the server's Retry-After."""
+
+    def __init__(self, reason: str, retry: bool = True, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.retry, self.wait = reason, retry, wait
+
+
+def one_line(text: str, limit: int = ERROR_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def server_message(resp: httpx.Response) -> str:
+    """The message of an error response: ``error.message``, ``detail`` or ``message``, else its text."""
+    try:
+        data = resp.json()
+    except ValueError:
+        data = None
+    msg: Any = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        msg = err.get("message") if isinstance(err, dict) else err
+        msg = msg or data.get("detail") or data.get("message")
+    if not msg:
+        msg = resp.text
+    return one_line(msg if isinstance(msg, str) else repr(msg)) or "(no message)"
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), at most
+    :data:`RETRY_AFTER_MAX`; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX) if math.isfinite(seconds) else None
+
+
+def _top_logprobs(logprobs: Any) -> TopLogprobs | None:
+    """Per completion token, its alternatives (token, logprob), from ``choices[0].logprobs``."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return None
+    try:
+        return tuple(tuple((str(a["token"]), float(a["logprob"])) for a in (pos.get("top_logprobs") or []))
+                     for pos in logprobs["content"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise Failed("the server answered malformed logprobs") from None
+
+
+def parse_reply(data: Any, latency: float, retries: int) -> ChatReply:
+    """The reply in a 200's JSON; :class:`Failed` when it holds no usable choice."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        err = data.get("error") if isinstance(data, dict) else None
+        raise Failed("HTTP 200 without choices" + (f": {one_line(err)}" if err else ""))
+    choice = choices[0]
+    message = choice.get("message") or {}
+    if not isinstance(message, dict):
+        raise Failed("HTTP 200 with a malformed message")
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    reasoning = next((message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str)), None)
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    try:
+        tokens = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    except (TypeError, ValueError):
+        raise Failed("HTTP 200 with malformed usage") from None
+    return ChatReply(text=content if isinstance(content, str) else "", reasoning=reasoning,
+                     finish_reason=choice.get("finish_reason"), prompt_tokens=tokens[0], completion_tokens=tokens[1],
+                     latency_s=latency, retries=retries, top_logprobs=_top_logprobs(choice.get("logprobs")))
