@@ -92,11 +92,14 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         return self._client
 
     def served(self) -> dict[str, Any]:
-        """The server's entry for this model (``/v1/models``): its id, and ``root`` where given."""
+        """What the server reports for this model (``/v1/models``): its id, and the weights it
+        serves (``root``) where the server says (vLLM does). A server that does not list the
+        name (some load a model on its first request) reports the name alone."""
         if self._served is None:
-            ids = self.client.served_models()  # one line if the server cannot be reached
-            # Some servers (transformers serve) load a model on its first request and list others.
-            self._served = {"id": self.model_name, "listed": self.model_name in ids}
+            entries = self.client.model_entries()  # one line if the server cannot be reached
+            entry = next((e for e in entries if str(e.get("id")) == self.model_name), {})
+            root = entry.get("root")
+            self._served = {"id": self.model_name, **({"root": str(root)} if root else {})}
         return self._served
 
     def identity(self) -> dict[str, Any]:

@@ -161,6 +161,11 @@ class ChatClient:
 
     def served_models(self) -> list[str]:
         """The model ids of ``GET {base_url}/models``; :class:`JudgeServerError` when unreachable."""
+        return [str(m["id"]) for m in self.model_entries()]
+
+    def model_entries(self) -> list[dict]:
+        """The entries of ``GET {base_url}/models`` (each with an ``id``; vLLM adds ``root``, the
+        weights it serves); :class:`JudgeServerError` when unreachable or malformed."""
         try:
             with httpx.Client(headers=self._headers(), timeout=min(self.timeout, 30.0), verify=self._ssl) as http:
                 resp = http.get(f"{self.base_url}/models")
@@ -169,7 +174,10 @@ class ChatClient:
         if resp.status_code != 200:
             raise self._error(f"answered GET /models with HTTP {resp.status_code}: {server_message(resp)}") from None
         try:
-            return [str(m["id"]) for m in resp.json()["data"]]
+            entries = resp.json()["data"]
+            if not all(isinstance(m, dict) and "id" in m for m in entries):
+                raise TypeError("an entry without an id")
+            return list(entries)
         except (ValueError, KeyError, TypeError):
             raise self._error("answered GET /models without a list of models") from None
 
