@@ -111,7 +111,15 @@ class ScoreCache:
             self._db = None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
+        try:
+            return {k: np.asarray(v, dtype=np.float64) for k, v in self._read(keys).items()}
+        except (ValueError, TypeError) as exc:  # a stored value that is not numbers: damage
+            self._disable(f"reading {self.path} failed ({exc})")
+            return {}
+
+    def _read(self, keys: Sequence[str]) -> dict[str, object]:
+        """The stored JSON values of ``keys`` (those the cache holds); a fault turns the cache off."""
+        out: dict[str, object] = {}
         if self._db is None:
             return out
         try:
@@ -119,7 +127,7 @@ class ScoreCache:
                 chunk = list(keys[i:i + 500])
                 rows = self._db.execute(f"SELECT key, value FROM scores WHERE key IN ({','.join('?' * len(chunk))})",
                                         chunk)
-                out.update((k, np.asarray(json.loads(v), dtype=np.float64)) for k, v in rows)
+                out.update((k, json.loads(v)) for k, v in rows)
         except (sqlite3.DatabaseError, ValueError) as exc:  # damage inside the file, or a value that is not JSON
             self._disable(f"reading {self.path} failed ({exc})")
             return {}

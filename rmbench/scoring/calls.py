@@ -32,19 +32,7 @@ class CallCache(ScoreCache):
     lost = "every call is still made and the run written, but a re-run must make them again"
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Any]:  # type: ignore[override]
-        out: dict[str, Any] = {}
-        if self._db is None:
-            return out
-        try:
-            for i in range(0, len(keys), 500):
-                chunk = list(keys[i:i + 500])
-                rows = self._db.execute(f"SELECT key, value FROM scores WHERE key IN ({','.join('?' * len(chunk))})",
-                                        chunk)
-                out.update((k, json.loads(v)) for k, v in rows)
-        except (sqlite3.DatabaseError, ValueError) as exc:
-            self._disable(f"reading {self.path} failed ({exc})")
-            return {}
-        return out
+        return self._read(keys)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Store one answer now (first write wins); a write fault turns the cache off."""
