@@ -103,6 +103,14 @@ def test_the_mirror_prefix_serves_host_and_path(server, monkeypatch):
     assert downloads.fetch(downloads.parse_remote(f"{url}#sha256={_sha(PAIRS)}")).read_bytes() == PAIRS
 
 
+def test_a_mirror_folder_holds_files_by_their_names_not_their_quoted_urls(tmp_path, monkeypatch):
+    url = "https://raw.githubusercontent.com/org/repo/abc/data/Idea%20Development.json"
+    (tmp_path / "mirror" / "raw.githubusercontent.com/org/repo/abc/data").mkdir(parents=True)
+    (tmp_path / "mirror" / "raw.githubusercontent.com/org/repo/abc/data/Idea Development.json").write_bytes(PAIRS)
+    monkeypatch.setenv(downloads.MIRROR_ENV, str(tmp_path / "mirror"))
+    assert downloads.fetch(downloads.parse_remote(f"{url}#sha256={_sha(PAIRS)}")).read_bytes() == PAIRS
+
+
 def test_a_mirror_folder_serves_host_and_path_and_a_missing_one_is_one_line(tmp_path, monkeypatch):
     url = "https://raw.githubusercontent.com/org/repo/abc/data/test.jsonl"
     (tmp_path / "mirror" / "raw.githubusercontent.com/org/repo/abc/data").mkdir(parents=True)

@@ -78,8 +78,9 @@ def source_url(url: str) -> str:
         if not folder.is_dir():
             raise DataError(f"{MIRROR_ENV}={prefix} is neither a URL prefix (https://..., file://...) nor an existing "
                             f"folder; set it to a mirror's URL prefix or to a folder that holds HOST/PATH (for this "
-                            f"file: {folder / mirror_tail(url)})", path=url)
-        return (folder.resolve() / mirror_tail(url)).as_uri()
+                            f"file: {folder / urllib.parse.unquote(mirror_tail(url))})", path=url)
+        # The folder holds the files under their names: a URL's %20 is a space there (as_uri quotes it again).
+        return (folder.resolve() / urllib.parse.unquote(mirror_tail(url))).as_uri()
     return prefix.rstrip("/") + "/" + mirror_tail(url)
 
 
