@@ -8,6 +8,8 @@
 * :mod:`~rmbench.core.weighted` and :mod:`~rmbench.core.weighted_order`: the same metrics for
   blocks of bootstrap resamples at once, from resample weights over pairs sorted once;
 * :mod:`~rmbench.core.judgebench`: JudgeBench's official accuracy (verdicts, categories), pure;
+* :mod:`~rmbench.core.rmb`: RMB's official accuracies (pairwise and Best-of-N; scenarios, sections), pure;
+* :mod:`~rmbench.core.best_of_k`: exact best-of-K curves over ranks (PPE's correctness sets), pure;
 * :mod:`~rmbench.core.metric_registry`: every metric declared once (label, direction, eps use)
   and the official table layouts;
 * :mod:`~rmbench.core.progress`: the text of a plain progress line (off a terminal) and its interval.

@@ -89,6 +89,30 @@ _BUILTIN = (
               "else B>A: a tie is B>A) equals the label; subset records: the categories knowledge (mmlu-pro-*), "
               "reasoning, math, coding; the total = over all pairs. With the task's single_game: false both orders are "
               "played, as run_judge.py by default, and a tie is inconsistent, so wrong", official=True),
+    MetricDef("ppe_accuracy", "PPE acc", True, False, "groups",
+              "PPE correctness accuracy: over each row's sampled_conflict_pairs (one correct, one incorrect answer; "
+              "all such pairs with the task's pairs: all), the share with r(correct) > r(incorrect), a reward tie 1/2, "
+              "pooled over a set's pairs; subset records: the sets (mmlu_pro, math, gpqa, ifeval, mbpp_plus); the "
+              "total = the mean of the sets present", official=True),
+    MetricDef("ppe_best_of_k", "BoK", True, False, "groups",
+              "PPE best-of-K: the expected correctness of the answer the RM ranks first among K answers drawn "
+              "without replacement from a prompt's answers (exact over ranks; a reward tie at the top picks "
+              "uniformly among the tied), averaged over a set's prompts; subset K=k: the mean over the sets, "
+              "SET/K=k: one set"),
+    MetricDef("ppe_bok_gap", "BoK gap", False, False, "groups",
+              "area between the oracle's best-of-K curve (1 - C(n - n_correct, K) / C(n, K)) and the RM's, divided "
+              "by the number of K: mean over K = 1..n of oracle(K) - RM(K), in correctness units (0 = picks as well "
+              "as the oracle at every K); subset records: the sets; the total = their mean"),
+    MetricDef("ppe_human_accuracy", "PPE human acc", True, False, "groups",
+              "PPE human preference accuracy: over Chatbot Arena battles with a winner (human ties left out), the "
+              "share where the winner's answer gets the higher reward, a reward tie 1/2; subset records: the "
+              "categories hard, easy, if, math, code (rows flagged so) and lang:LANGUAGE", official=True),
+    MetricDef("rmb_score", "RMB", True, False, "groups",
+              "RMB's official accuracy (its eval/scripts/my_run_rm.py; BoN and the total as RM-R1's RMB scripts): "
+              "an item is correct iff r(best) > r(every other answer), strictly (pairwise: r(chosen) > r(reject); "
+              "BoN: above every loser; a tie is not correct); subset records: each scenario (its category_path) "
+              "over its items, each section (Pairwise_set/GOAL, BoN_set/GOAL) over its items; the total = the mean "
+              "of the sections present (both sets and goals: the paper's Overall)", official=True),
     MetricDef("length_correlation", "len corr", False, False, "specificity pairs",
               "Spearman's rho between r(a) - r(b) and len(a) - len(b) (characters) over pairs with u(a) = u(b), "
               "each pair taken in both orientations; 0 = no length bias, > 0 = longer answers get more reward, "
@@ -145,6 +169,10 @@ class OfficialColumn:
     subset: str | None
 
 
+CHECKED_AGAINST_CODE = "computed as its code does"
+"""An official table's default provenance: the scores equal the benchmark's own code's (tested)."""
+
+
 @dataclass(frozen=True)
 class OfficialLayout:
     """A benchmark's official table: ``columns`` are records of ``metric``, in the benchmark's
@@ -154,17 +182,22 @@ class OfficialLayout:
     metric: str
     columns: tuple[OfficialColumn, ...]
     beside: tuple[str, ...] = ("discrimination", "specificity", "ds_auc")
+    provenance: str = CHECKED_AGAINST_CODE
+    """How the scores relate to the benchmark's own: the table's caption says it."""
 
     def to_json(self) -> dict:
-        return {"title": self.title, "metric": self.metric,
-                "columns": [{"label": c.label, "subset": c.subset} for c in self.columns],
-                "beside": list(self.beside)}
+        out = {"title": self.title, "metric": self.metric,
+               "columns": [{"label": c.label, "subset": c.subset} for c in self.columns],
+               "beside": list(self.beside)}
+        if self.provenance != CHECKED_AGAINST_CODE:
+            out["provenance"] = self.provenance
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> "OfficialLayout":
         return cls(str(d["title"]), str(d["metric"]),
                    tuple(OfficialColumn(str(c["label"]), c["subset"]) for c in d["columns"]),
-                   tuple(d.get("beside", ())))
+                   tuple(d.get("beside", ())), str(d.get("provenance", CHECKED_AGAINST_CODE)))
 
 
 DEFAULT_HEADLINE = ("pairwise_accuracy", "discrimination", "specificity", "ds_auc")

@@ -247,7 +247,7 @@ def _official_table(name: str, task: TaskResult, entries: list[tuple[str, _Entry
     total = next((i for i, c in enumerate(layout.columns) if c.subset is None), 0)
     rows = _sorted_rows(rows, metric_def(layout.metric).higher_is_better, total)
     return Table(f"{layout.title} ({name}): official layout", ("model",), tuple(cols), tuple(rows),
-                 f"{layout.title}'s own scores, computed as its code does; "
+                 f"{layout.title}'s own scores, {layout.provenance}; "
                  + ci_caption([e for _, e in entries if e.has_task(name)], "95% bootstrap CIs"))
 
 

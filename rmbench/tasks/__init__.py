@@ -7,7 +7,7 @@ instantiates a kind with arguments; see :mod:`rmbench.catalog`.
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
-``m_rewardbench``, ``judgebench``), where data comes from
+``m_rewardbench``, ``judgebench``, ``ppe``, ``ppe_human``, ``rmb``), where data comes from
 (``sources``), loading with ``--data`` overrides (``loading``) and the plugin skeleton
 (``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
 """
@@ -47,6 +47,15 @@ TASK_KINDS.register("m_rewardbench", "rmbench.tasks.m_rewardbench:MRewardBenchTa
 TASK_KINDS.register("judgebench", "rmbench.tasks.judgebench:JudgeBenchTask",
                     description="JudgeBench pairs (response_A, response_B, label A>B/B>A, source): official accuracy "
                                 "per category (knowledge, reasoning, math, coding)")
+TASK_KINDS.register("ppe_correctness", "rmbench.tasks.ppe:PPECorrectnessTask",
+                    description="PPE correctness sets (32 answers a prompt, each correct or not): accuracy, exact "
+                                "best-of-K curve and its gap to the oracle, Spec among equally correct answers")
+TASK_KINDS.register("ppe_human", "rmbench.tasks.ppe_human:PPEHumanTask",
+                    description="PPE human preference (Chatbot Arena pairs, winner or tie): accuracy per category "
+                                "and language, Spec over the human ties")
+TASK_KINDS.register("rmb", "rmbench.tasks.rmb:RMBTask",
+                    description="RMB pairwise and Best-of-N items (conversation_input, chosen/reject or bon_best/"
+                                "loser_list, category_path): official accuracy per scenario, set and goal, overall")
 
 
 def build_task(spec: TaskSpec) -> Task:

@@ -50,6 +50,11 @@ MULTI_FILE_KINDS = ("paired_shift", "domain_shift", "rm_bench")
 domain shift's domains, RM-Bench's domains."""
 
 
+FOLDER_KINDS = ("ppe_correctness", "rmb")
+"""Task kinds whose ``--data`` may be a folder of files (PPE's correctness sets, a file each; RMB's
+tree of scenario files)."""
+
+
 def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[DataOverride, ...]:
     """``["ties=path.jsonl", "translation_shift=translation:de=de.jsonl"]`` -> overrides. With
     ``several`` (``rmbench eval``) a task may be given several files, each part once (which
@@ -155,7 +160,8 @@ def _default_shift(spec: TaskSpec) -> str:
 def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> TaskSpec:
     """The same task reading a local file, or a web file ``URL#sha256=HEX``, instead of its own
     source (``shift``: its label)."""
-    source = _local_or_remote(path)
+    folder = Path(path).expanduser()
+    source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path)
     old = spec.args_dict
     args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
     if spec.kind == "domain_shift":

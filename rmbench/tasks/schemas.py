@@ -26,6 +26,18 @@ def _ints(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
 
 
+def _flag_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, bool) or v in (0, 1) for v in value)
+
+
+def _answer_object(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("answer"), str)
+
+
+def _answer_objects(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(_answer_object(v) for v in value)
+
+
 def _prompt(value: Any) -> bool:
     try:
         prompt_from_json(value)
@@ -79,8 +91,26 @@ JUDGEBENCH = RowSchema("JudgeBench rows", (("pair_id", "text", _id), ("source", 
                                            ("question", "text", _prompt), ("response_A", "text", _text),
                                            ("response_B", "text", _text), ("label", "A>B or B>A", _text)),
                        ("judgebench",))
+PPE_CORRECTNESS = RowSchema("PPE correctness rows", (("question_id", "text", _id), ("prompt", "text", _prompt),
+                                                     ("scores", "list of booleans", _flag_list),
+                                                     ("response_1", "text, one per score", _text)),
+                            ("ppe_correctness",))
+PPE_HUMAN = RowSchema("PPE human preference rows", (("question_id", "text", _id),
+                                                    ("winner", "model_a/model_b/tie", _text),
+                                                    ("prompt", "text", _prompt), ("response_1", "text", _reply),
+                                                    ("response_2", "text", _reply)), ("ppe_human",))
 
-KNOWN = (JUDGEBENCH, RM_BENCH, PAIRED_SHIFT, GROUPS, RB2, RB1, PREFERENCE, PERSONA)
+RMB_PAIRWISE = RowSchema("RMB pairwise rows", (("pair_uid", "text", _id), ("conversation_input", "chat messages", _prompt),
+                                               ("chosen", "{llm_name, answer}", _answer_object),
+                                               ("reject", "{llm_name, answer}", _answer_object),
+                                               ("category_path", "Pairwise_set/GOAL/...", _text)), ("rmb",))
+RMB_BON = RowSchema("RMB Best-of-N rows", (("bon_uid", "text", _id), ("conversation_input", "chat messages", _prompt),
+                                           ("bon_best", "{llm_name, answer}", _answer_object),
+                                           ("loser_list", "list of {llm_name, answer}", _answer_objects),
+                                           ("category_path", "BoN_set/GOAL/...", _text)), ("rmb",))
+
+KNOWN = (RMB_PAIRWISE, RMB_BON, PPE_CORRECTNESS, PPE_HUMAN, JUDGEBENCH, RM_BENCH, PAIRED_SHIFT, GROUPS, RB2, RB1,
+         PREFERENCE, PERSONA)
 """Most specific first: a row is taken for the first schema it fits."""
 
 

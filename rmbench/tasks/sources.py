@@ -92,4 +92,9 @@ def data_status(args: dict) -> str:
     if isinstance(args.get("dataset"), str):
         cached = hub.cached_commit(args["dataset"], args.get("revision"), repo_type="datasets") is not None
         parts.append(f"hub {args['dataset']}: " + ("cached" if cached else "not cached"))
+    elif isinstance(args.get("dataset"), dict):  # one hub dataset per part (PPE's correctness sets)
+        ids = [d for d in args["dataset"].values() if isinstance(d, str)]
+        cached = sum(hub.cached_commit(d, args.get("revision"), repo_type="datasets") is not None for d in ids)
+        parts.append(f"hub, {len(ids)} datasets: " + ("cached" if cached == len(ids) else "not cached" if not cached
+                                                      else f"{cached} of {len(ids)} cached"))
     return "; ".join(parts) or "generated"
