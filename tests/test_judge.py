@@ -425,3 +425,15 @@ def test_a_judge_runs_on_the_local_engine_only(tmp_path):
     with pytest.raises(ConfigError, match="drop --engine ray"):
         evaluate(EvalConfig(model="judge:m", model_args=(("base_url", "http://127.0.0.1:9/v1"),), engine="ray",
                             tasks=("ties_sample",)))
+
+
+def test_a_ties_row_that_loses_all_its_correct_answers_is_left_out_whole(tmp_path):
+    rows = [r for r in rb2_rows() if r["subset"] == "Ties"]
+    rows[2]["chosen"] = ["I refuse"]  # ref:1 keeps only incorrect answers once its correct one is unparsed
+    path = tmp_path / "ties.jsonl"
+    path.write_text("".join(json.dumps({**r, "num_correct": len(r["chosen"])}) + "\n" for r in rows))
+    with ScriptedServer(reply=rating_reply) as server:
+        record, _ = run(server, tmp_path, ("ties",), data=(("ties", str(path)),))
+    task = record.tasks[0]
+    assert task.status == "success" and task.unparsed == 5  # every row's "no2 refuse" and ref:1's correct answer
+    assert task.metric("ties_score").n == 3  # tied:0, ref:0, tied:1: ref:1 kept no correct answer and is left out

@@ -12,9 +12,7 @@ real data is copied. The rule is written out independently of RMB's code
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +28,7 @@ from rmbench.tasks import downloads
 from rmbench.tasks.loading import load_groups, load_task, task_spec_with_args, task_spec_with_data
 from rmbench.tasks.rmb import (RMB_COMMIT, RMB_FILES, RMB_GIT_BLOBS, RMBTask, git_blob_cached_path, git_blob_id,
                                rmb_url)
+from test_downloads import server  # noqa: F401 - the local HTTP server fixture, used by ``mirror``
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = "Pairwise_set/Helpfulness/Code/Documentation"
@@ -266,38 +265,13 @@ def test_git_blob_id_is_gits():
     Path(f.name).unlink()
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    files: dict[str, bytes] = {}
-    hits: list[str] = []
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        self.hits.append(self.path)
-        body = self.files.get(self.path)
-        if body is None:
-            self.send_error(404, "Not Found")
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
-def mirror(tmp_path, monkeypatch):
-    """A local HTTP server on 127.0.0.1 that RMBENCH_MIRROR points at (it serves PREFIX/HOST/PATH)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    _Handler.files, _Handler.hits = {}, []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+def mirror(server, monkeypatch):  # noqa: F811 - pytest's fixture argument
+    """test_downloads' local HTTP server on 127.0.0.1, with RMBENCH_MIRROR pointing at it (it serves
+    PREFIX/HOST/PATH)."""
+    base, handler = server
     monkeypatch.setenv(downloads.MIRROR_ENV, base)
-    yield _Handler
-    httpd.shutdown()
-    httpd.server_close()
+    return handler
 
 
 def array_bytes(rows):

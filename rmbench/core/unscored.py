@@ -8,9 +8,10 @@ groups before any metric is computed:
 
 * a group keeps its other responses, in their order, with their utilities (so its remaining
   pairs are exactly the pairs of the full group that involve no unscored response);
-* a group left with fewer than 2 responses, or whose responses hold rewrites of one another
-  (``forms``: removing an original would orphan its rewrites) with any response unscored, is
-  left out whole.
+* a group left out whole: one left with fewer than 2 responses; one that had a better and a worse
+  answer and kept answers of one utility only (what it measured is gone: a RewardBench 2 Ties row
+  needs a correct and an incorrect answer); one whose responses hold rewrites of one another
+  (``forms``: removing an original would orphan its rewrites) with any response unscored.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class Scored:
     unscored_responses: int
     """responses with no reward (NaN)"""
     dropped_groups: int
-    """groups left out whole (under 2 scored responses, or rewrites with one unscored)"""
+    """groups left out whole (under 2 scored responses, one utility left of several, or rewrites with one unscored)"""
     kept: np.ndarray
     """the flat index of each kept response in the input: ``rewards == input[kept]``, and any
     other reward vector aligned with the input (another run's) selects the same responses so"""
@@ -63,7 +64,8 @@ def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Sco
             kept += range(offset - n, offset)
             continue
         keep = [i for i in range(n) if not gone[i]]
-        if len(keep) < 2 or g.forms is not None:
+        mixed = len({g.utilities[i] for i in keep}) > 1 or len(set(g.utilities)) == 1
+        if len(keep) < 2 or g.forms is not None or not mixed:
             dropped += 1
             continue
         kept_groups.append(dataclasses.replace(g, responses=tuple(g.responses[i] for i in keep),

@@ -245,7 +245,7 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
                                   group_units=t.task.bootstrap_units(scored.groups),
                                   extra_metrics=t.task.extra_metrics(scored.groups, scored.rewards),
                                   n_bootstrap=config.n_bootstrap, seed=config.seed))
-    except RMBenchError as exc:
+    except (RMBenchError, ValueError) as exc:  # a task's own scores that these rewards cannot give: this task fails
         status, error = "error", f"{type(exc).__name__}: {exc}"
     headline = tuple(t.task.headline)
     return TaskResult(
