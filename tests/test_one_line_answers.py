@@ -45,7 +45,7 @@ def test_a_file_without_ties_rows_says_which_subsets_it_has(tmp_path):
 def test_a_misspelt_task_beside_its_data_gets_a_did_you_mean(tmp_path):
     (tmp_path / "x.json").write_text("[]")
     line = _error_line(_eval(tmp_path, "--tasks", "rm_bnech", "--data", f"rm_bench={tmp_path / 'x.json'}"))
-    assert line.startswith("error: unknown task 'rm_bnech'; did you mean 'rm_bench'?")
+    assert line.startswith("error: unknown task 'rm_bnech'; did you mean 'rm_bench'")  # the closest first
 
 
 def test_rewardbench2_on_one_subset_says_its_score_is_not_the_benchmarks(tmp_path):
