@@ -20,7 +20,7 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :func:`load_groups`, :func:`load_catalog`, :class:`OfficialLayout`;
 * writing a model: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`,
   :class:`Truncation` and the declared capabilities :class:`TokenizedModel`,
-  :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`;
+  :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`;
 * registering: :func:`register_task_kind`, :func:`register_model_kind` (in this process; a
   package uses the ``rmbench.tasks`` / ``rmbench.models`` entry points instead),
   :func:`register_metric` with :class:`MetricDef`;
@@ -75,6 +75,7 @@ _PUBLIC: dict[str, str] = {
     "StochasticModel": "rmbench.models.base:StochasticModel",
     "CompositeModel": "rmbench.models.base:CompositeModel",
     "GroupContextModel": "rmbench.models.base:GroupContextModel",
+    "CallingModel": "rmbench.models.base:CallingModel",
     "register_task_kind": "rmbench.tasks:register_task_kind",
     "register_model_kind": "rmbench.models:register_model_kind",
     "RMBenchError": "rmbench.errors:RMBenchError",

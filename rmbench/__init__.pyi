@@ -5,7 +5,7 @@ from rmbench.core.metric_registry import MetricDef, OfficialLayout, register_met
 from rmbench.core.types import ComparisonGroup, Message, ModelSpec, TaskSpec
 from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.models import register_model_kind
-from rmbench.models.base import (CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
+from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
                                  StochasticModel, TokenizedModel, Truncation)
 from rmbench.results.compare import compare_runs
 from rmbench.results.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
@@ -60,6 +60,7 @@ __all__ = [
     "StochasticModel",
     "CompositeModel",
     "GroupContextModel",
+    "CallingModel",
     "register_task_kind",
     "register_model_kind",
     "RMBenchError",
