@@ -437,3 +437,12 @@ def test_a_ties_row_that_loses_all_its_correct_answers_is_left_out_whole(tmp_pat
     task = record.tasks[0]
     assert task.status == "success" and task.unparsed == 5  # every row's "no2 refuse" and ref:1's correct answer
     assert task.metric("ties_score").n == 3  # tied:0, ref:0, tied:1: ref:1 kept no correct answer and is left out
+
+
+def test_a_named_key_variable_that_is_not_set_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("NOT_SET_KEY", raising=False)
+    with ScriptedServer() as server:
+        with pytest.raises(ConfigError, match="api_key_env names 'NOT_SET_KEY', which is not set"):
+            evaluate(EvalConfig(model="judge:m", model_args=(("base_url", server.base_url),
+                                                               ("api_key_env", "NOT_SET_KEY")),
+                                tasks=("ties_sample",), cache_dir=str(tmp_path / "c")))

@@ -33,6 +33,9 @@ from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, Clie
 from rmbench.models.judge.protocol import Protocol
 
 
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+
 class MemoryCallStore:
     """Calls kept for this process only (``--no-cache``, or a judge used from code)."""
 
@@ -54,7 +57,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     may_abstain = True
     preferred_batch = 1024
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV,
                  mode: str = "rating", prompt: str | None = None, max_tokens: int | None = None,
                  temperature: float = 0.0, n: int = 1, seed: int = 0, score: str = "rating",
                  unparsed: str = "skip", concurrency: int = 16, timeout: float = 120.0,
@@ -76,6 +79,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         self._client: ChatClient | None = None
         self._closed_stats: ClientStats | None = None
         self._served: dict[str, Any] | None = None
+        self._call_fingerprint: str | None = None
         self._store: Any = MemoryCallStore()
         self._judgments: dict[str, list[dict[str, Any]]] = {}
         self.counters = {"calls": 0, "cached_calls": 0, "unparsed": 0}
@@ -84,9 +88,10 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     @property
     def client(self) -> ChatClient:
         if self._client is None:
-            key = None
-            if self.api_key_env:
-                key = os.environ.get(self.api_key_env) or None
+            key = os.environ.get(self.api_key_env) or None if self.api_key_env else None
+            if key is None and self.api_key_env and self.api_key_env != DEFAULT_KEY_ENV:
+                raise ConfigError(f"judge: api_key_env names {self.api_key_env!r}, which is not set in the "
+                                  f"environment (export it, or leave api_key_env out for a server without auth)")
             self._client = ChatClient(self.base_url, self.model_name, key, concurrency=self.concurrency,
                                       timeout=self.timeout, description=f"judge {self.model_name}")
         return self._client
@@ -107,8 +112,10 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
                 "protocol": self.protocol.identity()}
 
     def call_fingerprint(self) -> str:
-        return sha256_hex(canonical_json({"model": self.model_name, "served": self.served(),
-                                          "revision": self.revision}))
+        if self._call_fingerprint is None:
+            self._call_fingerprint = sha256_hex(canonical_json({"model": self.model_name, "served": self.served(),
+                                                                "revision": self.revision}))
+        return self._call_fingerprint
 
     def use_call_store(self, store: Any) -> None:
         self._store = store
