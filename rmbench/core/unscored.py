@@ -43,6 +43,11 @@ class Scored:
     """group id -> the original index of each response the group kept, for the groups that lost one
     (their responses are numbered anew; a report names them by their original index)"""
 
+    @classmethod
+    def whole(cls, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> "Scored":
+        """Every group and reward as they are (nothing left out)."""
+        return cls(list(groups), rewards, 0, 0, np.arange(len(rewards)))
+
 
 def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Scored:
     """``groups`` and their flat ``rewards`` without the responses whose reward is NaN (see the
@@ -50,7 +55,7 @@ def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Sco
     rewards = np.asarray(rewards, dtype=np.float64)
     missing = np.isnan(rewards)
     if not missing.any():
-        return Scored(list(groups), rewards, 0, 0, np.arange(len(rewards)))
+        return Scored.whole(groups, rewards)
     moved: dict[str, tuple[int, ...]] = {}
     kept_groups: list[ComparisonGroup] = []
     kept: list[int] = []

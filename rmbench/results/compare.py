@@ -21,8 +21,7 @@ from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
 from rmbench.results.folder import RunFolder
 from rmbench.results.record import Estimate, eps_text
-from rmbench.core.unscored import drop_unscored
-from rmbench.results.reload import aligned_rewards, reload_task
+from rmbench.results.reload import aligned_rewards, reload_task, scored_as_recorded
 from rmbench.results.summary import paired_diff, slice_statistic
 from rmbench.tasks.loading import DataOverride
 
@@ -86,12 +85,10 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
         td = reload_task(ta, a.config.limit, data, a.config.limit_sampling)
         rewards = [aligned_rewards(folder, name, td.groups, rows)
                    for folder, rows in ((run_a, rewards_a), (run_b, rewards_b))]
-        # A response either run's judge gave no reward (an unparsed answer) is left out of both;
-        # elsewhere NaN is damage, which the metrics refuse.
-        if ta.unparsed is not None or tb.unparsed is not None:
-            scored = drop_unscored(td.groups, rewards[0] + 0 * rewards[1])
-            td = dataclasses.replace(td, groups=scored.groups)
-            rewards = [r[scored.kept] for r in rewards]
+        # A response either run's judge gave no reward (an unparsed answer) is left out of both.
+        scored = scored_as_recorded([ta, tb], td.groups, rewards[0] + 0 * rewards[1])
+        td = dataclasses.replace(td, groups=scored.groups)
+        rewards = [r[scored.kept] for r in rewards]
         units = td.task.bootstrap_units(td.groups)
         index = PairIndex.from_groups(td.groups)  # one index for the whole task and every slice
         stats = [slice_statistic(td.groups, r, eps, ta.eps_unit, units, td.task.extra_metrics(td.groups, r),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -99,8 +99,15 @@ def task_scored(folder: RunFolder, task: str, data: Mapping[str, DataOverride | 
     gave no reward: :func:`~rmbench.core.unscored.drop_unscored`), and the run's rewards for them."""
     config = folder.record.config
     td = reload_task(folder.record.task(task), config.limit, data, config.limit_sampling)
-    rewards = aligned_rewards(folder, task, td.groups)
-    if td.result.unparsed is None:  # a model that always gives a reward: a NaN on disk is damage, kept to be refused
-        return td, Scored(td.groups, rewards, 0, 0, np.arange(len(rewards)))
-    scored = drop_unscored(td.groups, rewards)
+    scored = scored_as_recorded([td.result], td.groups, aligned_rewards(folder, task, td.groups))
     return dataclasses.replace(td, groups=scored.groups), scored
+
+
+def scored_as_recorded(results: Sequence[TaskResult], groups: Sequence[ComparisonGroup], rewards: np.ndarray
+                       ) -> Scored:
+    """The groups and rewards the metrics of these runs of one task saw: a NaN reward is "no
+    reward" (left out, :func:`~rmbench.core.unscored.drop_unscored`) where a run records unparsed
+    answers; elsewhere it is damage, kept for the metrics to refuse."""
+    if all(r.unparsed is None for r in results):
+        return Scored.whole(groups, rewards)
+    return drop_unscored(groups, rewards)
