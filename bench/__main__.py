@@ -17,7 +17,7 @@ from bench.results import machine_line, write_section
 from rmbench import __version__
 from rmbench.core import metrics as M
 from rmbench.core.types import ComparisonGroup
-from rmbench.results.summary import summarize
+from rmbench.results.statistics.summary import summarize
 
 
 def median_time(fn, reps: int) -> float:

@@ -23,7 +23,7 @@ from bench.results import machine_line, write_section
 from rmbench import __version__
 from rmbench.core import metrics as M
 from rmbench.core.types import ComparisonGroup
-from rmbench.results.summary import summarize
+from rmbench.results.statistics.summary import summarize
 from rmbench.tasks.base import TaskScores
 
 EPS = (0.0, 0.1, 0.5)
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
         write_section("bootstrap", "## Metric phase at benchmark size (issue 27)\n\n"
                       f"Command: `python -m bench.bootstrap --reps {args.reps} --write`\n\n"
                       f"Machine: {machine_line()}, numpy {np.__version__}, rmbench {__version__}. Medians of "
-                      f"{args.reps} repetitions of `rmbench.results.summary.summarize` (1000 resamples, eps "
+                      f"{args.reps} repetitions of `rmbench.results.statistics.summary.summarize` (1000 resamples, eps "
                       f"{', '.join(map(str, EPS))} sigma), `method=\"resample\"` (the reference: each resample's "
                       "pairs gathered, every metric function called on them) and `method=\"weighted\"` (the "
                       "default: resample weights over pairs sorted once), side by side in one run. Peak: "

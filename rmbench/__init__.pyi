@@ -7,10 +7,10 @@ from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.models import register_model_kind
 from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
                                  StochasticModel, TokenizedModel, Truncation)
-from rmbench.results.compare import compare_runs
-from rmbench.results.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
-from rmbench.results.report import ReportOptions, build_report, write_report
-from rmbench.results.record import Estimate, MetricRecord, RunRecord, TaskResult
+from rmbench.results.statistics.compare import compare_runs
+from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
+from rmbench.results.publishing.report import ReportOptions, build_report, write_report
+from rmbench.results.storage.record import Estimate, MetricRecord, RunRecord, TaskResult
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.scoring.suite import evaluate_models
 from rmbench.tasks import register_task_kind

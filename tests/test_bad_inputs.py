@@ -21,7 +21,7 @@ from rmbench.cli.app import app
 from rmbench.core import metrics as M
 from rmbench.core.types import data_fingerprint
 from rmbench.errors import ConfigError, DataError, ModelError, RMBenchError
-from rmbench.results.folder import RESULTS_FILE
+from rmbench.results.storage.folder import RESULTS_FILE
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups, load_groups_skipping
 
@@ -505,7 +505,7 @@ def test_metrics_refuse_non_finite_rewards(fn, args):
 
 def test_summary_refuses_nan_rewards():
     from rmbench.core.types import ComparisonGroup
-    from rmbench.results.summary import summarize
+    from rmbench.results.statistics.summary import summarize
 
     groups = [ComparisonGroup(id="g", prompt="q", responses=("a", "b"), utilities=(1, 0))]
     with pytest.raises(ModelError, match="1 of 2 values are NaN"):
@@ -556,9 +556,9 @@ def _lengths(model_spec: str, folder) -> list[int]:
 
 @pytest.mark.parametrize("kind", ["implicit", "seqcls"])
 def test_truncation_is_counted_recorded_and_footnoted(tmp_path, tiny, kind):
-    from rmbench.results.folder import load_run
-    from rmbench.results.leaderboard import build_leaderboard
-    from rmbench.results.leaderboard_render import render
+    from rmbench.results.storage.folder import load_run
+    from rmbench.results.publishing.leaderboard import build_leaderboard
+    from rmbench.results.publishing.leaderboard_render import render
 
     folder = tmp_path / "data"
     _long_data(folder)

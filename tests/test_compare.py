@@ -5,8 +5,8 @@ from typer.testing import CliRunner
 
 from rmbench.cli.app import app
 from rmbench.errors import ConfigError, DataError
-from rmbench.results.compare import compare_runs
-from rmbench.results.folder import load_run
+from rmbench.results.statistics.compare import compare_runs
+from rmbench.results.storage.folder import load_run
 from rmbench.scoring.runner import EvalConfig, evaluate
 
 
@@ -70,8 +70,8 @@ def test_cli_compare(runs):
 
 def test_compare_reports_every_shift_slice_and_the_gap_differences(tmp_path):
     """issue 32: each shift slice (the originals too) and, for paired copies, A's gap minus B's."""
-    from rmbench.results.compare import compare_runs
-    from rmbench.results.folder import load_run
+    from rmbench.results.statistics.compare import compare_runs
+    from rmbench.results.storage.folder import load_run
     from rmbench.scoring.runner import EvalConfig, evaluate
 
     for model in ("length", "oracle"):
@@ -92,8 +92,8 @@ def test_compare_reports_every_shift_slice_and_the_gap_differences(tmp_path):
 
 
 def test_compare_of_a_domain_shift_names_its_in_domain_slice_and_pairs_no_gap(tmp_path):
-    from rmbench.results.compare import compare_runs
-    from rmbench.results.folder import load_run
+    from rmbench.results.statistics.compare import compare_runs
+    from rmbench.results.storage.folder import load_run
     from rmbench.scoring.runner import EvalConfig, evaluate
 
     for model in ("length", "oracle"):

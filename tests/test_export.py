@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rmbench.errors import ConfigError
-from rmbench.results.export import FORMATS, export_runs, to_every_eval_ever
-from rmbench.results.folder import find_runs, load_run
+from rmbench.results.publishing.export import FORMATS, export_runs, to_every_eval_ever
+from rmbench.results.storage.folder import find_runs, load_run
 from rmbench.scoring.runner import EvalConfig, evaluate
 
 SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "every_eval_ever" / "eval.schema.json"

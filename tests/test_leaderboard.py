@@ -6,10 +6,10 @@ from rmbench.catalog import load_catalog
 from rmbench.core.metric_registry import TIES_READING
 from rmbench.core.types import data_fingerprint
 from rmbench.errors import ConfigError
-from rmbench.results.folder import load_run
-from rmbench.results.leaderboard import build_leaderboard
-from rmbench.results.leaderboard_render import render
-from rmbench.results.record import comparability_key
+from rmbench.results.storage.folder import load_run
+from rmbench.results.publishing.leaderboard import build_leaderboard
+from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.record import comparability_key
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 
@@ -127,7 +127,7 @@ def test_html_is_self_contained_escaped_and_sortable(runs, tmp_path):
 def test_html_has_the_markdown_notes_under_the_main_table_and_left_aligned_keys(runs):
     import html
 
-    from rmbench.results.leaderboard_render import legend_lines
+    from rmbench.results.publishing.leaderboard_render import legend_lines
 
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-eps"])])
     assert lb.notes  # length-eps has no D/Spec at eps=0.1

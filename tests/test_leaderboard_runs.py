@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from test_export import write_rb2
 
-from rmbench.results.folder import load_run
-from rmbench.results.leaderboard import build_leaderboard
-from rmbench.results.leaderboard_render import render
+from rmbench.results.storage.folder import load_run
+from rmbench.results.publishing.leaderboard import build_leaderboard
+from rmbench.results.publishing.leaderboard_render import render
 from rmbench.scoring.runner import EvalConfig, evaluate
 
 
@@ -49,7 +49,7 @@ def test_the_same_numbers_from_two_folders_still_fold(rb2_runs, tmp_path):
 
 def test_a_plot_of_runs_on_other_data_says_so(rb2_runs):
     pytest.importorskip("matplotlib")
-    from rmbench.results.plot import ds_figure
+    from rmbench.results.publishing.plot import ds_figure
 
     _, notes = ds_figure(rb2_runs, "rewardbench2")
     assert any(n.startswith("rewardbench2: these runs are on other data or settings (data fingerprint ") and
@@ -84,7 +84,7 @@ def test_several_models_on_other_data_are_a_row_each_in_each_variant(rb2_runs, t
 
 def test_a_shell_glob_over_a_runs_folder_passes_over_the_leaderboards_beside_the_runs(rb2_runs, tmp_path):
     from rmbench.errors import ConfigError
-    from rmbench.results.folder import find_runs
+    from rmbench.results.storage.folder import find_runs
 
     board = tmp_path / "leaderboard__rewardbench2__length.md"
     board.write_text("| model |\n")

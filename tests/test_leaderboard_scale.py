@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from rmbench.cli.app import app
-from rmbench.results.folder import find_runs
-from rmbench.results.leaderboard import build_leaderboard
-from rmbench.results.leaderboard_render import render
+from rmbench.results.storage.folder import find_runs
+from rmbench.results.publishing.leaderboard import build_leaderboard
+from rmbench.results.publishing.leaderboard_render import render
 from rmbench.scoring.runner import EvalConfig, evaluate
 
 TASKS = ("ties_sample", "paraphrase_shift_sample", "domain_shift_sample")
@@ -112,8 +112,8 @@ def test_cli_layout_option_and_a_bad_layout(runs_folder, tmp_path):
 
 def test_eps_reads_like_the_other_eps_values(runs_folder):
     from rmbench.cli.app import _details_grid
-    from rmbench.results.folder import load_run
-    from rmbench.results.record import eps_display
+    from rmbench.results.storage.folder import load_run
+    from rmbench.results.storage.record import eps_display
 
     assert eps_display(0.754111, "sigma") == "0.754σ" and eps_display(0.1, "sigma") == "0.1σ"
     assert eps_display(0.5, "raw") == "0.5"

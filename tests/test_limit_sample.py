@@ -67,8 +67,8 @@ def test_domain_shift_with_a_limit_keeps_every_domain():
 
 
 def test_results_record_the_rule_and_old_runs_reload_their_first_groups(tmp_path):
-    from rmbench.results.folder import load_run
-    from rmbench.results.reload import task_rewards
+    from rmbench.results.storage.folder import load_run
+    from rmbench.results.storage.reload import task_rewards
     from rmbench.scoring.runner import EvalConfig, evaluate
 
     evaluate(EvalConfig(model="length", tasks=("domain_shift_sample",), limit=30, n_bootstrap=10), out_dir=tmp_path / "r")

@@ -16,7 +16,7 @@ import pytest
 import rb_official
 import rmbench
 from rmbench.errors import ConfigError, DataError
-from rmbench.results.folder import load_run
+from rmbench.results.storage.folder import load_run
 from rmbench.tasks.m_rewardbench import MRB_EXAMPLE_COUNTS, MRewardBenchTask
 
 RM = "def f(pairs):\n    return [float(r.rsplit(' ', 1)[1]) for _, r in pairs]\n"
@@ -260,7 +260,7 @@ def test_sections_equal_rewardbench_code_with_m_rewardbench_weights(tmp_path, rm
 
 
 def test_export_names_each_language_score_with_its_range(tmp_path, rm):
-    from rmbench.results.export import to_every_eval_ever
+    from rmbench.results.publishing.export import to_every_eval_ever
 
     rec = run(tmp_path, rm, write(tmp_path / "mrb.jsonl", small_rows()))
     doc = to_every_eval_ever([rec])

@@ -1,4 +1,4 @@
-"""rmbench.results.plot: D(eps)-Spec(eps) curves and shift bars drawn from real (built-in model) runs."""
+"""rmbench.results.publishing.plot: D(eps)-Spec(eps) curves and shift bars drawn from real (built-in model) runs."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from rmbench.errors import ConfigError  # noqa: E402
-from rmbench.results.plot import (curve_data, ds_curve_svg, eps_label, plot_ds_curves, plot_runs,  # noqa: E402
+from rmbench.results.publishing.plot import (curve_data, ds_curve_svg, eps_label, plot_ds_curves, plot_runs,  # noqa: E402
                           plot_shift_bars, run_labels)
-from rmbench.results.folder import RunFolder, load_run  # noqa: E402
+from rmbench.results.storage.folder import RunFolder, load_run  # noqa: E402
 from rmbench.scoring.runner import EvalConfig, evaluate  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -204,7 +204,7 @@ def _lines_and_labels(fig):
 
 
 def test_identical_curves_are_told_apart_and_named(runs, tmp_path):
-    from rmbench.results.plot import ds_figure
+    from rmbench.results.publishing.plot import ds_figure
 
     copy = tmp_path / "len_again"
     shutil.copytree(runs["length"].path, copy)
@@ -222,8 +222,8 @@ def test_identical_curves_are_told_apart_and_named(runs, tmp_path):
 
 
 def test_eps_labels_are_thinned_where_points_crowd(runs, tmp_path):
-    from rmbench.results.plot import ds_figure
-    from rmbench.results.plot_marks import LABEL_ROOM
+    from rmbench.results.publishing.plot import ds_figure
+    from rmbench.results.publishing.plot_marks import LABEL_ROOM
 
     # constant sits at (1, 0) at every eps; a length run with a large eps ends next to it
     near = _run(tmp_path, "len_wide", "length", eps=(0.0, 0.1, 50.0))
@@ -243,8 +243,8 @@ def test_a_run_keeps_its_colour_in_every_figure_of_a_build(tmp_path):
     pytest.importorskip("matplotlib")
     from matplotlib.colors import to_hex
 
-    from rmbench.results.folder import load_run
-    from rmbench.results.plot import _colour, ds_figure
+    from rmbench.results.storage.folder import load_run
+    from rmbench.results.publishing.plot import _colour, ds_figure
     from rmbench.scoring.runner import EvalConfig, evaluate
 
     evaluate(EvalConfig(model="oracle", tasks=("paraphrase_invariance_sample",), n_bootstrap=10), out_dir=tmp_path / "a")

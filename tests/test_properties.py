@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from rmbench.core.metrics import METRIC_VERSION
 from rmbench.core.types import ComparisonGroup, Message, data_fingerprint
-from rmbench.results.record import comparability_key
-from rmbench.results.summary import summarize
+from rmbench.results.storage.record import comparability_key
+from rmbench.results.statistics.summary import summarize
 
 EPS = (0.0, 0.3)
 PROBABILITIES = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "discrimination", "specificity")

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from rmbench import files
 
 from rmbench.cli.app import app
-from rmbench.results import folder as run_folder
+from rmbench.results.storage import folder as run_folder
 
 # Rewards depend on the text only (no hash(): it differs between processes); the sleep paces the
 # run so that a test can stop it half-way.

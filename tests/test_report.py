@@ -17,10 +17,10 @@ from browser import find_browser
 
 from rmbench.core.metrics import reward_sigma
 from rmbench.core.types import ComparisonGroup
-from rmbench.results.examples import (discrimination_failures, length_points, oversensitive_pairs,
+from rmbench.results.publishing.examples import (discrimination_failures, length_points, oversensitive_pairs,
                                       preference_flips, word_diff, Selection)
-from rmbench.results.folder import RunFolder, load_run
-from rmbench.results.report import ReportOptions, build_report, write_report
+from rmbench.results.storage.folder import RunFolder, load_run
+from rmbench.results.publishing.report import ReportOptions, build_report, write_report
 from rmbench.scoring.runner import EvalConfig, evaluate
 
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
@@ -119,7 +119,7 @@ def runs(tmp_path_factory) -> dict[str, RunFolder]:
 def _hand_top_pair(folder: RunFolder, task: str) -> tuple[set[str], float]:
     """The largest equal-utility reward gap in sigma and the groups that have it, from rewards.jsonl
     and the task's declared equivalence levels (Ties: equal correct answers only)."""
-    from rmbench.results.reload import reload_task
+    from rmbench.results.storage.reload import reload_task
 
     levels = {g.id: g for g in reload_task(folder.record.task(task), None).groups}
     rows = [json.loads(line) for line in (folder.path / "rewards.jsonl").read_text().splitlines() if line.strip()]
@@ -316,7 +316,7 @@ def test_eval_report_writes_report_html_in_the_run_folder(tmp_path):
 
 
 def test_bars_take_a_signed_axis_for_negative_values():
-    from rmbench.results.report_svg import Bar, bars_svg
+    from rmbench.results.publishing.report_svg import Bar, bars_svg
 
     rates = bars_svg("t", [Bar("all", 0, 0.5, 0.4, 0.6)], ["run"])
     signed = bars_svg("t", [Bar("all", 0, -0.2, -0.3, 0.1)], ["run"])
@@ -354,8 +354,8 @@ def test_report_of_smollm2_on_ties_sample(tmp_path):
 def test_the_scatter_labels_sit_below_the_points_and_the_figures_scale_to_the_page():
     import re
 
-    from rmbench.results.examples import LengthPoints
-    from rmbench.results.report_svg import Bar, bars_svg, scatter_svg
+    from rmbench.results.publishing.examples import LengthPoints
+    from rmbench.results.publishing.report_svg import Bar, bars_svg, scatter_svg
 
     points = [(0, LengthPoints((-40.0, 10.0, 40.0), (-1.0, 0.2, 1.0), 0.5, 3)),
               (1, LengthPoints((-20.0, 30.0), (0.5, -0.5), -1.0, 2))]

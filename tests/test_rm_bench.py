@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from rmbench.catalog import load_catalog
 from rmbench.cli.app import app
 from rmbench.errors import DataError
-from rmbench.results.folder import read_run
+from rmbench.results.storage.folder import read_run
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups, task_spec_with_data
 from rmbench.tasks.rm_bench import RMBenchTask, hard_normal_easy, rm_bench_domain, rm_bench_scores, style_wins

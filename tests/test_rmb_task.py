@@ -114,7 +114,7 @@ def test_the_metric_and_layout_are_declared():
                                                      "Harmless Pairwise", "Overall"]
     assert [c.subset for c in RMB_LAYOUT.columns] == list(RMB_SECTIONS) + [None]
     assert section_of_path(DOC) == "Pairwise_set/Helpfulness"
-    from rmbench.results.export_names import RANGES
+    from rmbench.results.publishing.export_names import RANGES
     assert RANGES["rmb_score"] == (0.0, 1.0)
 
 

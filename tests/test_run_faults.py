@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rmbench.cli.app import app
-from rmbench.results.folder_lock import LOCK_SUFFIX, RunFolderBusy, lock_file, run_folders_locked
+from rmbench.results.storage.folder_lock import LOCK_SUFFIX, RunFolderBusy, lock_file, run_folders_locked
 from test_reliability import SLOW_RM, cache_rows, cli_env, normalise, rmbench
 
 RUN_FILES = ["leaderboard.md", "results.json", "rewards.jsonl"]

@@ -6,9 +6,9 @@ import pytest
 
 from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError, DataError, ModelError
-from rmbench.results.folder import REWARDS_FILE, RESULTS_FILE, load_rewards
-from rmbench.results.record import MetricRecord
-from rmbench.results.summary import summarize
+from rmbench.results.storage.folder import REWARDS_FILE, RESULTS_FILE, load_rewards
+from rmbench.results.storage.record import MetricRecord
+from rmbench.results.statistics.summary import summarize
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 

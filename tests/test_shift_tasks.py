@@ -8,10 +8,10 @@ import pytest
 from rmbench.catalog import load_catalog
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError
-from rmbench.results.folder import load_run
-from rmbench.results.leaderboard import build_leaderboard
-from rmbench.results.leaderboard_render import render
-from rmbench.results.summary import summarize
+from rmbench.results.storage.folder import load_run
+from rmbench.results.publishing.leaderboard import build_leaderboard
+from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.statistics.summary import summarize
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 from rmbench.tasks.persona import PersonaTask

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from rmbench.cli.app import app
 from rmbench.errors import ConfigError
-from rmbench.results.folder import load_run
+from rmbench.results.storage.folder import load_run
 from rmbench.rewrite.shift import make_rewriter, write_shifted
 from rmbench.rewrite.style import (CLOSING, CLOSINGS, OPENERS, PREAMBLE, STYLES, apply_style, ascii_punctuation,
                                      bullets_to_prose, markdown_to_plain, plain, plain_to_markdown, polite, sentences,

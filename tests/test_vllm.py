@@ -108,7 +108,7 @@ def test_vllm_implicit_equals_implicit(causal_folder):
 def test_vllm_seqcls_equals_seqcls_through_evaluate(seqcls_folder, tmp_path):
     """The user's path: ``evaluate`` scores a task with each adapter, and the runner closes vLLM's
     engine when scoring ends."""
-    from rmbench.results.folder import load_rewards
+    from rmbench.results.storage.folder import load_rewards
     from rmbench.scoring.runner import EvalConfig, evaluate
 
     def rewards(kind):

@@ -14,7 +14,7 @@ from rmbench.core import metrics as M
 from rmbench.core import weighted as W
 from rmbench.core.types import ORIGINAL, ComparisonGroup
 from rmbench.core.weighted_order import Cumulative
-from rmbench.results.summary import summarize
+from rmbench.results.statistics.summary import summarize
 from rmbench.tasks.base import TaskScores
 
 ROUNDED = {"reward_margin", "reward_margin_shift_gap"}

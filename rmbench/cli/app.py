@@ -19,7 +19,7 @@ from rmbench.cli.tables import Grid, print_grid
 
 def _details_grid(record) -> Grid:
     """Every overall metric of one run, one row per (task, metric, eps)."""
-    from rmbench.results.record import eps_display
+    from rmbench.results.storage.record import eps_display
 
     rows = []
     for m in record.records():
@@ -179,8 +179,8 @@ def eval_command(
 
 def _write_reports(run_dirs) -> None:
     """eval --report: report.html beside each run's results.json (replacing the last one written there)."""
-    from rmbench.results.folder import load_run
-    from rmbench.results.report import write_report
+    from rmbench.results.storage.folder import load_run
+    from rmbench.results.publishing.report import write_report
 
     for run_dir in run_dirs:
         path = write_report([load_run(run_dir)], Path(run_dir) / "report.html", overwrite=True, warn=_warn)

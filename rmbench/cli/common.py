@@ -220,9 +220,9 @@ def progress_bars(unit: str) -> Iterator:
 
 
 def leaderboard_grid(table, said: str = "") -> Grid:
-    """A :class:`rmbench.results.leaderboard.Table` as a grid: rows of runs, one column per metric;
+    """A :class:`rmbench.results.publishing.leaderboard.Table` as a grid: rows of runs, one column per metric;
     without its caption when that is ``said`` already (the first table's)."""
-    from rmbench.results.leaderboard_render import format_cell
+    from rmbench.results.publishing.leaderboard_render import format_cell
 
     return Grid(headers=tuple(table.key_headers) + tuple(col.header for col in table.columns),
                 rows=tuple(tuple(keys) + tuple(format_cell(c) for c in cells) for keys, cells in table.rows),

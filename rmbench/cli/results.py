@@ -28,9 +28,9 @@ def leaderboard_build(
     """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
     from rmbench.errors import ConfigError
     from rmbench.files import atomic_write_text
-    from rmbench.results.folder import find_runs
-    from rmbench.results.leaderboard import FORMATS, build_leaderboard
-    from rmbench.results.leaderboard_render import render
+    from rmbench.results.storage.folder import find_runs
+    from rmbench.results.publishing.leaderboard import FORMATS, build_leaderboard
+    from rmbench.results.publishing.leaderboard_render import render
 
     with user_errors():
         if fmt not in FORMATS:
@@ -53,7 +53,7 @@ def leaderboard_build(
 def _curve_figures(folders, lb, console_) -> dict[str, str]:
     """The D-Spec curve of each task as inline SVG, when matplotlib is installed."""
     try:
-        from rmbench.results.plot import ds_curve_svg
+        from rmbench.results.publishing.plot import ds_curve_svg
     except ImportError:
         return {}
     figures = {}
@@ -78,8 +78,8 @@ def compare_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
 ) -> None:
     """A - B on every metric of the shared tasks at the eps both runs have, with paired bootstrap 95% CIs."""
-    from rmbench.results.compare import compare_runs
-    from rmbench.results.folder import load_run
+    from rmbench.results.statistics.compare import compare_runs
+    from rmbench.results.storage.folder import load_run
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
@@ -90,7 +90,7 @@ def compare_command(
 
 def _compare_grid(name_a: str, name_b: str, rows) -> Grid:
     """One row per compared (task, metric, subset, eps); nan prints as a dash."""
-    from rmbench.results.record import eps_display
+    from rmbench.results.storage.record import eps_display
 
     def fmt(v: float) -> str:
         return "–" if v != v else f"{v:.4f}"
@@ -118,8 +118,8 @@ def plot_command(
 ) -> None:
     """D(eps)-Spec(eps) curves per task (one curve per run) and original-vs-shifted bars for shift tasks."""
     from rmbench.errors import ConfigError
-    from rmbench.results.folder import find_runs
-    from rmbench.results.plot import plot_runs
+    from rmbench.results.storage.folder import find_runs
+    from rmbench.results.publishing.plot import plot_runs
 
     with user_errors():
         formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
@@ -140,8 +140,8 @@ def export_command(
     out: Path = typer.Option(Path("export"), "--out", "-o", help="Folder for the exported files."),
 ) -> None:
     """Export runs to a community results schema (Every Eval Ever), one file per model."""
-    from rmbench.results.export import export_runs
-    from rmbench.results.folder import find_runs
+    from rmbench.results.publishing.export import export_runs
+    from rmbench.results.storage.folder import find_runs
 
     with user_errors():
         for path in export_runs(find_runs(runs), out, fmt):
@@ -159,8 +159,8 @@ def report_command(
 ) -> None:
     """One HTML page: headline and official tables with CIs, D-Spec curves, per-slice bars, the most
     oversensitive equal-utility pairs, the worst discrimination failures, length bias and rewrite flips."""
-    from rmbench.results.folder import find_runs
-    from rmbench.results.report import ReportOptions, write_report
+    from rmbench.results.storage.folder import find_runs
+    from rmbench.results.publishing.report import ReportOptions, write_report
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():

@@ -25,18 +25,18 @@ from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
 from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.names import resolve_model
 from rmbench.models.threads import check_threads, prepare_threads
-from rmbench.results.environment import current_environment
-from rmbench.results.folder import RewardRow, check_destination, write_run
-from rmbench.results.folder_lock import run_folders_locked
+from rmbench.results.storage.environment import current_environment
+from rmbench.results.storage.folder import RewardRow, check_destination, write_run
+from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.scoring.backends import ENGINES, is_main_process, make_backend
 from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.calls import CallCache
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
-from rmbench.results.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
+from rmbench.results.storage.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
                                 SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
 from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
-from rmbench.results.summary import summarize
+from rmbench.results.statistics.summary import summarize
 from rmbench.tasks.base import Task
 from rmbench.models.trained import trained_split
 from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_for_verdicts,
@@ -323,7 +323,7 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     """Score ``config.model`` on every task, compute all metrics, and write the run if ``out_dir``.
 
     Plan (load and check every task and the model's arguments; or take ``plan``), take the run
-    folder's lock (:mod:`rmbench.results.folder_lock`: another process writing ``out_dir`` is
+    folder's lock (:mod:`rmbench.results.storage.folder_lock`: another process writing ``out_dir`` is
     refused here), load the model, score every response once, assemble the :class:`RunRecord`
     and write it, still holding the lock. A bad data row fails before any scoring and nothing
     is written (with ``config.skip_bad_rows`` bad rows are left out, counted in the record and

@@ -17,8 +17,8 @@ A folder named the way earlier versions named it (the whole path spelt out) is r
 exists and the short one does not, so re-running an old command replaces its own run there.
 
 A folder that holds another run (model, tasks or comparability key) is refused before any
-model is scored unless ``overwrite`` (:func:`rmbench.results.folder.check_destination`), and so
-is a folder another process is writing (:mod:`rmbench.results.folder_lock`): every run is
+model is scored unless ``overwrite`` (:func:`rmbench.results.storage.folder.check_destination`), and so
+is a folder another process is writing (:mod:`rmbench.results.storage.folder_lock`): every run is
 planned, and its folder locked and checked, first.
 """
 
@@ -34,11 +34,11 @@ from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name, signals_deferred
 from rmbench.models.trained import trained_split
-from rmbench.results.folder import check_destination
-from rmbench.results.folder_lock import run_folders_locked
-from rmbench.results.leaderboard import Leaderboard, build_leaderboard
-from rmbench.results.leaderboard_render import render
-from rmbench.results.record import RunRecord
+from rmbench.results.storage.folder import check_destination
+from rmbench.results.storage.folder_lock import run_folders_locked
+from rmbench.results.publishing.leaderboard import Leaderboard, build_leaderboard
+from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.record import RunRecord
 from rmbench.scoring.runner import EvalConfig, ProgressFactory, RunPlan, evaluate, plan_run
 from rmbench.tasks.loading import DataOverride
 

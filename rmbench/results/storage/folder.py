@@ -1,4 +1,4 @@
-"""Run folders on disk: ``results.json`` (the :class:`~rmbench.results.record.RunRecord`),
+"""Run folders on disk: ``results.json`` (the :class:`~rmbench.results.storage.record.RunRecord`),
 ``rewards.jsonl`` (one reward per response) and the rules that keep results from being lost.
 
 * :func:`read_run` is the one reader: it validates every field (a bad file names the file and
@@ -22,7 +22,7 @@ from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, json_error_text, signals_deferred
 from rmbench.core.metric_registry import (DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialColumn,
                                      OfficialLayout)
-from rmbench.results.record import (SCHEMA_VERSION, STATUSES, Counts, Environment, Execution, MetricRecord,
+from rmbench.results.storage.record import (SCHEMA_VERSION, STATUSES, Counts, Environment, Execution, MetricRecord,
                                 ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows, TaskResult)
 
 RESULTS_FILE = "results.json"

@@ -1,4 +1,4 @@
-"""Rendering a :class:`~rmbench.results.leaderboard.Leaderboard`: Markdown, CSV, JSON and a sortable HTML
+"""Rendering a :class:`~rmbench.results.publishing.leaderboard.Leaderboard`: Markdown, CSV, JSON and a sortable HTML
 page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Callable
 import pandas as pd
 
 from rmbench.errors import ConfigError
-from rmbench.results.leaderboard import FORMATS, Leaderboard, Table
-from rmbench.results.record import Estimate
+from rmbench.results.publishing.leaderboard import FORMATS, Leaderboard, Table
+from rmbench.results.storage.record import Estimate
 
 
 def format_cell(cell: Estimate | None) -> str:

@@ -2,7 +2,7 @@
 bootstrap CI (both models see the same resampled groups, so shared item difficulty cancels).
 
 Rewards come from each run's rewards.jsonl; the groups are reloaded from the task spec the run
-recorded and checked against its data fingerprint (:mod:`rmbench.results.reload`), so no model is
+recorded and checked against its data fingerprint (:mod:`rmbench.results.storage.reload`), so no model is
 needed. Runs with different eps lists are compared at the eps values both have.
 """
 
@@ -19,10 +19,10 @@ import numpy as np
 from rmbench.core import metrics as M
 from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
-from rmbench.results.folder import RunFolder
-from rmbench.results.record import Estimate, eps_text
-from rmbench.results.reload import aligned_rewards, reload_task, scored_as_recorded
-from rmbench.results.summary import paired_diff, slice_statistic
+from rmbench.results.storage.folder import RunFolder
+from rmbench.results.storage.record import Estimate, eps_text
+from rmbench.results.storage.reload import aligned_rewards, reload_task, scored_as_recorded
+from rmbench.results.statistics.summary import paired_diff, slice_statistic
 from rmbench.tasks.loading import DataOverride
 
 

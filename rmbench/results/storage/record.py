@@ -1,7 +1,7 @@
 """The run record: what one ``rmbench eval`` of one model produced, as typed, frozen values.
 
 :class:`RunRecord` is what :func:`rmbench.scoring.runner.evaluate` returns and what ``results.json``
-holds (schema :data:`SCHEMA_VERSION`; :mod:`rmbench.results.folder` reads, validates and migrates
+holds (schema :data:`SCHEMA_VERSION`; :mod:`rmbench.results.storage.folder` reads, validates and migrates
 older files). Leaderboards, ``compare``, plots, exports and the reproductions ask it questions
 (``run.metric("ties", "specificity", eps=0.1)``) instead of walking JSON.
 

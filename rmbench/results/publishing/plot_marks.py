@@ -3,7 +3,7 @@ to an earlier one named as such (they would hide under it), and eps labels thinn
 crowd (many runs end near Spec = 1, D = 0, where every label would sit on the others).
 
 Helpers over arrays and points, and the recorded points drawn on a matplotlib axis;
-:mod:`rmbench.results.plot` draws the figure with them.
+:mod:`rmbench.results.publishing.plot` draws the figure with them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from rmbench.results.folder import RunFolder
+    from rmbench.results.storage.folder import RunFolder
 
 LINESTYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P")

@@ -20,16 +20,16 @@ from typing import Sequence, Union
 
 from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError
-from rmbench.results.folder import RunFolder
-from rmbench.results.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Table, fold_rows,
+from rmbench.results.storage.folder import RunFolder
+from rmbench.results.publishing.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Table, fold_rows,
                                                 split_by_task, without_empty_columns)
-from rmbench.results.record import Estimate, RunRecord, TaskResult, eps_text
+from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text
 
 FORMATS = ("md", "csv", "json", "html")
 LAYOUTS = ("auto", "one", "per-task")
 """``one``: a single main table of every task's metrics; ``per-task``: a table per task (column
 group); ``auto``: per task when the single table would have more than
-:data:`~rmbench.results.leaderboard_tables.MAX_ONE_TABLE_COLUMNS` metric columns over several tasks."""
+:data:`~rmbench.results.publishing.leaderboard_tables.MAX_ONE_TABLE_COLUMNS` metric columns over several tasks."""
 CAPTION = "value [95% bootstrap CI over groups]"
 DEFAULT_EPS = 0.1
 SHIFT_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin", "pairwise_accuracy_shift_gap")
@@ -328,7 +328,7 @@ def _sources(entries: list[_Entry]) -> dict[str, RowSource]:
 
 
 def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout: str = "auto") -> Leaderboard:
-    """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.results.folder.load_run`);
+    """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.results.storage.folder.load_run`);
     ``layout``: one of :data:`LAYOUTS`. Rows of one model identity with the same numbers are folded."""
     if not runs:
         raise ConfigError("no runs given")

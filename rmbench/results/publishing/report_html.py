@@ -11,8 +11,8 @@ import base64
 import html
 import math
 
-from rmbench.results.examples import PER_PROMPT, Answer, FlipExample, PairExample, Selection
-from rmbench.results.leaderboard_render import SORT_JS, html_tables
+from rmbench.results.publishing.examples import PER_PROMPT, Answer, FlipExample, PairExample, Selection
+from rmbench.results.publishing.leaderboard_render import SORT_JS, html_tables
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}
@@ -155,7 +155,7 @@ def _task_html(k: int, t, report) -> str:
 
 
 def render_report(report) -> str:
-    """The whole page of a :class:`rmbench.results.report.Report`."""
+    """The whole page of a :class:`rmbench.results.publishing.report.Report`."""
     lb = report.leaderboard
     tables = html_tables(lb)
     nav = "".join(f'<li><a href="#task-{k}">{_e(t.name)}</a></li>' for k, t in enumerate(report.tasks))

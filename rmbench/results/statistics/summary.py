@@ -20,7 +20,7 @@ from rmbench.core import metrics_bias as MB
 from rmbench.core import weighted as W
 from rmbench.core.metric_registry import metric_def
 from rmbench.core.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
-from rmbench.results.record import Estimate, MetricRecord
+from rmbench.results.storage.record import Estimate, MetricRecord
 from rmbench.tasks.base import TaskScores, as_task_scores
 
 PAIR_METRICS = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "reward_margin")

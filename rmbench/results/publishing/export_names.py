@@ -1,6 +1,6 @@
 """Every Eval Ever identities of rmbench's results: which benchmark and metric names the
 official layouts take (those of the Every Eval Ever RewardBench adapter, see
-:mod:`rmbench.results.export`), what a model is called there, and where a task's data came from."""
+:mod:`rmbench.results.publishing.export`), what a model is called there, and where a task's data came from."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from rmbench.core.metric_registry import RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT
 from rmbench.core.types import canonical_json
-from rmbench.results.record import RunRecord, TaskResult
+from rmbench.results.storage.record import RunRecord, TaskResult
 
 RB2_HF_DATASET = "allenai/reward-bench-2"
 TIES_BOUNDS = (-0.01, 1.01)  # 0.30 + 0.30 + 0.20 + 0.20 accuracy terms + 0.01 * tanh(...)

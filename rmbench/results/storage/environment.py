@@ -9,7 +9,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from rmbench.results.record import Environment
+from rmbench.results.storage.record import Environment
 
 PACKAGES = ("rmbench", "numpy", "torch", "transformers", "tokenizers", "safetensors", "datasets", "accelerate",
             "gguf", "pandas", "ray", "vllm", "lm-eval")

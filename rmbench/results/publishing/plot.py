@@ -4,7 +4,7 @@ The curve is the one of arXiv 2606.21795 ("Discretizing Reward Models"): as eps 
 the reward model calls more pairs "equal", so specificity Spec(eps) rises and discrimination
 D(eps) falls; a run is one curve in the (Spec, D) square and the ideal is the corner (1, 1).
 The curve is recomputed densely from the run's rewards over the task's pairs (the task's data
-is reloaded, no model is loaded; see :mod:`rmbench.results.reload`), and the points the run *recorded*
+is reloaded, no model is loaded; see :mod:`rmbench.results.storage.reload`), and the points the run *recorded*
 (its D and Spec metric records, at eps = 0 and 0.1 sigma by default) are marked on it. When the
 data can no longer be reloaded, only the recorded points are drawn, with a note saying so.
 
@@ -32,10 +32,10 @@ from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_bytes
 from rmbench.paths import user_cache_dir
-from rmbench.results.folder import RunFolder
-from rmbench.results.plot_marks import (LabelRoom, annotate_recorded, data_notes, eps_label, identical_notes, identical_to,
+from rmbench.results.storage.folder import RunFolder
+from rmbench.results.publishing.plot_marks import (LabelRoom, annotate_recorded, data_notes, eps_label, identical_notes, identical_to,
                                         linestyle, marker)
-from rmbench.results.record import TaskResult
+from rmbench.results.storage.record import TaskResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -135,13 +135,13 @@ def _dense_curve(diff: np.ndarray, eq: np.ndarray, grid: np.ndarray, unit: str,
 def curve_data(folder: RunFolder, task: str, label: str | None = None) -> CurveData:
     """The D-Spec curve of ``folder``'s run on ``task`` (``label``: default the model name).
 
-    Dense when the task's data reloads (rmbench.results.reload.task_rewards): eps on a grid in the
+    Dense when the task's data reloads (rmbench.results.storage.reload.task_rewards): eps on a grid in the
     run's eps unit from 0 to past the largest |gap|, the recorded eps included. Otherwise
     (DataError/ConfigError) only the recorded points, with a note saying why.
     """
     from rmbench.core import metrics as M
     from rmbench.core.types import PairIndex
-    from rmbench.results.reload import task_rewards
+    from rmbench.results.storage.reload import task_rewards
 
     result = folder.record.task(task)
     label = label or folder.record.model_name

@@ -2,9 +2,9 @@
 
 :func:`build_report` assembles a :class:`Report` from run folders: the leaderboard tables (with
 CIs), the D-Spec curves, per-slice bars, and per task and run the example pairs of
-:mod:`rmbench.results.examples` (from the reloaded groups and the aligned rewards; a task whose
+:mod:`rmbench.results.publishing.examples` (from the reloaded groups and the aligned rewards; a task whose
 data cannot be reloaded keeps its aggregate parts and says why). :func:`write_report` renders it
-(:mod:`rmbench.results.report_html`) and writes it atomically.
+(:mod:`rmbench.results.publishing.report_html`) and writes it atomically.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Callable, Mapping, Sequence
 
 from rmbench.errors import ConfigError, RMBenchError
 from rmbench.files import atomic_write_text
-from rmbench.results.examples import (LengthPoints, Selection, annotate, discrimination_failures, length_points,
+from rmbench.results.publishing.examples import (LengthPoints, Selection, annotate, discrimination_failures, length_points,
                                       oversensitive_pairs, preference_flips)
-from rmbench.results.folder import RunFolder
-from rmbench.results.leaderboard import Leaderboard, build_leaderboard
-from rmbench.results.record import TaskResult
-from rmbench.results.reload import task_scored
-from rmbench.results.report_svg import Bar, bars_svg, scatter_svg
+from rmbench.results.storage.folder import RunFolder
+from rmbench.results.publishing.leaderboard import Leaderboard, build_leaderboard
+from rmbench.results.storage.record import TaskResult
+from rmbench.results.storage.reload import task_scored
+from rmbench.results.publishing.report_svg import Bar, bars_svg, scatter_svg
 from rmbench.tasks.loading import DataOverride
 
 
@@ -157,7 +157,7 @@ def _task_section(name: str, folders: Sequence[RunFolder], lb: Leaderboard, run_
 
 def _curves(folders: Sequence[RunFolder], lb: Leaderboard, warn: Callable[[str], None]) -> dict[str, str]:
     try:
-        from rmbench.results.plot import ds_curve_svg
+        from rmbench.results.publishing.plot import ds_curve_svg
     except ImportError:  # pragma: no cover - plot imports matplotlib lazily
         return {}
     curves = {}
@@ -188,7 +188,7 @@ def build_report(folders: Sequence[RunFolder], options: ReportOptions | None = N
 def write_report(folders: Sequence[RunFolder], out: str | Path, options: ReportOptions | None = None,
                  overwrite: bool = False, warn: Callable[[str], None] = lambda m: None) -> Path:
     """Build, render and atomically write the report to ``out``; an existing file is kept unless ``overwrite``."""
-    from rmbench.results.report_html import render_report
+    from rmbench.results.publishing.report_html import render_report
 
     out = Path(out)
     if out.exists() and not overwrite:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from rmbench.errors import ConfigError
-from rmbench.results.folder import check_writable
+from rmbench.results.storage.folder import check_writable
 
 LOCK_SUFFIX = ".rmbench-lock"
 

@@ -2,7 +2,7 @@
 discrimination failures, the rewrite-preference flips, and the length-bias points.
 
 Pure selection over a task's reloaded groups and the run's aligned rewards (one reward per
-response, flattened in group order, as :func:`rmbench.results.reload.aligned_rewards` gives
+response, flattened in group order, as :func:`rmbench.results.storage.reload.aligned_rewards` gives
 them); the pairs come from :class:`rmbench.core.types.PairIndex`, the same pairs the metrics
 count. Gaps in sigma divide by the run's reward sigma (:func:`rmbench.core.metrics.reward_sigma`),
 the unit eps has in sigma units.

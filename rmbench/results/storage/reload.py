@@ -18,9 +18,9 @@ from rmbench.catalog import load_catalog
 from rmbench.core.splits import LIMIT_FIRST
 from rmbench.core.types import ComparisonGroup, Spec, data_fingerprint
 from rmbench.errors import DataError
-from rmbench.results.folder import RunFolder
+from rmbench.results.storage.folder import RunFolder
 from rmbench.core.unscored import Scored, drop_unscored
-from rmbench.results.record import TaskResult
+from rmbench.results.storage.record import TaskResult
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
 

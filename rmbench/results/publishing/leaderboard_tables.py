@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Hashable, Mapping
 
-from rmbench.results.record import Estimate
+from rmbench.results.storage.record import Estimate
 
 
 @dataclass(frozen=True)

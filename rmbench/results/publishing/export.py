@@ -48,9 +48,9 @@ from rmbench.core.metric_registry import metric_def
 from rmbench.core.types import canonical_json
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name
-from rmbench.results.export_names import RANGES, UNBOUNDED, Benchmark, benchmark_of, details, model_info, source_data
-from rmbench.results.folder import RunFolder
-from rmbench.results.record import MetricRecord, RunRecord, TaskResult
+from rmbench.results.publishing.export_names import RANGES, UNBOUNDED, Benchmark, benchmark_of, details, model_info, source_data
+from rmbench.results.storage.folder import RunFolder
+from rmbench.results.storage.record import MetricRecord, RunRecord, TaskResult
 
 FORMATS = ("every-eval-ever",)
 
