@@ -10,8 +10,8 @@ import numpy as np
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.models import Runtime, build_model, parse_model_spec
-from rmbench.results.record import MetricRecord
-from rmbench.results.summary import summarize
+from rmbench.results.storage.record import MetricRecord
+from rmbench.results.statistics.summary import summarize
 from rmbench.scoring.engine import score_groups
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -26,9 +26,9 @@ from rmbench.core.metrics import discrimination, specificity
 from rmbench.core.types import PairIndex, Spec
 from rmbench.files import atomic_write_text
 from rmbench.models import Runtime
-from rmbench.results.folder import load_rewards
-from rmbench.results.leaderboard import build_leaderboard
-from rmbench.results.leaderboard_render import render
+from rmbench.results.storage.folder import load_rewards
+from rmbench.results.publishing.leaderboard import build_leaderboard
+from rmbench.results.publishing.leaderboard_render import render
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 from rmbench.train.trainer import load_trained_entry

@@ -22,7 +22,7 @@ import numpy as np
 from rmbench.catalog import builtin_tasks_dir
 from rmbench.core.types import ComparisonGroup
 from rmbench.models import Runtime, build_model, parse_model_spec
-from rmbench.results.summary import summarize
+from rmbench.results.statistics.summary import summarize
 from rmbench.scoring.engine import score_groups
 from rmbench.tasks.persona import PersonaTask
 from rmbench.train.trainer import TrainConfig, train_one
