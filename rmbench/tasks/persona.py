@@ -48,7 +48,8 @@ class PersonaTask(Task):
                  seed: int = 0, paraphrased: bool = True) -> None:
         if split not in ("all", "train", "test"):
             raise ValueError(f"split must be all, train or test, got {split!r}")
-        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision, split="train", data_files=data_files)
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision, split="train",
+                                           data_files=data_files)
         self.split, self.n_train, self.n_test, self.seed = split, int(n_train), int(n_test), int(seed)
         self.paraphrased = paraphrased
 
