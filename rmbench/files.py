@@ -77,5 +77,5 @@ def signals_deferred() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        for signum in dict.fromkeys(caught):
-            signal.raise_signal(signum)
+        for number in dict.fromkeys(caught):
+            signal.raise_signal(number)

@@ -15,9 +15,10 @@ class OracleRM(RewardModel):
     uses_utility = True
 
     def score(self, batch: Sequence[ScoreRequest]) -> list[float]:
-        if any(r.utility is None for r in batch):
+        utilities = [r.utility for r in batch if r.utility is not None]
+        if len(utilities) != len(batch):
             raise ValueError("the oracle needs the true utility of every request")
-        return [float(r.utility) for r in batch]
+        return [float(u) for u in utilities]
 
 
 class ConstantRM(RewardModel):

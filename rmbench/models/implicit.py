@@ -99,6 +99,7 @@ class ImplicitRM(HFRewardModel, CompositeModel):
 
     def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding:
         enc = self.front.encode_responses(batch, share=True)
+        assert enc.positions is not None  # encode_responses marks the response tokens
         # The very first token of a sequence has no prediction; it can only be a response token
         # when the prompt renders to nothing, which a template never does. Rows of one prompt
         # share everything before the token that predicts their first response token.
@@ -112,17 +113,19 @@ class ImplicitRM(HFRewardModel, CompositeModel):
     def _head(self, enc: Encoding, hidden) -> np.ndarray:
         import torch
 
-        rows = [i for i, p in enumerate(enc.positions) for _ in p]
-        cols = [j for p in enc.positions for j in p]
+        positions = enc.positions
+        assert positions is not None  # both _encode methods mark the response tokens
+        rows = [i for i, p in enumerate(positions) for _ in p]
+        cols = [j for p in positions for j in p]
         softcap = getattr(self.model.config, "final_logit_softcapping", None)
         lp = gather_logprobs(self.model.get_output_embeddings(), hidden, enc.input_ids.to(hidden.device),
                              torch.tensor(rows, device=hidden.device), torch.tensor(cols, device=hidden.device),
                              softcap, lm_head_chunk(self._vocab(), self.device.startswith("cuda")))
-        n_tokens = np.array([len(p) for p in enc.positions], dtype=np.float64)
+        n_tokens = np.array([len(p) for p in positions], dtype=np.float64)
         lp = lp.double().cpu().numpy()
         if self.normalize == "norm":
-            return -np.sqrt(np.bincount(rows, weights=lp * lp, minlength=len(enc.positions)))
-        sums = np.bincount(rows, weights=lp, minlength=len(enc.positions))
+            return -np.sqrt(np.bincount(rows, weights=lp * lp, minlength=len(positions)))
+        sums = np.bincount(rows, weights=lp, minlength=len(positions))
         return sums / n_tokens if self.normalize == "mean" else sums
 
     def _vocab(self) -> int:
@@ -142,6 +145,7 @@ class ImplicitRM(HFRewardModel, CompositeModel):
         """True when the reference would encode a batch exactly as this model does (same
         tokenizer, rendering and truncation), so it can score this model's encoding as is."""
         r = self.reference
+        assert r is not None  # asked only of a model with a reference (_finish)
         if self._same_tokenizer is None:
             self._same_tokenizer = tokenizer_identity(self.tokenizer) == tokenizer_identity(r.tokenizer)
         return (self._same_tokenizer and r.formatter.chat == self.formatter.chat
@@ -182,6 +186,8 @@ class RewardBenchImplicitRM(ImplicitRM, GroupContextModel):
     def _dpo_tokens(self, request: ScoreRequest) -> DPOTokens:
         key = request.key()
         if key not in self._tokens:
+            # never None: __init__ gives max_length a default, and a policy can only replace it with a number
+            assert self.truncation.max_length is not None
             try:
                 self._tokens[key] = rewardbench_dpo_tokens(
                     self.tokenizer, prompt_to_json(request.prompt), [request.response, *request.context],

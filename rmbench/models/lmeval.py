@@ -54,9 +54,10 @@ class LMEvalRM(RewardModel):
         self.beta, self.normalize, self.batch_size = float(beta), normalize, batch_size
         self.template, self.system_prompt = template, system_prompt
         args = parse_arg_string(model_args)
-        self.tok_name = tokenizer or args.get("tokenizer") or args.get("pretrained") or args.get("model")
-        if not self.tok_name:
+        tok_name = tokenizer or args.get("tokenizer") or args.get("pretrained") or args.get("model")
+        if not tok_name:
             raise ConfigError("lmeval: give tokenizer= (or pretrained= in model_args) for the chat template")
+        self.tok_name = tok_name
         self.tok_source = resolve_source(self.tok_name)
         self._formatter: Formatter | None = None
         self._lms: tuple | None = None

@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Sequence
+from typing import Any, Sequence
 
 
-def forward_takes(module, argument: str) -> bool:
+def forward_takes(module: object, argument: str) -> bool:
     """Whether ``module.forward`` takes ``argument`` (transformers renames cache arguments between
     releases); read once per class, not on every batch."""
-    return argument in _forward_parameters(type(module))
+    # a class is hashable, but mypy does not match class objects to the Hashable protocol
+    return argument in _forward_parameters(type(module))  # type: ignore[arg-type]
 
 
 @functools.lru_cache(maxsize=None)
-def _forward_parameters(cls: type) -> frozenset[str]:
+def _forward_parameters(cls: type[Any]) -> frozenset[str]:
     return frozenset(inspect.signature(cls.forward).parameters)
 
 
@@ -38,7 +39,8 @@ def prefix_units(input_ids, shared: Sequence[int]) -> tuple[list[int], list[tupl
     """(unit index of each row, (first row, prefix length) of each unit); rows share a unit
     when their first ``shared[i]`` token ids are identical."""
     keys: dict[tuple, int] = {}
-    unit_of, units = [], []
+    unit_of: list[int] = []
+    units: list[tuple[int, int]] = []
     for i, q in enumerate(shared):
         key = tuple(input_ids[i, :int(q)].tolist())
         if key not in keys:
@@ -83,7 +85,8 @@ def shared_prefix_hidden(backbone, input_ids, attention_mask, shared: Sequence[i
     with torch.inference_mode():
         backbone(input_ids=p_ids.to(device), attention_mask=p_mask.to(device),
                  position_ids=(p_mask.cumsum(-1) - 1).clamp(min=0).to(device), use_cache=True, **{kw: cache})
-        cache.reorder_cache(index.to(device))
+        # int64, so a LongTensor; torch's stubs type .to() as Tensor
+        cache.reorder_cache(index.to(device))  # type: ignore[arg-type]
         out = backbone(input_ids=s_ids.to(device), attention_mask=torch.cat([p_mask[index], s_mask], 1).to(device),
                        position_ids=positions.to(device), use_cache=True, **{kw: cache}).last_hidden_state
         hidden = out.new_zeros((n, width, out.shape[-1]))

@@ -16,7 +16,7 @@ shape (H,) or (1, H) and an optional ``bias``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest, Truncation
 from rmbench.models.hf import Encoding, HFRewardModel, load_weights
 from rmbench.models.hf.identity import file_sha256
+
+if TYPE_CHECKING:
+    import torch
 
 POOLINGS = ("last", "mean", "cls")
 
@@ -70,7 +73,7 @@ class SeqClsRM(_TextRM):
         super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation, padding_side)
         # num_labels=1 turns a plain LM checkpoint into a (freshly initialised) one-output head.
         self.num_labels = None if num_labels is None else int(num_labels)
-        self.head = None
+        self.head: torch.nn.Module | None = None  # a decoder's score layer, once the weights are loaded
 
     def _load_weights(self):
         from transformers import AutoModelForSequenceClassification
@@ -108,6 +111,7 @@ class SeqClsRM(_TextRM):
             out = self.model(input_ids=enc.input_ids.to(self.device), attention_mask=enc.attention_mask.to(self.device))
             return out.logits[:, 0].double().cpu().numpy()
         h = pool(hidden, enc.attention_mask, "last")
+        assert self.head is not None  # decoder_head
         return self.head(h)[:, 0].double().cpu().numpy()
 
     def sample(self, batch, n_samples, p, variant, seed):

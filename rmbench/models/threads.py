@@ -80,9 +80,10 @@ def cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
             if quota != "max" and quota.isdigit() and period.isdigit() and int(period) > 0:
                 return int(quota) / int(period)
             return None
-    quota, period = _read(root / "cpu" / "cpu.cfs_quota_us"), _read(root / "cpu" / "cpu.cfs_period_us")
-    if quota and period and quota.lstrip("-").isdigit() and period.isdigit() and int(quota) > 0 and int(period) > 0:
-        return int(quota) / int(period)
+    cfs_quota, cfs_period = _read(root / "cpu" / "cpu.cfs_quota_us"), _read(root / "cpu" / "cpu.cfs_period_us")
+    if (cfs_quota and cfs_period and cfs_quota.lstrip("-").isdigit() and cfs_period.isdigit()
+            and int(cfs_quota) > 0 and int(cfs_period) > 0):
+        return int(cfs_quota) / int(cfs_period)
     return None
 
 

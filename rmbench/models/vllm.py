@@ -99,6 +99,7 @@ class _VLLMRM(HFTokenizedModel):
 
     def _token_ids(self, batch: Sequence[ScoreRequest]) -> list[dict]:
         enc = self.front.encode_responses(batch, share=False)
+        assert enc.positions is not None  # encode_responses marks the response tokens
         return [{"ids": [t for t, m in zip(enc.input_ids[i].tolist(), enc.attention_mask[i].tolist()) if m],
                  "positions": [j for j in positions if j > 0]} for i, positions in enumerate(enc.positions)]
 

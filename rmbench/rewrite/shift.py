@@ -106,14 +106,14 @@ def make_rewriter(spec: str, template: str | None = None) -> Rewriter:
         from rmbench.rewrite.style import style_rewriter
 
         return style_rewriter(rest)
-    if kind in ("openai", "lmeval") and sep and template is None:
-        raise ConfigError(f"--rewriter {spec!r} needs a prompt template with {{text}} in it")
-    if kind == "openai" and sep:
-        base, _, model = rest.rpartition(":")
-        if not base or not model:
-            raise ConfigError(f"--rewriter {spec!r}: expected openai:BASE_URL:MODEL")
-        return openai_rewriter(base, model, template)
-    if kind == "lmeval" and sep:
+    if kind in ("openai", "lmeval") and sep:
+        if template is None:
+            raise ConfigError(f"--rewriter {spec!r} needs a prompt template with {{text}} in it")
+        if kind == "openai":
+            base, _, model = rest.rpartition(":")
+            if not base or not model:
+                raise ConfigError(f"--rewriter {spec!r}: expected openai:BASE_URL:MODEL")
+            return openai_rewriter(base, model, template)
         lm_name, _, args = rest.partition(":")
         return lmeval_rewriter(lm_name, args, template)
     raise ConfigError(f"--rewriter {spec!r}: use python:FILE.py:FUNC, openai:BASE_URL:MODEL, lmeval:LM:MODEL_ARGS "

@@ -98,6 +98,13 @@ def is_json_array_file(path: str | Path) -> bool:
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
+def _skip_space(text: str, pos: int) -> int:
+    """The position of the first character at or after ``pos`` that is not JSON white space."""
+    match = _JSON_SPACE.match(text, pos)
+    assert match is not None  # the pattern matches the empty string too
+    return match.end()
+
+
 def iter_json_array(path: str | Path) -> Iterator[tuple[int, dict]]:
     """Yield (line number where the element starts, object) for each element of a file that
     holds one JSON array of objects (``[{...}, {...}]``, as RM-Bench publishes its data).
@@ -119,7 +126,7 @@ def iter_json_array(path: str | Path) -> Iterator[tuple[int, dict]]:
         raise DataError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1}); save the file "
                         f"as UTF-8", path=location) from None
     decoder = json.JSONDecoder()
-    pos = _JSON_SPACE.match(text, 0).end()
+    pos = _skip_space(text, 0)
     line, counted = 1, 0
 
     def line_at(at: int) -> int:
@@ -130,7 +137,7 @@ def iter_json_array(path: str | Path) -> Iterator[tuple[int, dict]]:
 
     if not text.startswith("[", pos):
         raise DataError("not a JSON array (expected '[' first)", path=location, line=line_at(pos))
-    pos = _JSON_SPACE.match(text, pos + 1).end()
+    pos = _skip_space(text, pos + 1)
     rows = 0
     while not text.startswith("]", pos):
         at = line_at(pos)
@@ -146,9 +153,9 @@ def iter_json_array(path: str | Path) -> Iterator[tuple[int, dict]]:
             bad_row(DataError(f"expected a JSON object, got {_json_type(obj)}", path=location, line=at))
         elif check_row_values(obj, location, at):
             yield at, obj
-        pos = _JSON_SPACE.match(text, end).end()
+        pos = _skip_space(text, end)
         if text.startswith(",", pos):
-            pos = _JSON_SPACE.match(text, pos + 1).end()
+            pos = _skip_space(text, pos + 1)
             if text.startswith("]", pos):
                 raise DataError("not valid JSON (a comma before ']')", path=location, line=line_at(pos))
         elif not text.startswith("]", pos):
@@ -156,7 +163,7 @@ def iter_json_array(path: str | Path) -> Iterator[tuple[int, dict]]:
                             line=line_at(pos))
     if text[pos + 1:].strip():
         raise DataError("not valid JSON (text after the array's closing ']')", path=location,
-                        line=line_at(_JSON_SPACE.match(text, pos + 1).end()))
+                        line=line_at(_skip_space(text, pos + 1)))
     if rows == 0:
         raise DataError("the file is empty (no rows)", path=location)
 

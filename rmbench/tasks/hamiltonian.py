@@ -14,7 +14,7 @@ import random
 import re
 from typing import Iterator, Sequence
 
-from rmbench.core.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup, canonical_json
 from rmbench.tasks.base import Task
 
 
@@ -22,7 +22,7 @@ def random_graph(n: int, p: float, rng: random.Random) -> tuple[list[tuple[int, 
     """(sorted edge list, planted cycle) for a graph on vertices 0..n-1."""
     cycle = list(range(n))
     rng.shuffle(cycle)
-    edges = {tuple(sorted((cycle[i], cycle[(i + 1) % n]))) for i in range(n)}
+    edges = {(min(u, v), max(u, v)) for u, v in zip(cycle, cycle[1:] + cycle[:1])}
     for a in range(n):
         for b in range(a + 1, n):
             if (a, b) not in edges and rng.random() < p:
@@ -84,4 +84,4 @@ class HamiltonianTask(Task):
     def groups(self) -> Iterator[ComparisonGroup]:
         for i, (edges, cycle, wrong) in enumerate(make_graphs(self.n_graphs, self.n, self.p, self.seed)):
             yield ComparisonGroup(f"graph:{i}", format_prompt(self.n, edges), (format_cycle(cycle), format_cycle(wrong)),
-                                  (1, 0), meta={"n": self.n, "edges": [list(e) for e in edges]})
+                                  (1, 0), meta=canonical_json({"n": self.n, "edges": [list(e) for e in edges]}))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task
@@ -20,7 +20,7 @@ class GroupsTask(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test", config: str | None = None) -> None:
-        self.source = dict(path=path, dataset=dataset, revision=revision, split=split, config=config)
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision, split=split, config=config)
 
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()
@@ -57,7 +57,7 @@ class PreferenceTask(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test", config: str | None = None, subset: str | None = None) -> None:
-        self.source = dict(path=path, dataset=dataset, revision=revision, split=split, config=config)
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision, split=split, config=config)
         self.subset = subset
 
     @staticmethod

@@ -37,7 +37,7 @@ says what was read), ``single_game``.
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -87,6 +87,7 @@ class JudgeBenchTask(Task):
             raise ValueError(f"single_game must be true or false, got {single_game!r}")
         self.split, self.single_game = split, single_game
         files = dict(JUDGEBENCH_FILES if paths is None else paths)
+        self.source: dict[str, Any]  # iter_rows's keywords
         if path is not None:
             self.source = dict(path=path)
         elif source == "github":

@@ -49,7 +49,7 @@ def _script(text: str) -> str | None:
             name = unicodedata.name(ch, "")
             script = name.split(" ", 1)[0] if name else "OTHER"
             counts[script] = counts.get(script, 0) + 1
-    return max(counts, key=counts.get) if counts else None
+    return max(counts, key=counts.__getitem__) if counts else None
 
 
 def guess_language(text: str) -> str | None:

@@ -53,7 +53,7 @@ file, each row naming its ``language``; rows of ``eng_Latn`` are the English ori
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -189,7 +189,8 @@ class MRewardBenchTask(Task):
             raise DataError("no translated rows (only English ones)", path=self.path)
         self.official = mrb_layout(languages)  # the table's columns: the languages read
         if not english:
-            english = self._english_rows({g.source_id for lang in languages for g in copies[lang]})
+            english = self._english_rows({g.source_id for lang in languages for g in copies[lang]
+                                          if g.source_id is not None})
         for lang in languages:
             if not any(g.source_id in english for g in copies[lang]):
                 raise DataError(f"no {lang} row has an English original with the same id (first {lang} row: "
@@ -220,6 +221,7 @@ class MRewardBenchTask(Task):
 
     def _english_rows(self, needed: set[str]) -> dict[str, ComparisonGroup]:
         """The English originals of ``needed`` ids, from the file ``english`` or RewardBench on the hub."""
+        source: dict[str, Any]  # iter_rows's keywords
         if self.english is not None:
             source = {"path": self.english}
         elif self.english_hub["dataset"] is not None:
@@ -265,11 +267,11 @@ class MRewardBenchTask(Task):
         r = np.asarray(rewards, dtype=np.float64).reshape(-1, 2)  # every group is one (chosen, rejected) pair
         correct = (r[:, 0] > r[:, 1]).astype(np.float64)
         langs = [ENGLISH] + list(dict.fromkeys(_language(g) for g in groups if g.shift is not None))
-        subsets = sorted({g.subset for g in groups})
+        subsets = sorted({_subset_of(g) for g in groups})
         n_l, n_s = len(langs), len(subsets)
         lang_of = np.array([langs.index(_language(g)) for g in groups])
-        cell = lang_of * n_s + np.array([subsets.index(g.subset) for g in groups])
-        position = {g.id: i for i, g in enumerate(groups)}
+        cell = lang_of * n_s + np.array([subsets.index(_subset_of(g)) for g in groups])
+        position: dict[str | None, int] = {g.id: i for i, g in enumerate(groups)}
         paired = np.array([g.source_id in position for g in groups])
         original = np.array([position.get(g.source_id, i) for i, g in enumerate(groups)])
         correct_original = correct[original]  # for a paired translation: its English row's correctness
@@ -280,7 +282,7 @@ class MRewardBenchTask(Task):
         n_of = np.bincount(lang_of, minlength=n_l)
         n_paired = np.bincount(lang_of[paired], minlength=n_l)
         in_section = {sec: {subsets.index(t) for t in RB1_SECTIONS[sec] if t in subsets} for sec in sections}
-        subset_of = np.array([subsets.index(g.subset) for g in groups])
+        subset_of = np.array([subsets.index(_subset_of(g)) for g in groups])
         counts = [int(n_of[1:].sum())] + [int(n_of[i]) for i in range(1, n_l)] + [int(n_of[0])]
         counts += [int(np.sum((lang_of == i) & np.isin(subset_of, list(in_section[sec]))))
                    for i in list(range(1, n_l)) + [0] for sec in sections]
@@ -305,12 +307,18 @@ class MRewardBenchTask(Task):
             eng = language_scores(np.bincount(cell, weights=w_p * correct_original, minlength=n_l * n_s), size_p)
             per = [every[i][0] for i in range(1, n_l)]
             gaps = [own[i][0] - eng[i][0] for i in range(1, n_l)]
-            values = [np.mean(per)] + per + [every[0][0]]
+            values = [float(np.mean(per))] + per + [every[0][0]]
             values += [every[i][1].get(sec, np.nan) for i in list(range(1, n_l)) + [0] for sec in sections]
-            values += [np.mean(gaps)] + gaps
+            values += [float(np.mean(gaps))] + gaps
             return np.array(values, dtype=np.float64)
 
         return TaskScores(tuple(labels), score, tuple(counts))
+
+
+def _subset_of(group: ComparisonGroup) -> str:
+    """The group's RewardBench subset; every row of the task has one (:func:`_subset`)."""
+    assert group.subset is not None
+    return group.subset
 
 
 def _language(group: ComparisonGroup) -> str:

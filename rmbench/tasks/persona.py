@@ -18,7 +18,7 @@ the paper).
 from __future__ import annotations
 
 import random
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -48,7 +48,8 @@ class PersonaTask(Task):
                  seed: int = 0, paraphrased: bool = True) -> None:
         if split not in ("all", "train", "test"):
             raise ValueError(f"split must be all, train or test, got {split!r}")
-        self.source = dict(path=path, dataset=dataset, revision=revision, split="train", data_files=data_files)
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision, split="train",
+                                           data_files=data_files)
         self.split, self.n_train, self.n_test, self.seed = split, int(n_train), int(n_test), int(seed)
         self.paraphrased = paraphrased
 
@@ -75,8 +76,8 @@ class PersonaTask(Task):
     def groups(self) -> Iterator[ComparisonGroup]:
         yes, no = forms(YES_PREFIXES, YES_WORDS), forms(NO_PREFIXES, NO_WORDS)
         for gid, question in self._statements():
-            yield ComparisonGroup(gid, question, yes + no, [1] * len(yes) + [0] * len(no), equivalence_levels=())
+            yield ComparisonGroup(gid, question, yes + no, (1,) * len(yes) + (0,) * len(no), equivalence_levels=())
             if self.paraphrased:
                 yield ComparisonGroup(f"{gid}:paraphrase", question, HELD_OUT_YES + HELD_OUT_NO,
-                                      [1] * len(HELD_OUT_YES) + [0] * len(HELD_OUT_NO), equivalence_levels=(),
+                                      (1,) * len(HELD_OUT_YES) + (0,) * len(HELD_OUT_NO), equivalence_levels=(),
                                       source_id=gid, shift="paraphrase")

@@ -273,7 +273,7 @@ class PPECorrectnessTask(Task):
         defined = ~np.isnan(curve)
         hits, n_pairs = self._pair_hits(groups, r, correct, sizes)
         table = np.column_stack([hits, n_pairs, np.nan_to_num(curve), np.nan_to_num(oracle), defined])
-        present = [s for s in self.subsets if any(g.subset == s for g in groups)]
+        present: list[str | None] = [s for s in self.subsets if any(g.subset == s for g in groups)]
         set_of = np.array([present.index(g.subset) for g in groups], dtype=np.int64)
         units = self.bootstrap_units(groups)
         n_units, n_sets = int(units.max()) + 1, len(present)

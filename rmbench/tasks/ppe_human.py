@@ -92,12 +92,14 @@ def _sides(r: RowReader) -> tuple[Prompt, str, str]:
     a, b = r.get("response_1"), r.get("response_2")
     if isinstance(a, str) and isinstance(b, str):
         return _prompt(r), a, b
-    sides = [_messages(r, f, v) for f, v in (("response_1", a), ("response_2", b))]
-    for field, side, value in zip(("response_1", "response_2"), sides, (a, b)):
+    read = [_messages(r, f, v) for f, v in (("response_1", a), ("response_2", b))]
+    sides: list[list[dict]] = []
+    for field, side, value in zip(("response_1", "response_2"), read, (a, b)):
         if side is None:
             raise r.schema_error(field, f"expected a string or a list of chat messages, got {type(value).__name__}")
         if side[-1]["role"] != "assistant":
             raise r.error(field, f"the last message is the {side[-1]['role']}'s; it must be the assistant's reply")
+        sides.append(side)
     (ctx_a, ctx_b) = (side[:-1] for side in sides)
     if ctx_a != ctx_b:
         raise r.error("response_2", "the two sides' conversations differ before their last reply (a multi-turn "

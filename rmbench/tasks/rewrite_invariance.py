@@ -75,6 +75,7 @@ class RewriteInvarianceTask(Task):
                                 f"unless the task sets allow_translation: true",
                                 path=", ".join(str(s.get("path") or s.get("dataset"))
                                                for s in self.pairs.sources.values()))
+            assert g.source_id is not None  # PairedShiftTask's rewrites point at their original
             orig = originals[g.source_id]
             yield ComparisonGroup(id=g.id, prompt=orig.prompt, responses=orig.responses + g.responses,
                                   utilities=(1, 0, 1, 0), source_id=orig.id, shift=g.shift,

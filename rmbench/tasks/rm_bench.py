@@ -46,7 +46,7 @@ a one-domain file; here both are the same means over the domains the data has.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -131,6 +131,7 @@ class RMBenchTask(Task):
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "train", data_files: str | None = None, domain: str | None = None,
                  paths: Mapping[str, str] | None = None) -> None:
+        self.sources: list[tuple[dict[str, Any], str | None, str | None]]  # (iter_rows's keywords, domain, file's)
         if paths:  # several local files (--data rm_bench=chat=FILE ...): label -> file
             self.sources = [(dict(path=p), label if "." not in label and rm_bench_domain(label) else None,
                              rm_bench_domain(Path(p).name)) for label, p in paths.items()]
@@ -176,7 +177,7 @@ class RMBenchTask(Task):
         present, from one resample of rows (:func:`rm_bench_scores`)."""
         r = np.asarray(rewards, dtype=np.float64).reshape(-1, 6)  # every group: 3 chosen, then 3 rejected
         wins = style_wins(r[:, :3], r[:, 3:])
-        domains = [d for d in RM_BENCH_DOMAINS if any(g.subset == d for g in groups)]
+        domains: list[str | None] = [d for d in RM_BENCH_DOMAINS if any(g.subset == d for g in groups)]
         domain_of = np.array([domains.index(g.subset) for g in groups], dtype=np.int64)
         metric = RM_BENCH_LAYOUT.metric
         labels = ((metric, None),) + tuple((metric, level) for level in RM_BENCH_LEVELS) + tuple(

@@ -23,6 +23,7 @@ class BadRows:
         self.excluded: set[tuple[str, int]] = set()
 
     def add(self, error: DataError) -> None:
+        assert error.line is not None, "only errors with a line are recorded"  # every caller checks
         key = (str(error.path), int(error.line))
         if key not in self.excluded:
             self.excluded.add(key)
@@ -37,9 +38,10 @@ def skipping_bad_rows() -> Iterator[BadRows]:
     """Within this block, readers leave out rows they cannot read (recording why) instead of
     raising; :func:`row_excluded` also leaves out rows a loader rejected (see
     :func:`rmbench.scoring.runner.load_groups`). Errors without a line (a missing or empty file) still raise."""
-    token = _BAD_ROWS.set(BadRows())
+    bad = BadRows()
+    token = _BAD_ROWS.set(bad)
     try:
-        yield _BAD_ROWS.get()
+        yield bad
     finally:
         _BAD_ROWS.reset(token)
 

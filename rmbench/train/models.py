@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest
+
+if TYPE_CHECKING:
+    import torch
 
 REFERENCE_CHUNK = 4
 """Reference-phase texts per scoring call, in multiples of the batch size (texts, not pairs)."""
@@ -32,6 +35,8 @@ REFERENCE_CHUNK = 4
 
 class _Trainer:
     """What both trainers share: the policy/backbone ``ImplicitRM``, optional LoRA, checkpoints."""
+
+    param_groups: list[dict[str, Any]]  # the optimizer's parameter groups; each trainer sets its own
 
     def __init__(self, base: str, config, runtime: Runtime) -> None:
         from rmbench.models.implicit import ImplicitRM
@@ -47,6 +52,13 @@ class _Trainer:
 
     def prepare(self, pairs: Sequence[ScoreRequest], report) -> None:
         """Work before the first update (none here)."""
+
+    def state(self) -> dict:
+        """What a checkpoint keeps of the trainer (:meth:`load_state` restores it)."""
+        raise NotImplementedError
+
+    def load_state(self, state: dict) -> None:
+        raise NotImplementedError
 
     def lora_card(self) -> dict | None:
         if self.lora is None:
@@ -140,7 +152,7 @@ class ImTrainer(_Trainer):
         self.param_groups = [{"params": self.trainable}]
         self.beta = config.beta
         self.chunk = REFERENCE_CHUNK * config.batch_size
-        self.reference = None  # log pi_ref(y|x) of each distinct response, float64
+        self.reference: torch.Tensor | None = None  # log pi_ref(y|x) of each distinct response, float64
         self._index: dict[tuple, int] = {}
 
     def reference_logprobs(self, requests: Sequence[ScoreRequest], advance=None):

@@ -131,11 +131,12 @@ class JobEstimate:
 
     def remaining(self) -> tuple[float | None, bool]:
         """(seconds left, provisional); seconds is None before any step was timed."""
-        measured = [(p, p.items or p.first_items) for p in self.phases.values() if p.rate() is not None]
+        measured = [(p, rate, p.items or p.first_items) for p in self.phases.values()
+                    if (rate := p.rate()) is not None]
         if not measured:
             return None, True
-        scale = (sum(p.rate() * n for p, n in measured)
-                 / sum(prior_cost(p.kind, p.phase) * n for p, n in measured))
+        scale = (sum(rate * n for _, rate, n in measured)
+                 / sum(prior_cost(p.kind, p.phase) * n for p, _, n in measured))
         total, provisional = 0.0, False
         for p in self.phases.values():
             left = max(p.total - p.done, 0)
@@ -145,9 +146,10 @@ class JobEstimate:
                     rate, provisional = scale * prior_cost(p.kind, p.phase), True
                 total += left * rate
         current = self._current
-        if current is not None and current.total > current.done and current.rate() is not None:
+        current_rate = current.rate() if current is not None else None
+        if current is not None and current.total > current.done and current_rate is not None:
             # count down through the step under way, at most by the time one step is expected to take
-            step = current.rate() * min(current.last_items, current.total - current.done)
+            step = current_rate * min(current.last_items, current.total - current.done)
             total -= min(self.clock() - self._last, step)
         return max(total, 0.0), provisional
 

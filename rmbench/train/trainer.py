@@ -291,6 +291,7 @@ def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup]
             description = f"{kind}-rm epoch {at.epoch + 1}/{config.epochs}"
             advance = report.begin("train", description, n_pairs - at.pairs_done)
             if not _run_epoch(trainer, optimizer, pairs, config, at, advance, stop):
+                assert stop.signum is not None  # _run_epoch stops early only when a signal asked it to
                 save()
                 raise TrainingStopped(stop.signum, out, at.epoch + 1, config.epochs, at.pairs_done, n_pairs)
             at.end_epoch()

@@ -74,7 +74,9 @@ class _LoopThread:
         self._make, self._inbox, self._lock = make, inbox, threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
-        self._cancelled, self.value, self.error = False, None, None
+        self._cancelled = False
+        self.value: Any = None
+        self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._main, name="rmbench-chat-client", daemon=True)
         self.thread.start()
 
@@ -230,7 +232,7 @@ class ChatClient:
             extra = [asyncio.create_task(self._report_every(run, every))] if every is not None else []
             try:
                 await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
-                errors = [t.exception() for t in workers if t.done() and not t.cancelled() and t.exception()]
+                errors = [e for t in workers if t.done() and not t.cancelled() and (e := t.exception())]
                 if errors:  # the first failure in time (others may have followed in the same loop turn)
                     raise run.error or errors[0]
             finally:

@@ -81,8 +81,8 @@ ARENA_HARD_ATTEMPTS = 2
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _ARENA_LABEL = re.compile(r"\[\[([AB<>=]+)\]\]")
 _VANILLA_ANSWERS = {"Output (a)": "A>B", "Output (b)": "B>A"}
-_FLIP = {"A>B": "B>A", "B>A": "A>B"}
-_VOTE = {"A>B": 1, "B>A": -1}
+_FLIP: dict[str | None, str] = {"A>B": "B>A", "B>A": "A>B"}
+_VOTE: dict[str | None, int] = {"A>B": 1, "B>A": -1}
 
 CATEGORIES = (("knowledge", "mmlu-pro"), ("reasoning", "livebench-reasoning"), ("math", "livebench-math"),
               ("coding", "livecodebench"))

@@ -157,7 +157,9 @@ def _top(order_key: np.ndarray, top: int, groups: np.ndarray | None = None) -> t
     order = np.argsort(order_key, kind="stable")
     if groups is None:
         return order[:max(top, 0)], 0
-    kept, shown, passed = [], {}, 0
+    kept: list[int] = []
+    shown: dict[int, int] = {}
+    passed = 0
     for k in order:
         if len(kept) >= top:
             break
@@ -221,7 +223,8 @@ def length_points(groups: Sequence[ComparisonGroup], rewards, limit: int,
     dr = t.rewards[ea] - t.rewards[eb]
     dl = (t.index.response_length[ea] - t.index.response_length[eb]).astype(np.float64)
     rho = length_correlation(dr, dl) if len(dr) else math.nan
-    keep = np.unique(np.linspace(0, len(dr) - 1, min(len(dr), max(limit, 0))).astype(np.int64)) if len(dr) else []
+    keep: np.ndarray | list[int] = (np.unique(np.linspace(0, len(dr) - 1, min(len(dr), max(limit, 0))).astype(np.int64))
+                                    if len(dr) else [])
     scale = t.sigma if t.sigma > 0 else 1.0
     return LengthPoints(tuple(float(dl[k]) for k in keep), tuple(float(dr[k] / scale) for k in keep),
                         float(rho), len(dr))

@@ -42,7 +42,7 @@ import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeGuard
 
 from rmbench.core.metric_registry import metric_def
 from rmbench.core.types import canonical_json
@@ -62,7 +62,7 @@ EEE_SCHEMA_VERSION = "0.3.0"
 
 # --- small helpers -----------------------------------------------------------------------
 
-def _finite(x: float | None) -> bool:
+def _finite(x: float | None) -> TypeGuard[float]:
     return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
 
 

@@ -152,8 +152,8 @@ def curve_data(folder: RunFolder, task: str, label: str | None = None) -> CurveD
         eps = np.array([p[0] for p in recorded], dtype=np.float64)
         spec = np.array([p[1] for p in recorded], dtype=np.float64)
         d = np.array([p[2] for p in recorded], dtype=np.float64)
-        note = f"{label}: only the recorded points (the task's data could not be reloaded: {exc})"
-        return CurveData(label, task, result.eps_unit, eps, spec, d, recorded, note, dense=False)
+        why = f"{label}: only the recorded points (the task's data could not be reloaded: {exc})"
+        return CurveData(label, task, result.eps_unit, eps, spec, d, recorded, why, dense=False)
     index = PairIndex.from_groups(td.groups)
     diff = rewards[index.diff_better] - rewards[index.diff_worse]
     eq = rewards[index.eq_a] - rewards[index.eq_b]
@@ -232,8 +232,8 @@ def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple["Figure", list[s
         legend = c.label + (f"  (ds_auc {auc.value:.3f})" if auc is not None and auc.estimate.defined else "")
         if not c.dense:
             legend += "  [recorded points only]"
-        if same[n] is not None:
-            legend += f"  = {curves[same[n]].label}"
+        if (j := same[n]) is not None:
+            legend += f"  = {curves[j].label}"
         if ok.any():  # a style per run (dashed when only the recorded points): identical curves stay visible
             ax.plot(c.spec[ok], c.d[ok], color=colour, linewidth=1.8, linestyle=linestyle(i) if c.dense else "--",
                     drawstyle="default", label=legend, zorder=3 + 0.01 * n)

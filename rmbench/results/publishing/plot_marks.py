@@ -23,11 +23,18 @@ LABEL_ROOM = 0.06
 
 
 class Curve(Protocol):
-    label: str
-    eps_unit: str
-    spec: np.ndarray
-    d: np.ndarray
-    recorded: tuple[tuple[float, float, float], ...]
+    """What these helpers read of a curve; read-only, so a frozen dataclass has it."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def eps_unit(self) -> str: ...
+    @property
+    def spec(self) -> np.ndarray: ...
+    @property
+    def d(self) -> np.ndarray: ...
+    @property
+    def recorded(self) -> tuple[tuple[float, float, float], ...]: ...
 
 
 def linestyle(i: int) -> str:
