@@ -158,8 +158,8 @@ def entry_files(folder: Path) -> list[Path]:
 def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Catalog:
     """All named tasks and models: built-in entries first, then each ``include`` folder."""
     catalog = Catalog()
-    for name, spec in PRESETS.items():
-        catalog.models[name] = spec
+    for name, preset in PRESETS.items():
+        catalog.models[name] = preset
         catalog.descriptions[("model", name)] = PRESET_DESCRIPTIONS[name]
         catalog.origins[("model", name)] = "built-in preset"
     folders = ([builtin_tasks_dir()] if builtin else []) + [Path(p).expanduser() for p in include]

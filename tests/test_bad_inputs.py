@@ -621,7 +621,10 @@ def test_truncation_options_through_the_cli(tmp_path, tiny):
     assert doc["tasks"][0]["truncated_texts"] > 0 and doc["config"]["truncation"] == "right"
     shutil.rmtree(out)
     for extra, words in ((["--truncation", "middle"], "--truncation must be 'left'"),
-                         (["--max-length", "0"], "--max-length must be a positive integer")):
+                         (["--max-length", "0"], "--max-length must be a positive integer"),
+                         (["--dtype", "int8"], "--dtype must be one of 'auto', 'float32', 'bfloat16', 'float16', "
+                                               "got 'int8'"),
+                         (["--device", "tpu"], "--device must be one of 'auto', 'cpu', 'cuda', 'mps', got 'tpu'")):
         _assert_one_clear_error(*_cli_eval(folder, *extra), words)
     # A model that does not tokenise: said, not silently ignored.
     result, out = _cli_eval(folder, "--max-length", "40")

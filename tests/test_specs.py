@@ -1,6 +1,7 @@
 """Specs (rmbench.core.specs): frozen, hashable arguments, distinct task and model spec types, and
 fingerprints byte-identical to those of the canonical-JSON string specs they replace."""
 
+import dataclasses
 import pickle
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def test_task_and_model_specs_are_distinct_types():
         Spec.make("x", "length")
     with pytest.raises(TypeError, match="args must be a mapping"):
         TaskSpec("x", "length", "{}")  # type: ignore[arg-type]
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         task.name = "y"  # type: ignore[misc]
 
 
