@@ -27,9 +27,12 @@ def test_runtime_truncation_and_padding_side_check_their_words_once():
     from rmbench.models import Runtime, Truncation
 
     assert Runtime(dtype="bf16").dtype == "bfloat16" and Runtime(dtype="fp32", device="cuda:1").device == "cuda:1"
+    assert Runtime(device="cpu:0").device == "cpu:0"  # an accelerate rank's device
     assert Runtime() == Runtime(dtype="auto", device="auto")
     with pytest.raises(ConfigError, match=r"^--device must be one of 'auto', 'cpu', 'cuda', 'mps', got 'cuda:x'$"):
         Runtime(device="cuda:x")
+    with pytest.raises(ConfigError, match=r"got 'auto:0'$"):
+        Runtime(device="auto:0")
     with pytest.raises(ConfigError, match=r"^--dtype must be one of .*, got 'int8'$"):
         Runtime(dtype="int8")
     with pytest.raises(ConfigError, match=r"^--truncation must be 'left' \(keep the response\) or 'right', got 'mid'$"):

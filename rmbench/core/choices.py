@@ -24,7 +24,8 @@ TruncationSide = Literal["left", "right"]
 PaddingSide = Literal["left", "right"]
 """Where a tokenizer pads the shorter texts of a batch (a transformers model's ``padding_side``)."""
 Device = Literal["auto", "cpu", "cuda", "mps"]
-"""Where a model runs (``cuda:N``, one GPU of several, is accepted too: :func:`device_choice`)."""
+"""Where a model runs (``cuda:N``, one GPU of several, and the like, are accepted too:
+:func:`device_choice`)."""
 DType = Literal["auto", "float32", "bfloat16", "float16"]
 """The dtypes a run may ask for (``fp32``, ``bf16`` and ``fp16`` are accepted and spelt out,
 :func:`dtype_choice`)."""
@@ -69,8 +70,10 @@ def dtype_choice(value: object, option: str = "--dtype") -> DType:
 
 
 def device_choice(value: object, option: str = "--device") -> str:
-    """:func:`choice` over :data:`DEVICES`, and ``cuda:N`` (one GPU of several, as an accelerate
-    rank is given)."""
-    if isinstance(value, str) and value.startswith("cuda:") and value[5:].isdigit():
-        return value
+    """:func:`choice` over :data:`DEVICES`, and a device with an index, ``cuda:N`` (one GPU of
+    several; accelerate gives each rank its own, ``cpu:0`` on CPUs)."""
+    if isinstance(value, str):
+        kind, colon, index = value.partition(":")
+        if colon and index.isdigit() and kind in DEVICES and kind != "auto":
+            return value
     return choice(value, DEVICES, option)

@@ -70,8 +70,9 @@ class Runtime:
 
     ``dtype``: ``auto`` (bf16 where the CPU has bf16 units or on a GPU, fp32 otherwise),
     ``float32``, ``bfloat16`` or ``float16`` (``fp32``, ``bf16``, ``fp16`` are spelt out).
-    ``device``: ``auto``, ``cpu``, ``cuda`` (or ``cuda:N``), ``mps``. Both are checked here, once
-    (:mod:`rmbench.core.choices`): a bad word is a one-line error naming ``--dtype``/``--device``.
+    ``device``: ``auto``, ``cpu``, ``cuda``, ``mps`` (or with an index: ``cuda:1``). Both are
+    checked here, once (:mod:`rmbench.core.choices`): a bad word is a one-line error naming
+    ``--dtype``/``--device``.
     ``token_budget``: padded tokens per batch, ``max_batch``: requests per batch at most; None
     (the default): chosen for the device (8,192 and 64 on a CPU; on CUDA from the free memory:
     :mod:`rmbench.models.batching`).
@@ -83,7 +84,7 @@ class Runtime:
     """
 
     dtype: DType = "auto"
-    device: str = "auto"  # a Device word, or cuda:N
+    device: str = "auto"  # a Device word, or one with an index (cuda:1)
     trust_remote_code: bool = False
     allow_pickle: bool = False
     token_budget: int | None = None
