@@ -2,7 +2,8 @@
 
 from rmbench.catalog import load_catalog
 from rmbench.core.metric_registry import MetricDef, OfficialLayout, register_metric
-from rmbench.core.types import ComparisonGroup, Message, ModelSpec, TaskSpec
+from rmbench.core.specs import ModelSpec, TaskSpec
+from rmbench.core.types import ComparisonGroup, Message
 from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.models import register_model_kind
 from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,

@@ -28,7 +28,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import yaml
 
@@ -72,7 +72,7 @@ class Catalog:
             return self.tasks[name]
         if name in TASK_KINDS:
             version = getattr(TASK_KINDS.get(name), "version", 1)
-            return Spec.make(name=name, kind=name, version=int(version))
+            return TaskSpec.make(name=name, kind=name, version=int(version))
         choices = sorted(set(self.tasks) | set(self.groups) | set(TASK_KINDS.names()))
         hint = did_you_mean(name, choices)
         raise ConfigError(f"unknown task {name!r}{hint} (known: {', '.join(choices)})")
@@ -89,7 +89,7 @@ def _parse_file(path: Path) -> dict:
     return data
 
 
-def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
+def _entry_spec(path: Path, data: dict) -> tuple[str, TaskSpec | ModelSpec, str]:
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         key = unknown[0]
@@ -105,7 +105,7 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
             raise ConfigError(f"{path}: field 'group': must be a non-empty list of task names")
         if not isinstance(data.get("name"), str) or not data["name"]:
             raise ConfigError(f"{path}: field 'name': missing or not a string")
-        return "group", Spec.make(name=data["name"], kind="group", args={"members": members}), \
+        return "group", TaskSpec.make(name=data["name"], kind="group", args={"members": members}), \
             str(data.get("description", ""))
     entry_type = data.get("type", "task")
     if entry_type not in ("task", "model"):
@@ -143,8 +143,9 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, Spec, str]:
     elif kind not in registry:
         hint = did_you_mean(data["kind"], registry.names())
         raise ConfigError(f"{path}: field 'kind': unknown {entry_type} kind {data['kind']!r}{hint}")
-    spec = Spec.make(name=data["name"], kind=data["kind"], args=args,
-                     version=version if entry_type == "task" else None)
+    if entry_type == "task":
+        return entry_type, TaskSpec.make(data["name"], data["kind"], args, version), str(data.get("description", ""))
+    spec = ModelSpec.make(name=data["name"], kind=data["kind"], args=args)
     return entry_type, spec, str(data.get("description", ""))
 
 
@@ -157,8 +158,8 @@ def entry_files(folder: Path) -> list[Path]:
 def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Catalog:
     """All named tasks and models: built-in entries first, then each ``include`` folder."""
     catalog = Catalog()
-    for name, spec in PRESETS.items():
-        catalog.models[name] = spec
+    for name, preset in PRESETS.items():
+        catalog.models[name] = preset
         catalog.descriptions[("model", name)] = PRESET_DESCRIPTIONS[name]
         catalog.origins[("model", name)] = "built-in preset"
     folders = ([builtin_tasks_dir()] if builtin else []) + [Path(p).expanduser() for p in include]
@@ -168,15 +169,18 @@ def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Ca
             if entry_type == "group":
                 if spec.name in catalog.groups or spec.name in catalog.tasks:
                     raise ConfigError(f"{path}: duplicate task or group name {spec.name!r}")
-                catalog.groups[spec.name] = tuple(spec.args_dict["members"])
+                catalog.groups[spec.name] = tuple(spec.args["members"])
                 catalog.descriptions[("group", spec.name)] = description
                 catalog.origins[("group", spec.name)] = str(path)
                 continue
-            table = catalog.tasks if entry_type == "task" else catalog.models
+            table: Mapping[str, Spec] = catalog.tasks if entry_type == "task" else catalog.models
             if spec.name in table or (entry_type == "task" and spec.name in catalog.groups):
                 raise ConfigError(f"{path}: duplicate {entry_type} name {spec.name!r}, "
                                   f"already defined in {catalog.origins[(entry_type, spec.name)]}")
-            table[spec.name] = spec
+            if isinstance(spec, TaskSpec):
+                catalog.tasks[spec.name] = spec
+            else:
+                catalog.models[spec.name] = spec
             catalog.descriptions[(entry_type, spec.name)] = description
             catalog.origins[(entry_type, spec.name)] = str(path)
     return catalog

@@ -140,7 +140,7 @@ class Registry(Generic[T]):
 
 def instantiate(registry: Registry, spec: Any, what: str, required_method: str, base: type, wrap: Callable,
                 context: dict[str, Any] | None = None) -> Any:
-    """Build ``spec`` (a :class:`rmbench.core.types.Spec`) with its kind's factory from ``registry``.
+    """Build ``spec`` (a :class:`rmbench.core.specs.Spec`) with its kind's factory from ``registry``.
 
     ``context`` holds keyword arguments (such as ``runtime``) passed only to factories whose
     signature names them. The result must have ``required_method``; an object that is not a
@@ -156,7 +156,7 @@ def instantiate(registry: Registry, spec: Any, what: str, required_method: str, 
         factory = import_target(spec.kind) if ":" in spec.kind else registry.get(spec.kind)
     except RegistryError as exc:
         raise ConfigError(f"{what} {spec.name!r}: {exc}") from None
-    kwargs = dict(spec.args_dict)
+    kwargs = spec.args_dict  # a fresh plain copy, lists as lists
     if context:
         try:
             # A class's own __init__ names its parameters (a __new__ taking *args, **kwargs, as

@@ -52,14 +52,14 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
     pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
     import ray
 
-    from rmbench.core.types import ComparisonGroup, Spec
+    from rmbench.core.types import ComparisonGroup, ModelSpec
     from rmbench.errors import ModelError
     from rmbench.models import build_model
     from rmbench.scoring.backends import RayBackend
     from rmbench.scoring.engine import score_groups
 
-    spec = Spec.make("m", "implicit", {"model": str(tiny["causal"])})
-    other = Spec.make("m", "implicit", {"model": str(tiny["causal_ref"])})
+    spec = ModelSpec.make("m", "implicit", {"model": str(tiny["causal"])})
+    other = ModelSpec.make("m", "implicit", {"model": str(tiny["causal_ref"])})
     model = build_model(spec, FP32)
     groups = [ComparisonGroup("g", "Pick a number", ["7", "8"], [1, 0])]
     try:

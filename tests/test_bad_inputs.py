@@ -621,7 +621,10 @@ def test_truncation_options_through_the_cli(tmp_path, tiny):
     assert doc["tasks"][0]["truncated_texts"] > 0 and doc["config"]["truncation"] == "right"
     shutil.rmtree(out)
     for extra, words in ((["--truncation", "middle"], "--truncation must be 'left'"),
-                         (["--max-length", "0"], "--max-length must be a positive integer")):
+                         (["--max-length", "0"], "--max-length must be a positive integer"),
+                         (["--dtype", "int8"], "--dtype must be one of 'auto', 'float32', 'bfloat16', 'float16', "
+                                               "got 'int8'"),
+                         (["--device", "tpu"], "--device must be one of 'auto', 'cpu', 'cuda', 'mps', got 'tpu'")):
         _assert_one_clear_error(*_cli_eval(folder, *extra), words)
     # A model that does not tokenise: said, not silently ignored.
     result, out = _cli_eval(folder, "--max-length", "40")
@@ -630,13 +633,13 @@ def test_truncation_options_through_the_cli(tmp_path, tiny):
 
 
 def test_truncation_reaches_inner_and_reference_models(tiny):
-    from rmbench.core.types import Spec
+    from rmbench.core.types import ModelSpec
     from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
     from rmbench.models.base import tokenized_parts
 
     runtime = Runtime(dtype="float32", device="cpu")
-    inner = Spec.make("im", "implicit", {"model": str(tiny["causal"]), "ref": str(tiny["causal_ref"])})
-    spec = Spec.make("d", "discretize", {"inner": inner.to_json()})
+    inner = ModelSpec.make("im", "implicit", {"model": str(tiny["causal"]), "ref": str(tiny["causal_ref"])})
+    spec = ModelSpec.make("d", "discretize", {"inner": inner.to_json()})
     model = build_model(spec, runtime)
     parts = tokenized_parts(model)  # discretize (batching by its inner model's tokens), inner, reference
     assert len(parts) == 3 and parts[1] is model.inner and parts[2] is parts[1].reference

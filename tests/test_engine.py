@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmbench.core.types import ComparisonGroup, Spec
+from rmbench.core.types import ComparisonGroup, ModelSpec
 from rmbench.errors import ModelError
 from rmbench.models import Runtime, build_model
 from rmbench.scoring.cache import ScoreCache
@@ -154,7 +154,7 @@ def test_interrupted_run_resumes_with_identical_rewards(tmp_path, counting_model
 def test_cache_is_keyed_by_model_fingerprint(tmp_path):
     groups = [ComparisonGroup("g", "q", ["a", "bb"], [1, 0])]
     for kind, args, expected in (("constant", {"value": 1.0}, [1.0, 1.0]), ("constant", {"value": 2.0}, [2.0, 2.0])):
-        model = build_model(Spec.make(kind, kind, args))
+        model = build_model(ModelSpec.make(kind, kind, args))
         cache = ScoreCache(model.fingerprint(), tmp_path)
         rewards, _ = score_groups(model, groups, cache=cache)
         assert list(rewards) == expected
@@ -163,12 +163,12 @@ def test_cache_is_keyed_by_model_fingerprint(tmp_path):
 def test_python_adapter_fingerprint_follows_its_source(tmp_path):
     f = tmp_path / "rm.py"
     f.write_text("def score(pairs):\n    return [1.0] * len(pairs)\n")
-    a = build_model(Spec.make("p", "python", {"target": f"{f}:score"})).fingerprint()
+    a = build_model(ModelSpec.make("p", "python", {"target": f"{f}:score"})).fingerprint()
     f.write_text("def score(pairs):\n    return [2.0] * len(pairs)\n")
     import sys
     for name in [m for m in sys.modules if m.startswith("rmbench_user_")]:
         del sys.modules[name]
-    b = build_model(Spec.make("p", "python", {"target": f"{f}:score"})).fingerprint()
+    b = build_model(ModelSpec.make("p", "python", {"target": f"{f}:score"})).fingerprint()
     assert a != b
 
 

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rmbench.core.types import ComparisonGroup, Spec  # noqa: E402
+from rmbench.core.types import ComparisonGroup, ModelSpec  # noqa: E402
 from rmbench.models import Runtime, build_model  # noqa: E402
 from rmbench.models.batching import CUDA_TOKEN_RANGE, batch_limits  # noqa: E402
 from rmbench.scoring.backends import LocalBackend  # noqa: E402
@@ -35,16 +35,17 @@ def groups(n=6):
 
 
 def specs(tiny, tmp_path=None):
-    out = {"implicit": Spec.make("i", "implicit", {"model": str(tiny["causal"])}),
-           "implicit+ref": Spec.make("r", "implicit", {"model": str(tiny["causal"]), "ref": str(tiny["causal_ref"])}),
-           "seqcls": Spec.make("s", "seqcls", {"model": str(tiny["seqcls"])}),
-           "generative": Spec.make("g", "generative", {"model": str(tiny["causal"])})}
+    out = {"implicit": ModelSpec.make("i", "implicit", {"model": str(tiny["causal"])}),
+           "implicit+ref": ModelSpec.make("r", "implicit", {"model": str(tiny["causal"]),
+                                                            "ref": str(tiny["causal_ref"])}),
+           "seqcls": ModelSpec.make("s", "seqcls", {"model": str(tiny["seqcls"])}),
+           "generative": ModelSpec.make("g", "generative", {"model": str(tiny["causal"])})}
     if tmp_path is not None:  # an encoder with a linear head from a file
         from safetensors.torch import save_file
 
         save_file({"weight": torch.linspace(-1, 1, 32), "bias": torch.tensor([0.5])}, str(tmp_path / "head.safetensors"))
-        out["bert"] = Spec.make("b", "linear", {"model": str(tiny["bert"]), "head": str(tmp_path / "head.safetensors"),
-                                                "template": "plain"})
+        out["bert"] = ModelSpec.make("b", "linear", {"model": str(tiny["bert"]),
+                                                     "head": str(tmp_path / "head.safetensors"), "template": "plain"})
     return out
 
 
@@ -98,7 +99,7 @@ def test_a_real_cuda_out_of_memory_halves_the_batch_and_completes(tiny, tmp_path
     LlamaForCausalLM(config).save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
     runtime = Runtime(dtype="float32", device="cuda", token_budget=1 << 20, max_batch=4096)  # one batch of all
-    spec = Spec.make("m", "implicit", {"model": str(tmp_path / "m")})
+    spec = ModelSpec.make("m", "implicit", {"model": str(tmp_path / "m")})
     data = [ComparisonGroup(f"g{i}", f"Pick a number {i}. " * 40, [f"The answer is {j}. " * 60 for j in range(8)],
                             [1] + [0] * 7) for i in range(8)]
     model = build_model(spec, runtime)

@@ -23,7 +23,8 @@ def test_dtype_auto_follows_the_cpu(monkeypatch):
     assert loading.resolve_dtype("auto", "auto") == ("bfloat16" if torch.cuda.is_available() else "float32")
     assert loading.resolve_dtype("fp16", "cpu") == "float16"
     assert loading.torch_dtype(loading.resolve_dtype("bf16", "cpu")) == torch.bfloat16
-    with pytest.raises(ConfigError, match="--dtype 'fp8'"):
+    with pytest.raises(ConfigError, match=r"^--dtype must be one of 'auto', 'float32', 'bfloat16', 'float16', "
+                                          r"got 'fp8'$"):
         loading.resolve_dtype("fp8", "cpu")
 
 

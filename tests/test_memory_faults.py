@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rmbench.cli import app
-from rmbench.core.types import ComparisonGroup, Spec
+from rmbench.core.types import ComparisonGroup, ModelSpec
 from rmbench.models import Runtime, build_model
 from rmbench.scoring.backends import LocalBackend
 from rmbench.scoring.engine import score_groups
@@ -107,7 +107,7 @@ def _oom_above(module, rows: int):
 def test_a_transformers_model_out_of_memory_gives_the_same_rewards_in_halves(tiny, kind):
     folder = tiny["seqcls" if kind == "seqcls" else "causal"]
     runtime = Runtime(dtype="float32", device="cpu")
-    model = build_model(Spec.make(kind, kind, {"model": str(folder)}), runtime)
+    model = build_model(ModelSpec.make(kind, kind, {"model": str(folder)}), runtime)
     whole, whole_stats = score_groups(model, GROUPS, runtime, backend=LocalBackend())
     assert whole_stats.oom_splits == 0 and whole_stats.batches_computed < len(GROUPS) * 4  # batches of several
     handle = _oom_above(model.backbone, 2)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rmbench.core.types import Spec
+from rmbench.core.types import ModelSpec
 from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
 from rmbench.models.baselines import ConstantRM, LengthRM
 from rmbench.scoring.runner import EvalConfig, evaluate
@@ -35,12 +35,12 @@ def _golden_identities(tiny) -> dict:
 
     return {
         "length": LengthRM().identity(),
-        "constant 2": build_model(Spec.make("c", "constant", {"value": 2})).identity(),
+        "constant 2": build_model(ModelSpec.make("c", "constant", {"value": 2})).identity(),
         "implicit": _placeholders(ImplicitRM(str(tiny["causal"]), runtime=FP32).identity()),
         "implicit with ref, max_length": _placeholders(
             ImplicitRM(str(tiny["causal"]), ref=str(tiny["causal_ref"]), beta=0.5, runtime=FP32,
                        truncation=Truncation(64, "right")).identity()),
-        "discretize": _placeholders(build_model(Spec.make("d", "discretize", {
+        "discretize": _placeholders(build_model(ModelSpec.make("d", "discretize", {
             "inner": {"name": "i", "kind": "implicit", "args": {"model": str(tiny["causal"]), "normalize": "mean"}},
             "T": 3}), FP32).identity()),
     }
@@ -52,7 +52,7 @@ def test_identities_equal_the_golden_file(tiny):
 
 
 def test_the_display_name_is_not_part_of_the_identity():
-    a, b = build_model(Spec.make("len-a", "length")), build_model(Spec.make("len-b", "length"))
+    a, b = build_model(ModelSpec.make("len-a", "length")), build_model(ModelSpec.make("len-b", "length"))
     assert a.fingerprint() == b.fingerprint() == LengthRM().fingerprint()
     assert ConstantRM(1.0).fingerprint() != ConstantRM(2.0).fingerprint()
     assert LengthRM("words").fingerprint() == LengthRM(unit="words").fingerprint() != LengthRM().fingerprint()
@@ -130,6 +130,6 @@ def test_the_runner_and_engine_never_probe_a_model_for_capabilities(module):
 def test_build_model_hands_runtime_and_truncation_to_the_adapter(tiny):
     """RewardModel.__new__ takes (*args, **kwargs) to record the constructor's arguments; the
     registry must still see __init__'s parameters and pass ``runtime`` and ``truncation``."""
-    spec = Spec.make("d", "discretize", {"inner": f"implicit:{tiny['causal']}"})
+    spec = ModelSpec.make("d", "discretize", {"inner": f"implicit:{tiny['causal']}"})
     model = build_model(spec, Runtime(dtype="float16", device="cpu"), Truncation(40, "right"))
     assert model.inner.dtype == "float16" and model.inner.truncation == Truncation(40, "right")

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from rmbench.catalog import load_catalog
-from rmbench.core.types import Spec
+from rmbench.core.types import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models import parse_model_spec
 from rmbench.models.names import ModelNames, UnknownModel, model_refs, resolve_model
@@ -59,12 +59,12 @@ def test_no_hint_is_built_by_hand_anywhere():
 
 def test_every_top_level_form():
     names = ModelNames()
-    assert names.lookup("length") == Spec.make("length", "length")
-    assert resolve_model("python:my_rm.py:score") == Spec.make("python:my_rm.py:score", "python",
+    assert names.lookup("length") == ModelSpec.make("length", "length")
+    assert resolve_model("python:my_rm.py:score") == ModelSpec.make("python:my_rm.py:score", "python",
                                                                 {"target": "my_rm.py:score"})
     assert resolve_model("implicit:some/model").args_dict == {"model": "some/model"}  # target_arg = "model"
     assert resolve_model("smollm2-135m-avg").args_dict == PRESETS["smollm2-135m-avg"].args_dict  # presets always
-    assert resolve_model("  length ") == Spec.make("length", "length")
+    assert resolve_model("  length ") == ModelSpec.make("length", "length")
     spec = resolve_model("rmbench.models.baselines:LengthRM")  # an import target as the kind
     assert spec.kind == "rmbench.models.baselines:LengthRM" and spec.args_dict == {}
     assert "inner" in model_refs("discretize") and model_refs("length") == ()
@@ -141,7 +141,7 @@ def test_unknown_names_read_alike_at_every_level(catalog):
     with pytest.raises(ConfigError, match=r"unknown key 'arg'; did you mean 'args'"):
         resolve_model({"kind": "length", "arg": {}})
     with pytest.raises(ConfigError, match="argument 'inner': a model is a name"):
-        resolve_model(Spec.make("d", "discretize", {"inner": 3}))
+        resolve_model(ModelSpec.make("d", "discretize", {"inner": 3}))
     with pytest.raises(ConfigError, match="empty model name"):
         resolve_model("")
 
@@ -152,7 +152,7 @@ def test_parse_model_spec_leaves_an_unknown_inner_for_overrides_then_fails_when_
     from rmbench.models import build_model
 
     spec = parse_model_spec("my-typo", catalog.models)
-    overridden = Spec.make(spec.name, spec.kind, {**spec.args_dict, "inner": "length"})
+    overridden = ModelSpec.make(spec.name, spec.kind, {**spec.args, "inner": "length"})
     with pytest.raises(ConfigError, match="dropout") as info:  # got as far as building length
         build_model(overridden)
     assert not isinstance(info.value, UnknownModel) and "'length'" in str(info.value)
@@ -190,7 +190,7 @@ def test_a_trained_folder_resolves_alone_and_as_inner(tmp_path, catalog):
 
 
 def test_the_implicit_ref_is_not_a_model_reference():
-    spec = resolve_model(Spec.make("im", "implicit", {"model": "a", "ref": "length"}))
+    spec = resolve_model(ModelSpec.make("im", "implicit", {"model": "a", "ref": "length"}))
     assert spec.args_dict["ref"] == "length"
 
 

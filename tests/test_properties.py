@@ -271,7 +271,7 @@ def test_fingerprint_and_key_follow_content_not_form(groups, eps):
 def test_a_task_file_fingerprint_follows_rows_not_formatting(tmp_path):
     """Loaded through the ``groups`` kind: reformatted JSON keeps the fingerprint, swapped rows
     or one changed character do not."""
-    from rmbench.core.types import Spec
+    from rmbench.core.types import TaskSpec
     from rmbench.tasks.loading import load_groups
 
     rows = [ComparisonGroup(f"g{i}", f"q{i}", [f"a{i}", f"b{i}", f"c{i}"], [2, 1, 1]).to_json() for i in range(3)]
@@ -279,7 +279,7 @@ def test_a_task_file_fingerprint_follows_rows_not_formatting(tmp_path):
     def fingerprint(lines: list[str]) -> str:
         path = tmp_path / "groups.jsonl"
         path.write_text("\n".join(lines) + "\n")
-        return data_fingerprint(load_groups(Spec.make("t", "groups", {"path": str(path)}, version=1))[1])
+        return data_fingerprint(load_groups(TaskSpec.make("t", "groups", {"path": str(path)}, version=1))[1])
 
     base = fingerprint([json.dumps(r) for r in rows])
     assert fingerprint([json.dumps(r, indent=None, separators=(", ", " : "), sort_keys=True) for r in rows]) == base

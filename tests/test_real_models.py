@@ -12,7 +12,7 @@ from conftest import smollm2_gguf
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.real_model
 
-from rmbench.core.types import ComparisonGroup, Spec  # noqa: E402
+from rmbench.core.types import ComparisonGroup, ModelSpec  # noqa: E402
 from rmbench.models import Runtime, build_model  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.models.presets import PRESETS  # noqa: E402
@@ -52,19 +52,19 @@ def test_generative_gives_a_probability(smol_folder):
 def test_seqcls_on_real_weights_is_padding_invariant(smol_folder):
     reqs = pair() + [ScoreRequest(QUESTION, "Paris", "g", 2)]
     torch.manual_seed(0)  # the one-output head is freshly initialised: seed it the same for both
-    seqcls = build_model(Spec.make("s", "seqcls", {"model": smol_folder, "num_labels": 1}), FP32)
+    seqcls = build_model(ModelSpec.make("s", "seqcls", {"model": smol_folder, "num_labels": 1}), FP32)
     right = seqcls.score(reqs)
-    causal = build_model(Spec.make("i", "implicit", {"model": smol_folder}), FP32)
+    causal = build_model(ModelSpec.make("i", "implicit", {"model": smol_folder}), FP32)
     # the converted copy must carry the (tied) embeddings for every head, not only the LM head
     assert torch.equal(seqcls.model.base_model.embed_tokens.weight, causal.model.base_model.embed_tokens.weight)
     torch.manual_seed(0)
-    left = build_model(Spec.make("s", "seqcls", {"model": smol_folder, "num_labels": 1, "padding_side": "left"}),
+    left = build_model(ModelSpec.make("s", "seqcls", {"model": smol_folder, "num_labels": 1, "padding_side": "left"}),
                        FP32).score(reqs)
     assert np.allclose(right, left, atol=1e-4)
 
 
 def test_discretized_preset_gives_integer_levels(smol_folder):
-    rm = build_model(Spec.make("d", "discretize", {"inner": "smollm2-135m", "T": 3, "p": 0.05}), FP32)
+    rm = build_model(ModelSpec.make("d", "discretize", {"inner": "smollm2-135m", "T": 3, "p": 0.05}), FP32)
     group = ComparisonGroup("g", QUESTION, [GOOD, BAD, "Paris."], [1, 0, 1])
     raw = rm.score([ScoreRequest(QUESTION, r, "g", i) for i, r in enumerate(group.responses)])
     levels = rm.postprocess([group], raw)
@@ -73,8 +73,8 @@ def test_discretized_preset_gives_integer_levels(smol_folder):
 
 def test_lmeval_backend_agrees_on_real_weights(smol_folder):
     pytest.importorskip("lm_eval")
-    native = build_model(Spec.make("n", "implicit", {"model": smol_folder}), FP32).score(pair())
-    lm = build_model(Spec.make("l", "lmeval", {"model_args": f"pretrained={smol_folder},dtype=float32"}), FP32)
+    native = build_model(ModelSpec.make("n", "implicit", {"model": smol_folder}), FP32).score(pair())
+    lm = build_model(ModelSpec.make("l", "lmeval", {"model_args": f"pretrained={smol_folder},dtype=float32"}), FP32)
     assert lm.score(pair()) == pytest.approx(native, abs=2e-3)
 
 
@@ -87,7 +87,7 @@ def test_linear_head_on_real_minilm(tmp_path):
 
     torch.manual_seed(0)
     save_file({"weight": torch.randn(384), "bias": torch.zeros(1)}, str(tmp_path / "head.safetensors"))
-    rm = build_model(Spec.make("m", "linear", {"model": str(folder), "head": str(tmp_path / "head.safetensors"),
+    rm = build_model(ModelSpec.make("m", "linear", {"model": str(folder), "head": str(tmp_path / "head.safetensors"),
                                                "template": "plain"}), FP32)
     values = rm.score(pair())
     assert rm.pooling == "mean" and np.isfinite(values).all() and values[0] != values[1]

@@ -242,14 +242,14 @@ def test_rewards_tiny_lm_smollm2_tokenizer(tiny_smol_vocab_lm):
 def _adapter_rewards(policy_dir, ref_dir, pairs, normalize="sum", **limits) -> list[tuple[float, float]]:
     """(chosen, rejected) rewards of ``implicit`` with ``convention: rewardbench``, scored through
     rmbench's engine (batching, prompt KV reuse, group context) in float32."""
-    from rmbench.core.types import ComparisonGroup, Spec, prompt_from_json
+    from rmbench.core.types import ComparisonGroup, ModelSpec, prompt_from_json
     from rmbench.models import Runtime, build_model
     from rmbench.scoring.engine import score_groups
 
     args = {"model": str(policy_dir), "convention": "rewardbench", "normalize": normalize, **limits}
     if ref_dir is not None:
         args["ref"] = str(ref_dir)
-    model = build_model(Spec.make("rb-dpo", "implicit", args), Runtime(dtype="float32", device="cpu"))
+    model = build_model(ModelSpec.make("rb-dpo", "implicit", args), Runtime(dtype="float32", device="cpu"))
     groups = [ComparisonGroup(f"g{i}", prompt_from_json(p), (c, r), (1, 0)) for i, (p, c, r) in enumerate(pairs)]
     rewards, _ = score_groups(model, groups)
     return [(float(rewards[2 * i]), float(rewards[2 * i + 1])) for i in range(len(pairs))]

@@ -77,6 +77,12 @@ def test_queries():
     (lambda d: d["tasks"][0]["metrics"][1].update(value="high"),
      "field 'tasks[0].metrics[1].value': expected a number or null"),
     (lambda d: d.update(status="maybe"), "field 'status': expected one of success, partial, error"),
+    (lambda d: d["tasks"][0].update(status="partial"), "field 'tasks[0].status': expected one of success, error, "
+                                                       "got 'partial'"),
+    (lambda d: d["tasks"][0].update(eps_unit="std"), "field 'tasks[0].eps_unit': expected one of sigma, raw"),
+    (lambda d: d["tasks"][0]["metrics"][1].update(eps_unit="σ"),
+     "field 'tasks[0].metrics[1].eps_unit': expected one of sigma, raw, got 'σ'"),
+    (lambda d: d["config"].update(truncation="middle"), "field 'config.truncation': expected one of left, right"),
     (lambda d: d["tasks"][0].update(data_fingerprint="0" * 64), "field 'tasks[0].comparability_key': does not match"),
     (lambda d: d["model"].pop("name"), "field 'model.name': missing"),
     (lambda d: d.update(schema_version=3), "field 'schema_version': 3 is not supported"),

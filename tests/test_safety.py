@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
 from rmbench.cli.app import _parse_model_args, app
-from rmbench.core.types import Spec
+from rmbench.core.types import ModelSpec
 from rmbench.errors import ConfigError
 from rmbench.models import Runtime, build_model, parse_model_spec
 
@@ -68,7 +68,8 @@ def test_code_shipped_in_a_model_folder_does_not_run(tiny, tmp_path):
         data["auto_map"] = auto_map
         (folder / name).write_text(json.dumps(data))
     try:
-        model = build_model(Spec.make("m", "implicit", {"model": str(folder)}), Runtime(dtype="float32", device="cpu"))
+        model = build_model(ModelSpec.make("m", "implicit", {"model": str(folder)}),
+                            Runtime(dtype="float32", device="cpu"))
         assert type(model.model).__name__ == "LlamaForCausalLM"
     except ConfigError:
         pass  # refusing the folder is as good as ignoring its code
@@ -93,11 +94,12 @@ def test_pickle_weights_are_refused_unless_allowed(tiny, tmp_path):
     from rmbench.models.base import ScoreRequest
 
     folder = _pickle_copy(tiny["causal"], tmp_path / "pickled")
-    spec = Spec.make("m", "implicit", {"model": str(folder)})
+    spec = ModelSpec.make("m", "implicit", {"model": str(folder)})
     with pytest.raises(ConfigError, match=r"holds only pickle weights \(pytorch_model.bin\).*--allow-pickle"):
         build_model(spec, Runtime(dtype="float32", device="cpu"))
     allowed = build_model(spec, Runtime(dtype="float32", device="cpu", allow_pickle=True))
-    safe = build_model(Spec.make("m", "implicit", {"model": str(tiny["causal"])}), Runtime(dtype="float32", device="cpu"))
+    safe = build_model(ModelSpec.make("m", "implicit", {"model": str(tiny["causal"])}),
+                       Runtime(dtype="float32", device="cpu"))
     batch = [ScoreRequest("Name a colour.", "red"), ScoreRequest("Name a colour.", "Paris is in France.")]
     assert list(allowed.score(batch)) == pytest.approx(list(safe.score(batch)), abs=1e-5)
 
@@ -119,12 +121,13 @@ def test_a_hostile_pickle_never_runs(tiny, tmp_path):
     (only_pickle / "model.safetensors").unlink()
     (only_pickle / "pytorch_model.bin").write_bytes(payload)
     with pytest.raises(ConfigError, match="pickle weights"):
-        build_model(Spec.make("m", "implicit", {"model": str(only_pickle)}), Runtime(dtype="float32", device="cpu"))
+        build_model(ModelSpec.make("m", "implicit", {"model": str(only_pickle)}),
+                    Runtime(dtype="float32", device="cpu"))
     # Beside safetensors weights a pickle file is never opened.
     both = tmp_path / "both"
     shutil.copytree(tiny["causal"], both)
     (both / "pytorch_model.bin").write_bytes(payload)
-    model = build_model(Spec.make("m", "implicit", {"model": str(both)}), Runtime(dtype="float32", device="cpu"))
+    model = build_model(ModelSpec.make("m", "implicit", {"model": str(both)}), Runtime(dtype="float32", device="cpu"))
     assert model.model is not None
     assert not marker.exists()
 

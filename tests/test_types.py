@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmbench.core.types import ComparisonGroup, Message, PairIndex, Spec, data_fingerprint
+from rmbench.core.types import ComparisonGroup, Message, ModelSpec, PairIndex, data_fingerprint
 
 
 def test_preference_pair_and_pairs():
@@ -48,11 +48,11 @@ def test_fingerprint_is_canonical_and_sensitive():
 
 
 def test_spec_is_hashable_and_round_trips():
-    s = Spec.make("my", "python", {"target": "m:f", "opts": {"b": 1, "a": [1, 2]}})
-    assert s == Spec.make("my", "python", {"opts": {"a": [1, 2], "b": 1}, "target": "m:f"})
+    s = ModelSpec.make("my", "python", {"target": "m:f", "opts": {"b": 1, "a": [1, 2]}})
+    assert s == ModelSpec.make("my", "python", {"opts": {"a": [1, 2], "b": 1}, "target": "m:f"})
     assert {s: 1}[s] == 1
     assert s.args_dict == {"target": "m:f", "opts": {"a": [1, 2], "b": 1}}
-    assert s.fingerprint() == Spec.make("my", "python", s.args_dict).fingerprint()
+    assert s.fingerprint() == ModelSpec.make("my", "python", s.args_dict).fingerprint()
 
 
 group_shapes = st.lists(st.lists(st.integers(0, 3), min_size=2, max_size=5), min_size=1, max_size=8)

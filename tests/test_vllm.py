@@ -23,7 +23,7 @@ pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM is not installed: build its virtualenv with .ci/vllm_env")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache; vLLM's CPU default is sized for servers
 
-from rmbench.core.types import Spec  # noqa: E402
+from rmbench.core.types import ModelSpec  # noqa: E402
 from rmbench.models import Runtime, build_model  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 
@@ -91,8 +91,8 @@ def engine_cores() -> list:
 
 
 def test_vllm_implicit_equals_implicit(causal_folder):
-    hf = build_model(Spec.make("i", "implicit", {"model": causal_folder}), FP32).score(requests())
-    model = build_model(Spec.make("v", "vllm_implicit", {"model": causal_folder}), FP32)
+    hf = build_model(ModelSpec.make("i", "implicit", {"model": causal_folder}), FP32).score(requests())
+    model = build_model(ModelSpec.make("v", "vllm_implicit", {"model": causal_folder}), FP32)
     try:
         vl = model.score(requests())
         assert engine_cores(), "the engine-core process is not where this test looks for it"

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, cast
 
 import typer
 from rich.markup import escape
 from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_console, interrupt_exit_code,
                                 models_app, progress_bars, sigterm_as_interrupt, tasks_app, user_errors)
 from rmbench.cli.tables import Grid, print_grid
+from rmbench.core.choices import DEVICES, DTYPE_ALIASES, DTYPES, EPS_UNITS, TRUNCATION_SIDES, DType
 
 
 def _details_grid(record) -> Grid:
@@ -79,7 +80,8 @@ def eval_command(
                                    "(a shift task's shift, domain_shift's domain, rm_bench's domain: "
                                    "--data rm_bench=chat=chat.json --data rm_bench=code=code.json)."),
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
-    eps_unit: str = typer.Option("sigma", "--eps-unit", help="'sigma' (eps times the std of the rewards) or 'raw'."),
+    eps_unit: str = typer.Option("sigma", "--eps-unit", help=f"{' or '.join(EPS_UNITS)}: eps times the std of the "
+                                 "rewards, or in reward units."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Score a sample of N groups of each task: the same "
                                         "N every time (by a hash of the group ids), spread over every slice (subset, "
                                         "shift, domain) in proportion, paired groups kept together; a larger N keeps "
@@ -89,7 +91,8 @@ def eval_command(
     max_length: Optional[int] = typer.Option(None, "--max-length", help="Truncate texts to N tokens (transformers "
                                              "models); truncated texts are counted per task."),
     truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
-                                   "from: 'left' (drop the prompt's start, keep the response) or 'right'."),
+                                   f"from: {' or '.join(TRUNCATION_SIDES)} (left: drop the prompt's start, keep the "
+                                   "response)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>); with "
                                        "several models, the parent of one folder per model (default: runs)."),
     name: Optional[str] = typer.Option(None, "--name", help="The model's display name in tables and results.json, "
@@ -105,9 +108,10 @@ def eval_command(
                                         "(e.g. beta=0.1, T=8). Repeatable."),
     task_arg: List[str] = typer.Option([], "--task-arg", metavar="[TASK.]KEY=VALUE", help="Set an argument of "
                                        "the tasks (or of TASK only), e.g. languages=fra_Latn,deu_Latn. Repeatable."),
-    dtype: str = typer.Option("auto", "--dtype", help="auto (bf16 on a GPU that has it and where the CPU has bf16 "
-                              "units), float32, bfloat16, float16."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1, mps."),
+    dtype: str = typer.Option("auto", "--dtype", help=f"{', '.join(DTYPES)} (or {', '.join(DTYPE_ALIASES)}); auto: "
+                              "bf16 on a GPU that has it and where the CPU has bf16 units, else float32 (float16 on "
+                              "a GPU without bf16)."),
+    device: str = typer.Option("auto", "--device", help=f"{', '.join(DEVICES)}, or cuda:N (one GPU of several)."),
     token_budget: Optional[int] = typer.Option(None, "--token-budget", min=1, help="Padded tokens per batch "
                                                "(default: 8192 on a CPU; on CUDA from the free memory after the "
                                                "weights load, recorded in results.json)."),
@@ -140,8 +144,9 @@ def eval_command(
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
         names = _names(name, models)
-        runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
-                          allow_pickle=allow_pickle, threads=threads)
+        # Runtime checks --dtype and --device (a bad word is one line naming the option).
+        runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
+                          token_budget=token_budget, allow_pickle=allow_pickle, threads=threads)
         configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
                               data=parse_data_overrides(data, several=True), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
                               include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,

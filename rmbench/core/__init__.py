@@ -1,7 +1,13 @@
 """The bottom layer: rmbench's data model and its pure metrics, with no I/O.
 
 * :mod:`~rmbench.core.types`: ``ComparisonGroup`` (answers of one prompt with utility levels),
-  ``PairIndex`` (its pairs as arrays), the frozen task and model specs, data fingerprints;
+  ``PairIndex`` (its pairs as arrays), ``group_slices``/``split_by_group`` (a flat per-response
+  array cut into groups), data fingerprints;
+* :mod:`~rmbench.core.specs`: ``TaskSpec`` and ``ModelSpec``, distinct frozen types, their
+  arguments a hashable ``FrozenArgs`` mapping (:mod:`~rmbench.core.canonical`: the canonical
+  JSON every fingerprint is taken over);
+* :mod:`~rmbench.core.choices`: the closed word sets (statuses, eps unit, truncation side,
+  device, dtype) as ``Literal`` types, each checked in one place;
 * :mod:`~rmbench.core.metrics`: discrimination, specificity, ds_auc, the Ties score, the
   bootstraps: arrays in, numbers out;
 * :mod:`~rmbench.core.metrics_bias`: length bias and rewrite flips, also pure;

@@ -7,7 +7,12 @@ responses and one integer utility per response (higher is better). From a group 
 * **specificity pairs** ``(a, b)`` with ``u(a) = u(b)`` inside a utility level that the task
   declares an equivalence class (by default every level is one).
 
-All value types here are frozen and hashable, so they can key caches and be compared.
+A task's rewards are one flat array, one reward per response, its groups in order:
+:func:`group_slices` and :func:`split_by_group` cut it back into groups.
+
+All value types here are frozen and hashable, so they can key caches and be compared. The specs
+(:class:`TaskSpec`, :class:`ModelSpec`) live in :mod:`rmbench.core.specs` and the canonical JSON
+in :mod:`rmbench.core.canonical`; both are importable from here too.
 """
 
 from __future__ import annotations
@@ -20,6 +25,13 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
+from rmbench.core.canonical import canonical_json as canonical_json
+from rmbench.core.canonical import sha256_hex as sha256_hex
+from rmbench.core.specs import FrozenArgs as FrozenArgs
+from rmbench.core.specs import ModelSpec as ModelSpec
+from rmbench.core.specs import Spec as Spec
+from rmbench.core.specs import TaskSpec as TaskSpec
+
 
 @dataclass(frozen=True)
 class Message:
@@ -30,15 +42,6 @@ class Message:
 
 
 Prompt = Union[str, tuple[Message, ...]]
-
-
-def canonical_json(value: Any) -> str:
-    """The one serialisation that fingerprints are taken over: sorted keys, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def sha256_hex(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def prompt_to_json(prompt: Prompt) -> Any:
@@ -177,6 +180,27 @@ class ComparisonGroup:
         }
 
 
+def group_slices(groups: Iterable[ComparisonGroup]) -> list[slice]:
+    """Where each group's responses lie in a flat per-response array (one entry per response,
+    the groups in order): ``rewards[group_slices(groups)[k]]`` are group k's rewards."""
+    out, start = [], 0
+    for g in groups:
+        out.append(slice(start, start + len(g.responses)))
+        start += len(g.responses)
+    return out
+
+
+def split_by_group(groups: Iterable[ComparisonGroup], values: Any) -> list[np.ndarray]:
+    """``values`` (an array, one entry per response of ``groups``, the groups in order) cut into
+    one view per group; a ValueError when the lengths do not match."""
+    slices = group_slices(groups)
+    values = np.asarray(values)
+    n = slices[-1].stop if slices else 0
+    if len(values) != n:
+        raise ValueError(f"{len(values)} values for the {n} responses of {len(slices)} groups")
+    return [values[s] for s in slices]
+
+
 def data_fingerprint(groups: Iterable[ComparisonGroup]) -> str:
     """sha256 over the canonical serialisation of the groups, in order."""
     h = hashlib.sha256()
@@ -244,8 +268,8 @@ class PairIndex:
     def from_groups(cls, groups: Sequence[ComparisonGroup]) -> "PairIndex":
         response_group, lengths, db, dw, dg, dx, ea, eb, eg, ex = [], [], [], [], [], [], [], [], [], []
         flips: list[tuple[int, int, int, int, int]] = []
-        offset = 0
-        for gi, g in enumerate(groups):
+        for gi, (g, where) in enumerate(zip(groups, group_slices(groups))):
+            offset = where.start
             response_group.extend([gi] * len(g.responses))
             lengths.extend(len(r) for r in g.responses)
             forms = g.forms or (ORIGINAL,) * len(g.responses)
@@ -255,7 +279,6 @@ class PairIndex:
                     flips.append((offset + a, offset + b, offset + g.rewrite_of[a], offset + g.rewrite_of[b], gi))
             for a, b in g.specificity_pairs():
                 ea.append(offset + a); eb.append(offset + b); eg.append(gi); ex.append(forms[a] != forms[b])
-            offset += len(g.responses)
 
         def arr(x: list, dtype=np.int64) -> np.ndarray:
             return np.asarray(x, dtype=dtype)
@@ -315,37 +338,3 @@ def segment_gather(counts: np.ndarray, picks: np.ndarray,
     pos = np.repeat(np.arange(len(picks)), c)
     within = np.arange(total) - np.repeat(np.cumsum(c) - c, c)
     return starts[picks][pos] + within, pos
-
-
-@dataclass(frozen=True)
-class Spec:
-    """A frozen, hashable description of a registered thing built with arguments.
-
-    ``kind`` names the factory in a registry, ``args`` its keyword arguments (frozen).
-    """
-
-    name: str
-    kind: str
-    args: str = "{}"  # canonical JSON of the keyword arguments
-    version: int | None = None
-
-    @classmethod
-    def make(cls, name: str, kind: str, args: Mapping[str, Any] | None = None, version: int | None = None) -> "Spec":
-        return cls(name=name, kind=kind, args=canonical_json(dict(args or {})), version=version)
-
-    @property
-    def args_dict(self) -> dict:
-        return json.loads(self.args)
-
-    def to_json(self) -> dict:
-        out = {"name": self.name, "kind": self.kind, "args": self.args_dict}
-        if self.version is not None:
-            out["version"] = self.version
-        return out
-
-    def fingerprint(self) -> str:
-        return sha256_hex(canonical_json(self.to_json()))
-
-
-TaskSpec = Spec
-ModelSpec = Spec

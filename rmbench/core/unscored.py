@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rmbench.core.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup, group_slices
 
 
 @dataclass(frozen=True)
@@ -59,14 +59,13 @@ def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Sco
     moved: dict[str, tuple[int, ...]] = {}
     kept_groups: list[ComparisonGroup] = []
     kept: list[int] = []
-    dropped = offset = 0
-    for g in groups:
+    dropped = 0
+    for g, where in zip(groups, group_slices(groups)):
         n = len(g.responses)
-        gone = missing[offset:offset + n]
-        offset += n
+        gone = missing[where]
         if not gone.any():
             kept_groups.append(g)
-            kept += range(offset - n, offset)
+            kept += range(where.start, where.stop)
             continue
         keep = [i for i in range(n) if not gone[i]]
         mixed = len({g.utilities[i] for i in keep}) > 1 or len(set(g.utilities)) == 1
@@ -75,7 +74,7 @@ def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Sco
             continue
         kept_groups.append(dataclasses.replace(g, responses=tuple(g.responses[i] for i in keep),
                                                utilities=tuple(g.utilities[i] for i in keep)))
-        kept += [offset - n + i for i in keep]
+        kept += [where.start + i for i in keep]
         moved[g.id] = tuple(keep)
     index = np.asarray(kept, dtype=np.int64)
     return Scored(kept_groups, rewards[index], int(missing.sum()), dropped, index, moved)

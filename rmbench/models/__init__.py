@@ -93,7 +93,7 @@ def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Tru
 def gives_pair_verdicts(spec: ModelSpec) -> bool:
     """Whether the model ``spec`` describes gives pair verdicts (a ``judge`` in mode ``pairwise``:
     its reward gap is the pair's verdict, +1, 0 or -1), so tasks take their ``verdict_args``."""
-    return spec.kind == "judge" and spec.args_dict.get("mode") == "pairwise"
+    return spec.kind == "judge" and spec.args.get("mode") == "pairwise"
 
 
 def register_model_kind(name: str, target: object, description: str = "") -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 import numpy as np
 
 from rmbench import __version__
+from rmbench.core.choices import TRUNCATION_SIDES, DType, TruncationSide, choice, device_choice, dtype_choice
 from rmbench.core.types import Prompt, canonical_json, prompt_to_json, sha256_hex
 from rmbench.errors import ConfigError
 
@@ -68,7 +69,10 @@ class Runtime:
     """How to run models: never part of a task's comparability, recorded in every run.
 
     ``dtype``: ``auto`` (bf16 where the CPU has bf16 units or on a GPU, fp32 otherwise),
-    ``float32``, ``bfloat16`` or ``float16``. ``device``: ``auto``, ``cpu``, ``cuda``, ``mps``.
+    ``float32``, ``bfloat16`` or ``float16`` (``fp32``, ``bf16``, ``fp16`` are spelt out).
+    ``device``: ``auto``, ``cpu``, ``cuda``, ``mps`` (or with an index: ``cuda:1``). Both are
+    checked here, once (:mod:`rmbench.core.choices`): a bad word is a one-line error naming
+    ``--dtype``/``--device``.
     ``token_budget``: padded tokens per batch, ``max_batch``: requests per batch at most; None
     (the default): chosen for the device (8,192 and 64 on a CPU; on CUDA from the free memory:
     :mod:`rmbench.models.batching`).
@@ -79,13 +83,17 @@ class Runtime:
     :mod:`rmbench.models.threads`).
     """
 
-    dtype: str = "auto"
-    device: str = "auto"
+    dtype: DType = "auto"
+    device: str = "auto"  # a Device word, or one with an index (cuda:1)
     trust_remote_code: bool = False
     allow_pickle: bool = False
     token_budget: int | None = None
     max_batch: int | None = None
     threads: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", dtype_choice(self.dtype))
+        object.__setattr__(self, "device", device_choice(self.device))
 
 
 @dataclass(frozen=True)
@@ -93,16 +101,15 @@ class Truncation:
     """How a tokenised model cuts a text longer than ``max_length`` tokens (None: never).
 
     ``side``: ``left`` (the default) drops the start of the prompt and keeps the response whole;
-    ``right`` drops the end. Part of a tokenised model's identity, so cached scores never mix
-    settings.
+    ``right`` drops the end (checked here, as ``--truncation``). Part of a tokenised model's
+    identity, so cached scores never mix settings.
     """
 
     max_length: int | None = None
-    side: str = "left"
+    side: TruncationSide = "left"
 
     def __post_init__(self) -> None:
-        if self.side not in ("left", "right"):
-            raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.side!r}")
+        choice(self.side, TRUNCATION_SIDES, "--truncation")
         m = self.max_length
         if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
             raise ConfigError(f"--max-length must be a positive integer, got {m!r}")

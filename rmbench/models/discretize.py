@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from rmbench.core.types import group_slices
 from rmbench.errors import ConfigError
 from rmbench.models.base import (CompositeModel, RewardModel, Runtime, ScoreRequest, StochasticModel, TokenizedModel,
                                  Truncation)
@@ -140,11 +141,8 @@ class DiscretizedRM(RewardModel, CompositeModel, TokenizedModel):
             raise ValueError(f"expected {self.T} dropout samples per response, got {raw.shape[1]}")
         means, variances = raw.mean(axis=1), raw.var(axis=1, ddof=1)
         out = np.empty(len(raw))
-        offset = 0
-        for g in groups:
-            sl = slice(offset, offset + len(g.responses))
+        for sl in group_slices(groups):
             out[sl] = cluster_levels(means[sl], variances[sl], self.delta, self.p_star, self.delta_unit)
-            offset += len(g.responses)
         return out
 
     def identity(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from rmbench.core.choices import HALF_DTYPES, DType
 from rmbench.paths import user_cache_dir
 
 EMBEDDED = {
@@ -131,7 +132,7 @@ def _complete(folder: Path) -> bool:
     return (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
 
 
-def resolve(name: str, dtype: str | None = None) -> Path | None:
+def resolve(name: str, dtype: DType | None = None) -> Path | None:
     """The local folder of an embedded model: the float32 copy, or for ``bfloat16``/``float16``
     a copy stored in that dtype; None when neither the converted copy nor the package that ships
     the weights is here (then the hub id is the source)."""
@@ -142,7 +143,7 @@ def resolve(name: str, dtype: str | None = None) -> Path | None:
         if gguf is None:
             return None
         convert_gguf(gguf, folder)
-    if dtype in ("bfloat16", "float16"):
+    if dtype in HALF_DTYPES:
         half = folder.with_name(f"{folder.name}-{dtype}")
         if not _complete(half):
             import torch

@@ -28,7 +28,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from rmbench.core.types import ModelSpec, Spec
+from rmbench.core.types import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models.trained import MODEL_ENTRY, is_trained_folder, load_trained_entry
 from rmbench.registry import RegistryError, import_target
@@ -114,7 +114,7 @@ def _is_unresolved(value: Any) -> bool:
     return isinstance(value, Mapping) and UNRESOLVED in value and "kind" not in value
 
 
-def spec_mapping(spec: Spec) -> dict[str, Any]:
+def spec_mapping(spec: ModelSpec) -> dict[str, Any]:
     """The ``{"name", "kind", "args"}`` mapping that stands for a model inside another's arguments."""
     return {"name": spec.name, "kind": spec.kind, "args": spec.args_dict}
 
@@ -150,7 +150,7 @@ class ModelNames:
         """The spec ``ref`` names, with its nested references resolved.
 
         ``ref``: a name (any form of the module docstring), a ``{"name", "kind", "args"}``
-        mapping, or a :class:`~rmbench.core.types.Spec`. ``overrides`` replace arguments of the
+        mapping, or a :class:`~rmbench.core.specs.ModelSpec`. ``overrides`` replace arguments of the
         top-level spec before its references are resolved (so an override may name a model).
         ``defer_unknown``: a nested reference that names no model does not fail here; it is
         left as ``{"unresolved": NAME, "error": MESSAGE}``, which fails with MESSAGE when it
@@ -166,15 +166,15 @@ class ModelNames:
             return self.named[text]
         kind, sep, target = text.partition(":")
         if sep and kind in self.kinds:
-            return Spec.make(name=text, kind=kind, args={target_arg(kind, self.kinds): target})
+            return ModelSpec.make(name=text, kind=kind, args={target_arg(kind, self.kinds): target})
         if text in self.kinds:
-            return Spec.make(name=text, kind=text)
+            return ModelSpec.make(name=text, kind=text)
         if is_trained_folder(text):
             entry = load_trained_entry(Path(text).expanduser())
             # Named as typed (trained/ex), as its run folder is (a file name made of the --model text).
-            return Spec.make(name=text, kind=entry["kind"], args=entry["args"])
+            return ModelSpec.make(name=text, kind=entry["kind"], args=entry["args"])
         if sep and is_import_target(text):
-            return Spec.make(name=text, kind=text)
+            return ModelSpec.make(name=text, kind=text)
         raise self.unknown(text)
 
     def from_mapping(self, data: Mapping[str, Any]) -> ModelSpec:
@@ -195,10 +195,10 @@ class ModelNames:
         args = data.get("args") or {}
         if not isinstance(args, Mapping):
             raise ConfigError(f"model kind {kind!r}: args must be a mapping, got {type(args).__name__}")
-        return Spec.make(name=str(data.get("name") or kind), kind=kind, args=dict(args))
+        return ModelSpec.make(name=str(data.get("name") or kind), kind=kind, args=dict(args))
 
     def _resolve(self, ref: Any, overrides: dict, chain: tuple[str, ...], defer: bool) -> ModelSpec:
-        if isinstance(ref, Spec):
+        if isinstance(ref, ModelSpec):
             spec = ref
         elif isinstance(ref, str):
             text = ref.strip()
@@ -214,7 +214,7 @@ class ModelNames:
             raise ConfigError(f"a model is a name (a string) or a mapping with kind and args, "
                               f"got {type(ref).__name__} {ref!r}")
         if overrides:
-            spec = Spec.make(spec.name, spec.kind, {**spec.args_dict, **overrides}, spec.version)
+            spec = ModelSpec.make(spec.name, spec.kind, {**spec.args, **overrides}, spec.version)
         return self._resolve_refs(spec, chain, defer)
 
     def _resolve_refs(self, spec: ModelSpec, chain: tuple[str, ...], defer: bool) -> ModelSpec:
@@ -240,7 +240,7 @@ class ModelNames:
                     continue
                 raise error from None
             args[key] = spec_mapping(inner)
-        resolved = Spec.make(spec.name, spec.kind, args, spec.version)
+        resolved = ModelSpec.make(spec.name, spec.kind, args, spec.version)
         return spec if resolved == spec else resolved
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from rmbench.core.types import Spec
+from rmbench.core.types import ModelSpec
 
 SMOL = "smollm2-135m-instruct"
 
-PRESETS: dict[str, Spec] = {
-    "smollm2-135m": Spec.make("smollm2-135m", "implicit", {"model": SMOL}),
-    "smollm2-135m-avg": Spec.make("smollm2-135m-avg", "implicit", {"model": SMOL, "normalize": "mean"}),
-    "smollm2-135m-gen": Spec.make("smollm2-135m-gen", "generative", {"model": SMOL}),
-    "smollm2-135m-discrete": Spec.make("smollm2-135m-discrete", "discretize",
+PRESETS: dict[str, ModelSpec] = {
+    "smollm2-135m": ModelSpec.make("smollm2-135m", "implicit", {"model": SMOL}),
+    "smollm2-135m-avg": ModelSpec.make("smollm2-135m-avg", "implicit", {"model": SMOL, "normalize": "mean"}),
+    "smollm2-135m-gen": ModelSpec.make("smollm2-135m-gen", "generative", {"model": SMOL}),
+    "smollm2-135m-discrete": ModelSpec.make("smollm2-135m-discrete", "discretize",
                                        {"inner": "smollm2-135m-avg", "T": 4, "p": 0.02}),
 }
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from rmbench.core.choices import PaddingSide
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest, Truncation
 from rmbench.models.hf import Encoding, HFRewardModel, load_weights
@@ -68,7 +69,7 @@ class SeqClsRM(_TextRM):
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
-                 padding_side: str = "right", num_labels: int | None = None,
+                 padding_side: PaddingSide = "right", num_labels: int | None = None,
                  truncation: Truncation | None = None) -> None:
         super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation, padding_side)
         # num_labels=1 turns a plain LM checkpoint into a (freshly initialised) one-output head.

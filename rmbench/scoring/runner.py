@@ -35,7 +35,7 @@ from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
 from rmbench.results.storage.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
                                 SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
-from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
+from rmbench.core.types import ComparisonGroup, ModelSpec, TaskSpec, data_fingerprint, split_by_group
 from rmbench.results.statistics.summary import summarize
 from rmbench.tasks.base import Task
 from rmbench.models.trained import trained_split
@@ -128,7 +128,7 @@ class ModelFactory:
     """Builds the run's model with the run's truncation policy: in this process, and again in
     each worker of a distributed engine (it pickles: a spec, a runtime and two settings)."""
 
-    spec: Spec
+    spec: ModelSpec
     runtime: Runtime
     max_length: int | None = None
     truncation: str = "left"
@@ -158,13 +158,13 @@ class LoadedTask:
                             tuple(config.eps), config.eps_unit)
 
 
-def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> Spec:
+def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> ModelSpec:
     """``config.model`` through the one name resolver (:mod:`rmbench.models.names`), with
     ``--model-arg`` overrides applied before its nested references (``inner``) are resolved, so
     an override may itself name any model the catalog knows."""
     spec = resolve_model(config.model, catalog.models, overrides=dict(config.model_args))
     if config.name is not None:  # the display name only: a model's identity never holds its name
-        spec = Spec.make(config.name.strip(), spec.kind, spec.args_dict, spec.version)
+        spec = ModelSpec.make(config.name.strip(), spec.kind, spec.args, spec.version)
     return spec
 
 
@@ -262,10 +262,9 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
 
 
 def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:
-    rows, offset = [], 0
-    for g in t.groups:
-        rows += [RewardRow(t.spec.name, g.id, i, u, float(rewards[offset + i])) for i, u in enumerate(g.utilities)]
-        offset += len(g.responses)
+    rows = []
+    for g, r in zip(t.groups, split_by_group(t.groups, rewards)):
+        rows += [RewardRow(t.spec.name, g.id, i, u, float(r[i])) for i, u in enumerate(g.utilities)]
     return rows
 
 
@@ -274,7 +273,7 @@ class RunPlan:
     """A run before any scoring: the model's spec and every task's groups, read and checked."""
 
     config: EvalConfig
-    model_spec: Spec
+    model_spec: ModelSpec
     tasks: tuple[LoadedTask, ...]
     model: RewardModel | None = field(default=None, compare=False, repr=False)
     """The adapter the plan built to check the model's arguments (no weights yet); scoring uses it."""
@@ -285,7 +284,7 @@ class RunPlan:
                            tuple(t.key_parts(self.config) for t in self.tasks))
 
 
-def check_model(spec: Spec, config: EvalConfig) -> RewardModel:
+def check_model(spec: ModelSpec, config: EvalConfig) -> RewardModel:
     """Build the run's adapter, without its weights (adapters load them on first use), and
     return it for the scoring: an argument it does not take (``--model-arg``), a bad value or a missing file fails
     here, in the plan, before any run folder is checked and before any model of the command is

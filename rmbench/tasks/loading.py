@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from rmbench.core.splits import LIMIT_FIRST, LIMIT_SAMPLING, PARTS, limit_sample, parts_of
-from rmbench.core.types import ComparisonGroup, Spec, TaskSpec
+from rmbench.core.types import ComparisonGroup, TaskSpec
 from rmbench.errors import ConfigError, DataError
 from rmbench.tasks import build_task
 from rmbench.tasks.base import Task
@@ -101,9 +101,9 @@ def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
             raise ConfigError(f"--data gives task {spec.name!r} two files for its part {label!r}: {paths[label]} and "
                               f"{d.path}; label them TASK=PART=PATH")
         paths[label] = _local_or_remote(d.path)
-    old = spec.args_dict
+    old = spec.args
     if spec.kind == "rm_bench":
-        return Spec.make(name=spec.name, kind=spec.kind, args={"paths": paths}, version=spec.version)
+        return TaskSpec.make(name=spec.name, kind=spec.kind, args={"paths": paths}, version=spec.version)
     args: dict[str, Any] = {"paths": paths}
     if spec.kind == "domain_shift":
         in_domain = old.get("in_domain", "chat")
@@ -118,7 +118,7 @@ def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
                 where = "downloaded once from its published source" if parse_remote(str(kept)) else f"read from {kept}"
                 warn(f"task {spec.name!r}: --data gives {', '.join(paths)}; its in-domain set {in_domain!r} was not "
                      f"given, so it is the task's own ({where}); add --data {spec.name}={in_domain}=FILE to use yours")
-    return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
+    return TaskSpec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
 
 
 def _part_label(spec: TaskSpec, d: DataOverride) -> str:
@@ -126,7 +126,7 @@ def _part_label(spec: TaskSpec, d: DataOverride) -> str:
     unlabelled files by their name; a shift task's unlabelled file by the task's default shift."""
     if spec.kind == "domain_shift":
         if d.shift is None:
-            return str(spec.args_dict.get("domain", "math"))
+            return str(spec.args.get("domain", "math"))
         return d.shift.split(":", 1)[-1]
     if spec.kind == "rm_bench":
         return d.shift or Path(d.path.split("#", 1)[0]).name
@@ -151,7 +151,7 @@ def _local_or_remote(path: str) -> str:
 
 def _default_shift(spec: TaskSpec) -> str:
     """The shift label of a file given to a paired-shift task with no label of its own."""
-    names = list(spec.args_dict.get("paths") or {}) or [spec.args_dict.get("shift") or "paraphrase"]
+    names = list(spec.args.get("paths") or {}) or [spec.args.get("shift") or "paraphrase"]
     if len(names) == 1:
         return names[0]
     return "translation" if all(n.startswith("translation") for n in names) else "paraphrase"
@@ -162,7 +162,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
     source (``shift``: its label)."""
     folder = Path(path).expanduser()
     source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path)
-    old = spec.args_dict
+    old = spec.args
     args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
     if spec.kind == "domain_shift":
         if "paths" in old:
@@ -175,7 +175,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
         raise ConfigError(f"--data {spec.name}={shift}=...: task {spec.name!r} (kind {spec.kind}) is not a shift "
                           f"task, so its data takes no shift label")
     args["path"] = source
-    return Spec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
+    return TaskSpec.make(name=spec.name, kind=spec.kind, args=args, version=spec.version)
 
 
 def split_task_args(items: Sequence[tuple[str, Any]], task_names: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -200,7 +200,7 @@ def split_task_args(items: Sequence[tuple[str, Any]], task_names: Sequence[str])
 
 def task_spec_with_args(spec: TaskSpec, args: Mapping[str, Any]) -> TaskSpec:
     """The same task with ``args`` (``--task-arg``) replacing or adding its arguments."""
-    return Spec.make(name=spec.name, kind=spec.kind, args={**spec.args_dict, **args}, version=spec.version)
+    return TaskSpec.make(name=spec.name, kind=spec.kind, args={**spec.args, **args}, version=spec.version)
 
 
 def task_spec_for_verdicts(spec: TaskSpec, given: Mapping[str, Any]) -> TaskSpec:
@@ -224,14 +224,14 @@ groups (:mod:`rmbench.core.splits`); ``rmbench train`` and ``rmbench eval`` of a
 
 def without_part(spec: TaskSpec) -> tuple[TaskSpec, str | None]:
     """The spec without its ``part`` argument (which no task class takes), and the part."""
-    args = spec.args_dict
+    args = spec.args
     if PART_ARG not in args:
         return spec, None
     part = args[PART_ARG]
     if part not in PARTS:
         raise ConfigError(f"task {spec.name!r}: part must be {' or '.join(PARTS)}, got {part!r}")
     rest = {k: v for k, v in args.items() if k != PART_ARG}
-    return Spec.make(name=spec.name, kind=spec.kind, args=rest, version=spec.version), part
+    return TaskSpec.make(name=spec.name, kind=spec.kind, args=rest, version=spec.version), part
 
 
 def load_groups(spec: TaskSpec, limit: int | None = None, sampling: str = LIMIT_SAMPLING
@@ -312,9 +312,9 @@ def held_out_spec(spec: TaskSpec, trained_on: Mapping[str, Any] | None, model: s
     same task name without a --data file, or the same file) and the user named no part, with a
     warning that says so;
     a loud warning where the model was trained on every group (``--split all``)."""
-    if trained_on is None or PART_ARG in spec.args_dict:
+    if trained_on is None or PART_ARG in spec.args:
         return spec
-    data, path = trained_on["data"], spec.args_dict.get("path")
+    data, path = trained_on["data"], spec.args.get("path")
     if Path(data).is_absolute():  # a file (recorded by its absolute path): the task reads that file
         same = isinstance(path, str) and Path(path).expanduser().resolve() == Path(data)
     else:  # a task name: that task on its own data (``overridden``: a --data file replaces it)

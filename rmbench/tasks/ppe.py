@@ -60,7 +60,7 @@ import numpy as np
 
 from rmbench.core.best_of_k import best_of_k_curves, conflict_pair_counts, oracle_curves
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialColumn, OfficialLayout
-from rmbench.core.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup, group_slices
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, TaskScores
 from rmbench.tasks.rows import RowReader
@@ -312,9 +312,8 @@ class PPECorrectnessTask(Task):
         hits = wins + 0.5 * ties
         if self.pairs == "all":
             return hits, n_pairs
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         rows, first, second = [], [], []
-        for gi, g in enumerate(groups):
+        for gi, (g, where) in enumerate(zip(groups, group_slices(groups))):
             meta = g.meta_dict
             sampled = meta.get("sampled_conflict_pairs")
             if sampled is None or len(g.responses) != meta.get("answers"):
@@ -322,8 +321,8 @@ class PPECorrectnessTask(Task):
             for i, j in sampled:
                 good, bad = (i, j) if g.utilities[i] > g.utilities[j] else (j, i)
                 rows.append(gi)
-                first.append(starts[gi] + good)
-                second.append(starts[gi] + bad)
+                first.append(where.start + good)
+                second.append(where.start + bad)
         if rows:
             idx = np.array(rows, dtype=np.int64)
             a, b = r[np.array(first)], r[np.array(second)]

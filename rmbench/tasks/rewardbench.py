@@ -23,7 +23,7 @@ import numpy as np
 
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, RB2_SUBSETS
 from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
-from rmbench.core.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.tasks.base import Task, TaskScores
 from rmbench.tasks.rows import RowReader
 from rmbench.tasks.schemas import RB1, RB2
@@ -167,11 +167,8 @@ class RewardBench2Task(Task):
         subset_of_unit = np.full(n_units, -1)
         credit = np.zeros(n_units)
         ties_rows, ties_units = [], []
-        offset = 0
-        for g, u in zip(groups, units):
-            r = np.asarray(rewards[offset: offset + len(g.responses)])
+        for g, u, r in zip(groups, units, split_by_group(groups, rewards)):
             util = np.asarray(g.utilities)
-            offset += len(g.responses)
             subset_of_unit[u] = subsets.index(g.subset)
             if g.subset == "Ties":
                 ties_rows.append((g.id, r[util == 1], r[util == 0]))

@@ -13,7 +13,7 @@ import numpy as np
 
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, TIES_LAYOUT
 from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
-from rmbench.core.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.errors import DataError
 from rmbench.tasks.base import ExtraMetric, Task
 from rmbench.tasks.rows import RowReader
@@ -81,12 +81,10 @@ class TiesTask(Task):
         return np.array([unit_of[k] for k in keys], dtype=np.int64)
 
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> dict[str, ExtraMetric]:
-        rows, offset = [], 0
-        for g in groups:
-            r = rewards[offset: offset + len(g.responses)]
+        rows = []
+        for g, r in zip(groups, split_by_group(groups, rewards)):
             u = np.asarray(g.utilities)
             rows.append((g.id, r[u == 1], r[u == 0]))
-            offset += len(g.responses)
         terms = ties_terms(rows)  # terms.ids is sorted like bootstrap_units' unit numbers
         return {"ties_score": lambda units: ties_score_from_terms(terms, units)}
 

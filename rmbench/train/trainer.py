@@ -39,7 +39,7 @@ import yaml
 
 from rmbench import __version__
 from rmbench.core.splits import HELD_OUT_PERCENT, RULE
-from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, canonical_json, data_fingerprint, sha256_hex
+from rmbench.core.types import ComparisonGroup, TaskSpec, canonical_json, data_fingerprint, sha256_hex
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_text
 from rmbench.models.base import Runtime, ScoreRequest
@@ -227,7 +227,7 @@ def training_data(data: str, split: str, catalog) -> tuple[TaskSpec, dict]:
     path = Path(data).expanduser()
     if path.is_file():
         source = str(path.resolve())
-        spec = Spec.make(name="preference", kind="preference", args={"path": source})
+        spec = TaskSpec.make(name="preference", kind="preference", args={"path": source})
     else:
         source = data
         spec = catalog.task_spec(data)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from rmbench.core.choices import PADDING_SIDES, PaddingSide, choice
 from rmbench.errors import ConfigError
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, StochasticModel, TokenizedModel, Truncation
 from rmbench.models.hf.dropout import mc_dropout
@@ -51,10 +52,9 @@ class HFTokenizedModel(RewardModel, TokenizedModel):
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
-                 truncation: Truncation | None = None, padding_side: str = "right") -> None:
+                 truncation: Truncation | None = None, padding_side: PaddingSide = "right") -> None:
         check_template(template)
-        if padding_side not in ("left", "right"):
-            raise ConfigError(f"padding_side must be left or right, got {padding_side!r}")
+        padding_side = choice(padding_side, PADDING_SIDES, "padding_side")
         self.runtime = runtime or Runtime()
         self.model_name = model
         self.dtype = resolve_dtype(self.runtime.dtype, self.runtime.device)
@@ -131,7 +131,7 @@ class HFRewardModel(HFTokenizedModel, StochasticModel):
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
-                 truncation: Truncation | None = None, padding_side: str = "right") -> None:
+                 truncation: Truncation | None = None, padding_side: PaddingSide = "right") -> None:
         import importlib.util
 
         if importlib.util.find_spec("torch") is None:

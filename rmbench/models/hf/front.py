@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from rmbench.core.choices import PaddingSide
 from rmbench.models.base import Runtime, ScoreRequest, Truncation
 from rmbench.models.hf.encoding import Encoding
 from rmbench.models.hf.loading import ModelSource, load_tokenizer
@@ -18,7 +19,7 @@ class TokenizerFront:
 
     def __init__(self, model: str, source: ModelSource, runtime: Runtime, template: str = "auto",
                  system_prompt: str | None = None, truncation: Truncation = Truncation(),
-                 padding_side: str = "right") -> None:
+                 padding_side: PaddingSide = "right") -> None:
         self.model_name, self.source, self.runtime = model, source, runtime
         self.template, self.system_prompt = template, system_prompt
         self.truncation, self.padding_side = truncation, padding_side

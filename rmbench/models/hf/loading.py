@@ -7,15 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rmbench.core.choices import DType, dtype_choice
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime
 from rmbench.models.quiet import quiet_loading
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 """Weight files in torch's pickle format: loading one can run arbitrary code (--allow-pickle)."""
-
-DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-          "float16": "float16", "fp16": "float16"}
 
 
 def cpu_has_bf16() -> bool:
@@ -49,10 +47,13 @@ def resolve_device(name: str) -> str:
     return "cpu"
 
 
-def resolve_dtype(name: str, device: str) -> str:
+def resolve_dtype(name: str, device: str) -> DType:
     """The dtype's name for ``--dtype name`` on ``--device device`` (``auto``: on a CUDA GPU
     bfloat16, or float16 where the GPU has no bf16 units; bfloat16 on MPS and on a CPU with bf16
-    units; float32 otherwise). Imports torch only to ask about a GPU."""
+    units; float32 otherwise; a short spelling such as ``bf16`` spelt out, an unknown one an
+    error naming ``--dtype``: :func:`rmbench.core.choices.dtype_choice`). Imports torch only to
+    ask about a GPU."""
+    name = dtype_choice(name)
     if name == "auto":
         if device.startswith("cuda"):
             return "float16" if gpu_lacks_bf16() else "bfloat16"
@@ -63,15 +64,17 @@ def resolve_dtype(name: str, device: str) -> str:
         if resolve_device(device) == "cpu":
             return "float32"
         return "float16" if gpu_lacks_bf16() else "bfloat16"
-    if name not in DTYPES:
-        raise ConfigError(f"--dtype {name!r}: use auto, float32, bfloat16 or float16")
-    return DTYPES[name]
+    return name
 
 
 def torch_dtype(name: str):
+    """torch's dtype of a resolved name (:func:`resolve_dtype`: never ``auto``)."""
     import torch
 
-    return getattr(torch, DTYPES[name])
+    name = dtype_choice(name)
+    if name == "auto":
+        raise ValueError("torch_dtype takes a resolved dtype (resolve_dtype), not 'auto'")
+    return getattr(torch, name)
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class ModelSource:
     gguf_file: str | None = None
 
 
-def resolve_source(model: str, revision: str | None = None, dtype: str | None = None) -> ModelSource:
+def resolve_source(model: str, revision: str | None = None, dtype: DType | None = None) -> ModelSource:
     """A local folder if one exists at ``model``; the embedded default's name (its copy in
     ``dtype``); else a hub id."""
     from rmbench.models import embedded

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rmbench.core import metrics as M
+from rmbench.core.choices import EpsUnit
 from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
 from rmbench.results.storage.folder import RunFolder
@@ -32,7 +33,7 @@ class Comparison:
     metric: str
     subset: str | None
     eps: float | None
-    eps_unit: str | None
+    eps_unit: EpsUnit | None
     value_a: float
     value_b: float
     difference: Estimate
@@ -102,7 +103,7 @@ SLICE_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_m
 """What ``compare`` reports for each shift slice (the whole task reports every metric)."""
 
 
-def _rows(name: str, shift: str | None, sa, sb, eps_unit: str, n_bootstrap: int, seed: int,
+def _rows(name: str, shift: str | None, sa, sb, eps_unit: EpsUnit, n_bootstrap: int, seed: int,
           only: Sequence[str] | None = None) -> list[Comparison]:
     full = np.arange(sa.n_units)
     va, vb = sa.statistic(full), sb.statistic(full)
@@ -118,7 +119,7 @@ def _rows(name: str, shift: str | None, sa, sb, eps_unit: str, n_bootstrap: int,
 
 
 def _shift_rows(name: str, td, units: np.ndarray, index: PairIndex, rewards: list[np.ndarray], eps: Sequence[float],
-                eps_unit: str, n_bootstrap: int, seed: int) -> list[Comparison]:
+                eps_unit: EpsUnit, n_bootstrap: int, seed: int) -> list[Comparison]:
     """A - B on each shift slice of the task (sigma pooled over the whole task, as the run's own
     slices), and, where a slice's groups pair one to one with the originals' (the same
     bootstrap units: a paraphrase or a translation of each), A's gap minus B's gap, the slice's

@@ -18,6 +18,7 @@ import numpy as np
 from rmbench.core import metrics as M
 from rmbench.core import metrics_bias as MB
 from rmbench.core import weighted as W
+from rmbench.core.choices import EpsUnit
 from rmbench.core.metric_registry import metric_def
 from rmbench.core.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
 from rmbench.results.storage.record import Estimate, MetricRecord
@@ -107,7 +108,7 @@ def _form_values(r: np.ndarray, sub: PairIndex, diff: np.ndarray, eq: np.ndarray
 
 
 def slice_statistic(groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
-                    eps_unit: str = "sigma", group_units: np.ndarray | None = None,
+                    eps_unit: EpsUnit = "sigma", group_units: np.ndarray | None = None,
                     extra_metrics: TaskScores | None = None,
                     group_ids: np.ndarray | None = None, index: PairIndex | None = None) -> SliceStatistic:
     """The metric vector of the groups ``group_ids`` (default: all), ready to bootstrap.
@@ -185,7 +186,7 @@ def _weighted_batch(whole: PairIndex, rewards: np.ndarray, eps_raw: Sequence[flo
 
 
 def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
-              eps_unit: str = "sigma", group_units: np.ndarray | None = None,
+              eps_unit: EpsUnit = "sigma", group_units: np.ndarray | None = None,
               extra_metrics: TaskScores | None = None,
               n_bootstrap: int = 1000, seed: int = 0, method: str = "weighted") -> list[MetricRecord]:
     """Every metric of the task, overall and per slice, with percentile bootstrap 95% CIs.
@@ -243,7 +244,7 @@ def _ci(stat: SliceStatistic, n_bootstrap: int, seed: int, method: str) -> tuple
 
 
 def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: np.ndarray, eps: Sequence[float],
-                eps_unit: str, index: PairIndex, n_bootstrap: int, seed: int,
+                eps_unit: EpsUnit, index: PairIndex, n_bootstrap: int, seed: int,
                 method: str = "weighted") -> list[MetricRecord]:
     """``METRIC_shift_gap``: metric on the shifted groups minus on their originals (``source_id``),
     with a paired bootstrap CI: each draw resamples originals and takes their shifted copies along."""
@@ -278,7 +279,7 @@ def paired_diff(a: SliceStatistic, b: SliceStatistic, n_bootstrap: int, seed: in
                                    block=min(a.block, b.block))
 
 
-def _balanced_eps(raw: float, eps_unit: str, sigma: float) -> float | None:
+def _balanced_eps(raw: float, eps_unit: EpsUnit, sigma: float) -> float | None:
     """balanced_best's raw eps expressed in the run's eps unit."""
     if math.isnan(raw):
         return None

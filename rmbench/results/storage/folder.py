@@ -2,8 +2,10 @@
 ``rewards.jsonl`` (one reward per response) and the rules that keep results from being lost.
 
 * :func:`read_run` is the one reader: it validates every field (a bad file names the file and
-  the field) and migrates older schemas (version 1, written before the typed record) to the
-  current one, so every consumer sees the same :class:`RunRecord`.
+  the field, :class:`~rmbench.results.storage.fields.Fields`; a status, an eps unit or a
+  truncation side must be a word of its :mod:`rmbench.core.choices` set) and migrates older
+  schemas (version 1, written before the typed record) to the current one, so every consumer
+  sees the same :class:`RunRecord`.
 * :func:`write_run` writes rewards.jsonl, then results.json, each atomically, and refuses to
   replace a folder that holds a *different* run (another model, other tasks or another
   comparability key) unless ``overwrite``; re-running the same command replaces its own run.
@@ -20,9 +22,11 @@ from typing import Any, Iterable, Sequence
 
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, json_error_text, signals_deferred
+from rmbench.core.choices import EPS_UNITS, RUN_STATUSES, TASK_STATUSES, TRUNCATION_SIDES
 from rmbench.core.metric_registry import (DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialColumn,
                                      OfficialLayout)
-from rmbench.results.storage.record import (SCHEMA_VERSION, STATUSES, Counts, Environment, Execution, MetricRecord,
+from rmbench.results.storage.fields import Fields
+from rmbench.results.storage.record import (SCHEMA_VERSION, Counts, Environment, Execution, MetricRecord,
                                 ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows, TaskResult)
 
 RESULTS_FILE = "results.json"
@@ -147,88 +151,17 @@ def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow],
 
 # --- reading ------------------------------------------------------------------------------
 
-class _Fields:
-    """Typed reads from one JSON object; errors name the file and the field's path."""
-
-    def __init__(self, data: Any, file: Path, where: str) -> None:
-        if not isinstance(data, dict):
-            raise ConfigError(f"{file}: field {where or 'top level'!r}: expected an object, got "
-                              f"{type(data).__name__}")
-        self.data, self.file, self.where = data, file, where
-
-    def _name(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def fail(self, key: str, problem: str) -> ConfigError:
-        return ConfigError(f"{self.file}: field {self._name(key)!r}: {problem}")
-
-    def get(self, key: str, types: tuple, default: Any = ..., what: str = "") -> Any:
-        if key not in self.data or (self.data[key] is None and default is not ... and type(None) not in types):
-            if default is ...:
-                raise self.fail(key, "missing")
-            return default
-        value = self.data[key]
-        bad_bool = isinstance(value, bool) and bool not in types
-        if not isinstance(value, types) or bad_bool:
-            raise self.fail(key, f"expected {what or '/'.join(t.__name__ for t in types)}, got {value!r}"[:300])
-        if isinstance(value, float) and not math.isfinite(value):
-            raise self.fail(key, "not a finite number")
-        return value
-
-    def string(self, key: str, default: Any = ...) -> str:
-        return self.get(key, (str,), default)
-
-    def opt_string(self, key: str) -> str | None:
-        return self.get(key, (str, type(None)), None)
-
-    def integer(self, key: str, default: Any = ...) -> int:
-        return self.get(key, (int,), default, "an integer")
-
-    def opt_integer(self, key: str) -> int | None:
-        return self.get(key, (int, type(None)), None, "an integer or null")
-
-    def number(self, key: str, default: Any = ...) -> float:
-        return float(self.get(key, (int, float), default, "a number"))
-
-    def opt_number(self, key: str) -> float | None:
-        v = self.get(key, (int, float, type(None)), None, "a number or null")
-        return None if v is None else float(v)
-
-    def obj(self, key: str, required: bool = True) -> "_Fields":
-        """A nested object; a missing (or null) optional one reads as empty."""
-        return _Fields(self.get(key, (dict,), ... if required else {}, "an object"), self.file, self._name(key))
-
-    def mapping(self, key: str) -> dict:
-        """A free-form optional object (an adapter's own description, package versions...)."""
-        return self.obj(key, required=False).data
-
-    def items(self, key: str, default: Any = ...) -> list["_Fields"]:
-        value = self.get(key, (list,), default, "a list")
-        return [_Fields(v, self.file, f"{self._name(key)}[{i}]") for i, v in enumerate(value)]
-
-    def numbers(self, key: str, default: Any = ...) -> tuple[float, ...]:
-        value = self.get(key, (list,), default, "a list of numbers")
-        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value):
-            raise self.fail(key, f"expected a list of numbers, got {value!r}"[:300])
-        return tuple(float(v) for v in value)
-
-    def strings(self, key: str, default: Any = ...) -> tuple[str, ...]:
-        value = self.get(key, (list,), default, "a list of strings")
-        if any(not isinstance(v, str) for v in value):
-            raise self.fail(key, f"expected a list of strings, got {value!r}"[:300])
-        return tuple(value)
-
-
-def _metric(f: _Fields) -> MetricRecord:
+def _metric(f: Fields) -> MetricRecord:
     for k in ("task", "subset", "shift", "metric", "eps", "eps_unit", "value", "ci_low", "ci_high", "n"):
         if k not in f.data:
             raise f.fail(k, "missing")
-    f.string("task"), f.opt_string("subset"), f.opt_string("shift"), f.string("metric"), f.opt_string("eps_unit")
+    f.string("task"), f.opt_string("subset"), f.opt_string("shift"), f.string("metric")
+    f.opt_word("eps_unit", EPS_UNITS)
     f.opt_number("eps"), f.opt_number("value"), f.opt_number("ci_low"), f.opt_number("ci_high"), f.integer("n")
     return MetricRecord.from_json(f.data)
 
 
-def _layout(f: _Fields) -> OfficialLayout:
+def _layout(f: Fields) -> OfficialLayout:
     o = f.obj("official")
     columns = tuple(OfficialColumn(c.string("label"), c.opt_string("subset")) for c in o.items("columns"))
     return OfficialLayout(o.string("title"), o.string("metric"), columns, o.strings("beside", ()))
@@ -240,7 +173,7 @@ def _layout_for_v1(metrics: Sequence[MetricRecord]) -> OfficialLayout | None:
     return next((layout for layout in (RB2_LAYOUT, RB1_LAYOUT, TIES_LAYOUT) if layout.metric in names), None)
 
 
-def _task(f: _Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None) -> TaskResult:
+def _task(f: Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None) -> TaskResult:
     counts = f.obj("counts")
     skipped = f.obj("skipped_rows", required=False)
     first = tuple(SkippedRow(r.opt_string("path"), r.opt_integer("line"), r.opt_string("field"), r.string("error"))
@@ -250,15 +183,13 @@ def _task(f: _Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None)
         records = tuple(_metric(m) for m in f.items("metrics"))
         layout = _layout(f) if f.data.get("official") is not None else None
         headline = f.strings("headline", DEFAULT_HEADLINE)
-        eps, eps_unit, metric_version = f.numbers("eps"), f.string("eps_unit"), f.integer("metric_version")
+        eps, eps_unit, metric_version = f.numbers("eps"), f.word("eps_unit", EPS_UNITS), f.integer("metric_version")
     else:  # version 1: records were one list for the run; every task had the run's eps
         records = tuple(m for m in metrics if m.task == name)
         layout = _layout_for_v1(records)
         headline = DEFAULT_HEADLINE + ((layout.metric,) if layout else ())
         eps, eps_unit, metric_version = config.eps, config.eps_unit, config.metric_version
-    status = f.string("status", "success")
-    if status not in ("success", "error"):
-        raise f.fail("status", f"expected 'success' or 'error', got {status!r}")
+    status = f.word("status", TASK_STATUSES, "success")
     task = TaskResult(
         name=name, kind=f.string("kind", ""), version=f.integer("version", 0),
         args=f.mapping("args"), data_fingerprint=f.string("data_fingerprint"),
@@ -275,11 +206,11 @@ def _task(f: _Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None)
     return task
 
 
-def _config(f: _Fields) -> RunConfig:
+def _config(f: Fields) -> RunConfig:
     data = f.mapping("data")
-    return RunConfig(eps=f.numbers("eps", (0.0, 0.1)), eps_unit=f.string("eps_unit", "sigma"),
+    return RunConfig(eps=f.numbers("eps", (0.0, 0.1)), eps_unit=f.word("eps_unit", EPS_UNITS, "sigma"),
                      limit=f.opt_integer("limit"), skip_bad_rows=bool(f.get("skip_bad_rows", (bool,), False)),
-                     max_length=f.opt_integer("max_length"), truncation=f.string("truncation", "left"),
+                     max_length=f.opt_integer("max_length"), truncation=f.word("truncation", TRUNCATION_SIDES, "left"),
                      n_bootstrap=f.integer("n_bootstrap", 1000), seed=f.integer("seed", 0),
                      metric_version=f.integer("metric_version", 1), ci_level=f.number("ci_level", 0.95),
                      data={str(k): str(v) for k, v in data.items()},
@@ -288,7 +219,7 @@ def _config(f: _Fields) -> RunConfig:
 
 def parse_record(data: Any, file: Path) -> RunRecord:
     """Validate a results.json document (any readable schema) and build the current record."""
-    top = _Fields(data, file, "")
+    top = Fields(data, file, "")
     version = top.integer("schema_version")
     if version not in READABLE_SCHEMAS:
         raise top.fail("schema_version", f"{version} is not supported (this rmbench reads versions "
@@ -299,9 +230,7 @@ def parse_record(data: Any, file: Path) -> RunRecord:
     tasks = tuple(_task(t, config, v1_metrics) for t in top.items("tasks"))
     execution = top.obj("execution" if version >= 2 else "engine", required=False)
     env = top.obj("environment", required=False)
-    status = top.string("status", "success")
-    if status not in STATUSES:
-        raise top.fail("status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
+    status = top.word("status", RUN_STATUSES, "success")
     return RunRecord(
         rmbench_version=top.string("rmbench_version"), created=top.string("created"),
         model=ModelIdentity(model.string("name"), model.mapping("spec"), model.string("fingerprint", "")),

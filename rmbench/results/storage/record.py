@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
+from rmbench.core.choices import EpsUnit, RunStatus, TaskStatus, TruncationSide
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
 from rmbench.core.types import canonical_json, sha256_hex
 from rmbench.errors import ConfigError
@@ -21,8 +22,6 @@ from rmbench.errors import ConfigError
 SCHEMA_VERSION = 2
 KEY_VERSION = 1
 """Version of the comparability key's recipe; bump it when the recipe changes."""
-
-STATUSES = ("success", "partial", "error")
 
 
 def finite_or_none(x: float | None) -> float | None:
@@ -62,7 +61,7 @@ class MetricRecord:
     shift: str | None
     metric: str
     eps: float | None
-    eps_unit: str | None
+    eps_unit: EpsUnit | None
     estimate: Estimate
     n: int
 
@@ -94,7 +93,7 @@ class MetricRecord:
                    d["eps_unit"], est, int(d["n"]))
 
 
-def task_key(task_name: str, task_version: int, data_fingerprint: str, metric_version: int, eps_unit: str) -> str:
+def task_key(task_name: str, task_version: int, data_fingerprint: str, metric_version: int, eps_unit: EpsUnit) -> str:
     """sha256 over what makes two runs' numbers on a task comparable, *except* the eps list.
 
     A leaderboard cell is (task key, metric, eps): runs with other eps lists share the cells
@@ -106,7 +105,7 @@ def task_key(task_name: str, task_version: int, data_fingerprint: str, metric_ve
 
 
 def comparability_key(task_name: str, task_version: int, data_fingerprint: str, metric_version: int,
-                      eps, eps_unit: str) -> str:
+                      eps, eps_unit: EpsUnit) -> str:
     """sha256 over exactly what changes the scores of a task, eps list included.
 
     Task name and version, the data fingerprint, the metric version and the eps spec (unit and
@@ -153,7 +152,7 @@ class TaskResult:
     data_fingerprint: str
     metric_version: int
     eps: tuple[float, ...]
-    eps_unit: str
+    eps_unit: EpsUnit
     counts: Counts
     sigma: float | None
     metrics: tuple[MetricRecord, ...] = ()
@@ -161,7 +160,7 @@ class TaskResult:
     truncated_texts: int | None = None
     headline: tuple[str, ...] = DEFAULT_HEADLINE
     official: OfficialLayout | None = None
-    status: str = "success"
+    status: TaskStatus = "success"
     error: str | None = None
     unparsed: int | None = None
     """Responses the model gave no reward (an LLM judge's unparsed answers), left out of the pairs
@@ -216,7 +215,7 @@ class TaskKeyParts:
     data_fingerprint: str
     metric_version: int
     eps: tuple[float, ...]
-    eps_unit: str
+    eps_unit: EpsUnit
 
     @property
     def comparability_key(self) -> str:
@@ -298,11 +297,11 @@ class RunConfig:
     """The settings that defined the run (the model and tasks are in their own fields)."""
 
     eps: tuple[float, ...]
-    eps_unit: str
+    eps_unit: EpsUnit
     limit: int | None
     skip_bad_rows: bool
     max_length: int | None
-    truncation: str
+    truncation: TruncationSide
     n_bootstrap: int
     seed: int
     metric_version: int
@@ -346,7 +345,7 @@ class RunRecord:
     config: RunConfig
     execution: Execution
     environment: Environment
-    status: str = "success"
+    status: RunStatus = "success"
     schema_version: int = SCHEMA_VERSION
 
     @property

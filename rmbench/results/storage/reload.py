@@ -16,7 +16,7 @@ import numpy as np
 
 from rmbench.catalog import load_catalog
 from rmbench.core.splits import LIMIT_FIRST
-from rmbench.core.types import ComparisonGroup, Spec, data_fingerprint
+from rmbench.core.types import ComparisonGroup, TaskSpec, data_fingerprint
 from rmbench.errors import DataError
 from rmbench.results.storage.folder import RunFolder
 from rmbench.core.unscored import Scored, drop_unscored
@@ -39,7 +39,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
     as runs written before the sample existed took them)."""
     sampling = sampling or LIMIT_FIRST
     data = dict(data or {})
-    spec = Spec.make(result.name, result.kind, dict(result.args), result.version)
+    spec = TaskSpec.make(result.name, result.kind, result.args, result.version)
     override = data.get(result.name)
     if override is not None:
         override = override if isinstance(override, DataOverride) else DataOverride(result.name, str(override))
@@ -70,8 +70,8 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
     return TaskData(task, result, groups)
 
 
-def _source(spec: Spec):
-    args = spec.args_dict
+def _source(spec: TaskSpec):
+    args = spec.args_dict  # plain values: the message quotes them
     return args.get("path") or args.get("dataset") or args.get("paths")
 
 
