@@ -24,8 +24,9 @@ import json
 import sys
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = Path("docs/reference")
@@ -93,11 +94,11 @@ def metrics_page() -> str:
 
     rows = []
     for m in sorted(reg.METRICS.values(), key=lambda m: m.name):
-        get = lambda attr, default="": getattr(m, attr, default)  # noqa: E731  (robust to new fields)
-        rows.append(f"| `{m.name}` | {_cell(get('label'))} | {_cell(get('description'))} | "
-                    f"{'higher' if get('higher_is_better', True) else 'lower'} | "
-                    f"{'yes' if get('eps_dependent', False) else ''} | {_cell(get('n_counts'))} | "
-                    f"{'yes' if get('official', False) else ''} |")
+        # getattr with defaults: robust to declarations that gain or lose optional fields
+        higher, per_eps = getattr(m, "higher_is_better", True), getattr(m, "eps_dependent", False)
+        rows.append(f"| `{m.name}` | {_cell(getattr(m, 'label', ''))} | {_cell(getattr(m, 'description', ''))} | "
+                    f"{'higher' if higher else 'lower'} | {'yes' if per_eps else ''} | "
+                    f"{_cell(getattr(m, 'n_counts', ''))} | {'yes' if getattr(m, 'official', False) else ''} |")
     readings = [(m.name, m.reading) for m in sorted(reg.METRICS.values(), key=lambda m: m.name)
                 if getattr(m, "reading", None)]
     out = [HEADER, "# Metrics reference\n\n",
@@ -198,13 +199,13 @@ def _type_schema(tp: Any, owner: type) -> dict:
     if origin is typing.Literal:
         return {"enum": list(typing.get_args(tp))}
     if origin in (tuple, list, typing.Sequence) or tp in (tuple, list):
-        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
-        return {"type": "array", **({"items": _type_schema(args[0], owner)} if args else {})}
+        items = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        return {"type": "array", **({"items": _type_schema(items[0], owner)} if items else {})}
     if origin in (dict, Mapping, typing.Mapping) or tp is dict:
         args = typing.get_args(tp)
         return {"type": "object", **({"additionalProperties": _type_schema(args[1], owner)}
                                      if len(args) == 2 and args[1] is not Any else {})}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return {"$ref": f"#/$defs/{tp.__name__}"}
     if isinstance(tp, type) and issubclass(tp, str):  # a str enum or NewType-like alias
         return {"type": "string"}
@@ -316,7 +317,8 @@ def schema_page(schema: dict) -> str:
            " / \"results.schema.json\"`), so exports and third parties can validate against it:\n\n",
            "```python\nimport json, importlib.resources, jsonschema\n"
            "schema = json.loads((importlib.resources.files(\"rmbench.results.storage\") / \"results.schema.json\")"
-           ".read_text())\njsonschema.validate(json.load(open(\"runs/length__ties_sample/results.json\")), schema)\n```\n\n",
+           ".read_text())\n"
+           "jsonschema.validate(json.load(open(\"runs/length__ties_sample/results.json\")), schema)\n```\n\n",
            "Read a run in code with `rmbench.read_run(folder)`; what a run folder holds: "
            "[Run folders](../how-to/publish.md#run-folders).\n\n"]
     for name, d in schema["$defs"].items():
@@ -354,7 +356,7 @@ def api_page() -> str:
     import ast
 
     stub = ast.parse((ROOT / "rmbench" / "__init__.pyi").read_text(encoding="utf-8"))
-    exported = next((ast.literal_eval(n.value) for n in stub.body if isinstance(n, ast.Assign)
+    exported: list[str] = next((ast.literal_eval(n.value) for n in stub.body if isinstance(n, ast.Assign)
                      and any(getattr(t, "id", None) == "__all__" for t in n.targets)), [])
     out = [HEADER, "# Python API\n\n",
            "The public API is `rmbench.__all__`: these names, loaded on first use so that `import rmbench` stays "
