@@ -95,3 +95,16 @@ def test_the_site_builds_strict(tmp_path):
     result = subprocess.run([mkdocs, "build", "--strict", "-d", str(tmp_path / "site")], cwd=REPO,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_every_test_the_fault_model_names_exists():
+    """docs/fault_model.md is written by hand; its last column names the test that injects each
+    fault, and each such test must exist (a renamed test would leave the page pointing nowhere)."""
+    page = (REPO / "docs" / "fault_model.md").read_text(encoding="utf-8")
+    names = set(re.findall(r"`(test_\w+)`", page))
+    files = set(re.findall(r"`(tests/test_\w+\.py)", page))
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "tests").glob("*.py"))
+    assert names, "no test named in docs/fault_model.md"
+    missing = sorted(n for n in names if not re.search(rf"def {n}\b", source))
+    assert not missing, f"docs/fault_model.md names tests that do not exist: {missing}"
+    assert all((REPO / f).is_file() for f in files), files
