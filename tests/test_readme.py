@@ -167,3 +167,10 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     assert mine["tasks"][0]["name"] == "ties" and mine["tasks"][0]["args"]["path"].endswith("rb2_ties.jsonl")
     # many runs over many tasks: one table per task (the leaderboard's auto layout), each its own heading
     assert {"### ties", "### ties_sample"} <= set(everything.splitlines())
+    # every run folder the tutorials wrote follows the shipped results.json schema (docs/reference/results-schema.md)
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((REPO / "rmbench" / "results" / "storage" / "results.schema.json").read_text())
+    written = list(tmp_path.rglob("results.json"))
+    assert len(written) >= 15
+    for results in written:
+        jsonschema.validate(json.loads(results.read_text()), schema)
