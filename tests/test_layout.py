@@ -216,7 +216,9 @@ def test_plugins_the_scaffold_and_the_docs_use_only_the_public_api():
     texts = {"scaffold LOADER": scaffold.LOADER, "scaffold TEST": scaffold.TEST}
     plugin = (REPO / "tests" / "test_plugins.py").read_text(encoding="utf-8")
     texts["the entry-point plugin of tests/test_plugins.py"] = plugin[plugin.index("PLUGIN = {"):]
-    for doc in ("README.md", "CONTRIBUTING.md", "tasks/README.md"):
+    docs = ["README.md", "CONTRIBUTING.md", "tasks/README.md"] + sorted(
+        str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))
+    for doc in docs:
         blocks = re.findall(r"```(?:python|py)\n(.*?)```", (REPO / doc).read_text(encoding="utf-8"), re.S)
         texts.update({f"{doc} python block {i}": b for i, b in enumerate(blocks)})
     offenders = {name: PRIVATE_IMPORT.findall(text) for name, text in texts.items() if PRIVATE_IMPORT.search(text)}

