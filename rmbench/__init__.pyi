@@ -11,7 +11,9 @@ from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
 from rmbench.results.publishing.report import ReportOptions, build_report, write_report
 from rmbench.results.storage.record import Estimate, MetricRecord, RunRecord, TaskResult
-from rmbench.scoring.runner import EvalConfig, evaluate
+from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
+from rmbench.scoring.engines import Backend, BackendOptions, Engine, register_engine
+from rmbench.scoring.runner import evaluate
 from rmbench.scoring.suite import evaluate_models
 from rmbench.tasks import register_task_kind
 from rmbench.tasks.base import Task, TaskScores
@@ -24,6 +26,8 @@ __all__ = [
     "__version__",
     "evaluate",
     "EvalConfig",
+    "RunSpec",
+    "ExecutionSettings",
     "evaluate_models",
     "load_run",
     "read_run",
@@ -63,6 +67,10 @@ __all__ = [
     "CallingModel",
     "register_task_kind",
     "register_model_kind",
+    "register_engine",
+    "Engine",
+    "Backend",
+    "BackendOptions",
     "RMBenchError",
     "ConfigError",
     "DataError",

@@ -36,7 +36,7 @@ def test_a_schema_1_file_loads_through_the_reader():
     assert ties.comparability_key == raw["tasks"][0]["comparability_key"]  # the recipe is unchanged
     assert ties.official == TIES_LAYOUT and "ties_score" in ties.headline  # derived from its records
     assert run.task("paraphrase_shift").shifts == ("none", "paraphrase")
-    assert run.execution.stats["requests"] > 0 and run.environment.python
+    assert run.execution.stats.requests > 0 and run.environment.python
 
 
 def test_schema_1_runs_feed_leaderboards_and_compare(tmp_path):

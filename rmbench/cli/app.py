@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, cast
 
 import typer
 from rich.markup import escape
 from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_console, interrupt_exit_code,
                                 models_app, progress_bars, sigterm_as_interrupt, tasks_app, user_errors)
 from rmbench.cli.tables import Grid, print_grid
+from rmbench.scoring.engines import engines_help
 
 
 def _details_grid(record) -> Grid:
@@ -118,8 +119,7 @@ def eval_command(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model repositories to run their own code."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "
                                       ".pt), which can run code when loaded; default: safetensors or GGUF only."),
-    engine: str = typer.Option("local", "--engine", help="Where batches run: local (this process), ray (Ray Data "
-                               "actors; pip install 'rmbench[ray]') or accelerate (under 'accelerate launch')."),
+    engine: str = typer.Option("local", "--engine", help=f"Where batches run: {engines_help()}."),
     workers: int = typer.Option(2, "--workers", help="--engine ray: number of actors, each loading the model once."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="--engine ray: an existing cluster "
                                               "(e.g. ray://head:10001 or auto) (default: start a local one)."),
@@ -131,9 +131,10 @@ def eval_command(
     report: bool = typer.Option(False, "--report", help="Also write report.html (rmbench report) in each run folder."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
+    from rmbench.core.choices import EpsUnit
     from rmbench.models import Runtime
-    from rmbench.scoring.backends import is_main_process
-    from rmbench.scoring.runner import EvalConfig, parse_eps
+    from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
+    from rmbench.scoring.runner import parse_eps
     from rmbench.scoring.suite import evaluate_models
     from rmbench.tasks.loading import parse_data_overrides
 
@@ -142,17 +143,18 @@ def eval_command(
         names = _names(name, models)
         runtime = Runtime(dtype=dtype, device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
                           allow_pickle=allow_pickle, threads=threads)
-        configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
-                              data=parse_data_overrides(data, several=True), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
-                              include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
-                              model_args=_parse_model_args(model_arg),
-                              task_args=_parse_model_args(task_arg, "--task-arg"), runtime=runtime,
-                              cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache,
-                              skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation,
-                              engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,
-                              worker_gpus=worker_gpus, name=n, score_timeout=score_timeout)
-                   for m, n in zip(models, names)]
-        main = is_main_process(engine)
+        measured = [RunSpec(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
+                            data=parse_data_overrides(data, several=True), eps=parse_eps(eps),
+                            eps_unit=cast(EpsUnit, eps_unit),  # checked by RunSpec
+                            limit=limit, include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
+                            model_args=_parse_model_args(model_arg), task_args=_parse_model_args(task_arg, "--task-arg"),
+                            skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation, name=n)
+                    for m, n in zip(models, names)]
+        execution = ExecutionSettings(runtime=runtime, cache_dir=str(cache_dir) if cache_dir else None,
+                                      use_cache=not no_cache, engine=engine, workers=workers, ray_address=ray_address,
+                                      worker_cpus=worker_cpus, worker_gpus=worker_gpus, score_timeout=score_timeout)
+        configs = [EvalConfig(m, execution) for m in measured]
+        main = execution.engine_kind.is_main()
         try:
             with sigterm_as_interrupt(), progress_bars("responses") as progress:
                 suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
@@ -201,7 +203,7 @@ def _interrupted(no_cache: bool, code: int = 130) -> None:
 def _say_resumed(record) -> None:
     """A run that reused scores an earlier (interrupted) run left in the cache says so."""
     stats = record.execution.stats
-    cached, computed = stats.get("cached", 0), stats.get("computed", 0)
+    cached, computed = (stats.cached, stats.computed) if stats is not None else (0, 0)
     if cached and computed:
         err_console.print(f"{escape(record.model.name)}: resumed from the score cache: {cached} responses cached, "
                           f"{computed} computed", highlight=False, soft_wrap=True)
