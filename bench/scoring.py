@@ -146,7 +146,7 @@ def ray_vs_local(groups, runtime: Runtime) -> str:
     except ImportError:
         return "| engine ray, 2 actors x 1 CPU (not measured: ray is not installed) | | | | | | |"
     from rmbench.scoring.ray_backend import RayBackend
-    from rmbench.scoring.runner import ModelFactory
+    from rmbench.scoring.planning import ModelFactory
 
     spec = Spec.make("i", "implicit", {"model": SMOL})
     factory = ModelFactory(spec, runtime)

@@ -1,10 +1,10 @@
 """``evaluate``: one model on a list of tasks, from specs to a written run record.
 
 The CLI's ``rmbench eval`` is a thin wrapper around :func:`evaluate`; tests call it directly.
-A run is planned first (:func:`plan_run`: the model resolved and its adapter built without
-weights, every task read and checked, the thread policy decided), then its folder is locked and
-checked once (:func:`~rmbench.results.storage.folder.check_destination`), then it is scored and
-written (:func:`run_plan`). The configuration (:class:`EvalConfig`: what is measured and how it
+A run is planned first (:func:`~rmbench.scoring.planning.plan_run`: the model resolved and its
+adapter built without weights, every task read and checked, the thread policy decided), then
+its folder is locked and checked once (:func:`~rmbench.results.storage.folder.check_destination`),
+then it is scored and written (:func:`run_plan`). The configuration (:class:`EvalConfig`: what is measured and how it
 runs) is in :mod:`rmbench.scoring.config`.
 """
 
@@ -13,42 +13,42 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from types import EllipsisType
-from typing import Any
 
 import numpy as np
 
 from rmbench import __version__
-from rmbench.catalog import Catalog, load_catalog
+from rmbench.catalog import Catalog
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.splits import LIMIT_SAMPLING
-from rmbench.core.types import ComparisonGroup, Spec, TaskSpec, data_fingerprint
 from rmbench.core.unscored import drop_unscored
-from rmbench.errors import ConfigError, DataError, ModelError, RMBenchError, did_you_mean
-from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
+from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
-from rmbench.models.names import resolve_model
-from rmbench.models.threads import ThreadGovernor, prepare_threads
-from rmbench.models.trained import trained_split
+from rmbench.models.threads import ThreadGovernor
 from rmbench.results.statistics.summary import summarize
 from rmbench.results.storage.environment import current_environment
 from rmbench.results.storage.folder import Destination, RewardRow, check_destination, write_run
 from rmbench.results.storage.folder_lock import run_folders_locked
-from rmbench.results.storage.record import (Counts, EngineStats, Execution, ModelIdentity, RunConfig, RunIdentity,
-                                            RunRecord, SkippedRow, SkippedRows, TaskKeyParts, TaskResult,
-                                            finite_or_none)
+from rmbench.results.storage.record import (
+    Counts,
+    EngineStats,
+    Execution,
+    ModelIdentity,
+    RunConfig,
+    RunRecord,
+    SkippedRow,
+    SkippedRows,
+    TaskResult,
+    finite_or_none,
+)
 from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.calls import CallCache
 from rmbench.scoring.config import DEFAULT_EPS, DEFAULT_MODEL, EvalConfig, ExecutionSettings, RunSpec
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.scoring.engines import Backend, make_backend
+from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, load_tasks, plan_run
 from rmbench.scoring.timeout import BatchDeadline
-from rmbench.tasks.base import Task
-from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_for_verdicts,
-                                   task_spec_with_args, task_spec_with_files)
 
 __all__ = ["DEFAULT_EPS", "DEFAULT_MODEL", "EvalConfig", "ExecutionSettings", "LoadedTask", "ModelFactory",
            "RunPlan", "RunSpec", "evaluate", "load_tasks", "parse_eps", "plan_run", "run_plan"]
@@ -58,85 +58,6 @@ ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 REPORTED_BAD_ROWS = 5
 """How many skipped rows' errors a run record quotes (it always counts them all)."""
-
-
-@dataclass(frozen=True)
-class ModelFactory:
-    """Builds the run's model with the run's truncation policy: in this process, and again in
-    each worker of a distributed engine (it pickles: a spec, a runtime and a policy)."""
-
-    spec: Spec
-    runtime: Runtime
-    truncation: Truncation | None = None
-
-    def __call__(self) -> RewardModel:
-        return build_model(self.spec, self.runtime, self.truncation)
-
-
-@dataclass(frozen=True)
-class LoadedTask:
-    spec: TaskSpec
-    task: Task
-    groups: list[ComparisonGroup]
-    bad_rows: list[DataError]
-    fingerprint: str
-    """of the groups kept (:func:`rmbench.core.types.data_fingerprint`)"""
-
-    @property
-    def n_responses(self) -> int:
-        return sum(len(g.responses) for g in self.groups)
-
-    def key_parts(self, measured: RunSpec) -> TaskKeyParts:
-        return TaskKeyParts(self.spec.name, self.spec.version or 0, self.fingerprint, METRIC_VERSION,
-                            tuple(measured.eps), measured.eps_unit)
-
-
-def resolve_model_spec(measured: RunSpec, catalog: Catalog) -> Spec:
-    """``measured.model`` through the one name resolver (:mod:`rmbench.models.names`), with
-    ``--model-arg`` overrides applied before its nested references (``inner``) are resolved, so
-    an override may itself name any model the catalog knows."""
-    spec = resolve_model(measured.model, catalog.models, overrides=dict(measured.model_args))
-    if measured.name is not None:  # the display name only: a model's identity never holds its name
-        spec = Spec.make(measured.name.strip(), spec.kind, spec.args_dict, spec.version)
-    return spec
-
-
-def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], verdicts: bool = False,
-               trained_on: dict[str, Any] | None | EllipsisType = ...) -> list[LoadedTask]:
-    """Every task's groups, read and checked before anything is scored (a bad row fails here).
-    ``verdicts``: the model gives pair verdicts, so tasks take their ``verdict_args``;
-    ``trained_on``: :func:`~rmbench.models.trained.trained_split` of the model, when the caller
-    has it (``...``: found here)."""
-    overrides: dict[str, list[DataOverride]] = {}
-    for d in config.data:
-        overrides.setdefault(d.task, []).append(d)
-    task_names = catalog.expand(config.tasks)
-    for name in task_names:  # a misspelt task first: its did-you-mean is the fix, not --data's
-        catalog.task_spec(name)
-    unknown = sorted(set(overrides) - set(task_names))
-    if unknown:
-        raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})"
-                          f"{did_you_mean(unknown[0], task_names)}")
-    task_args = split_task_args(config.task_args, task_names)
-    if trained_on is ...:
-        trained_on = trained_split(config.model)
-    loaded = []
-    for name in task_names:
-        spec = catalog.task_spec(name)
-        if name in overrides:
-            spec = task_spec_with_files(spec, overrides[name], warn)
-        if verdicts:
-            spec = task_spec_for_verdicts(spec, task_args.get(name) or {})
-        if task_args.get(name):
-            spec = task_spec_with_args(spec, task_args[name])
-        spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)  # never score a model on its training rows
-        task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
-        if bad:
-            where = "; ".join(str(e) for e in bad[:3])
-            warn(f"task {name!r}: skipped {len(bad)} bad row{'s' * (len(bad) != 1)} (--skip-bad-rows), "
-                 f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
-        loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups)))
-    return loaded
 
 
 def _check_lengths(model_name: str, model: RewardModel, loaded: Sequence[LoadedTask], config: RunSpec,
@@ -203,61 +124,6 @@ def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:
         rows += [RewardRow(t.spec.name, g.id, i, u, float(rewards[offset + i])) for i, u in enumerate(g.utilities)]
         offset += len(g.responses)
     return rows
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """A run before any scoring: the model's spec and every task's groups, read and checked."""
-
-    config: EvalConfig
-    model_spec: Spec
-    tasks: tuple[LoadedTask, ...]
-    model: RewardModel | None = field(default=None, compare=False, repr=False)
-    """The adapter the plan built to check the model's arguments (no weights yet); scoring uses it."""
-    threads: ThreadGovernor | None = field(default=None, compare=False, repr=False)
-    """The thread policy, decided before the adapter was built (an in-process engine's only)."""
-
-    @property
-    def identity(self) -> RunIdentity:
-        """What makes two runs the same run: from what is measured only."""
-        return RunIdentity(self.model_spec.name, self.model_spec.to_json(),
-                           tuple(t.key_parts(self.config.measured) for t in self.tasks))
-
-
-def check_model(spec: Spec, config: EvalConfig) -> RewardModel:
-    """Build the run's adapter, without its weights (adapters load them on first use), and
-    return it for the scoring: an argument it does not take (``--model-arg``), a bad value or a missing file fails
-    here, in the plan, before any run folder is checked and before any model of the command is
-    scored. The thread policy must be decided before (building an adapter may import torch,
-    which starts OpenMP): :func:`plan_run` does."""
-    execution = config.execution
-    model = ModelFactory(spec, execution.runtime, config.measured.truncation_policy)()
-    if isinstance(model, CallingModel) and not execution.engine_kind.in_process:
-        raise ConfigError(f"model {spec.name!r} calls a server, which --engine local does best (its requests are "
-                          f"concurrent already, and its calls are cached and written from this process); drop "
-                          f"--engine {execution.engine}")
-    return model
-
-
-def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
-             tasks: Sequence[LoadedTask] | None = None, trained_on: dict[str, Any] | None | EllipsisType = ...) -> RunPlan:
-    """Resolve the model, decide the thread policy (an in-process engine), check that the model's
-    adapter can be built (:func:`check_model`) and load every task (a bad data row fails here):
-    every check that needs no weights, before any scoring.
-
-    ``tasks``: the tasks of another plan whose config reads the same data (another model of one
-    ``rmbench eval``), taken as they are instead of being read again; ``trained_on``: as
-    :func:`load_tasks` takes it.
-    """
-    warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
-    measured, execution = config.measured, config.execution
-    catalog = catalog or load_catalog(measured.include)
-    spec = resolve_model_spec(measured, catalog)
-    verdicts = gives_pair_verdicts(spec)  # its tasks may take other arguments: read for it alone
-    loaded = (tuple(tasks) if tasks is not None and not verdicts
-              else tuple(load_tasks(measured, catalog, warn, verdicts, trained_on)))
-    threads = prepare_threads(execution.runtime.threads) if execution.engine_kind.in_process else None
-    return RunPlan(config, spec, loaded, check_model(spec, config), threads)
 
 
 def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
@@ -359,7 +225,7 @@ def _record(plan: RunPlan, fingerprint: str, tasks: tuple[TaskResult, ...], exec
     config, spec = plan.config.measured, plan.model_spec
     failed = sum(t.status != "success" for t in tasks)
     return RunRecord(
-        rmbench_version=__version__, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        rmbench_version=__version__, created=datetime.now(UTC).isoformat(timespec="seconds"),
         model=ModelIdentity(spec.name, spec.to_json(), fingerprint), tasks=tasks,
         config=RunConfig(eps=tuple(config.eps), eps_unit=config.eps_unit, limit=config.limit,
                          skip_bad_rows=config.skip_bad_rows, max_length=config.max_length,
