@@ -84,9 +84,11 @@ class Engine:
 
     build: Callable[[BackendOptions], Backend]
     in_process: bool = False
-    """Its batches run one after another in this process, as the local engine's do: the thread
-    policy governs them, ``--score-timeout`` can interrupt one, and a model that calls a server
-    (an LLM judge, whose calls are cached and written from this process) may run on it."""
+    """Its batches run one after another in this process, as the local engine's do, and its
+    backend honours ``options.threads`` and ``options.deadline`` (as
+    :class:`~rmbench.scoring.backends.LocalBackend` does): the thread policy governs its batches,
+    ``--score-timeout`` can interrupt one, and a model that calls a server (an LLM judge, whose
+    calls are cached and written from this process) may run on it."""
     main_process: Callable[[], bool] | None = None
     """Whether this process writes the run (None: always; accelerate: on rank 0 only)."""
 
