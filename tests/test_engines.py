@@ -132,3 +132,42 @@ def test_the_config_is_what_is_measured_and_how_it_runs():
         RunSpec(truncation="middle")
     with pytest.raises(ConfigError, match="--max-length must be a positive integer"):
         RunSpec(max_length=0)
+
+
+def test_each_check_of_a_run_happens_once(tmp_path, monkeypatch):
+    """Per run: one folder check, one lock, one thread-policy decision, one look for the split a
+    trained model was trained on (the plan objects carry their results down)."""
+    import rmbench.results.storage.folder as folder
+    import rmbench.scoring.planning as planning
+    import rmbench.scoring.runner as runner
+    import rmbench.scoring.suite as suite
+    from rmbench import evaluate_models
+
+    calls: dict[str, int] = {}
+    locked: list[str] = []
+
+    def counting(module, name):
+        original = getattr(module, name)
+
+        def wrapper(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return original(*args, **kwargs)
+        monkeypatch.setattr(module, name, wrapper)
+
+    counting(folder, "existing_run")  # every check_destination reads the folder's run once
+    counting(planning, "prepare_threads")
+    counting(suite, "trained_split")
+    counting(planning, "trained_split")
+    for module in (runner, suite):
+        monkeypatch.setattr(module, "run_folders_locked", lambda folders, take=module.run_folders_locked:
+                            take(locked.extend(map(str, folders)) or folders))
+    configs = [EvalConfig(model=m, n_bootstrap=0, use_cache=False) for m in ("length", "constant")]
+    for _ in range(2):  # the second time, each folder holds its run already
+        evaluate_models(configs, out=tmp_path / "runs")
+    assert calls == {"existing_run": 4, "prepare_threads": 4, "trained_split": 4}
+    assert len(locked) == 4 and len(set(locked)) == 2
+    calls.clear()
+    locked.clear()
+    evaluate(EvalConfig(model="length", n_bootstrap=0, use_cache=False), out_dir=tmp_path / "one")
+    assert calls == {"existing_run": 1, "prepare_threads": 1, "trained_split": 1}
+    assert locked == [str(tmp_path / "one")]
