@@ -23,7 +23,8 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :class:`Truncation` and the declared capabilities :class:`TokenizedModel`,
   :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`;
 * registering: :func:`register_task_kind`, :func:`register_model_kind`, :func:`register_engine`
-  with :class:`Engine`, :class:`Backend` and :class:`BackendOptions` (in this process; a package
+  with :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch` and
+  :class:`MemoryRetries` (in this process; a package
   uses the ``rmbench.tasks`` / ``rmbench.models`` / ``rmbench.engines`` entry points instead),
   :func:`register_metric` with :class:`MetricDef`;
 * errors: :class:`RMBenchError` (every user mistake), :class:`ConfigError`, :class:`DataError`.
@@ -86,6 +87,8 @@ _PUBLIC: dict[str, str] = {
     "Engine": "rmbench.scoring.engines:Engine",
     "Backend": "rmbench.scoring.engines:Backend",
     "BackendOptions": "rmbench.scoring.engines:BackendOptions",
+    "score_batch": "rmbench.scoring.backends:score_batch",
+    "MemoryRetries": "rmbench.scoring.memory:MemoryRetries",
     "RMBenchError": "rmbench.errors:RMBenchError",
     "ConfigError": "rmbench.errors:ConfigError",
     "DataError": "rmbench.errors:DataError",

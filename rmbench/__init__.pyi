@@ -12,7 +12,9 @@ from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load
 from rmbench.results.publishing.report import ReportOptions, build_report, write_report
 from rmbench.results.storage.record import Estimate, MetricRecord, RunRecord, TaskResult
 from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
+from rmbench.scoring.backends import score_batch
 from rmbench.scoring.engines import Backend, BackendOptions, Engine, register_engine
+from rmbench.scoring.memory import MemoryRetries
 from rmbench.scoring.runner import evaluate
 from rmbench.scoring.suite import evaluate_models
 from rmbench.tasks import register_task_kind
@@ -71,6 +73,8 @@ __all__ = [
     "Engine",
     "Backend",
     "BackendOptions",
+    "score_batch",
+    "MemoryRetries",
     "RMBenchError",
     "ConfigError",
     "DataError",

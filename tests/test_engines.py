@@ -13,15 +13,15 @@ from rmbench import (
     Engine,
     EvalConfig,
     ExecutionSettings,
+    MemoryRetries,
     RunSpec,
     Runtime,
     evaluate,
     register_engine,
+    score_batch,
 )
 from rmbench.registry import RegistryError
-from rmbench.scoring.backends import score_batch
 from rmbench.scoring.engines import ENGINES, engine_named
-from rmbench.scoring.memory import MemoryRetries
 
 
 class ReversedBackend:

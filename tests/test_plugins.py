@@ -50,7 +50,7 @@ PLUGIN = {
         one-by-one = "rmbench_plugin_demo:ONE_BY_ONE"
     """,
     "rmbench_plugin_demo/__init__.py": """
-        from rmbench import ComparisonGroup, Engine, RewardModel, Task
+        from rmbench import ComparisonGroup, Engine, MemoryRetries, RewardModel, Task, score_batch
 
 
         class KeywordRM(RewardModel):
@@ -75,13 +75,9 @@ PLUGIN = {
             is_main, scores_here, device = True, True, None
 
             def __init__(self, options):
-                from rmbench.scoring.memory import MemoryRetries
-
                 self.memory = MemoryRetries()
 
             def run(self, model, factory, batches):
-                from rmbench.scoring.backends import score_batch
-
                 for j, batch in enumerate(batches):
                     yield j, [score_batch(model, [r], self.memory)[0] for r in batch]
 
