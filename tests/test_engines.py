@@ -124,6 +124,8 @@ def test_the_config_is_what_is_measured_and_how_it_runs():
     assert dataclasses.replace(config, seed=3).measured.seed == 3
     with pytest.raises(TypeError, match="unexpected keyword argument 'modle'"):
         EvalConfig(modle="length")
+    with pytest.raises(TypeError, match="takes a RunSpec and ExecutionSettings"):
+        EvalConfig("length")
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.measured.model = "other"  # type: ignore[misc]
     with pytest.raises(ConfigError, match="--eps-unit must be 'sigma' or 'raw', got 'sd'"):

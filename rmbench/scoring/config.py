@@ -141,6 +141,9 @@ class EvalConfig:
 
     def __init__(self, measured: RunSpec | None = None, execution: ExecutionSettings | None = None,
                  **fields: Any) -> None:
+        if not isinstance(measured, RunSpec | None) or not isinstance(execution, ExecutionSettings | None):
+            raise TypeError("EvalConfig(measured, execution) takes a RunSpec and ExecutionSettings; give the "
+                            "fields by keyword: EvalConfig(model=..., tasks=...)")
         unknown = sorted(set(fields).difference(*_PARTS.values()))
         if unknown:
             raise TypeError(f"EvalConfig() got an unexpected keyword argument {unknown[0]!r}")

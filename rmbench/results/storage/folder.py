@@ -312,7 +312,7 @@ def _stats(execution: _Fields) -> EngineStats | None:
     try:
         return EngineStats.from_json(stats)
     except ValueError as exc:
-        raise execution.fail("stats", str(exc)) from None
+        raise execution.obj("stats").fail(*exc.args) from None
 
 
 def parse_record(data: Any, file: Path) -> RunRecord:

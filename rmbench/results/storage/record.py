@@ -350,17 +350,17 @@ class EngineStats:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "EngineStats":
         """The stats of a results.json (fields it lacks, as older versions wrote it, at their
-        defaults); a value of the wrong type is a ValueError naming the field."""
+        defaults); a value of the wrong type is a ``ValueError(field, problem)``."""
         values: dict[str, Any] = {}
         for name, kinds in _STATS_FIELDS.items():
             if name in d:
                 v = d[name]
                 if v is not None and (isinstance(v, bool) or not isinstance(v, kinds)):
-                    raise ValueError(f"field {name!r}: expected {'/'.join(k.__name__ for k in kinds)}, got {v!r}")
+                    raise ValueError(name, f"expected {'/'.join(k.__name__ for k in kinds)}, got {v!r}"[:300])
                 values[name] = float(d[name]) if name == "seconds" else v
         for name in ("ran_with", "threads"):
             if d.get(name) is not None and not isinstance(d[name], Mapping):
-                raise ValueError(f"field {name!r}: expected an object, got {d[name]!r}")
+                raise ValueError(name, f"expected an object, got {d[name]!r}"[:300])
         known = set(_STATS_FIELDS) | {"ran_with", "threads"}
         return cls(**values, ran_with=d.get("ran_with"), threads=d.get("threads"),
                    other={k: v for k, v in d.items() if k not in known})
