@@ -38,7 +38,7 @@ from rmbench.errors import ModelError
 from rmbench.models.base import (GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel,
                                  use_prompt_reuse)
 from rmbench.models.batching import BatchLimits, batch_limits
-from rmbench.results.storage.record import EngineStats
+from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.scoring.backends import LocalBackend
 from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.engines import Backend

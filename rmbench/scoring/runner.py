@@ -27,12 +27,12 @@ from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.threads import ThreadGovernor
 from rmbench.results.statistics.summary import summarize
+from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.environment import current_environment
 from rmbench.results.storage.folder import Destination, RewardRow, check_destination, write_run
 from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.storage.record import (
     Counts,
-    EngineStats,
     Execution,
     ModelIdentity,
     RunConfig,

@@ -22,8 +22,10 @@ from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, json_error_text, signals_deferred
 from rmbench.core.metric_registry import (DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialColumn,
                                      OfficialLayout)
-from rmbench.results.storage.record import (SCHEMA_VERSION, STATUSES, Counts, EngineStats, Environment, Execution,
-                                            MetricRecord, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows, TaskResult)
+from rmbench.results.storage.engine_stats import EngineStats
+from rmbench.results.storage.record import (SCHEMA_VERSION, STATUSES, Counts, Environment, Execution, MetricRecord,
+                                            ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows,
+                                            TaskResult)
 
 RESULTS_FILE = "results.json"
 REWARDS_FILE = "rewards.jsonl"
