@@ -277,9 +277,9 @@ def prepare_threads(requested: int | None = None, env: MutableMapping[str, str] 
     not loaded yet and the user set no wait policy of their own."""
     global _CURRENT
     environ = os.environ if env is None else env
-    fixed, fixed_from = _fixed_threads(requested, environ)
     if _CURRENT is not None:  # a later run of this process: the same policy, its own counts
         return _CURRENT.start_run(requested, environ)
+    fixed, fixed_from = _fixed_threads(requested, environ)
     cpu_set = _START[0] if _START is not None else _affinity()
     cpus, cpus_from = cpu_budget(cpu_set)
     others = _others_at_start(cpu_set)

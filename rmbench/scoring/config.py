@@ -27,9 +27,9 @@ from typing import Any
 from rmbench.core.choices import EPS_UNITS, EpsUnit, choice
 from rmbench.errors import ConfigError
 from rmbench.models import Runtime, Truncation
-from rmbench.models.threads import check_threads
+from rmbench.models.threads import ThreadGovernor, check_threads
 from rmbench.scoring.engines import BackendOptions, Engine, engine_named
-from rmbench.scoring.timeout import check_score_timeout
+from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
 from rmbench.tasks.loading import DataOverride
 
 DEFAULT_EPS = (0.0, 0.1)
@@ -122,11 +122,12 @@ class ExecutionSettings:
         """The registered engine ``engine`` names."""
         return engine_named(self.engine)
 
-    def backend_options(self, **context: Any) -> BackendOptions:
-        """The options the engine's backend is built with; ``context``: the thread governor and
-        the deadline of a run."""
+    def backend_options(self, threads: ThreadGovernor | None = None,
+                        deadline: BatchDeadline | None = None) -> BackendOptions:
+        """The options the engine's backend is built with, with a run's thread policy and
+        ``--score-timeout`` deadline (an in-process engine's)."""
         return BackendOptions(workers=self.workers, ray_address=self.ray_address, worker_cpus=self.worker_cpus,
-                              worker_gpus=self.worker_gpus, **context)
+                              worker_gpus=self.worker_gpus, threads=threads, deadline=deadline)
 
 
 _PARTS = {part: frozenset(f.name for f in dataclasses.fields(part)) for part in (RunSpec, ExecutionSettings)}

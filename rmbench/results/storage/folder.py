@@ -111,7 +111,6 @@ class Destination:
 
     path: Path
     identity: RunIdentity
-    overwrite: bool = False
 
 
 def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> Destination:
@@ -124,7 +123,7 @@ def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: boo
     if differences:
         raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
                           f"--overwrite to replace it, or choose another --out (or --name)")
-    return Destination(Path(out_dir), identity, overwrite)
+    return Destination(Path(out_dir), identity)
 
 
 def write_run(out_dir: str | Path | Destination, run: RunRecord, rewards: Iterable[RewardRow],
