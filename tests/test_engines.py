@@ -89,6 +89,16 @@ def test_an_unknown_engine_names_the_registered_ones(reversed_engine):
         register_engine("reversed", lambda options: None)
 
 
+def test_an_engine_that_fails_to_load_is_one_line_naming_it():
+    register_engine("broken", "no_such_engine_module:ENGINE")
+    try:
+        with pytest.raises(ConfigError, match=r"^--engine broken: engine 'broken' from register_engine\('broken'\) "
+                                              r"failed to load: could not import 'no_such_engine_module'"):
+            EvalConfig(engine="broken")
+    finally:
+        ENGINES._entries.pop("broken")
+
+
 def test_a_plain_build_callable_registers_too(tmp_path):
     register_engine("plain", lambda options: ReversedBackend(options))
     try:
