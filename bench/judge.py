@@ -151,7 +151,7 @@ def cached_rerun_seconds(n: int, latency: float) -> tuple[float, float, int]:
         t0 = time.perf_counter()
         again = evaluate(config, out_dir=Path(tmp) / "again")
         cached = time.perf_counter() - t0
-    return cold, cached, int(again.execution.stats["ran_with"]["judge_calls"]["calls"])
+    return cold, cached, int(again.execution.stats.ran_with["judge_calls"]["calls"])
 
 
 CONTENDERS = {

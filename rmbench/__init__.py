@@ -7,8 +7,9 @@ examples in README.md and CONTRIBUTING.md use only these names. Everything else 
 ``rmbench.core``, ``rmbench.scoring``, ``rmbench.results``...) may move between releases without
 notice. Names load on first use, so ``import rmbench`` imports no numpy, torch or subpackage:
 
-* evaluating: :func:`evaluate` (one model, a list of tasks, a written run), :class:`EvalConfig`,
-  :func:`evaluate_models` (several models and their leaderboard);
+* evaluating: :func:`evaluate` (one model, a list of tasks, a written run), :class:`EvalConfig`
+  (the pair of :class:`RunSpec`, what a run measures, and :class:`ExecutionSettings`, how it
+  runs), :func:`evaluate_models` (several models and their leaderboard);
 * reading runs: :func:`load_run` (a :class:`RunFolder`: record and rewards), :func:`read_run`
   (the :class:`RunRecord` only), :func:`find_runs`, :func:`load_rewards`, :func:`write_report` with
   :class:`ReportOptions` and :func:`build_report` (the HTML report of runs),
@@ -21,8 +22,10 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
 * writing a model: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`,
   :class:`Truncation` and the declared capabilities :class:`TokenizedModel`,
   :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`;
-* registering: :func:`register_task_kind`, :func:`register_model_kind` (in this process; a
-  package uses the ``rmbench.tasks`` / ``rmbench.models`` entry points instead),
+* registering: :func:`register_task_kind`, :func:`register_model_kind`, :func:`register_engine`
+  with :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch` and
+  :class:`MemoryRetries` (in this process; a package
+  uses the ``rmbench.tasks`` / ``rmbench.models`` / ``rmbench.engines`` entry points instead),
   :func:`register_metric` with :class:`MetricDef`;
 * errors: :class:`RMBenchError` (every user mistake), :class:`ConfigError`, :class:`DataError`.
 """
@@ -38,7 +41,9 @@ __version__ = "0.1.0"
 # __version__, and a static import here would make every layer depend on every other one.
 _PUBLIC: dict[str, str] = {
     "evaluate": "rmbench.scoring.runner:evaluate",
-    "EvalConfig": "rmbench.scoring.runner:EvalConfig",
+    "EvalConfig": "rmbench.scoring.config:EvalConfig",
+    "RunSpec": "rmbench.scoring.config:RunSpec",
+    "ExecutionSettings": "rmbench.scoring.config:ExecutionSettings",
     "evaluate_models": "rmbench.scoring.suite:evaluate_models",
     "load_run": "rmbench.results.storage.folder:load_run",
     "read_run": "rmbench.results.storage.folder:read_run",
@@ -78,6 +83,12 @@ _PUBLIC: dict[str, str] = {
     "CallingModel": "rmbench.models.base:CallingModel",
     "register_task_kind": "rmbench.tasks:register_task_kind",
     "register_model_kind": "rmbench.models:register_model_kind",
+    "register_engine": "rmbench.scoring.engines:register_engine",
+    "Engine": "rmbench.scoring.engines:Engine",
+    "Backend": "rmbench.scoring.engines:Backend",
+    "BackendOptions": "rmbench.scoring.engines:BackendOptions",
+    "score_batch": "rmbench.scoring.backends:score_batch",
+    "MemoryRetries": "rmbench.scoring.memory:MemoryRetries",
     "RMBenchError": "rmbench.errors:RMBenchError",
     "ConfigError": "rmbench.errors:ConfigError",
     "DataError": "rmbench.errors:DataError",

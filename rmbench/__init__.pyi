@@ -12,7 +12,11 @@ from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
 from rmbench.results.publishing.report import ReportOptions, build_report, write_report
 from rmbench.results.storage.record import Estimate, MetricRecord, RunRecord, TaskResult
-from rmbench.scoring.runner import EvalConfig, evaluate
+from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
+from rmbench.scoring.backends import score_batch
+from rmbench.scoring.engines import Backend, BackendOptions, Engine, register_engine
+from rmbench.scoring.memory import MemoryRetries
+from rmbench.scoring.runner import evaluate
 from rmbench.scoring.suite import evaluate_models
 from rmbench.tasks import register_task_kind
 from rmbench.tasks.base import Task, TaskScores
@@ -25,6 +29,8 @@ __all__ = [
     "__version__",
     "evaluate",
     "EvalConfig",
+    "RunSpec",
+    "ExecutionSettings",
     "evaluate_models",
     "load_run",
     "read_run",
@@ -64,6 +70,12 @@ __all__ = [
     "CallingModel",
     "register_task_kind",
     "register_model_kind",
+    "register_engine",
+    "Engine",
+    "Backend",
+    "BackendOptions",
+    "score_batch",
+    "MemoryRetries",
     "RMBenchError",
     "ConfigError",
     "DataError",

@@ -38,11 +38,11 @@ def test_ray_engine_equals_local_and_resumes_through_the_cache(tiny, tmp_path):
         first = evaluate(EvalConfig(**base, engine="ray", workers=2, cache_dir=str(tmp_path / "c_ray")),
                          out_dir=tmp_path / "ray")
         assert first.execution.backend["name"] == "ray" and first.execution.backend["workers"] == 2
-        assert first.execution.stats["computed"] == local.execution.stats["computed"] > 0
+        assert first.execution.stats.computed == local.execution.stats.computed > 0
         assert np.allclose(_rewards(tmp_path / "ray"), _rewards(tmp_path / "local"), rtol=1e-6, atol=1e-6)
         # The driver wrote every worker's scores to the cache: a rerun computes nothing.
         again = evaluate(EvalConfig(**base, engine="ray", workers=2, cache_dir=str(tmp_path / "c_ray")))
-        assert again.execution.stats["computed"] == 0
+        assert again.execution.stats.computed == 0
     finally:
         ray.shutdown()
 
@@ -55,7 +55,7 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
     from rmbench.core.types import ComparisonGroup, ModelSpec
     from rmbench.errors import ModelError
     from rmbench.models import build_model
-    from rmbench.scoring.backends import RayBackend
+    from rmbench.scoring.ray_backend import RayBackend
     from rmbench.scoring.engine import score_groups
 
     spec = ModelSpec.make("m", "implicit", {"model": str(tiny["causal"])})
@@ -172,5 +172,5 @@ def test_a_ray_worker_killed_mid_run_is_replaced_and_the_run_equals_a_clean_one(
         killer.join(timeout=5)
     assert killed, "no worker was seen scoring"
     assert len({p.name for p in pids.iterdir()}) > 2  # a worker besides the two first: the killed one's successor
-    assert run.execution.stats["computed"] == clean.execution.stats["computed"]
+    assert run.execution.stats.computed == clean.execution.stats.computed
     assert (tmp_path / "ray" / "rewards.jsonl").read_bytes() == (tmp_path / "clean" / "rewards.jsonl").read_bytes()

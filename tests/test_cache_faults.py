@@ -40,7 +40,7 @@ def test_a_damaged_cache_is_moved_aside_and_replaced(tmp_path, damage):
     assert [p.name for p in path.parent.glob("*.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
     assert again.value("ties_sample", "ds_auc") == clean.value("ties_sample", "ds_auc")
     third, seen = _run(tmp_path / "c")  # the new cache works: the third run reuses the second's scores
-    assert seen == [] and third.execution.stats["computed"] == 0
+    assert seen == [] and third.execution.stats.computed == 0
 
 
 def test_an_unusable_cache_folder_turns_the_cache_off(tmp_path):

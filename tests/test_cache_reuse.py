@@ -40,9 +40,9 @@ def test_limit_4_then_8_then_4_again_gives_the_first_rewards_bit_for_bit(tiny, t
     a, b, c = rewards(tmp_path / "a"), rewards(tmp_path / "b"), rewards(tmp_path / "c")
     assert a == c  # bit for bit
     assert all(b[k] == v for k, v in a.items())  # the extended run took the cached rewards as they were
-    assert second.execution.stats["cached"] == first.execution.stats["distinct"]
-    assert second.execution.stats["computed"] == second.execution.stats["distinct"] - first.execution.stats["distinct"]
-    assert third.execution.stats["computed"] == 0
+    assert second.execution.stats.cached == first.execution.stats.distinct
+    assert second.execution.stats.computed == second.execution.stats.distinct - first.execution.stats.distinct
+    assert third.execution.stats.computed == 0
 
 
 def test_a_partly_cached_batch_scores_only_the_rest(tiny):

@@ -103,8 +103,8 @@ def test_distinct_inputs_are_scored_once_across_tasks(tmp_path, counting_model):
     res = evaluate(EvalConfig(model=model, tasks=("ties_sample", "ties_copy"), include=(str(_copy_entry(tmp_path)),),
                               n_bootstrap=10, cache_dir=str(tmp_path / "c")))
     stats = res.execution.stats
-    assert stats["requests"] == 2 * 514 and stats["distinct"] == 514  # the copy adds nothing new
-    assert sum(calls()) == stats["distinct"] == stats["computed"]
+    assert stats.requests == 2 * 514 and stats.distinct == 514  # the copy adds nothing new
+    assert sum(calls()) == stats.distinct == stats.computed
     a, b = next(res.records("ties_sample")), next(res.records("ties_copy"))
     assert a.metric == b.metric and a.value == b.value
 
@@ -123,10 +123,10 @@ def test_second_run_with_other_eps_does_no_forward_pass(tmp_path, counting_model
     model, calls = counting_model
     first = evaluate(EvalConfig(model=model, eps=(0.0, 0.1), n_bootstrap=10, cache_dir=str(tmp_path / "c")))
     n_calls = len(calls())
-    assert n_calls > 0 and first.execution.stats["batches_computed"] == n_calls
+    assert n_calls > 0 and first.execution.stats.batches_computed == n_calls
     second = evaluate(EvalConfig(model=model, eps=(0.5,), n_bootstrap=10, cache_dir=str(tmp_path / "c")))
     assert len(calls()) == n_calls  # no new call to the model
-    assert second.execution.stats["batches_computed"] == 0 and second.execution.stats["cached"] == 514
+    assert second.execution.stats.batches_computed == 0 and second.execution.stats.cached == 514
 
 
 def test_interrupted_run_resumes_with_identical_rewards(tmp_path, counting_model, monkeypatch):
@@ -134,7 +134,7 @@ def test_interrupted_run_resumes_with_identical_rewards(tmp_path, counting_model
     runtime = Runtime(token_budget=400)  # many small batches
     fresh = evaluate(EvalConfig(model=model, runtime=runtime, n_bootstrap=10, cache_dir=str(tmp_path / "fresh")),
                      out_dir=tmp_path / "fresh_run")
-    n_batches = fresh.execution.stats["batches_computed"]
+    n_batches = fresh.execution.stats.batches_computed
     assert n_batches > 4
     (tmp_path / "calls.json").unlink()
     monkeypatch.setenv("RMBENCH_TEST_FAIL_AT", str(n_batches // 2))
@@ -146,7 +146,7 @@ def test_interrupted_run_resumes_with_identical_rewards(tmp_path, counting_model
     monkeypatch.delenv("RMBENCH_TEST_FAIL_AT")
     resumed = evaluate(EvalConfig(model=model, runtime=runtime, n_bootstrap=10, cache_dir=str(tmp_path / "resume")),
                        out_dir=tmp_path / "resumed_run")
-    assert resumed.execution.stats["batches_computed"] == n_batches - done
+    assert resumed.execution.stats.batches_computed == n_batches - done
     assert (tmp_path / "resumed_run" / "rewards.jsonl").read_text() == (tmp_path / "fresh_run" / "rewards.jsonl").read_text()
     assert [m.to_json() for m in resumed.records()] == [m.to_json() for m in fresh.records()]
 
@@ -177,15 +177,15 @@ def test_tiny_implicit_end_to_end_with_cache(tiny, tmp_path):
                   n_bootstrap=10, limit=6, cache_dir=str(tmp_path))
     first = evaluate(EvalConfig(**config))
     again = evaluate(EvalConfig(**config))
-    assert first.execution.stats["batches_computed"] > 0 and again.execution.stats["batches_computed"] == 0
+    assert first.execution.stats.batches_computed > 0 and again.execution.stats.batches_computed == 0
     assert [m.to_json() for m in first.records()] == [m.to_json() for m in again.records()]
     info = first.execution.model
     assert info["dtype"] == "float32" and info["device"] == "cpu" and info["weights"].startswith("sha256:")
     # No --token-budget: the device's default, recorded with how it was chosen; a fully cached re-run plans nothing.
     assert first.execution.runtime["token_budget"] is None
-    assert (first.execution.stats["token_budget"], first.execution.stats["max_batch"]) == (8192, 64)
-    assert first.execution.stats["batch_limits"] == "the CPU default"
-    assert again.execution.stats["token_budget"] is None and again.execution.stats["batch_limits"] is None
+    assert (first.execution.stats.token_budget, first.execution.stats.max_batch) == (8192, 64)
+    assert first.execution.stats.batch_limits == "the CPU default"
+    assert again.execution.stats.token_budget is None and again.execution.stats.batch_limits is None
 
 
 def test_discretized_run_resumes_identically(tiny, tmp_path):

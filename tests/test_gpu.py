@@ -131,8 +131,8 @@ def test_eval_on_the_gpu_records_the_device(tiny, tmp_path):
                                  runtime=Runtime(device="cuda"), use_cache=False), out_dir=tmp_path / "run")
     stats, model = record.execution.stats, record.execution.model
     assert model["dtype"] == "bfloat16" and model["device"] == "cuda"
-    assert stats["ran_with"]["gpu"] == torch.cuda.get_device_name() and stats["ran_with"]["attention"] == "sdpa"
-    assert stats["batch_limits"].startswith("CUDA free memory") and record.execution.runtime["token_budget"] is None
+    assert stats.ran_with["gpu"] == torch.cuda.get_device_name() and stats.ran_with["attention"] == "sdpa"
+    assert stats.batch_limits.startswith("CUDA free memory") and record.execution.runtime["token_budget"] is None
 
 
 @pytest.mark.distributed

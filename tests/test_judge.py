@@ -73,12 +73,12 @@ def test_rating_judge_on_ties_uses_the_ties_prompt_and_a_rerun_makes_no_call(tmp
         assert len(rows) == n and {r["mode"] for r in rows} == {"rating"}
         assert all(r["parsed"] == 5.0 and not r["cached"] for r in rows)  # no score tags: every rating 5
         assert task.unparsed == 0
-        stats = record.execution.stats["ran_with"]["judge_calls"]
+        stats = record.execution.stats.ran_with["judge_calls"]
         assert stats["calls"] == n and stats["cached_calls"] == 0 and stats["prompt_tokens"] > 0
 
         again, folder2 = run(server, tmp_path, ("ties_sample",), out="again", limit=4)
         assert len(server.chat_requests()) == n  # the re-run made no call
-        assert again.execution.stats["ran_with"]["judge_calls"]["cached_calls"] == n
+        assert again.execution.stats.ran_with["judge_calls"]["cached_calls"] == n
         assert all(r["cached"] for r in judgments(folder2))
         np.testing.assert_equal([m.value for m in again.tasks[0].metrics], [m.value for m in task.metrics])
 

@@ -111,14 +111,14 @@ def _lines(path: Path) -> list[dict]:
 def test_smollm2_as_a_rating_judge_on_ties_rows_then_a_rerun_makes_no_call(served, tmp_path):
     record = _judge(served, tmp_path, ("ties_sample",), "rating", limit=1)
     task = record.tasks[0]
-    calls = record.execution.stats["ran_with"]["judge_calls"]
+    calls = record.execution.stats.ran_with["judge_calls"]
     assert calls["calls"] == task.counts.responses and calls["cached_calls"] == 0
     assert calls["completion_tokens"] > 0 and calls["failures"] == 0
     judged = _lines(tmp_path / "rating" / "judgments.jsonl")
     assert len(judged) == task.counts.responses and all(j["text"] is not None for j in judged)
     assert task.unparsed == sum(j["parsed"] is None for j in judged)  # counted, whatever the judge wrote
     again = _judge(served, tmp_path, ("ties_sample",), "again", limit=1)
-    assert again.execution.stats["ran_with"]["judge_calls"]["calls"] == 0
+    assert again.execution.stats.ran_with["judge_calls"]["calls"] == 0
     assert _lines(tmp_path / "again" / "rewards.jsonl") == _lines(tmp_path / "rating" / "rewards.jsonl")
 
 
@@ -129,10 +129,10 @@ def test_smollm2_as_a_pairwise_judge_in_both_orders(served, tmp_path):
         {"prompt": "Name a primary color.", "chosen": "Red", "rejected": "Green"}]))
     record = _judge(served, tmp_path, ("preference",), "pairwise", data=(("preference", str(pairs)),),
                     mode="pairwise", prompt="vanilla")
-    calls = record.execution.stats["ran_with"]["judge_calls"]
+    calls = record.execution.stats.ran_with["judge_calls"]
     assert calls["calls"] == 4  # two games per pair
     judged = _lines(tmp_path / "pairwise" / "judgments.jsonl")
     assert {j["order"] for j in judged} == {"AB", "BA"} and all(j["mode"] == "pairwise" for j in judged)
     again = _judge(served, tmp_path, ("preference",), "again", data=(("preference", str(pairs)),),
                    mode="pairwise", prompt="vanilla")
-    assert again.execution.stats["ran_with"]["judge_calls"]["calls"] == 0
+    assert again.execution.stats.ran_with["judge_calls"]["calls"] == 0

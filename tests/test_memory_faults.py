@@ -42,17 +42,17 @@ def memory_rm(tmp_path):
 def test_a_python_model_out_of_memory_is_split_and_gives_the_same_rewards(tmp_path, memory_rm, monkeypatch):
     config = dict(model=memory_rm, model_args=(("max_batch", 16),), n_bootstrap=10, use_cache=False)
     whole = evaluate(EvalConfig(**config), out_dir=tmp_path / "whole")
-    assert whole.execution.stats["oom_splits"] == 0
+    assert whole.execution.stats.oom_splits == 0
     monkeypatch.setenv("RM_MAX_ROWS", "3")
     seen = []
     split = evaluate(EvalConfig(**config), out_dir=tmp_path / "split", warn=seen.append)
     stats = split.execution.stats
-    assert stats["oom_splits"] > 0 and stats["batches_computed"] == whole.execution.stats["batches_computed"]
+    assert stats.oom_splits > 0 and stats.batches_computed == whole.execution.stats.batches_computed
     assert (tmp_path / "split" / "rewards.jsonl").read_bytes() == (tmp_path / "whole" / "rewards.jsonl").read_bytes()
     assert [m.to_json() for m in split.records()] == [m.to_json() for m in whole.records()]
     memory_warnings = [w for w in seen if "ran out of memory" in w]
     assert len(memory_warnings) == 1, seen
-    assert re.search(rf"scored {stats['oom_splits']} batch(es)? again in halves \(first: MemoryError: cannot hold "
+    assert re.search(rf"scored {stats.oom_splits} batch(es)? again in halves \(first: MemoryError: cannot hold "
                      rf"\d+ pairs at once\)", memory_warnings[0]), memory_warnings[0]
     assert "--token-budget" in memory_warnings[0]
 

@@ -91,9 +91,9 @@ def test_renaming_a_model_entry_keeps_its_cached_scores(tiny, tmp_path):
                                 **common))
     renamed = evaluate(EvalConfig(model="renamed-rm", include=(str(_entry(tmp_path / "b", "renamed-rm",
                                                                           tiny["causal"])),), **common))
-    assert first.execution.stats["computed"] > 0 and first.execution.stats["cached"] == 0
-    assert renamed.execution.stats["computed"] == 0
-    assert renamed.execution.stats["cached"] == first.execution.stats["computed"]
+    assert first.execution.stats.computed > 0 and first.execution.stats.cached == 0
+    assert renamed.execution.stats.computed == 0
+    assert renamed.execution.stats.cached == first.execution.stats.computed
     assert renamed.model.fingerprint == first.model.fingerprint and renamed.model.name == "renamed-rm"
     assert renamed.value("ties_sample", "pairwise_accuracy") == first.value("ties_sample", "pairwise_accuracy")
 
@@ -112,7 +112,7 @@ def test_a_cached_rerun_never_loads_weights_or_tokenizer(tiny, tmp_path, monkeyp
     monkeypatch.setattr(HFRewardModel, "model", property(refuse))
     monkeypatch.setattr(TokenizerFront, "tokenizer", property(refuse))
     again = evaluate(EvalConfig(eps=(0.0, 0.3), **common))
-    assert again.execution.stats["computed"] == 0
+    assert again.execution.stats.computed == 0
     assert again.value("ties_sample", "pairwise_accuracy") == first.value("ties_sample", "pairwise_accuracy")
     assert again.execution.model == first.execution.model  # described alike: dtype, weights, device asked for
 

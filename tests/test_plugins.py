@@ -45,9 +45,12 @@ PLUGIN = {
 
         [project.entry-points."rmbench.tasks"]
         demo_pairs = "rmbench_plugin_demo:DemoPairs"
+
+        [project.entry-points."rmbench.engines"]
+        one-by-one = "rmbench_plugin_demo:ONE_BY_ONE"
     """,
     "rmbench_plugin_demo/__init__.py": """
-        from rmbench import ComparisonGroup, RewardModel, Task
+        from rmbench import ComparisonGroup, Engine, MemoryRetries, RewardModel, Task, score_batch
 
 
         class KeywordRM(RewardModel):
@@ -64,6 +67,28 @@ PLUGIN = {
             def groups(self):
                 for i in range(6):
                     yield ComparisonGroup.preference_pair(f"d{i}", "Ask nicely.", "please " * (i + 1), "no")
+
+
+        class OneByOne:
+            # An engine that scores each batch in this process, one request at a time.
+
+            is_main, scores_here, device = True, True, None
+
+            def __init__(self, options):
+                self.memory = MemoryRetries()
+
+            def run(self, model, factory, batches):
+                for j, batch in enumerate(batches):
+                    yield j, [score_batch(model, [r], self.memory)[0] for r in batch]
+
+            def agree(self, limits):
+                return limits
+
+            def describe(self):
+                return {"name": "one-by-one"}
+
+
+        ONE_BY_ONE = Engine(build=OneByOne, in_process=True)
     """,
 }
 
@@ -80,7 +105,8 @@ def plugin_site(tmp_path_factory):
 
 
 def run_cli(site, cwd, *args):
-    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "250"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+           "COLUMNS": "250"}
     return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
@@ -98,6 +124,12 @@ def test_installed_entry_point_plugin(plugin_site, tmp_path):
     demo = run.task("demo_pairs")
     assert demo.version == 2 and demo.counts.groups == 6
     assert run.value("demo_pairs", "pairwise_accuracy") == 1.0
+    # An engine from the same package: --engine takes it, and the rewards are the local engine's.
+    result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties_sample",
+                     "--bootstrap", "20", "--engine", "one-by-one", "--no-cache", "--out", str(tmp_path / "engine"))
+    assert result.returncode == 0, result.stderr
+    assert read_run(tmp_path / "engine").execution.backend == {"name": "one-by-one"}
+    assert (tmp_path / "engine" / "rewards.jsonl").read_text() == (tmp_path / "run" / "rewards.jsonl").read_text()
 
 
 @pytest.mark.slow

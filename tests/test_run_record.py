@@ -36,7 +36,7 @@ def test_a_schema_1_file_loads_through_the_reader():
     assert ties.comparability_key == raw["tasks"][0]["comparability_key"]  # the recipe is unchanged
     assert ties.official == TIES_LAYOUT and "ties_score" in ties.headline  # derived from its records
     assert run.task("paraphrase_shift").shifts == ("none", "paraphrase")
-    assert run.execution.stats["requests"] > 0 and run.environment.python
+    assert run.execution.stats.requests > 0 and run.environment.python
 
 
 def test_schema_1_runs_feed_leaderboards_and_compare(tmp_path):
@@ -55,6 +55,13 @@ def test_the_current_schema_round_trips(tmp_path):
     assert doc == record_to_json(run)
     again = parse_record(doc, tmp_path / "run" / "results.json")
     assert record_to_json(again) == doc
+    assert again.execution.stats == run.execution.stats and again.execution.stats.threads is not None
+    # Stats a newer version adds, and none at all, read and write back as they were.
+    doc["execution"]["stats"]["from_the_future"] = {"x": 1}
+    assert record_to_json(parse_record(doc, tmp_path / "run" / "results.json")) == doc
+    doc["execution"]["stats"] = {}
+    assert parse_record(doc, tmp_path / "x").execution.stats is None
+    assert record_to_json(parse_record(doc, tmp_path / "x")) == doc
 
 
 def test_queries():
@@ -86,6 +93,7 @@ def test_queries():
     (lambda d: d["tasks"][0].update(data_fingerprint="0" * 64), "field 'tasks[0].comparability_key': does not match"),
     (lambda d: d["model"].pop("name"), "field 'model.name': missing"),
     (lambda d: d.update(schema_version=3), "field 'schema_version': 3 is not supported"),
+    (lambda d: d["execution"]["stats"].update(cached="all"), "field 'execution.stats.cached': expected int, got 'all'"),
 ])
 def test_a_bad_file_names_the_file_and_the_field(tmp_path, edit, words):
     evaluate(EvalConfig(model="length", n_bootstrap=10, use_cache=False), out_dir=tmp_path / "run")

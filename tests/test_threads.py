@@ -272,9 +272,9 @@ def test_the_run_record_holds_the_thread_policy(tiny, tmp_path):
 
     run = evaluate(EvalConfig(model=f"implicit:{tiny['causal']}", runtime=Runtime(dtype="float32", device="cpu", threads=1),
                               limit=3, n_bootstrap=10, use_cache=False), tmp_path / "run")
-    policy = run.execution.stats["threads"]
+    policy = run.execution.stats.threads
     assert policy["threads"] == 1 and policy["threads_from"] == "--threads"
-    assert sum(policy["batches_by_threads"].values()) == run.execution.stats["batches_computed"]
+    assert sum(policy["batches_by_threads"].values()) == run.execution.stats.batches_computed
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
     assert saved["execution"]["stats"]["threads"]["threads"] == 1 and "threads" not in saved["execution"]["backend"]
     with pytest.raises(ConfigError, match="--threads"):

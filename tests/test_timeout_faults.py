@@ -126,7 +126,7 @@ def test_the_timeout_is_checked_and_recorded(tmp_path):
     for bad in (0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ConfigError, match="--score-timeout must be a number of seconds > 0"):
             EvalConfig(model="length", score_timeout=bad)
-    with pytest.raises(ConfigError, match="--score-timeout works with --engine local only"):
+    with pytest.raises(ConfigError, match="--score-timeout works with an engine that scores in this process"):
         EvalConfig(model="length", score_timeout=5.0, engine="ray")
     record = evaluate(EvalConfig(model="length", score_timeout=30.0, n_bootstrap=10, use_cache=False))
     assert record.execution.runtime["score_timeout"] == 30.0

@@ -221,6 +221,9 @@ EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of
                         "comparability_key": {"type": "string", "description": "the task key and the eps list"}}}
 OPTIONAL = {("TaskResult", "unparsed"), ("RunConfig", "limit_sampling"), ("OfficialLayout", "provenance")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
+OPEN = {"EngineStats": "other"}
+"""Records read leniently (every field optional: an older file lacks some, and no stats are
+written as ``{}``) whose unknown keys are kept (in the named field, not written as itself)."""
 TYPE_NAME = {"ModelIdentity": "model", "RunConfig": "config", "Execution": "execution", "Environment": "environment"}
 
 
@@ -231,8 +234,11 @@ def _dataclass_schema(cls: type, defs: dict) -> dict:
     props: dict[str, Any] = {}
     required: list[str] = []
     defs[cls.__name__] = {}  # recursion guard
+    open_record = cls.__name__ in OPEN
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
+        if open_record and OPEN[cls.__name__] == f.name:
+            continue
         if (cls.__name__, f.name) in FLATTEN:
             inner = _dataclass_schema(tp, defs)
             props.update(inner["properties"])
@@ -247,13 +253,13 @@ def _dataclass_schema(cls: type, defs: dict) -> dict:
         if doc:
             schema = {**schema, "description": doc}
         props[f.name] = schema
-        if (cls.__name__, f.name) not in OPTIONAL:
+        if (cls.__name__, f.name) not in OPTIONAL and not open_record:
             required.append(f.name)
     for name, schema in EXTRA.get(cls.__name__, {}).items():
         props[name] = schema
         required.append(name)
     out = {"type": "object", "title": cls.__name__, "properties": props, "required": required,
-           "additionalProperties": False}
+           "additionalProperties": open_record}
     if cls.__doc__:
         out["description"] = " ".join(cls.__doc__.split())
     defs[cls.__name__] = out

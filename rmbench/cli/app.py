@@ -16,6 +16,7 @@ from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_con
                                 models_app, progress_bars, sigterm_as_interrupt, tasks_app, user_errors)
 from rmbench.cli.tables import Grid, print_grid
 from rmbench.core.choices import DEVICES, DTYPE_ALIASES, DTYPES, EPS_UNITS, TRUNCATION_SIDES, DType
+from rmbench.scoring.engines import engines_help
 
 
 def _details_grid(record) -> Grid:
@@ -122,8 +123,7 @@ def eval_command(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model repositories to run their own code."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "
                                       ".pt), which can run code when loaded; default: safetensors or GGUF only."),
-    engine: str = typer.Option("local", "--engine", help="Where batches run: local (this process), ray (Ray Data "
-                               "actors; pip install 'rmbench[ray]') or accelerate (under 'accelerate launch')."),
+    engine: str = typer.Option("local", "--engine", help=f"Where batches run: {engines_help()}."),
     workers: int = typer.Option(2, "--workers", help="--engine ray: number of actors, each loading the model once."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="--engine ray: an existing cluster "
                                               "(e.g. ray://head:10001 or auto) (default: start a local one)."),
@@ -135,29 +135,30 @@ def eval_command(
     report: bool = typer.Option(False, "--report", help="Also write report.html (rmbench report) in each run folder."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
+    from rmbench.core.choices import EpsUnit
     from rmbench.models import Runtime
-    from rmbench.scoring.backends import is_main_process
-    from rmbench.scoring.runner import EvalConfig, parse_eps
+    from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
+    from rmbench.scoring.runner import parse_eps
     from rmbench.scoring.suite import evaluate_models
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
         names = _names(name, models)
-        # Runtime checks --dtype and --device (a bad word is one line naming the option).
-        runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
-                          token_budget=token_budget, allow_pickle=allow_pickle, threads=threads)
-        configs = [EvalConfig(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
-                              data=parse_data_overrides(data, several=True), eps=parse_eps(eps), eps_unit=eps_unit, limit=limit,
-                              include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
-                              model_args=_parse_model_args(model_arg),
-                              task_args=_parse_model_args(task_arg, "--task-arg"), runtime=runtime,
-                              cache_dir=str(cache_dir) if cache_dir else None, use_cache=not no_cache,
-                              skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation,
-                              engine=engine, workers=workers, ray_address=ray_address, worker_cpus=worker_cpus,
-                              worker_gpus=worker_gpus, name=n, score_timeout=score_timeout)
-                   for m, n in zip(models, names)]
-        main = is_main_process(engine)
+        runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
+                          allow_pickle=allow_pickle, threads=threads)
+        measured = [RunSpec(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
+                            data=parse_data_overrides(data, several=True), eps=parse_eps(eps),
+                            eps_unit=cast(EpsUnit, eps_unit),  # checked by RunSpec
+                            limit=limit, include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
+                            model_args=_parse_model_args(model_arg), task_args=_parse_model_args(task_arg, "--task-arg"),
+                            skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation, name=n)
+                    for m, n in zip(models, names)]
+        execution = ExecutionSettings(runtime=runtime, cache_dir=str(cache_dir) if cache_dir else None,
+                                      use_cache=not no_cache, engine=engine, workers=workers, ray_address=ray_address,
+                                      worker_cpus=worker_cpus, worker_gpus=worker_gpus, score_timeout=score_timeout)
+        configs = [EvalConfig(m, execution) for m in measured]
+        main = execution.engine_kind.is_main()
         try:
             with sigterm_as_interrupt(), progress_bars("responses") as progress:
                 suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
@@ -206,7 +207,7 @@ def _interrupted(no_cache: bool, code: int = 130) -> None:
 def _say_resumed(record) -> None:
     """A run that reused scores an earlier (interrupted) run left in the cache says so."""
     stats = record.execution.stats
-    cached, computed = stats.get("cached", 0), stats.get("computed", 0)
+    cached, computed = (stats.cached, stats.computed) if stats is not None else (0, 0)
     if cached and computed:
         err_console.print(f"{escape(record.model.name)}: resumed from the score cache: {cached} responses cached, "
                           f"{computed} computed", highlight=False, soft_wrap=True)

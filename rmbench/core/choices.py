@@ -4,7 +4,7 @@ A value read from a user (a CLI option, a model argument) is checked with :func:
 names the option and the allowed words in one line (a results.json field is checked with
 :func:`is_choice` by the reader, whose errors name the file and the field); code that receives an
 already checked value is typed with the alias, so mypy keeps a misspelt word from reaching it.
-Engines are not here: they are open (a plugin registers one, :mod:`rmbench.scoring.backends`).
+Engines are not here: they are open (a plugin registers one, :mod:`rmbench.scoring.engines`).
 """
 
 from __future__ import annotations

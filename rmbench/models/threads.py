@@ -218,6 +218,16 @@ class ThreadGovernor:
             self._switches += 1
         self._applied = self.threads
 
+    def start_run(self, requested: int | None = None, env: Mapping[str, str] | None = None) -> "ThreadGovernor":
+        """The same policy for a new run of this process: the run's own ``requested`` count
+        (None: adaptive again, unless ``OMP_NUM_THREADS`` fixes it) and fresh counts."""
+        self.fixed, self.fixed_from = _fixed_threads(requested, os.environ if env is None else env)
+        if self.fixed is not None:
+            self.threads = self.fixed
+        self._batches.clear()
+        self._switches = 0
+        return self
+
     def describe(self) -> dict[str, Any]:
         """The policy and what it did, for the run's execution record."""
         out: dict[str, Any] = {
@@ -268,14 +278,9 @@ def prepare_threads(requested: int | None = None, env: MutableMapping[str, str] 
     not loaded yet and the user set no wait policy of their own."""
     global _CURRENT
     environ = os.environ if env is None else env
-    fixed, fixed_from = _fixed_threads(requested, environ)
     if _CURRENT is not None:  # a later run of this process: the same policy, its own counts
-        _CURRENT.fixed, _CURRENT.fixed_from = fixed, fixed_from
-        if fixed is not None:
-            _CURRENT.threads = fixed
-        _CURRENT._batches.clear()
-        _CURRENT._switches = 0
-        return _CURRENT
+        return _CURRENT.start_run(requested, environ)
+    fixed, fixed_from = _fixed_threads(requested, environ)
     cpu_set = _START[0] if _START is not None else _affinity()
     cpus, cpus_from = cpu_budget(cpu_set)
     others = _others_at_start(cpu_set)

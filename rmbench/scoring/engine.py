@@ -29,7 +29,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -39,32 +38,13 @@ from rmbench.errors import ModelError
 from rmbench.models.base import (GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel,
                                  use_prompt_reuse)
 from rmbench.models.batching import BatchLimits, batch_limits
+from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.scoring.backends import LocalBackend
 from rmbench.scoring.cache import ScoreCache, request_key
+from rmbench.scoring.engines import Backend
 
 Progress = Callable[[int], None]
 """Called with the number of distinct responses just scored (or found in the cache)."""
-
-
-@dataclass(frozen=True)
-class EngineStats:
-    requests: int
-    distinct: int
-    cached: int
-    computed: int
-    batches_computed: int
-    real_tokens: int  # tokens of the texts scored
-    work_tokens: int  # tokens run through the model: fewer than real_tokens where prompts are shared
-    padded_tokens: int  # work_tokens plus padding
-    seconds: float
-    oom_splits: int = 0  # batches scored again in halves after running out of memory (rmbench.scoring.memory)
-    token_budget: int | None = None  # the plan's limits (rmbench.models.batching); None: every score was cached
-    max_batch: int | None = None
-    batch_limits: str | None = None  # how the limits were chosen
-    plan: str | None = None  # which plan the engine chose (plan_for)
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
 
 
 def requests_for(groups: Sequence[ComparisonGroup], with_context: bool = False,
@@ -231,7 +211,8 @@ def plan_for(lengths: Sequence[int], shareable: Sequence[int] | None, prompts: S
 
 
 def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
-                 progress: Progress | None = None, cache: ScoreCache | None = None, backend=None,
+                 progress: Progress | None = None, cache: ScoreCache | None = None,
+                 backend: Backend | None = None,
                  factory: Callable[[], RewardModel] | None = None, name: str | None = None
                  ) -> tuple[np.ndarray, EngineStats]:
     """One reward per response of ``groups``, flattened in group order, and what it cost.

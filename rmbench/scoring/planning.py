@@ -1,0 +1,174 @@
+"""A run's plan: everything checked and read before any scoring.
+
+:func:`plan_run` resolves the model (its adapter built without weights, so a bad argument
+fails here), decides the thread policy (an in-process engine: before anything imports torch)
+and reads and checks every task (a bad data row fails here); :mod:`rmbench.scoring.runner` then
+scores the :class:`RunPlan`. A run's identity (which folder it may replace) and its tasks'
+comparability keys come from what it measures (:class:`~rmbench.scoring.config.RunSpec`) only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import EllipsisType
+from typing import Any
+
+from rmbench.catalog import Catalog, load_catalog
+from rmbench.core.metrics import METRIC_VERSION
+from rmbench.core.types import ComparisonGroup, ModelSpec, TaskSpec, data_fingerprint
+from rmbench.errors import ConfigError, DataError, did_you_mean
+from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
+from rmbench.models.base import CallingModel, RewardModel
+from rmbench.models.names import resolve_model
+from rmbench.models.threads import ThreadGovernor, prepare_threads
+from rmbench.models.trained import trained_split
+from rmbench.results.storage.record import RunIdentity, TaskKeyParts
+from rmbench.scoring.config import EvalConfig, RunSpec
+from rmbench.tasks.base import Task
+from rmbench.tasks.loading import (
+    DataOverride,
+    held_out_spec,
+    load_task,
+    split_task_args,
+    task_spec_for_verdicts,
+    task_spec_with_args,
+    task_spec_with_files,
+)
+
+
+@dataclass(frozen=True)
+class ModelFactory:
+    """Builds the run's model with the run's truncation policy: in this process, and again in
+    each worker of a distributed engine (it pickles: a spec, a runtime and a policy)."""
+
+    spec: ModelSpec
+    runtime: Runtime
+    truncation: Truncation | None = None
+
+    def __call__(self) -> RewardModel:
+        return build_model(self.spec, self.runtime, self.truncation)
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    spec: TaskSpec
+    task: Task
+    groups: list[ComparisonGroup]
+    bad_rows: list[DataError]
+    fingerprint: str
+    """of the groups kept (:func:`rmbench.core.types.data_fingerprint`)"""
+
+    @property
+    def n_responses(self) -> int:
+        return sum(len(g.responses) for g in self.groups)
+
+    def key_parts(self, measured: RunSpec) -> TaskKeyParts:
+        return TaskKeyParts(self.spec.name, self.spec.version or 0, self.fingerprint, METRIC_VERSION,
+                            tuple(measured.eps), measured.eps_unit)
+
+
+def resolve_model_spec(measured: RunSpec, catalog: Catalog) -> ModelSpec:
+    """``measured.model`` through the one name resolver (:mod:`rmbench.models.names`), with
+    ``--model-arg`` overrides applied before its nested references (``inner``) are resolved, so
+    an override may itself name any model the catalog knows."""
+    spec = resolve_model(measured.model, catalog.models, overrides=dict(measured.model_args))
+    if measured.name is not None:  # the display name only: a model's identity never holds its name
+        spec = ModelSpec.make(measured.name.strip(), spec.kind, spec.args, spec.version)
+    return spec
+
+
+def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], verdicts: bool = False,
+               trained_on: dict[str, Any] | None | EllipsisType = ...) -> list[LoadedTask]:
+    """Every task's groups, read and checked before anything is scored (a bad row fails here).
+    ``verdicts``: the model gives pair verdicts, so tasks take their ``verdict_args``;
+    ``trained_on``: :func:`~rmbench.models.trained.trained_split` of the model, when the caller
+    has it (``...``: found here)."""
+    overrides: dict[str, list[DataOverride]] = {}
+    for d in config.data:
+        overrides.setdefault(d.task, []).append(d)
+    task_names = catalog.expand(config.tasks)
+    for name in task_names:  # a misspelt task first: its did-you-mean is the fix, not --data's
+        catalog.task_spec(name)
+    unknown = sorted(set(overrides) - set(task_names))
+    if unknown:
+        raise ConfigError(f"--data names task {unknown[0]!r}, which is not among the tasks ({', '.join(task_names)})"
+                          f"{did_you_mean(unknown[0], task_names)}")
+    task_args = split_task_args(config.task_args, task_names)
+    if trained_on is ...:
+        trained_on = trained_split(config.model)
+    loaded = []
+    for name in task_names:
+        spec = catalog.task_spec(name)
+        if name in overrides:
+            spec = task_spec_with_files(spec, overrides[name], warn)
+        if verdicts:
+            spec = task_spec_for_verdicts(spec, task_args.get(name) or {})
+        if task_args.get(name):
+            spec = task_spec_with_args(spec, task_args[name])
+        # never score a model on its training rows
+        spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)
+        task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
+        if bad:
+            where = "; ".join(str(e) for e in bad[:3])
+            warn(f"task {name!r}: skipped {len(bad)} bad row{'s' * (len(bad) != 1)} (--skip-bad-rows), "
+                 f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
+        loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups)))
+    return loaded
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A run before any scoring: the model's spec and every task's groups, read and checked."""
+
+    config: EvalConfig
+    model_spec: ModelSpec
+    tasks: tuple[LoadedTask, ...]
+    model: RewardModel | None = field(default=None, compare=False, repr=False)
+    """The adapter the plan built to check the model's arguments (no weights yet); scoring uses it."""
+    threads: ThreadGovernor | None = field(default=None, compare=False, repr=False)
+    """The thread policy, decided before the adapter was built (an in-process engine's only)."""
+
+    @property
+    def identity(self) -> RunIdentity:
+        """What makes two runs the same run: from what is measured only."""
+        return RunIdentity(self.model_spec.name, self.model_spec.to_json(),
+                           tuple(t.key_parts(self.config.measured) for t in self.tasks))
+
+
+def check_model(spec: ModelSpec, config: EvalConfig) -> RewardModel:
+    """Build the run's adapter, without its weights (adapters load them on first use), and
+    return it for the scoring: an argument it does not take (``--model-arg``), a bad value or a missing file fails
+    here, in the plan, before any run folder is checked and before any model of the command is
+    scored. The thread policy must be decided before (building an adapter may import torch,
+    which starts OpenMP): :func:`plan_run` does."""
+    execution = config.execution
+    model = ModelFactory(spec, execution.runtime, config.measured.truncation_policy)()
+    if isinstance(model, CallingModel) and not execution.engine_kind.in_process:
+        raise ConfigError(f"model {spec.name!r} calls a server, which --engine local does best (its requests are "
+                          f"concurrent already, and its calls are cached and written from this process); drop "
+                          f"--engine {execution.engine}")
+    return model
+
+
+def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[[str], None] | None = None,
+             tasks: Sequence[LoadedTask] | None = None,
+             trained_on: dict[str, Any] | None | EllipsisType = ...) -> RunPlan:
+    """Resolve the model, decide the thread policy (an in-process engine), check that the model's
+    adapter can be built (:func:`check_model`) and load every task (a bad data row fails here):
+    every check that needs no weights, before any scoring.
+
+    ``tasks``: the tasks of another plan whose config reads the same data (another model of one
+    ``rmbench eval``), taken as they are instead of being read again; ``trained_on``: as
+    :func:`load_tasks` takes it.
+    """
+    warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
+    measured, execution = config.measured, config.execution
+    catalog = catalog or load_catalog(measured.include)
+    spec = resolve_model_spec(measured, catalog)
+    verdicts = gives_pair_verdicts(spec)  # its tasks may take other arguments: read for it alone
+    loaded = (tuple(tasks) if tasks is not None and not verdicts
+              else tuple(load_tasks(measured, catalog, warn, verdicts, trained_on)))
+    threads = prepare_threads(execution.runtime.threads) if execution.engine_kind.in_process else None
+    return RunPlan(config, spec, loaded, check_model(spec, config), threads)
