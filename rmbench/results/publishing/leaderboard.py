@@ -1,4 +1,5 @@
-"""Leaderboards: run records -> tables (rows = runs, columns = declared metrics) -> md/csv/json/html.
+"""Leaderboards: run records -> tables (rows = runs, columns = declared metrics) -> every format of
+:mod:`rmbench.results.publishing.formats`.
 
 A leaderboard has a main table (per task, the metrics the task declares as its headline), one
 table per official layout (RewardBench 2: Factuality ... Ties and the score, beside D, Spec and
@@ -25,7 +26,6 @@ from rmbench.results.publishing.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS
                                                 split_by_task, without_empty_columns)
 from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text
 
-FORMATS = ("md", "csv", "json", "html")
 LAYOUTS = ("auto", "one", "per-task")
 """``one``: a single main table of every task's metrics; ``per-task``: a table per task (column
 group); ``auto``: per task when the single table would have more than
