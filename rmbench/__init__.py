@@ -23,7 +23,9 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`;
 * registering: :func:`register_task_kind`, :func:`register_model_kind` (in this process; a
   package uses the ``rmbench.tasks`` / ``rmbench.models`` entry points instead),
-  :func:`register_metric` with :class:`MetricDef`;
+  :func:`register_metric` with :class:`MetricDef`, :func:`register_format` with
+  :class:`OutputFormat`, :class:`FormatOption` and :class:`RenderContext` (a leaderboard output
+  format; a package uses the ``rmbench.formats`` entry points);
 * errors: :class:`RMBenchError` (every user mistake), :class:`ConfigError`, :class:`DataError`.
 """
 
@@ -78,6 +80,10 @@ _PUBLIC: dict[str, str] = {
     "CallingModel": "rmbench.models.base:CallingModel",
     "register_task_kind": "rmbench.tasks:register_task_kind",
     "register_model_kind": "rmbench.models:register_model_kind",
+    "register_format": "rmbench.results.publishing.formats:register_format",
+    "OutputFormat": "rmbench.results.publishing.formats:OutputFormat",
+    "FormatOption": "rmbench.results.publishing.formats:FormatOption",
+    "RenderContext": "rmbench.results.publishing.formats:RenderContext",
     "RMBenchError": "rmbench.errors:RMBenchError",
     "ConfigError": "rmbench.errors:ConfigError",
     "DataError": "rmbench.errors:DataError",

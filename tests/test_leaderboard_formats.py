@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from rmbench.cli.app import app
 from rmbench.errors import ConfigError
 from rmbench.results.publishing import formats
-from rmbench.results.publishing.formats import RenderContext, format_for_path, format_names, render, sections
+from rmbench.results.publishing.formats import RenderContext, format_for_path, format_names, render
 from rmbench.results.publishing.leaderboard import Leaderboard
 from rmbench.results.publishing.leaderboard_tables import Column, Table
 from rmbench.results.storage.record import Estimate
@@ -27,7 +27,7 @@ def _small() -> Leaderboard:
     """One table: a higher-is-better column (a tie as printed) and a lower-is-better one; names to escape."""
     cols = (Column("t_1", "pairwise_accuracy", "t_1 acc"), Column("t_1", "preference_flip_rate", "t_1 flips"))
     rows = ((("rm_a",), (Estimate(0.7123, 0.69, 0.73), Estimate(0.10, 0.05, 0.15))),
-            (("50% & #1 {x}~^\\",), (Estimate(0.7121, 0.70, 0.72), Estimate(0.20, 0.15, 0.25))),
+            (("5% & #{x}~^\\",), (Estimate(0.7121, 0.70, 0.72), Estimate(0.20, 0.15, 0.25))),
             (("σ_model",), (Estimate(0.5), None)))
     return Leaderboard(Table("rmbench leaderboard", ("model",), cols, rows, CAPTION),
                        legend=("t_1: a task",), notes=("50% of $ & co",))
@@ -42,7 +42,7 @@ EXPECTED_LATEX = r"""% rmbench leaderboard: \input{} this file in a document wit
 model & t\_1 acc & t\_1 flips \\
 \midrule
 rm\_a & \textbf{0.712} [0.69, 0.73] & \textbf{0.100} [0.05, 0.15] \\
-50\% \& \#1 \{x\}\textasciitilde{}\textasciicircum{}\textbackslash{} & \textbf{0.712} [0.70, 0.72] & 0.200 [0.15, 0.25] \\
+5\% \& \#\{x\}\textasciitilde{}\textasciicircum{}\textbackslash{} & \textbf{0.712} [0.70, 0.72] & 0.200 [0.15, 0.25] \\
 $\sigma$\_model & 0.500 & -- \\
 \bottomrule
 \end{tabular}
@@ -107,13 +107,13 @@ def _terminal(lb: Leaderboard, monkeypatch) -> str:
 
 def test_one_section_order_and_caption_rule():
     lb = _four_sections()
-    found = sections(lb)
+    found = lb.sections()
     assert [s.table.title for s in found] == list(TITLES)
     assert [s.heading for s in found] == [True] * 4
     assert [s.caption for s in found] == [CAPTION, "", "official scores", ""]  # said once, then only what differs
     assert [s.notes_after for s in found] == [False, True, False, False]
-    assert [s.caption for s in sections(lb, said=CAPTION)] == ["", "", "official scores", ""]
-    assert not sections(_small())[0].heading  # a lone table: the document's own
+    assert [s.caption for s in lb.sections(said=CAPTION)] == ["", "", "official scores", ""]
+    assert not _small().sections()[0].heading  # a lone table: the document's own
 
 
 @pytest.mark.parametrize("fmt", format_names())
@@ -176,10 +176,10 @@ def test_an_unknown_format_is_one_line_listing_the_registry(tmp_path):
 
 
 PLUGIN = '''
-from rmbench.results.publishing.formats import OutputFormat, sections
+from rmbench import OutputFormat
 
 def render_titles(lb, context):
-    return " | ".join(s.table.title for s in sections(lb)) + "\\n"
+    return " | ".join(s.table.title for s in lb.sections()) + "\\n"
 
 TITLES = OutputFormat("titles", ".titles", "the tables' titles", render_titles)
 '''
@@ -215,7 +215,6 @@ def _compile(tmp_path, tex: str) -> None:
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (apt-get install "
                     "texlive-latex-base texlive-latex-recommended)")
 def test_the_latex_compiles_with_pdflatex(tmp_path):
-    from rmbench.results.storage.folder import find_runs
     from rmbench.scoring.runner import EvalConfig, evaluate
 
     for model in ("oracle", "length"):

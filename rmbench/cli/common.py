@@ -220,7 +220,7 @@ def progress_bars(unit: str) -> Iterator:
 
 
 def leaderboard_grid(section) -> Grid:
-    """A :class:`rmbench.results.publishing.formats.Section` as a grid: rows of runs, one column per
+    """A :class:`rmbench.results.publishing.leaderboard_tables.Section` as a grid: rows of runs, one column per
     metric, always titled (a terminal has no document title), its caption by the sections' rule."""
     from rmbench.results.publishing.leaderboard_render import format_cell
 
@@ -231,11 +231,9 @@ def leaderboard_grid(section) -> Grid:
 
 
 def _print_leaderboard(lb) -> None:
-    """The terminal's rendering: the sections of ``lb`` in their order (:func:`rmbench.results.publishing.formats.sections`),
-    each fitted to the console's width, what the task names are and the notes after the headline tables."""
-    from rmbench.results.publishing.formats import sections
-
-    for section in sections(lb):
+    """The terminal's rendering: the sections of ``lb`` in their order (``lb.sections()``), each
+    fitted to the console's width, what the task names are and the notes after the headline tables."""
+    for section in lb.sections():
         print_grid(console, leaderboard_grid(section))
         if section.notes_after:
             for line in lb.legend:

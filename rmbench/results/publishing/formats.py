@@ -8,8 +8,9 @@ The built-in formats are registered at the end of this module, one line each; a 
 declare options (:class:`FormatOption`: ``--format-option ci=pm``), each a closed set of words.
 
 Every renderer (Markdown, CSV, JSON, HTML, LaTeX, the terminal's tables in :mod:`rmbench.cli`)
-walks :func:`sections`: the leaderboard's tables in one order, each with whether its title is
-shown, its caption by one rule, and where the legend and notes go.
+walks :func:`~rmbench.results.publishing.leaderboard_tables.sections` (``lb.sections()``): the
+leaderboard's tables in one order, each with whether its title is shown, its caption by one
+rule, and where the legend and notes go.
 
 A third-party package adds a format through the ``rmbench.formats`` entry-point group, loaded on
 first use: the entry point names an :class:`OutputFormat` (``my_pkg.board:TYPST``) whose
@@ -28,40 +29,10 @@ from typing import TYPE_CHECKING
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.registry import Registry, RegistryError, import_target
 
-if TYPE_CHECKING:  # light at run time: the CLI imports this module for its help text
+if TYPE_CHECKING:  # light at run time (no numpy): the CLI imports this module for its help text
     from rmbench.results.publishing.leaderboard import Leaderboard
-    from rmbench.results.publishing.leaderboard_tables import Table
 
 ENTRY_POINT_GROUP = "rmbench.formats"
-
-
-# --- sections: one order, one caption rule ------------------------------------------------------
-
-@dataclass(frozen=True)
-class Section:
-    """One table of a leaderboard as every format shows it."""
-
-    table: Table
-    heading: bool
-    """Show the table's title: every table but a lone headline table (the document's own)."""
-    caption: str
-    """What the table's cells are; "" where that was said already (see :func:`sections`)."""
-    notes_after: bool
-    """The legend (what each task name is) and the notes come right after this table: the last
-    headline table, before the official layouts and the shifts table."""
-
-
-def sections(lb: Leaderboard, said: str = "") -> tuple[Section, ...]:
-    """The tables of ``lb`` in the one order (headline tables, official layouts, original vs
-    shifted). The caption rule: a table's caption is shown once, under the first table, then only
-    where it says something else than the first's; ``said``: a caption the document has already
-    given (a page's introduction), which no table then repeats."""
-    out = []
-    for i, table in enumerate(lb.tables):
-        shown = bool(table.caption) and table.caption != said and (i == 0 or table.caption != lb.main.caption)
-        out.append(Section(table, heading=i > 0 or bool(lb.more), caption=table.caption if shown else "",
-                           notes_after=i == len(lb.headline) - 1))
-    return tuple(out)
 
 
 # --- the registry -------------------------------------------------------------------------------

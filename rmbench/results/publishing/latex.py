@@ -11,7 +11,7 @@ name in a script other than Latin (CJK, Cyrillic) needs xelatex or lualatex with
     \end{document}
 
 One ``table`` float per section, in the order of
-:func:`~rmbench.results.publishing.formats.sections`: a ``\caption`` with the section's title
+:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`: a ``\caption`` with the section's title
 where it is shown, a ``tabular`` (``\toprule``, ``\midrule``, ``\bottomrule``; key columns left,
 numbers right), then a table note in ``\footnotesize``: the section's caption, what bold means
 and, under the last headline table, the legend (what each task name is) and the notes.
@@ -35,9 +35,9 @@ import unicodedata
 from collections.abc import Sequence
 
 from rmbench.core.metric_registry import metric_def
-from rmbench.results.publishing.formats import RenderContext, Section, sections
+from rmbench.results.publishing.formats import RenderContext
 from rmbench.results.publishing.leaderboard import Leaderboard
-from rmbench.results.publishing.leaderboard_tables import Table
+from rmbench.results.publishing.leaderboard_tables import Section, Table
 from rmbench.results.storage.record import Estimate
 
 DIGITS = 3
@@ -141,7 +141,7 @@ def render_latex(lb: Leaderboard, context: RenderContext | None = None) -> str:
     """Every section of ``lb`` as a booktabs ``table`` float (see the module's docstring)."""
     ci = (context or RenderContext()).options.get("ci", "brackets")
     parts = [r"% rmbench leaderboard: \input{} this file in a document with \usepackage{booktabs}"]
-    for section in sections(lb):
+    for section in lb.sections():
         caption = [f"\\caption{{{escape(section.table.title)}}}"] if section.heading else []
         parts.append("\n".join([r"\begin{table}[htbp]", r"\centering", *caption, *tabular(section.table, ci),
                                 *table_note(lb, section), r"\end{table}"]))

@@ -22,8 +22,8 @@ from typing import Sequence, Union
 from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError
 from rmbench.results.storage.folder import RunFolder
-from rmbench.results.publishing.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Table, fold_rows,
-                                                split_by_task, without_empty_columns)
+from rmbench.results.publishing.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Section, Table,
+                                                           fold_rows, sections, split_by_task, without_empty_columns)
 from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text
 
 LAYOUTS = ("auto", "one", "per-task")
@@ -61,6 +61,10 @@ class Leaderboard:
     @property
     def tables(self) -> tuple[Table, ...]:
         return self.headline + self.official + ((self.shifts,) if self.shifts is not None else ())
+
+    def sections(self, said: str = "") -> tuple[Section, ...]:
+        """The tables in the order every format renders them, with the one caption rule (:func:`sections`)."""
+        return sections(self, said)
 
 
 @dataclass

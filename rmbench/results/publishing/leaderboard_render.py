@@ -2,7 +2,7 @@
 page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG).
 
 Each is the render function of a format registered in :mod:`rmbench.results.publishing.formats`
-(``render(lb, context) -> str``), and walks its :func:`~rmbench.results.publishing.formats.sections`."""
+(``render(lb, context) -> str``), and walks the leaderboard's sections (:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import math
 
 import pandas as pd
 
-from rmbench.results.publishing.formats import RenderContext, render, sections
+from rmbench.results.publishing.formats import RenderContext, render
 from rmbench.results.publishing.leaderboard import Leaderboard, Table
 from rmbench.results.storage.record import Estimate
 
@@ -50,7 +50,7 @@ def render_md(lb: Leaderboard, context: RenderContext | None = None) -> str:
     """The sections in their order: the headline tables (one, or one per task), then what their
     names mean and the notes, then the official layouts and the shifts table."""
     parts = []
-    for section in sections(lb):
+    for section in lb.sections():
         head = f"### {section.table.title}\n\n" if section.heading else ""
         caption = f"\n{section.caption}.\n" if section.caption else ""
         parts.append(head + to_frame(section.table).to_markdown(index=False) + "\n" + caption)
@@ -68,7 +68,7 @@ def _value(x: float | None) -> float | None:
 def render_json(lb: Leaderboard, context: RenderContext | None = None) -> str:
     """Every section's cells, one object per cell; the legend (``tasks``) and the notes beside."""
     tables = []
-    for section in sections(lb):
+    for section in lb.sections():
         table = section.table
         rows = []
         for keys, cells in table.rows:
@@ -92,7 +92,7 @@ def render_csv(lb: Leaderboard, context: RenderContext | None = None) -> str:
     """One numeric column per value and CI bound. A lone table as it is; several sections' rows
     one under the other, in their order, each with a ``table`` column (its title) and a ``task``
     column where its columns are of one task (a table per task, an official layout)."""
-    found = sections(lb)
+    found = lb.sections()
     if len(found) == 1:
         return to_frame(found[0].table, wide_ci=True).to_csv(index=False)
     frames = []
@@ -159,7 +159,7 @@ def html_tables(lb: Leaderboard, said: str = "") -> list[str]:
     """Every section of ``lb``, the legend and notes under the headline tables; ``said``: the
     caption the page gives in its introduction (no table repeats it)."""
     return [html_table(s.table, heading=s.heading, caption=f"{s.caption}." if s.caption else "")
-            + (html_notes(lb) if s.notes_after else "") for s in sections(lb, said)]
+            + (html_notes(lb) if s.notes_after else "") for s in lb.sections(said)]
 
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
