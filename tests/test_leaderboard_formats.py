@@ -65,6 +65,7 @@ def test_latex_plus_minus_option():
     assert r"rm\_a & \textbf{0.712} $\pm$ 0.02 & \textbf{0.100} $\pm$ 0.05 \\" in text
     assert r"& \textbf{0.712} $\pm$ 0.01 & 0.200 $\pm$ 0.05 \\" in text
     assert "[0." not in text  # no bracketed CI left
+    assert r"value {[}95\% bootstrap CI over groups{]} (shown as value $\pm$ half its width)." in text
 
 
 def test_latex_does_not_rank_mixed_rows_or_signed_bias_metrics():

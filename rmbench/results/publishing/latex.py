@@ -123,10 +123,11 @@ def _paragraphs(label: str, lines: Sequence[str]) -> list[str]:
     return [(f"\\textit{{{label}:}} " if i == 0 else "") + escape(line) + r"\par" for i, line in enumerate(lines)]
 
 
-def table_note(lb: Leaderboard, section: Section) -> list[str]:
-    """The note under a section's table: its caption, what bold means, and (after the last
-    headline table) the legend and the notes."""
-    said = [escape(section.caption) + "."] if section.caption else []
+def table_note(lb: Leaderboard, section: Section, ci: str = "brackets") -> list[str]:
+    """The note under a section's table: its caption (with ``ci=pm``, what ± is), what bold
+    means, and (after the last headline table) the legend and the notes."""
+    pm = r" (shown as value $\pm$ half its width)" if ci == "pm" and "CI" in section.caption else ""
+    said = [escape(section.caption) + pm + "."] if section.caption else []
     if any(best_rows(section.table)):
         said.append(r"Bold: the best value of its column.")
     lines = [" ".join(said) + r"\par"] if said else []
@@ -144,5 +145,5 @@ def render_latex(lb: Leaderboard, context: RenderContext | None = None) -> str:
     for section in lb.sections():
         caption = [f"\\caption{{{escape(section.table.title)}}}"] if section.heading else []
         parts.append("\n".join([r"\begin{table}[htbp]", r"\centering", *caption, *tabular(section.table, ci),
-                                *table_note(lb, section), r"\end{table}"]))
+                                *table_note(lb, section, ci), r"\end{table}"]))
     return "\n\n".join(parts) + "\n"
