@@ -24,9 +24,10 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`;
 * registering: :func:`register_task_kind`, :func:`register_model_kind`, :func:`register_engine`
   with :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch` and
-  :class:`MemoryRetries` (in this process; a package
-  uses the ``rmbench.tasks`` / ``rmbench.models`` / ``rmbench.engines`` entry points instead),
-  :func:`register_metric` with :class:`MetricDef`;
+  :class:`MemoryRetries`, :func:`register_format` with :class:`OutputFormat`,
+  :class:`FormatOption` and :class:`RenderContext` (a leaderboard output format), all in this
+  process (a package uses the ``rmbench.tasks`` / ``rmbench.models`` / ``rmbench.engines`` /
+  ``rmbench.formats`` entry points instead), :func:`register_metric` with :class:`MetricDef`;
 * errors: :class:`RMBenchError` (every user mistake), :class:`ConfigError`, :class:`DataError`.
 """
 
@@ -89,6 +90,10 @@ _PUBLIC: dict[str, str] = {
     "BackendOptions": "rmbench.scoring.engines:BackendOptions",
     "score_batch": "rmbench.scoring.backends:score_batch",
     "MemoryRetries": "rmbench.scoring.memory:MemoryRetries",
+    "register_format": "rmbench.results.publishing.formats:register_format",
+    "OutputFormat": "rmbench.results.publishing.formats:OutputFormat",
+    "FormatOption": "rmbench.results.publishing.formats:FormatOption",
+    "RenderContext": "rmbench.results.publishing.formats:RenderContext",
     "RMBenchError": "rmbench.errors:RMBenchError",
     "ConfigError": "rmbench.errors:ConfigError",
     "DataError": "rmbench.errors:DataError",

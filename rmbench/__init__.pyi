@@ -10,6 +10,7 @@ from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel
                                  StochasticModel, TokenizedModel, Truncation)
 from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
+from rmbench.results.publishing.formats import FormatOption, OutputFormat, RenderContext, register_format
 from rmbench.results.publishing.report import ReportOptions, build_report, write_report
 from rmbench.results.storage.record import Estimate, MetricRecord, RunRecord, TaskResult
 from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
@@ -76,6 +77,10 @@ __all__ = [
     "BackendOptions",
     "score_batch",
     "MemoryRetries",
+    "register_format",
+    "OutputFormat",
+    "FormatOption",
+    "RenderContext",
     "RMBenchError",
     "ConfigError",
     "DataError",

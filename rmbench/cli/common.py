@@ -219,25 +219,24 @@ def progress_bars(unit: str) -> Iterator:
             progress.stop()
 
 
-def leaderboard_grid(table, said: str = "") -> Grid:
-    """A :class:`rmbench.results.publishing.leaderboard.Table` as a grid: rows of runs, one column per metric;
-    without its caption when that is ``said`` already (the first table's)."""
+def leaderboard_grid(section) -> Grid:
+    """A :class:`rmbench.results.publishing.leaderboard_tables.Section` as a grid: rows of runs, one column per
+    metric, always titled (a terminal has no document title), its caption by the sections' rule."""
     from rmbench.results.publishing.leaderboard_render import format_cell
 
+    table = section.table
     return Grid(headers=tuple(table.key_headers) + tuple(col.header for col in table.columns),
                 rows=tuple(tuple(keys) + tuple(format_cell(c) for c in cells) for keys, cells in table.rows),
-                keys=len(table.key_headers), transpose=True, title=table.title,
-                caption="" if table.caption == said else table.caption)
+                keys=len(table.key_headers), transpose=True, title=table.title, caption=section.caption)
 
 
 def _print_leaderboard(lb) -> None:
-    """Every table of ``lb`` fitted to the console's width, what the task names are and the notes
-    after the headline tables (one, or one per task)."""
-    for i, table in enumerate(lb.headline):
-        print_grid(console, leaderboard_grid(table, lb.main.caption if i else ""))
-    for line in lb.legend:
-        console.print(f"legend: {line}", markup=False, highlight=False)
-    for note in lb.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
-    for table in lb.tables[len(lb.headline):]:
-        print_grid(console, leaderboard_grid(table, lb.main.caption))
+    """The terminal's rendering: the sections of ``lb`` in their order (``lb.sections()``), each
+    fitted to the console's width, what the task names are and the notes after the headline tables."""
+    for section in lb.sections():
+        print_grid(console, leaderboard_grid(section))
+        if section.notes_after:
+            for line in lb.legend:
+                console.print(f"legend: {line}", markup=False, highlight=False)
+            for note in lb.notes:
+                console.print(f"note: {note}", markup=False, highlight=False)

@@ -11,14 +11,20 @@ import typer
 from rmbench.cli.common import (_print_leaderboard, app, console, err_console, leaderboard_app, user_errors)
 from rmbench.cli.tables import Grid, print_grid
 from rmbench.errors import RMBenchError
+from rmbench.results.publishing.formats import formats_help, options_help
 
 
 @leaderboard_app.command("build")
 def leaderboard_build(
     runs: List[Path] = typer.Argument(..., help="Run folders written by 'rmbench eval', or folders to search for "
                                       "them (every run under the folder)."),
-    fmt: str = typer.Option("md", "--format", "-f", help="md, csv, json or html."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the table here (default: print only)."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help=f"{formats_help()}; or a plugin's (entry "
+                                      "points rmbench.formats). Default: the one whose suffix --out has, else md. "
+                                      "Without --out, the text is printed (without --format: the tables)."),
+    format_option: List[str] = typer.Option([], "--format-option", metavar="K=V", help="An option of the "
+                                            f"format, NAME=VALUE (repeatable): {options_help()}."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the leaderboard here (the terminal shows "
+                                       "its tables)."),
     eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns (default: 0.1 if every run "
                                         "has it, else the smallest eps they share)."),
     layout: str = typer.Option("auto", "--layout", help="one (a single table of every task's metrics), per-task "
@@ -26,28 +32,26 @@ def leaderboard_build(
                                "metric columns)."),
 ) -> None:
     """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
-    from rmbench.errors import ConfigError
     from rmbench.files import atomic_write_text
+    from rmbench.results.publishing.formats import RenderContext, format_for_path, output_format, render
+    from rmbench.results.publishing.leaderboard import build_leaderboard
     from rmbench.results.storage.folder import find_runs
-    from rmbench.results.publishing.leaderboard import FORMATS, build_leaderboard
-    from rmbench.results.publishing.leaderboard_render import render
 
     with user_errors():
-        if fmt not in FORMATS:
-            raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+        name = fmt if fmt is not None else format_for_path(out) if out is not None else "md"
+        options = output_format(name).resolve_options(format_option)  # a bad name or option: before any work
         folders = find_runs(runs)
         lb = build_leaderboard(folders, eps=eps, layout=layout)
-        figures = _curve_figures(folders, lb, err_console) if fmt == "html" else None
-        text = render(lb, fmt, figures)
-        if out is not None:
-            atomic_write_text(out, text)
-        if fmt == "md" or out is None:
-            if fmt == "md":
-                _print_leaderboard(lb)
-            else:
-                typer.echo(text, nl=False)
-        if out is not None:
-            err_console.print(f"Wrote {out}", markup=False, highlight=False)
+        if out is None and fmt is None:
+            _print_leaderboard(lb)
+            return
+        text = render(lb, name, RenderContext(options, lambda: _curve_figures(folders, lb, err_console)))
+        if out is None:
+            typer.echo(text, nl=False)
+            return
+        atomic_write_text(out, text)
+        _print_leaderboard(lb)
+        err_console.print(f"Wrote {out}", markup=False, highlight=False)
 
 
 def _curve_figures(folders, lb, console_) -> dict[str, str]:

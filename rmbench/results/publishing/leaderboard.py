@@ -1,4 +1,5 @@
-"""Leaderboards: run records -> tables (rows = runs, columns = declared metrics) -> md/csv/json/html.
+"""Leaderboards: run records -> tables (rows = runs, columns = declared metrics) -> every format of
+:mod:`rmbench.results.publishing.formats`.
 
 A leaderboard has a main table (per task, the metrics the task declares as its headline), one
 table per official layout (RewardBench 2: Factuality ... Ties and the score, beside D, Spec and
@@ -21,11 +22,10 @@ from typing import Sequence, Union
 from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError
 from rmbench.results.storage.folder import RunFolder
-from rmbench.results.publishing.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Table, fold_rows,
-                                                split_by_task, without_empty_columns)
+from rmbench.results.publishing.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Section, Table,
+                                                           fold_rows, sections, split_by_task, without_empty_columns)
 from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text
 
-FORMATS = ("md", "csv", "json", "html")
 LAYOUTS = ("auto", "one", "per-task")
 """``one``: a single main table of every task's metrics; ``per-task``: a table per task (column
 group); ``auto``: per task when the single table would have more than
@@ -61,6 +61,10 @@ class Leaderboard:
     @property
     def tables(self) -> tuple[Table, ...]:
         return self.headline + self.official + ((self.shifts,) if self.shifts is not None else ())
+
+    def sections(self, said: str = "") -> tuple[Section, ...]:
+        """The tables in the order every format renders them, with the one caption rule (:func:`sections`)."""
+        return sections(self, said)
 
 
 @dataclass

@@ -1,5 +1,8 @@
 """Rendering a :class:`~rmbench.results.publishing.leaderboard.Leaderboard`: Markdown, CSV, JSON and a sortable HTML
-page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG)."""
+page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG).
+
+Each is the render function of a format registered in :mod:`rmbench.results.publishing.formats`
+(``render(lb, context) -> str``), and walks the leaderboard's sections (:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`)."""
 
 from __future__ import annotations
 
@@ -7,13 +10,15 @@ import base64
 import html
 import json
 import math
-from typing import Callable
 
 import pandas as pd
 
-from rmbench.errors import ConfigError
-from rmbench.results.publishing.leaderboard import FORMATS, Leaderboard, Table
+from rmbench.results.publishing.formats import RenderContext, render
+from rmbench.results.publishing.leaderboard import Leaderboard, Table
 from rmbench.results.storage.record import Estimate
+
+__all__ = ["format_cell", "html_tables", "legend_lines", "render", "render_csv", "render_html", "render_json",
+           "render_md", "to_frame"]  # render: formats.render, here for its callers of before the registry
 
 
 def format_cell(cell: Estimate | None) -> str:
@@ -41,20 +46,15 @@ def legend_lines(lb: Leaderboard) -> list[str]:
     return list(lb.legend)
 
 
-def _caption(i: int, table: Table, first: str) -> str:
-    """A table's caption, once: the first table's, then only captions that say something else."""
-    return f"{table.caption}." if table.caption and (i == 0 or table.caption != first) else ""
-
-
-def render_md(lb: Leaderboard) -> str:
-    """The headline tables (one, or one per task), then what their names mean and the notes, then
-    the official layouts and the shifts table."""
+def render_md(lb: Leaderboard, context: RenderContext | None = None) -> str:
+    """The sections in their order: the headline tables (one, or one per task), then what their
+    names mean and the notes, then the official layouts and the shifts table."""
     parts = []
-    for i, table in enumerate(lb.tables):
-        head = "" if i == 0 and not lb.more else f"### {table.title}\n\n"
-        caption = _caption(i, table, lb.main.caption)
-        parts.append(head + to_frame(table).to_markdown(index=False) + "\n" + (f"\n{caption}\n" if caption else ""))
-        if i == len(lb.headline) - 1:
+    for section in lb.sections():
+        head = f"### {section.table.title}\n\n" if section.heading else ""
+        caption = f"\n{section.caption}.\n" if section.caption else ""
+        parts.append(head + to_frame(section.table).to_markdown(index=False) + "\n" + caption)
+        if section.notes_after:
             parts[-1] += "\nTasks:\n\n" + "".join(f"* {line}\n" for line in legend_lines(lb))
             if lb.notes:
                 parts[-1] += "\nNotes:\n\n" + "".join(f"* {n}\n" for n in lb.notes)
@@ -65,9 +65,11 @@ def _value(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
 
 
-def render_json(lb: Leaderboard) -> str:
+def render_json(lb: Leaderboard, context: RenderContext | None = None) -> str:
+    """Every section's cells, one object per cell; the legend (``tasks``) and the notes beside."""
     tables = []
-    for table in lb.tables:
+    for section in lb.sections():
+        table = section.table
         rows = []
         for keys, cells in table.rows:
             for col, cell in zip(table.columns, cells):
@@ -76,22 +78,35 @@ def render_json(lb: Leaderboard) -> str:
                 rows.append({**dict(zip(table.key_headers, keys)), "task": col.task or keys[-2], "metric": col.metric,
                              "subset": col.subset, "eps": col.eps, "eps_unit": col.eps_unit, "header": col.header,
                              "value": _value(cell.value), "ci_low": cell.ci_low, "ci_high": cell.ci_high})
-        tables.append({"title": table.title, "columns": [c.header for c in table.columns], "rows": rows})
+        tables.append({"title": table.title, "columns": [c.header for c in table.columns], "rows": rows,
+                       "caption": section.caption})
     return json.dumps({"tables": tables, "eps": {t: {"eps": e, "unit": u} for t, (e, u) in lb.eps.items()},
                        "task_keys": lb.keys, "tasks": legend_lines(lb), "notes": list(lb.notes)}, indent=2, ensure_ascii=False) + "\n"
 
 
-def render_csv(lb: Leaderboard) -> str:
-    """The headline table, one numeric column per value and CI bound; with a table per task,
-    their rows one under the other with a ``task`` column (the Markdown's rows, in its order)."""
-    if not lb.more:
-        return to_frame(lb.main, wide_ci=True).to_csv(index=False)
+CSV_KEYS = ("model", "task", "shift", "table")
+"""The CSV's first columns, where present: what names a row."""
+
+
+def render_csv(lb: Leaderboard, context: RenderContext | None = None) -> str:
+    """One numeric column per value and CI bound. A lone table as it is; several sections' rows
+    one under the other, in their order, each with a ``table`` column (its title) and a ``task``
+    column where its columns are of one task (a table per task, an official layout)."""
+    found = lb.sections()
+    if len(found) == 1:
+        return to_frame(found[0].table, wide_ci=True).to_csv(index=False)
     frames = []
-    for table in lb.headline:
+    for section in found:
+        table = section.table
         frame = to_frame(table, wide_ci=True)
-        frame.insert(len(table.key_headers), "task", table.title)
+        tasks = {c.task for c in table.columns if c.task}
+        if "task" not in frame.columns and len(tasks) == 1:
+            frame.insert(len(table.key_headers), "task", tasks.pop())
+        frame.insert(len(table.key_headers) + ("task" in frame.columns), "table", table.title)
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True, sort=False).to_csv(index=False)
+    merged = pd.concat(frames, ignore_index=True, sort=False)
+    keys = [c for c in CSV_KEYS if c in merged.columns]
+    return merged[keys + [c for c in merged.columns if c not in keys]].to_csv(index=False)
 
 
 SORT_JS = """
@@ -140,11 +155,11 @@ def html_notes(lb: Leaderboard) -> str:
     return f"<p>Tasks:</p><ul>{''.join(f'<li>{e(n)}</li>' for n in legend_lines(lb))}</ul>{notes}"
 
 
-def html_tables(lb: Leaderboard) -> list[str]:
-    """Every table of ``lb``, the legend and notes under the headline tables. The page says once
-    what a cell is (the main table's caption); a table repeats a caption only when it says something else."""
-    return [html_table(t, heading=i > 0 or bool(lb.more), caption="" if t.caption == lb.main.caption else f"{t.caption}.")
-            + (html_notes(lb) if i == len(lb.headline) - 1 else "") for i, t in enumerate(lb.tables)]
+def html_tables(lb: Leaderboard, said: str = "") -> list[str]:
+    """Every section of ``lb``, the legend and notes under the headline tables; ``said``: the
+    caption the page gives in its introduction (no table repeats it)."""
+    return [html_table(s.table, heading=s.heading, caption=f"{s.caption}." if s.caption else "")
+            + (html_notes(lb) if s.notes_after else "") for s in lb.sections(said)]
 
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
@@ -153,29 +168,21 @@ _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collaps
           "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}")
 
 
-def render_html(lb: Leaderboard, figures: dict[str, str] | None = None) -> str:
-    """The tables in the Markdown's order, with its notes under the main table; ``figures``:
-    task -> inline SVG (the D-Spec curves), embedded after the tables."""
+def render_html(lb: Leaderboard, context: RenderContext | None = None) -> str:
+    """The sections in their order, with the notes under the headline tables; the page says once,
+    at its top, what a cell is; the context's figures (task -> inline SVG: the D-Spec curves)
+    embedded after the tables."""
     e = html.escape
+    figures = (context or RenderContext()).figures()
     # An SVG in an <img> is inert: names in its legend can never run as script.
     figs = "".join(f'<figure><figcaption>{e(task)}: discrimination vs specificity</figcaption>'
                    f'<img alt="{e(task)} D-Spec curve" src="data:image/svg+xml;base64,'
                    f'{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></figure>'
                    for task, svg in (figures or {}).items())
-    tables = html_tables(lb)
+    tables = html_tables(lb, said=lb.main.caption)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rmbench leaderboard</title>"
         f"<style>{_STYLE}</style></head><body><h1>rmbench leaderboard</h1>"
         f"<p>Cells: {e(lb.main.caption)}; cells are shared by comparable runs only. "
         "Click a header to sort.</p>"
         + "".join(tables) + figs + f"<script>{SORT_JS}</script></body></html>\n")
-
-
-RENDERERS: dict[str, Callable[[Leaderboard], str]] = {"md": render_md, "csv": render_csv, "json": render_json,
-                                                      "html": render_html}
-
-
-def render(lb: Leaderboard, fmt: str, figures: dict[str, str] | None = None) -> str:
-    if fmt not in RENDERERS:
-        raise ConfigError(f"unknown leaderboard format {fmt!r}; use one of {', '.join(FORMATS)}")
-    return render_html(lb, figures) if fmt == "html" else RENDERERS[fmt](lb)

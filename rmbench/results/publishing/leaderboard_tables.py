@@ -7,12 +7,16 @@ one model even when the numbers are the same. :func:`split_by_task` makes one ta
 column group (``ties``, ``ties#2``) with only the rows that ran it and only the columns some row
 fills; :func:`fold_rows` merges rows of one model identity whose cells are all equal into one row
 that counts them and names their folders.
+
+:func:`sections`: the tables of a leaderboard in the one order every format renders them, with
+the one caption rule.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Hashable, Mapping
+from typing import Protocol
 
 from rmbench.results.storage.record import Estimate
 
@@ -112,3 +116,43 @@ def folded_label(model: str, folders: list[str]) -> str:
     shown = ", ".join(folders[:FOLDERS_SHOWN])
     more = f" and {len(folders) - FOLDERS_SHOWN} more" if len(folders) > FOLDERS_SHOWN else ""
     return f"{model} ({len(folders)} runs: {shown}{more})"
+
+
+class _Tables(Protocol):
+    """What :func:`sections` reads of a :class:`~rmbench.results.publishing.leaderboard.Leaderboard`."""
+
+    @property
+    def main(self) -> Table: ...
+    @property
+    def more(self) -> tuple[Table, ...]: ...
+    @property
+    def headline(self) -> tuple[Table, ...]: ...
+    @property
+    def tables(self) -> tuple[Table, ...]: ...
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of a leaderboard as every format shows it."""
+
+    table: Table
+    heading: bool
+    """Show the table's title: every table but a lone headline table (the document's own)."""
+    caption: str
+    """What the table's cells are; "" where that was said already (see :func:`sections`)."""
+    notes_after: bool
+    """The legend (what each task name is) and the notes come right after this table: the last
+    headline table, before the official layouts and the shifts table."""
+
+
+def sections(lb: _Tables, said: str = "") -> tuple[Section, ...]:
+    """The tables of ``lb`` in the one order (headline tables, official layouts, original vs
+    shifted). The caption rule: a table's caption is shown once, under the first table, then only
+    where it says something else than the first's; ``said``: a caption the document has already
+    given (a page's introduction), which no table then repeats."""
+    out = []
+    for i, table in enumerate(lb.tables):
+        shown = bool(table.caption) and table.caption != said and (i == 0 or table.caption != lb.main.caption)
+        out.append(Section(table, heading=i > 0 or bool(lb.more), caption=table.caption if shown else "",
+                           notes_after=i == len(lb.headline) - 1))
+    return tuple(out)

@@ -157,7 +157,7 @@ def _task_html(k: int, t, report) -> str:
 def render_report(report) -> str:
     """The whole page of a :class:`rmbench.results.publishing.report.Report`."""
     lb = report.leaderboard
-    tables = html_tables(lb)
+    tables = html_tables(lb, said=lb.main.caption)
     nav = "".join(f'<li><a href="#task-{k}">{_e(t.name)}</a></li>' for k, t in enumerate(report.tasks))
     runs = ", ".join(_e(n) for n in report.run_names)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

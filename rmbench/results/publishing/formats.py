@@ -1,0 +1,178 @@
+"""The leaderboard's output formats, in one registry, and its sections, in one order.
+
+A format is one registration (:class:`OutputFormat`): a name (``--format NAME``), the suffix of
+its files (``--out board.tex`` picks ``latex`` when no ``--format`` is given), a one-line
+description (the CLI's help) and a render function ``render(lb, context) -> str``, given lazily
+as ``"module:function"`` so that nothing heavy (pandas) is imported to list or check formats.
+The built-in formats are registered at the end of this module, one line each; a format may
+declare options (:class:`FormatOption`: ``--format-option ci=pm``), each a closed set of words.
+
+Every renderer (Markdown, CSV, JSON, HTML, LaTeX, the terminal's tables in :mod:`rmbench.cli`)
+walks :func:`~rmbench.results.publishing.leaderboard_tables.sections` (``lb.sections()``): the
+leaderboard's tables in one order, each with whether its title is shown, its caption by one
+rule, and where the legend and notes go.
+
+A third-party package adds a format through the ``rmbench.formats`` entry-point group, loaded on
+first use: the entry point names an :class:`OutputFormat` (``my_pkg.board:TYPST``) whose
+``name`` is the entry point's; in one process, :func:`register_format` does the same.
+Adding a built-in format is one module (its render function) and one registration here: see
+:mod:`rmbench.results.publishing.latex`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rmbench.errors import ConfigError, did_you_mean
+from rmbench.registry import Registry, RegistryError, import_target
+
+if TYPE_CHECKING:  # light at run time (no numpy): the CLI imports this module for its help text
+    from rmbench.results.publishing.leaderboard import Leaderboard
+
+ENTRY_POINT_GROUP = "rmbench.formats"
+
+
+# --- the registry -------------------------------------------------------------------------------
+
+def _no_figures() -> Mapping[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What a render function gets besides the leaderboard: its format's options (every declared
+    option, defaults filled in) and ``figures()``, the D-Spec curves as inline SVG by task,
+    computed only when a format asks for them (the HTML page embeds them)."""
+
+    options: Mapping[str, str] = field(default_factory=dict)
+    figures: Callable[[], Mapping[str, str]] = _no_figures
+
+
+Render = Callable[["Leaderboard", RenderContext], str]
+
+
+@dataclass(frozen=True)
+class FormatOption:
+    """An option of a format, ``--format-option NAME=VALUE``: one of ``choices`` (the first is the default)."""
+
+    name: str
+    choices: tuple[str, ...]
+    help: str
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """A leaderboard output format: ``render`` is a function or a lazy ``"module:function"``."""
+
+    name: str
+    suffix: str
+    description: str
+    render: Render | str
+    options: tuple[FormatOption, ...] = ()
+
+    def renderer(self) -> Render:
+        if isinstance(self.render, str):
+            loaded: Render = import_target(self.render)
+            return loaded
+        return self.render
+
+    def resolve_options(self, given: Mapping[str, str] | Sequence[str] = ()) -> dict[str, str]:
+        """Every option of the format: ``given`` (a mapping, or ``NAME=VALUE`` words) checked
+        against the declared choices, the defaults for the rest."""
+        pairs = dict(given) if isinstance(given, Mapping) else dict(_split_option(w) for w in given)
+        known = {o.name: o for o in self.options}
+        for name, value in pairs.items():
+            if name not in known:
+                has = f"its options: {_options_text(self.options)}" if self.options else "it takes none"
+                raise ConfigError(f"format {self.name!r} has no option {name!r} ({has})")
+            if value not in known[name].choices:
+                raise ConfigError(f"format {self.name!r}: option {name}={value!r}: use one of "
+                                  f"{', '.join(known[name].choices)}")
+        return {o.name: pairs.get(o.name, o.choices[0]) for o in self.options}
+
+
+def _split_option(word: str) -> tuple[str, str]:
+    name, sep, value = word.partition("=")
+    if not sep or not name.strip():
+        raise ConfigError(f"format option {word!r}: expected NAME=VALUE (e.g. ci=pm)")
+    return name.strip(), value.strip()
+
+
+def _options_text(options: Sequence[FormatOption]) -> str:
+    return ", ".join(f"{o.name}={'|'.join(o.choices)}" for o in options)
+
+
+FORMATS: Registry[OutputFormat] = Registry("leaderboard format", entry_point_group=ENTRY_POINT_GROUP)
+_BUILTIN: list[str] = []
+
+
+def register_format(fmt: OutputFormat, *, origin: str = "") -> None:
+    """Register ``fmt`` in this process (a name already registered is a RegistryError); an
+    installed package uses the ``rmbench.formats`` entry points instead."""
+    FORMATS.register(fmt.name, fmt, description=fmt.description, origin=origin or f"register_format({fmt.name!r})")
+
+
+def format_names() -> list[str]:
+    """The built-in formats in their order (``md`` first, the default), then plugins' by name."""
+    return _BUILTIN + [name for name in FORMATS.names() if name not in _BUILTIN]
+
+
+def output_format(name: str) -> OutputFormat:
+    """The registered format ``name``; an unknown name is one line listing every format."""
+    if name not in FORMATS:
+        names = format_names()
+        raise ConfigError(f"unknown leaderboard format {name!r}: use one of {', '.join(names)}"
+                          f"{did_you_mean(name, names)}")
+    fmt = FORMATS.get(name)
+    if not isinstance(fmt, OutputFormat) or fmt.name != name:
+        _, origin = FORMATS.describe(name)
+        raise RegistryError(f"leaderboard format {name!r} from {origin} is not an OutputFormat named {name!r} "
+                            f"(got {type(fmt).__name__} {getattr(fmt, 'name', '')!r})")
+    return fmt
+
+
+def format_for_path(path: Path | str, default: str = "md") -> str:
+    """The format whose suffix ``path`` has (built-ins first), else ``default``."""
+    suffix = Path(path).suffix.lower()
+    for name in format_names():
+        if output_format(name).suffix == suffix:
+            return name
+    return default
+
+
+def render(lb: Leaderboard, fmt: str, context: RenderContext | None = None) -> str:
+    """``lb`` in the format ``fmt``, its options checked and completed with their defaults."""
+    spec = output_format(fmt)
+    context = context or RenderContext()
+    context = RenderContext(spec.resolve_options(context.options), context.figures)
+    return spec.renderer()(lb, context)
+
+
+def formats_help() -> str:
+    """The built-in formats as the CLI's help says them."""
+    return "; ".join(f"{name} ({FORMATS.describe(name)[0]})" for name in _BUILTIN)
+
+
+def options_help() -> str:
+    """The built-in formats' options as the CLI's help says them."""
+    return "; ".join(f"{name}: {o.name}={'|'.join(o.choices)} ({o.help})"
+                     for name in _BUILTIN for o in output_format(name).options)
+
+
+# --- the built-in formats: one registration each -----------------------------------------------
+
+_RENDER = "rmbench.results.publishing.leaderboard_render:"
+
+for _fmt in (
+    OutputFormat("md", ".md", "Markdown tables", _RENDER + "render_md"),
+    OutputFormat("csv", ".csv", "every table's rows, a value and CI bounds per column", _RENDER + "render_csv"),
+    OutputFormat("json", ".json", "every cell with its task, metric, eps and CI", _RENDER + "render_json"),
+    OutputFormat("html", ".html", "a sortable page with the D-Spec curves", _RENDER + "render_html"),
+    OutputFormat("latex", ".tex", "booktabs tables for a paper", "rmbench.results.publishing.latex:render_latex",
+                 (FormatOption("ci", ("brackets", "pm"), "CIs as 0.712 [0.69, 0.73] or 0.712 ± 0.02"),)),
+):
+    register_format(_fmt, origin="built-in")
+    _BUILTIN.append(_fmt.name)
