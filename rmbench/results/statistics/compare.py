@@ -9,20 +9,20 @@ needed. Runs with different eps lists are compared at the eps values both have.
 from __future__ import annotations
 
 import dataclasses
-
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
 from rmbench.core import metrics as M
 from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
+from rmbench.results.statistics.slice_statistic import slice_statistic
+from rmbench.results.statistics.summary import paired_diff
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import Estimate, eps_text
 from rmbench.results.storage.reload import aligned_rewards, reload_task, scored_as_recorded
-from rmbench.results.statistics.summary import paired_diff, slice_statistic
 from rmbench.tasks.loading import DataOverride
 
 
