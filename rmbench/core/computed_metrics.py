@@ -13,9 +13,10 @@ import numpy as np
 from rmbench.core import metrics as M
 from rmbench.core import metrics_bias as MB
 from rmbench.core import pair_columns as C
+from rmbench.core.arrays import FloatArray
 from rmbench.core.metric_declaration import Computation, ComputedMetric
 from rmbench.core.metric_def import Counted, MetricDef
-from rmbench.core.pairs import FloatArray, PooledPairs
+from rmbench.core.pairs import PooledPairs
 from rmbench.core.weighted import WeightedBlock, accuracy
 from rmbench.core.weighted_order import ratio
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rmbench.core.arrays import FloatArray
 from rmbench.core.metric_def import Counted, MetricDef
-from rmbench.core.pairs import PAIR_COUNTS, FloatArray, PooledPairs
+from rmbench.core.pairs import PAIR_COUNTS, PooledPairs
 from rmbench.core.weighted import PairColumn, WeightedBlock
 
 Pooled = Callable[[PooledPairs, int], float]

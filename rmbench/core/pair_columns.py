@@ -9,26 +9,24 @@ y = |r(a) - r(b)| of a specificity pair, L = len(better) - len(worse), e = an ep
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-from numpy.typing import NDArray
 
+from rmbench.core.arrays import AnyArray, FloatArray
 from rmbench.core.pairs import Pairs
 from rmbench.core.weighted import PairColumn, PairSet
 
 DIFF, EQ, FLIP = PairSet.DIFF, PairSet.EQ, PairSet.FLIP
 
 
-def _y(p: Pairs) -> NDArray[np.float64]:
+def _y(p: Pairs) -> FloatArray:
     return np.abs(p.eq)
 
 
-def _longer(p: Pairs) -> NDArray[Any]:
+def _longer(p: Pairs) -> AnyArray:
     return p.diff_len > 0
 
 
-def _shorter(p: Pairs) -> NDArray[Any]:
+def _shorter(p: Pairs) -> AnyArray:
     return p.diff_len < 0
 
 

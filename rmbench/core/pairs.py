@@ -12,15 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Self, TypeVar, cast
 
-import numpy as np
-from numpy.typing import NDArray
-
+from rmbench.core.arrays import BoolArray, FloatArray, IntArray
 from rmbench.core.metric_def import Counted
 from rmbench.core.types import PairIndex
 
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
+__all__ = ["PAIR_COUNTS", "BoolArray", "FloatArray", "FormPairs", "IntArray", "Pairs", "PooledPairs", "Shared",
+           "count_pairs"]
+
 T = TypeVar("T")
 
 

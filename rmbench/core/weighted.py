@@ -27,12 +27,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-from rmbench.core.pairs import FloatArray, FormPairs, IntArray, Pairs, Shared
+from rmbench.core.arrays import AnyArray, FloatArray, IntArray
+from rmbench.core.pairs import FormPairs, Pairs, Shared
 from rmbench.core.weighted_order import OrderStats, ratio
 
 __all__ = ["FormPairs", "PairColumn", "PairSet", "WeightedBlock", "WeightedSlice", "accuracy", "group_sums",
@@ -46,7 +45,7 @@ def unit_counts(draws: IntArray, n_units: int) -> IntArray:
     return np.bincount(flat, minlength=b * n_units).reshape(b, n_units)
 
 
-def group_sums(groups: IntArray, n_groups: int, columns: Sequence[NDArray[Any]]) -> FloatArray:
+def group_sums(groups: IntArray, n_groups: int, columns: Sequence[AnyArray]) -> FloatArray:
     """M[g, k] = sum over the pairs i of group g of columns[k][i] (a pair indicator or a value)."""
     if not columns:
         return np.zeros((n_groups, 0))
@@ -75,7 +74,7 @@ class PairColumn:
 
     name: str
     over: PairSet
-    value: Callable[[Pairs, float], NDArray[Any]]
+    value: Callable[[Pairs, float], AnyArray]
     per_eps: bool = False
 
 
@@ -109,9 +108,9 @@ class WeightedSlice:
                                 for col in np.concatenate(by_group, axis=1).T], axis=1) \
             if self.position else np.zeros((n_units, 0))
 
-    def _columns(self, columns: Sequence[PairColumn]) -> list[NDArray[Any]]:
+    def _columns(self, columns: Sequence[PairColumn]) -> list[AnyArray]:
         """The values of ``columns`` (each name once; per eps for ``per_eps``), their places noted."""
-        out: list[NDArray[Any]] = []
+        out: list[AnyArray] = []
         for c in columns:
             known = self.declared.get(c.name)
             if known is not None:

@@ -16,10 +16,11 @@ import numpy as np
 
 from rmbench.core import metrics as M
 from rmbench.core import weighted as W
+from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.core.metric_declaration import Computation, ComputedMetric
 from rmbench.core.metric_def import Counted
 from rmbench.core.metric_registry import computed_metrics
-from rmbench.core.pairs import FloatArray, IntArray, Pairs, PooledPairs, count_pairs
+from rmbench.core.pairs import Pairs, PooledPairs, count_pairs
 from rmbench.core.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
 from rmbench.tasks.base import TaskScores, as_task_scores
 

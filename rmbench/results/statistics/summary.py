@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rmbench.core import metrics as M
+from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.core.metric_registry import GAP_SUFFIX
-from rmbench.core.pairs import FloatArray, IntArray
 from rmbench.core.types import ComparisonGroup, PairIndex
 from rmbench.results.statistics.slice_statistic import SliceStatistic, slice_statistic
 from rmbench.results.storage.record import Estimate, MetricRecord
