@@ -9,7 +9,7 @@ loop (:func:`_layout`), so a new computed metric needs no change here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +22,7 @@ from rmbench.core.metric_def import Counted
 from rmbench.core.metric_registry import computed_metrics
 from rmbench.core.pairs import Pairs, PooledPairs, count_pairs
 from rmbench.core.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
-from rmbench.tasks.base import TaskScores, as_task_scores
+from rmbench.tasks.base import ExtraMetric, TaskScores, as_task_scores
 
 Statistic = Callable[[IntArray], FloatArray]
 
@@ -108,7 +108,7 @@ def _layout(declared: Sequence[ComputedMetric], eps: Sequence[float], counts: di
 
 def slice_statistic(groups: Sequence[ComparisonGroup], rewards: FloatArray, eps: Sequence[float],
                     eps_unit: str = "sigma", group_units: IntArray | None = None,
-                    extra_metrics: TaskScores | None = None,
+                    extra_metrics: TaskScores | Mapping[str, ExtraMetric] | None = None,
                     group_ids: IntArray | None = None, index: PairIndex | None = None) -> SliceStatistic:
     """The metric vector of the groups ``group_ids`` (default: all), ready to bootstrap.
 

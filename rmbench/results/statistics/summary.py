@@ -10,7 +10,7 @@ groups) and holds sigma at that value, so every slice and resample shares one ep
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +21,7 @@ from rmbench.core.metric_registry import GAP_SUFFIX
 from rmbench.core.types import ComparisonGroup, PairIndex
 from rmbench.results.statistics.slice_statistic import SliceStatistic, slice_statistic
 from rmbench.results.storage.record import Estimate, MetricRecord
-from rmbench.tasks.base import TaskScores, as_task_scores
+from rmbench.tasks.base import ExtraMetric, TaskScores, as_task_scores
 
 __all__ = ["SliceStatistic", "paired_diff", "slice_statistic", "summarize"]
 
@@ -47,7 +47,7 @@ def _slices(groups: Sequence[ComparisonGroup]) -> list[_Slice]:
 
 def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatArray, eps: Sequence[float],
               eps_unit: str = "sigma", group_units: IntArray | None = None,
-              extra_metrics: TaskScores | None = None,
+              extra_metrics: TaskScores | Mapping[str, ExtraMetric] | None = None,
               n_bootstrap: int = 1000, seed: int = 0, method: str = "weighted") -> list[MetricRecord]:
     """Every metric of the task, overall and per slice, with percentile bootstrap 95% CIs: per
     slice one record per entry of its statistic (:mod:`rmbench.results.statistics.slice_statistic`:
@@ -110,13 +110,15 @@ def _shift_gaps(task_name: str, groups: Sequence[ComparisonGroup], rewards: Floa
     groups minus on their originals (``source_id``), with a paired bootstrap CI: each draw
     resamples originals and takes their shifted copies along."""
     position = {g.id: i for i, g in enumerate(groups)}
+    origin = {i: position[g.source_id] for i, g in enumerate(groups)
+              if g.shift is not None and g.source_id is not None and g.source_id in position}
     records = []
-    for shift in sorted({g.shift for g in groups if g.shift is not None and g.source_id in position}):
-        shifted = [i for i, g in enumerate(groups) if g.shift == shift and g.source_id in position]
+    for shift in sorted({s for i in origin if (s := groups[i].shift) is not None}):
+        shifted = [i for i in origin if groups[i].shift == shift]
         units = np.zeros(len(groups), dtype=np.int64)
         originals: dict[int, int] = {}
         for i in shifted:
-            o = position[groups[i].source_id]
+            o = origin[i]
             units[i] = units[o] = originals.setdefault(o, len(originals))
         a = slice_statistic(groups, rewards, eps, eps_unit, units, None, np.array(shifted), index)
         b = slice_statistic(groups, rewards, eps, eps_unit, units, None, np.array(sorted(originals)), index)
