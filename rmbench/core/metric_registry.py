@@ -17,6 +17,7 @@ declares a new computed metric, which every summary then reports.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rmbench.core.computed_metrics import BUILTIN as BUILTIN_COMPUTED
 from rmbench.core.computed_metrics import LENGTH_CORRELATION_READING, LENGTH_GAP_READING
@@ -155,8 +156,8 @@ class OfficialLayout:
     provenance: str = CHECKED_AGAINST_CODE
     """How the scores relate to the benchmark's own: the table's caption says it."""
 
-    def to_json(self) -> dict:
-        out = {"title": self.title, "metric": self.metric,
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"title": self.title, "metric": self.metric,
                "columns": [{"label": c.label, "subset": c.subset} for c in self.columns],
                "beside": list(self.beside)}
         if self.provenance != CHECKED_AGAINST_CODE:
@@ -164,7 +165,7 @@ class OfficialLayout:
         return out
 
     @classmethod
-    def from_json(cls, d: dict) -> OfficialLayout:
+    def from_json(cls, d: dict[str, Any]) -> OfficialLayout:
         return cls(str(d["title"]), str(d["metric"]),
                    tuple(OfficialColumn(str(c["label"]), c["subset"]) for c in d["columns"]),
                    tuple(d.get("beside", ())), str(d.get("provenance", CHECKED_AGAINST_CODE)))

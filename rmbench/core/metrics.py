@@ -11,8 +11,8 @@ Every function returns ``nan`` when the pairs it conditions on are absent.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -218,7 +218,8 @@ def ties_terms(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> 
             # Official (0.1.4): the margin term averages over ids with dcm > 0 only.
             margin.append(math.tanh(low / dcm - 1.0) if dcm > 0 else nan)
         else:  # no pair, or a tied row with a single correct answer: left out of these means
-            pref.append(nan); hard.append(nan); margin.append(nan)
+            for terms in (pref, hard, margin):
+                terms.append(nan)
     return TiesTerms(ids, tied_acc, ref_acc, np.array(pref), np.array(hard), np.array(margin), both)
 
 

@@ -119,8 +119,8 @@ def _rows(name: str, shift: str | None, sa: SliceStatistic, sb: SliceStatistic, 
     return out
 
 
-def _shift_rows(name: str, td: TaskData, units: IntArray, index: PairIndex, rewards: list[FloatArray], eps: Sequence[float],
-                eps_unit: str, n_bootstrap: int, seed: int) -> list[Comparison]:
+def _shift_rows(name: str, td: TaskData, units: IntArray, index: PairIndex, rewards: list[FloatArray],
+                eps: Sequence[float], eps_unit: str, n_bootstrap: int, seed: int) -> list[Comparison]:
     """A - B on each shift slice of the task (sigma pooled over the whole task, as the run's own
     slices), and, where a slice's groups pair one to one with the originals' (the same
     bootstrap units: a paraphrase or a translation of each), A's gap minus B's gap, the slice's
