@@ -31,10 +31,10 @@ from functools import cached_property
 import numpy as np
 
 from rmbench.core.arrays import AnyArray, FloatArray, IntArray
-from rmbench.core.pairs import FormPairs, Pairs, Shared
+from rmbench.core.pairs import Pairs, Shared
 from rmbench.core.weighted_order import OrderStats, ratio
 
-__all__ = ["FormPairs", "PairColumn", "PairSet", "WeightedBlock", "WeightedSlice", "accuracy", "group_sums",
+__all__ = ["PairColumn", "PairSet", "WeightedBlock", "WeightedSlice", "accuracy", "group_sums",
            "unit_counts"]
 
 
@@ -104,9 +104,9 @@ class WeightedSlice:
             by_group.append(group_sums(groups, n_groups, values) if groups is not None and values
                             else np.zeros((n_groups, 0)))
         # Per unit: sum over its groups (exact for the integer columns), so T = C @ counts.
-        self.counts = np.stack([np.bincount(group_unit, weights=col, minlength=n_units)
-                                for col in np.concatenate(by_group, axis=1).T], axis=1) \
-            if self.position else np.zeros((n_units, 0))
+        per_group = np.concatenate(by_group, axis=1)
+        self.counts = (np.stack([np.bincount(group_unit, weights=col, minlength=n_units) for col in per_group.T],
+                                axis=1) if per_group.shape[1] else np.zeros((n_units, 0)))
 
     def _columns(self, columns: Sequence[PairColumn]) -> list[AnyArray]:
         """The values of ``columns`` (each name once; per eps for ``per_eps``), their places noted."""

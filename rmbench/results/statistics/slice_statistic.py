@@ -54,8 +54,6 @@ class SliceStatistic:
     entries: tuple[Entry, ...]
     statistic: Statistic
     n_units: int
-    n_diff: int
-    n_eq: int
     batch: Statistic
     """The same vector for a block of resamples: ``batch(draws)`` (resamples x ``n_units`` unit
     draws) -> resamples x values, computed from resample weights (:mod:`rmbench.core.weighted`)."""
@@ -143,8 +141,7 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: FloatArray, eps:
     ws = W.WeightedSlice(slice_units, len(uniq), Pairs.of(whole, rewards, forms), eps_raw, sigma,
                          [c for d in declared for c in d.columns])
     n_pairs = len(whole.diff_better) + len(whole.eq_a)
-    return SliceStatistic(layout.entries, statistic, len(uniq), len(whole.diff_better), len(whole.eq_a),
-                          _weighted_batch(ws, layout, uniq, extras),
+    return SliceStatistic(layout.entries, statistic, len(uniq), _weighted_batch(ws, layout, uniq, extras),
                           max(1, min(256, 2_000_000 // max(1, n_pairs + len(uniq)))))
 
 
