@@ -31,9 +31,9 @@ Statistic = Callable[[IntArray], FloatArray]
 class Entry:
     """Entry j of a slice's statistic: a record's ``metric``, its ``eps`` as the run gives it (an
     eps-dependent metric) or None, the ``subset`` a task score names (None for a computed metric:
-    it takes its slice's), its ``n``; ``reached_at``: where, among the companion outputs after
-    the entries, the raw eps its value is reached at is (balanced_best); ``shift_gap``: also
-    reported as ``METRIC_shift_gap``."""
+    it takes its slice's), its ``n``; ``reached_at``: the place, among the companion outputs
+    after the entries, of the raw eps at which its value is reached (balanced_best's);
+    ``shift_gap``: also reported as ``METRIC_shift_gap``."""
 
     metric: str
     eps: float | None
