@@ -3,7 +3,16 @@
 
 Pooled forms call :mod:`rmbench.core.metrics` / :mod:`rmbench.core.metrics_bias` on one
 resample's gaps; weighted forms divide weighted pair counts (:mod:`rmbench.core.pair_columns`)
-or read the order statistics, with the same float operations on the same integer counts.
+or read the order statistics, with the same float operations on the same integer counts. With
+#w the count over a resample's pairs (each pair as often as its group is drawn), x a
+discrimination gap, y = |specificity gap|, L the length difference:
+
+    acc = (#w(x > 0) + 0.5 #w(x = 0)) / #w,   sign acc = (#w(x > 0) + #w(y = 0)) / (#w + #w_eq),
+    margin = sum_w |x| / #w / sigma,   D(eps) = #w(x > eps) / #w,   Spec(eps) = 1 - #w(y > eps) / #w_eq,
+
+the length accuracies as acc over the pairs with L > 0 / L < 0, the rewrite metrics as D and
+Spec over the pairs within / across forms, flips = #w(sign change) / #w(flip pairs); ds_auc,
+balanced_best and length_correlation from :class:`rmbench.core.weighted_order.OrderStats`.
 """
 
 from __future__ import annotations
