@@ -110,8 +110,9 @@ def test_declarations_are_checked():
     assert "pairwise_accuracy" in R.COMPUTED
 
 
-def test_words_that_name_a_count_kind_become_it():
+def test_what_n_counts_is_words_and_a_count_kind():
     plugin = MetricDef("my_score", "mine", True, False, "groups", "a plugin's score")
-    assert plugin.n_counts is Counted.GROUPS and plugin.n_counts == "groups"
-    assert MetricDef("x", "x", True, False, "rows", "own words").n_counts == "rows"
+    assert plugin.counted is Counted.GROUPS and type(plugin.n_counts) is str and plugin.n_counts == "groups"
+    own = MetricDef("x", "x", True, False, "rows", "own words")
+    assert own.n_counts == "rows" and own.counted is None
     assert {d.counted for d in R.computed_metrics()} <= set(Counted)

@@ -61,8 +61,8 @@ class ComputedMetric:
 
     def __post_init__(self) -> None:
         d = self.definition
-        if d.n_counts not in PAIR_COUNTS:
-            raise ValueError(f"computed metric {d.name!r} counts {str(d.n_counts)!r}: a computed metric's n counts "
+        if d.counted is None or d.counted not in PAIR_COUNTS:
+            raise ValueError(f"computed metric {d.name!r} counts {d.n_counts!r}: a computed metric's n counts "
                              f"pairs, one of {sorted(c.value for c in PAIR_COUNTS)}")
         if self.reached_at is not None and d.eps_dependent:
             raise ValueError(f"metric {d.name!r} is reported per eps: it cannot also report the eps it is reached at")
@@ -77,5 +77,7 @@ class ComputedMetric:
 
     @property
     def counted(self) -> Counted:
-        """What its records' ``n`` counts."""
-        return Counted(self.definition.n_counts)
+        """What its records' ``n`` counts (a pair kind: checked when declared)."""
+        counted = self.definition.counted
+        assert counted is not None
+        return counted

@@ -12,8 +12,9 @@ from enum import StrEnum
 
 
 class Counted(StrEnum):
-    """What a record's ``n`` counts. A member is its words (a ``str``): records, exports and
-    plugins' own :class:`MetricDef` strings compare equal to it."""
+    """What a record's ``n`` counts. A member is its words (a ``str``); :class:`MetricDef`
+    keeps the plain words (``n_counts``, what records and exports show) and gives the member back
+    (``counted``)."""
 
     DISCRIMINATION_PAIRS = "discrimination pairs"
     """Pairs with u(a) > u(b)."""
@@ -42,8 +43,9 @@ class MetricDef:
     """One kind of reported number.
 
     ``eps_dependent``: reported once per eps of the run (D and Spec). ``n_counts``: what the
-    record's ``n`` counts: a :class:`Counted` (words that name one become it), or a plugin's
-    own words. ``official``: a benchmark's own score, reproduced to its code.
+    record's ``n`` counts, in words: a :class:`Counted` (kept as its plain words, so that
+    records and exports hold strings; :attr:`counted` gives the member back) or a plugin's own
+    words. ``official``: a benchmark's own score, reproduced to its code.
     ``reading``: a note that leaderboards showing the metric carry (e.g. a range that is not [0, 1]).
     """
 
@@ -51,15 +53,18 @@ class MetricDef:
     label: str
     higher_is_better: bool
     eps_dependent: bool
-    n_counts: Counted | str
+    n_counts: str
     description: str
     official: bool = False
     reading: str | None = None
 
     def __post_init__(self) -> None:
-        known = _BY_WORDS.get(self.n_counts)
-        if known is not None:
-            object.__setattr__(self, "n_counts", known)
+        object.__setattr__(self, "n_counts", str(self.n_counts))
+
+    @property
+    def counted(self) -> Counted | None:
+        """What ``n`` counts as a :class:`Counted`; None for a plugin's own words."""
+        return _BY_WORDS.get(self.n_counts)
 
 
 _BY_WORDS: dict[str, Counted] = {c.value: c for c in Counted}
