@@ -5,8 +5,8 @@ A bootstrap resample draws ``n_units`` units with replacement (the very draws of
 :func:`rmbench.core.metrics.bootstrap_ci`); unit u drawn c_u times puts every pair of its groups
 c_u times into the resample's pair list. So each metric is a function of the integer weights
 ``w_g = c_unit(g)``: the count metrics (accuracies, D, Spec, flips) are ratios of weighted
-counts ``sum_g w_g n_g`` of per-group counts ``n_g`` (one matrix product per block: the
-:class:`PairColumn` s the metrics declare), the order metrics (ds_auc, balanced_best,
+counts ``sum_g w_g n_g`` of per-group counts ``n_g`` (one matrix product per block, over the
+per-pair columns the metrics declare: :class:`PairColumn`), the order metrics (ds_auc, balanced_best,
 length_correlation) come from prefix sums over pairs sorted once
 (:mod:`rmbench.core.weighted_order`).
 
