@@ -12,12 +12,18 @@
   bootstraps: arrays in, numbers out;
 * :mod:`~rmbench.core.metrics_bias`: length bias and rewrite flips, also pure;
 * :mod:`~rmbench.core.weighted` and :mod:`~rmbench.core.weighted_order`: the same metrics for
-  blocks of bootstrap resamples at once, from resample weights over pairs sorted once;
+  blocks of bootstrap resamples at once, from resample weights over pairs sorted once
+  (:mod:`~rmbench.core.pair_columns`: the per-pair columns they sum);
+* :mod:`~rmbench.core.pairs`: a slice's or a resample's pairs as reward gaps, and the pooled view
+  of one resample;
+* :mod:`~rmbench.core.arrays`: the array types of the signatures;
 * :mod:`~rmbench.core.judgebench`: JudgeBench's official accuracy (verdicts, categories), pure;
 * :mod:`~rmbench.core.rmb`: RMB's official accuracies (pairwise and Best-of-N; scenarios, sections), pure;
 * :mod:`~rmbench.core.best_of_k`: exact best-of-K curves over ranks (PPE's correctness sets), pure;
 * :mod:`~rmbench.core.metric_registry`: every metric declared once (label, direction, eps use)
-  and the official table layouts;
+  and the official table layouts; :mod:`~rmbench.core.metric_def` (``MetricDef``, ``Counted``),
+  :mod:`~rmbench.core.metric_declaration` (``ComputedMetric``: a metric with its computation in
+  both bootstrap forms) and :mod:`~rmbench.core.computed_metrics` (the built-in ones);
 * :mod:`~rmbench.core.progress`: the text of a plain progress line (off a terminal) and its interval.
 
 May import: numpy and the shared top-level modules (``rmbench.errors``). Nothing else in rmbench.

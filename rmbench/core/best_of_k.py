@@ -33,15 +33,18 @@ order), and is vectorised over prompts of one size. Pure numpy; no I/O.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from rmbench.core.arrays import FloatArray, IntArray
 
 CHUNK = 4096
 """Prompts per block in :func:`best_of_k_curves` (memory: CHUNK x n x K floats)."""
 
 
-def ratio_table(n: int, k_max: int) -> np.ndarray:
+def ratio_table(n: int, k_max: int) -> FloatArray:
     """R[t, K] = C(t, K) / C(n, K) for t = 0..n and K = 0..k_max (0 where t < K; R[t, 0] = 1).
 
     Built as R[t, K] = R[t, K - 1] * (t - K + 1) / (n - K + 1), a product of K ratios, which
@@ -56,7 +59,7 @@ def ratio_table(n: int, k_max: int) -> np.ndarray:
     return out
 
 
-def tie_counts(rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def tie_counts(rewards: ArrayLike) -> tuple[IntArray, IntArray]:
     """For a (prompts x n) array of rewards: ``above[g, i]`` = #answers of prompt g whose
     reward is > answer i's, ``at_or_above[g, i]`` = #answers whose reward is >= it (i included)."""
     r = np.asarray(rewards, dtype=np.float64)
@@ -67,7 +70,7 @@ def tie_counts(rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return higher.sum(axis=2), same_or_higher.sum(axis=2)
 
 
-def pick_probabilities(rewards: np.ndarray, k_max: int | None = None) -> np.ndarray:
+def pick_probabilities(rewards: ArrayLike, k_max: int | None = None) -> FloatArray:
     """P[g, i, K - 1]: the probability that answer i of prompt g is the reward model's pick
     among K answers drawn without replacement, ties broken uniformly (module doc), for K =
     1..k_max (default n). ``rewards``: prompts x n. Each P[g, :, K - 1] sums to 1."""
@@ -79,10 +82,11 @@ def pick_probabilities(rewards: np.ndarray, k_max: int | None = None) -> np.ndar
     table = ratio_table(n, k_max)[:, 1:]  # [t, K - 1]
     above, ge = tie_counts(r)
     block = (ge - above).astype(np.float64)
-    return (table[n - above] - table[n - ge]) / block[:, :, None]
+    probabilities: FloatArray = (table[n - above] - table[n - ge]) / block[:, :, None]
+    return probabilities
 
 
-def _check(values: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _check(values: ArrayLike, sizes: ArrayLike) -> tuple[FloatArray, IntArray]:
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     s = np.asarray(sizes, dtype=np.int64).reshape(-1)
     if (s < 1).any():
@@ -92,7 +96,7 @@ def _check(values: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return v, s
 
 
-def _by_size(sizes: np.ndarray):
+def _by_size(sizes: IntArray) -> Iterator[tuple[int, IntArray, IntArray]]:
     """(size, prompt numbers of that size, flat index of their answers as prompts x size)."""
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     for n in np.unique(sizes):
@@ -101,7 +105,7 @@ def _by_size(sizes: np.ndarray):
 
 
 def best_of_k_curves(rewards: Sequence[float], correct: Sequence[float], sizes: Sequence[int],
-                     k_max: int | None = None) -> np.ndarray:
+                     k_max: int | None = None) -> FloatArray:
     """The best-of-K value of every prompt for K = 1..k_max (prompts x k_max; default k_max =
     the largest prompt), exactly (module doc). ``rewards`` and ``correct`` (0/1, or any
     utility whose expectation is wanted) are flat over the prompts' answers, in order;
@@ -119,7 +123,7 @@ def best_of_k_curves(rewards: Sequence[float], correct: Sequence[float], sizes: 
     return out
 
 
-def oracle_curves(correct: Sequence[float], sizes: Sequence[int], k_max: int | None = None) -> np.ndarray:
+def oracle_curves(correct: Sequence[float], sizes: Sequence[int], k_max: int | None = None) -> FloatArray:
     """The oracle's best-of-K value per prompt (prompts x k_max): 1 - C(n - n_correct, K) / C(n, K)
     for 0/1 correctness, the chance that K answers drawn without replacement hold a correct one.
     NaN where K exceeds the prompt's answers. (For graded utilities use :func:`best_of_k_curves`
@@ -137,7 +141,7 @@ def oracle_curves(correct: Sequence[float], sizes: Sequence[int], k_max: int | N
 
 
 def conflict_pair_counts(rewards: Sequence[float], correct: Sequence[float],
-                         sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                         sizes: Sequence[int]) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Per prompt, over every pair (correct answer, incorrect answer): how many the reward model
     orders right (r(correct) > r(incorrect)), how many it ties, and how many pairs there are
     (n_correct x n_incorrect). Arrays of length prompts."""
@@ -153,10 +157,12 @@ def conflict_pair_counts(rewards: Sequence[float], correct: Sequence[float],
     return wins, ties, total
 
 
-def curve_gap(model_curve: np.ndarray, oracle_curve: np.ndarray) -> np.ndarray:
+def curve_gap(model_curve: ArrayLike, oracle_curve: ArrayLike) -> FloatArray | np.float64:
     """The area between the oracle's best-of-K curve and the model's, normalised by the number
     of K: mean over K = 1..k_max of (oracle(K) - model(K)), along the last axis (curves of one
     or many prompts or resamples). 0: the model picks as well as the oracle at every K; its
     largest value is the mean over K of oracle(K) - 0. In correctness units, so 0.05 means the
     model's pick is correct 5 points less often than the oracle's, averaged over K."""
-    return np.mean(np.asarray(oracle_curve, dtype=np.float64) - np.asarray(model_curve, dtype=np.float64), axis=-1)
+    gaps = np.asarray(oracle_curve, dtype=np.float64) - np.asarray(model_curve, dtype=np.float64)
+    gap: FloatArray | np.float64 = np.mean(gaps, axis=-1)
+    return gap

@@ -41,10 +41,12 @@ JudgeBench's own ``compute_final_metrics`` on the judgments its repository recor
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.core.metric_registry import OfficialColumn, OfficialLayout
 
 A_BETTER, TIE, B_BETTER = 1, 0, -1
@@ -80,7 +82,7 @@ def decision_verdict(decision: str | None) -> int:
     return LABELS.get(decision, TIE) if isinstance(decision, str) else TIE
 
 
-def reward_verdicts(first, second) -> np.ndarray:
+def reward_verdicts(first: ArrayLike, second: ArrayLike) -> IntArray:
     """The verdict of one game of a scalar reward model: +1 where ``first`` (the reward of the
     response shown first) > ``second``, else -1 (a tie is "B>A", as JudgeBench's reward-model
     judges decide)."""
@@ -88,7 +90,7 @@ def reward_verdicts(first, second) -> np.ndarray:
     return np.where(a > b, A_BETTER, B_BETTER).astype(np.int64)
 
 
-def combined_verdicts(first, swapped=None) -> np.ndarray:
+def combined_verdicts(first: ArrayLike, swapped: ArrayLike | None = None) -> IntArray:
     """A pair's verdict: the first game's alone (one game), or sign(v1 + v2) (two games), where
     ``swapped`` is the verdict of the game shown (B, A), already turned back to the order (A, B)
     (+1: A better). 0 where two games disagree or both are ties."""
@@ -98,7 +100,7 @@ def combined_verdicts(first, swapped=None) -> np.ndarray:
     return np.sign(v + np.asarray(swapped, dtype=np.int64))
 
 
-def reward_model_verdicts(reward_a, reward_b, single_game: bool = True) -> np.ndarray:
+def reward_model_verdicts(reward_a: ArrayLike, reward_b: ArrayLike, single_game: bool = True) -> IntArray:
     """Verdicts of a scalar reward model, as ``run_judge.py --judge_name reward_model`` would
     give them: one game (A, B) with ``single_game``; else also the game (B, A), turned back.
     One game: +1 iff r(A) > r(B), else -1. Two games: sign(r(A) - r(B)) (a tie is 0)."""
@@ -108,16 +110,17 @@ def reward_model_verdicts(reward_a, reward_b, single_game: bool = True) -> np.nd
     return combined_verdicts(first, -reward_verdicts(reward_b, reward_a))
 
 
-def judgebench_correct(verdicts, labels) -> np.ndarray:
+def judgebench_correct(verdicts: ArrayLike, labels: Iterable[str | int]) -> FloatArray:
     """1.0 where a pair's combined verdict equals its label's (+1 for ``"A>B"``, -1 for
     ``"B>A"``; ``labels`` holds the strings or those numbers), else 0.0: a 0 verdict is wrong."""
     v = np.asarray(verdicts, dtype=np.int64)
     want = np.array([LABELS[x] if isinstance(x, str) else int(x) for x in labels], dtype=np.int64)
-    return (v == want).astype(np.float64)
+    correct: FloatArray = (v == want).astype(np.float64)
+    return correct
 
 
-def judgebench_accuracies(correct, category_of, n_categories: int = len(JUDGEBENCH_CATEGORIES),
-                          weights=None) -> np.ndarray:
+def judgebench_accuracies(correct: ArrayLike, category_of: ArrayLike, n_categories: int = len(JUDGEBENCH_CATEGORIES),
+                          weights: ArrayLike | None = None) -> FloatArray:
     """[overall, accuracy of category 0, ..., of category n_categories - 1].
 
     ``correct``: 0/1 per pair (:func:`judgebench_correct`); ``category_of``: each pair's category
@@ -134,11 +137,12 @@ def judgebench_accuracies(correct, category_of, n_categories: int = len(JUDGEBEN
     total = w.sum()
     overall = (w * c).sum() / total if total > 0 else np.nan
     with np.errstate(invalid="ignore", divide="ignore"):
-        per = np.where(sizes > 0, hits / np.where(sizes > 0, sizes, 1), np.nan)
+        per: FloatArray = np.where(sizes > 0, hits / np.where(sizes > 0, sizes, 1), np.nan)
     return np.concatenate([[overall], per])
 
 
-def judgebench_scores(verdicts, labels, sources: Sequence[str]) -> dict[str | None, float]:
+def judgebench_scores(verdicts: ArrayLike, labels: Iterable[str | int],
+                      sources: Sequence[str]) -> dict[str | None, float]:
     """JudgeBench's report for pairs with combined ``verdicts``: category -> accuracy (the
     categories that have pairs) and None -> overall; fractions, not percentages."""
     cats = [judgebench_category(s) for s in sources]

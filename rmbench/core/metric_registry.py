@@ -1,153 +1,124 @@
 """Declared metrics: what each reported number is called, which way is better, what ``n`` counts.
 
 Every metric record in a run names one of these; leaderboards, ``compare``, plots and exports
-take their labels, directions and eps-dependence from here instead of string constants. A task
-declares its headline metrics and, for benchmarks with an official score, the official layout
+take their labels, directions and eps-dependence from here instead of string constants. The
+metrics the summary computes from pairs are declared with their computation
+(:class:`~rmbench.core.metric_declaration.ComputedMetric`, the built-in ones in
+:mod:`rmbench.core.computed_metrics`); the others here are a task's own scores. A task declares
+its headline metrics and, for benchmarks with an official score, the official layout
 (:class:`OfficialLayout`): which records, under which column names, make the table a user puts
 beside the benchmark's own leaderboard.
 
 A task plugin may report a metric that is not registered here; it is shown under its own name,
-higher taken as better (:func:`metric_def`). :func:`register_metric` declares it properly.
+higher taken as better (:func:`metric_def`). :func:`register_metric` declares it properly, or
+declares a new computed metric, which every summary then reports.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from rmbench.core.computed_metrics import BUILTIN as BUILTIN_COMPUTED
+from rmbench.core.computed_metrics import LENGTH_CORRELATION_READING, LENGTH_GAP_READING
+from rmbench.core.metric_declaration import ComputedMetric
+from rmbench.core.metric_def import Counted, MetricDef
+
+__all__ = ["COMPUTED", "GAP_SUFFIX", "LENGTH_CORRELATION_READING", "LENGTH_GAP_READING", "METRICS", "TIES_READING",
+           "ComputedMetric", "Counted", "MetricDef", "OfficialColumn", "OfficialLayout", "computed_metrics",
+           "metric_def", "register_metric"]
 
 GAP_SUFFIX = "_shift_gap"
-
-
-@dataclass(frozen=True)
-class MetricDef:
-    """One kind of reported number.
-
-    ``eps_dependent``: reported once per eps of the run (D and Spec). ``n_counts``: what the
-    record's ``n`` counts. ``official``: a benchmark's own score, reproduced to its code.
-    ``reading``: a note that leaderboards showing the metric carry (e.g. a range that is not [0, 1]).
-    """
-
-    name: str
-    label: str
-    higher_is_better: bool
-    eps_dependent: bool
-    n_counts: str
-    description: str
-    official: bool = False
-    reading: str | None = None
 
 
 TIES_READING = ("ties_score ranges over [-0.01, 1.01], not [0, 1]: RewardBench 2's formula adds 0.01 x the "
                 "mean tanh(margin ratio - 1) to terms that sum to at most 1, so an RM whose correct answers sit "
                 "far above the incorrect ones, relative to their spread among themselves, scores up to 1.010")
-LENGTH_CORRELATION_READING = (
-    "length_correlation ranges over [-1, 1] and 0 is ideal (the reward difference of two equally good answers "
-    "does not follow their length difference); > 0: longer answers get more reward, < 0: shorter ones. Both "
-    "signs are a bias: it is marked lower-is-better only because the typical bias is positive; read |value|")
-LENGTH_GAP_READING = (
-    "length_bias_gap = acc when the better answer is longer - acc when it is shorter, over [-1, 1]; 0 is ideal, "
-    "> 0 favours length, < 0 brevity. Both signs are a bias: marked lower-is-better only because the typical "
-    "bias is positive; read |value|")
 
-_BUILTIN = (
-    MetricDef("pairwise_accuracy", "acc", True, False, "discrimination pairs",
-              "over pairs with u(a) > u(b): 1 if r(a) > r(b), 0.5 if equal"),
-    MetricDef("sign_accuracy", "sign acc", True, False, "all pairs",
-              "sign(r(a) - r(b)) = sign(u(a) - u(b)) over all pairs"),
-    MetricDef("discrimination", "D", True, True, "discrimination pairs",
-              "D(eps) = P(r(a) > r(b) + eps | u(a) > u(b))"),
-    MetricDef("specificity", "Spec", True, True, "specificity pairs",
-              "Spec(eps) = 1 - P(|r(a) - r(b)| > eps | u(a) = u(b))"),
-    MetricDef("ds_auc", "ds_auc", True, False, "all pairs",
-              "area under (Spec(eps), D(eps)) for eps from 0 to inf"),
-    MetricDef("balanced_best", "bal best", True, False, "all pairs",
-              "max over eps of (D + Spec) / 2; its record's eps is where it is reached"),
-    MetricDef("reward_margin", "margin", True, False, "discrimination pairs",
-              "mean |r(better) - r(worse)| / sigma"),
-    MetricDef("ties_score", "ties_score", True, False, "groups", "RewardBench 2's official Ties score", official=True,
-              reading=TIES_READING),
-    MetricDef("rewardbench_score", "RB1 score", True, False, "groups",
+_TASK_SCORES = (
+    MetricDef("ties_score", "ties_score", True, False, Counted.GROUPS, "RewardBench 2's official Ties score",
+              official=True, reading=TIES_READING),
+    MetricDef("rewardbench_score", "RB1 score", True, False, Counted.GROUPS,
               "RewardBench v1's official score; subset records are its sections", official=True),
-    MetricDef("rewardbench2_score", "RB2 score", True, False, "groups",
+    MetricDef("rewardbench2_score", "RB2 score", True, False, Counted.GROUPS,
               "RewardBench 2's official score; subset records are its six subsets", official=True),
-    MetricDef("rm_bench_score", "RM-Bench", True, False, "groups",
+    MetricDef("rm_bench_score", "RM-Bench", True, False, Counted.GROUPS,
               "RM-Bench's official accuracy (its scripts/utils.py compute_accuracy): per domain a 3x3 matrix "
               "M[i][j] = share of rows with r(chosen style i) > r(rejected style j), styles concise, detailed "
               "plain, detailed markdown; hard = mean over i < j, normal = mean of the diagonal, easy = mean over "
               "i > j; a domain's score = (hard + normal + easy) / 3; subset records: the domains, and hard / "
               "normal / easy as means over the domains present; the total = mean of the domain scores",
               official=True),
-    MetricDef("m_rewardbench_score", "M-RB score", True, False, "groups",
+    MetricDef("m_rewardbench_score", "M-RB score", True, False, Counted.GROUPS,
               "M-RewardBench's official score: per language (subset LANG) the mean of RewardBench's four section "
               "scores, weighted by M-RewardBench's example counts (subset LANG/SECTION); subset None: the mean "
               "over the languages, English (eng_Latn) left out", official=True),
-    MetricDef("m_rewardbench_english_gap", "M-RB gap", True, False, "groups",
+    MetricDef("m_rewardbench_english_gap", "M-RB gap", True, False, Counted.GROUPS,
               "m_rewardbench_score of a language minus that of English on the same ids (paired resample); "
               "subset None: the mean over the languages; < 0: the RM loses accuracy in translation"),
-    MetricDef("judgebench_score", "JudgeBench", True, False, "groups",
+    MetricDef("judgebench_score", "JudgeBench", True, False, Counted.GROUPS,
               "JudgeBench's official accuracy (its utils/metrics.py compute_final_metrics, one game as run_judge.py "
               "--single_game with a reward_model judge): a pair is correct iff its verdict (A>B iff r(A) > r(B), "
               "else B>A: a tie is B>A) equals the label; subset records: the categories knowledge (mmlu-pro-*), "
               "reasoning, math, coding; the total = over all pairs. With the task's single_game: false both orders are "
               "played, as run_judge.py by default, and a tie is inconsistent, so wrong", official=True),
-    MetricDef("ppe_accuracy", "PPE acc", True, False, "groups",
+    MetricDef("ppe_accuracy", "PPE acc", True, False, Counted.GROUPS,
               "PPE correctness accuracy: over each row's sampled_conflict_pairs (one correct, one incorrect answer; "
               "all such pairs with the task's pairs: all), the share with r(correct) > r(incorrect), a reward tie 1/2, "
               "pooled over a set's pairs; subset records: the sets (mmlu_pro, math, gpqa, ifeval, mbpp_plus); the "
               "total = the mean of the sets present", official=True),
-    MetricDef("ppe_best_of_k", "BoK", True, False, "groups",
+    MetricDef("ppe_best_of_k", "BoK", True, False, Counted.GROUPS,
               "PPE best-of-K: the expected correctness of the answer the RM ranks first among K answers drawn "
               "without replacement from a prompt's answers (exact over ranks; a reward tie at the top picks "
               "uniformly among the tied), averaged over a set's prompts; subset K=k: the mean over the sets, "
               "SET/K=k: one set"),
-    MetricDef("ppe_bok_gap", "BoK gap", False, False, "groups",
+    MetricDef("ppe_bok_gap", "BoK gap", False, False, Counted.GROUPS,
               "area between the oracle's best-of-K curve (1 - C(n - n_correct, K) / C(n, K)) and the RM's, divided "
               "by the number of K: mean over K = 1..n of oracle(K) - RM(K), in correctness units (0 = picks as well "
               "as the oracle at every K); subset records: the sets; the total = their mean"),
-    MetricDef("ppe_human_accuracy", "PPE human acc", True, False, "groups",
+    MetricDef("ppe_human_accuracy", "PPE human acc", True, False, Counted.GROUPS,
               "PPE human preference accuracy: over Chatbot Arena battles with a winner (human ties left out), the "
               "share where the winner's answer gets the higher reward, a reward tie 1/2; subset records: the "
               "categories hard, easy, if, math, code (rows flagged so) and lang:LANGUAGE", official=True),
-    MetricDef("rmb_score", "RMB", True, False, "groups",
+    MetricDef("rmb_score", "RMB", True, False, Counted.GROUPS,
               "RMB's official accuracy (its eval/scripts/my_run_rm.py; BoN and the total as RM-R1's RMB scripts): "
               "an item is correct iff r(best) > r(every other answer), strictly (pairwise: r(chosen) > r(reject); "
               "BoN: above every loser; a tie is not correct); subset records: each scenario (its category_path) "
               "over its items, each section (Pairwise_set/GOAL, BoN_set/GOAL) over its items; the total = the mean "
               "of the sections present (both sets and goals: the paper's Overall)", official=True),
-    MetricDef("length_correlation", "len corr", False, False, "specificity pairs",
-              "Spearman's rho between r(a) - r(b) and len(a) - len(b) (characters) over pairs with u(a) = u(b), "
-              "each pair taken in both orientations; 0 = no length bias, > 0 = longer answers get more reward, "
-              "< 0 = shorter ones", reading=LENGTH_CORRELATION_READING),
-    MetricDef("accuracy_longer_better", "acc longer", True, False, "discrimination pairs",
-              "pairwise accuracy over the pairs with u(a) > u(b) whose better answer a is the longer one "
-              "(characters); pairs of equal length are left out"),
-    MetricDef("accuracy_shorter_better", "acc shorter", True, False, "discrimination pairs",
-              "pairwise accuracy over the pairs with u(a) > u(b) whose better answer a is the shorter one "
-              "(characters); pairs of equal length are left out; far below acc longer = length bias"),
-    MetricDef("length_bias_gap", "len gap", False, False, "discrimination pairs",
-              "accuracy_longer_better - accuracy_shorter_better; 0 = no length bias, > 0 = favours longer answers, "
-              "< 0 = shorter ones", reading=LENGTH_GAP_READING),
-    MetricDef("rewrite_specificity", "rw Spec", True, True, "cross-form specificity pairs",
-              "Spec(eps) over pairs of an answer and its meaning-preserving rewrite (equal utility by construction)"),
-    MetricDef("within_form_discrimination", "D within", True, True, "within-form discrimination pairs",
-              "D(eps) over pairs of one surface form (original vs original, rewrite vs rewrite)"),
-    MetricDef("cross_form_discrimination", "D cross", True, True, "cross-form discrimination pairs",
-              "D(eps) over pairs across forms (original better vs rewritten worse, and the reverse)"),
-    MetricDef("cross_form_gap", "D gap", True, True, "cross-form discrimination pairs",
-              "D cross - D within at eps, from the same resample (paired CI); < 0: the preference weakens when "
-              "the surface changes"),
-    MetricDef("preference_flip_rate", "flips", False, False, "rewritten discrimination pairs",
-              "share of rewritten pairs whose preference sign differs from their originals'"),
 )
 
-METRICS: dict[str, MetricDef] = {m.name: m for m in _BUILTIN}
+"""The task scores of the built-in tasks (official scores and their kin): declared, not computed here."""
+
+METRICS: dict[str, MetricDef] = {m.name: m for m in (*(c.definition for c in BUILTIN_COMPUTED), *_TASK_SCORES)}
+"""Every declared metric by name: the computed ones, then the task scores; a plugin adds its own."""
+COMPUTED: dict[str, ComputedMetric] = {c.name: c for c in BUILTIN_COMPUTED}
+"""The metrics every summary computes from pairs, in the order of a slice's records."""
 
 
-def register_metric(metric: MetricDef) -> None:
-    """Declare a plugin's metric (a second declaration of a name must be identical)."""
-    known = METRICS.get(metric.name)
-    if known is not None and known != metric:
-        raise ValueError(f"metric {metric.name!r} is already declared differently: {known}")
-    METRICS[metric.name] = metric
+def register_metric(metric: MetricDef | ComputedMetric) -> None:
+    """Declare a plugin's metric (a second declaration of a name must be identical).
+
+    A :class:`MetricDef` declares a metric a task reports (``Task.extra_metrics``); a
+    :class:`ComputedMetric` one that every summary computes from pairs, after the built-in ones.
+    """
+    definition = metric.definition if isinstance(metric, ComputedMetric) else metric
+    known = METRICS.get(definition.name)
+    if known is not None and known != definition:
+        raise ValueError(f"metric {definition.name!r} is already declared differently: {known}")
+    if isinstance(metric, ComputedMetric):
+        computed = COMPUTED.get(metric.name)
+        if computed is not None and computed != metric:
+            raise ValueError(f"metric {metric.name!r} is already computed differently")
+        if computed is None and known is not None:
+            raise ValueError(f"metric {metric.name!r} is already declared as a task's score, not computed")
+        COMPUTED[metric.name] = metric
+    METRICS[definition.name] = definition
+
+
+def computed_metrics() -> tuple[ComputedMetric, ...]:
+    """The metrics a summary computes, in record order: the built-in ones, then those registered."""
+    return tuple(COMPUTED.values())
 
 
 def metric_def(name: str) -> MetricDef:
@@ -156,9 +127,9 @@ def metric_def(name: str) -> MetricDef:
         return METRICS[name]
     if name.endswith(GAP_SUFFIX) and name[: -len(GAP_SUFFIX)] in METRICS:
         base = METRICS[name[: -len(GAP_SUFFIX)]]
-        return MetricDef(name, f"{base.label} gap", base.higher_is_better, base.eps_dependent, "original groups",
+        return MetricDef(name, f"{base.label} gap", base.higher_is_better, base.eps_dependent, Counted.ORIGINAL_GROUPS,
                          f"{base.name} on the shifted groups minus on their originals (paired)")
-    return MetricDef(name, name, True, False, "resampling units", "a task's own metric (not declared)")
+    return MetricDef(name, name, True, False, Counted.RESAMPLING_UNITS, "a task's own metric (not declared)")
 
 
 @dataclass(frozen=True)
@@ -185,8 +156,8 @@ class OfficialLayout:
     provenance: str = CHECKED_AGAINST_CODE
     """How the scores relate to the benchmark's own: the table's caption says it."""
 
-    def to_json(self) -> dict:
-        out = {"title": self.title, "metric": self.metric,
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"title": self.title, "metric": self.metric,
                "columns": [{"label": c.label, "subset": c.subset} for c in self.columns],
                "beside": list(self.beside)}
         if self.provenance != CHECKED_AGAINST_CODE:
@@ -194,7 +165,7 @@ class OfficialLayout:
         return out
 
     @classmethod
-    def from_json(cls, d: dict) -> "OfficialLayout":
+    def from_json(cls, d: dict[str, Any]) -> OfficialLayout:
         return cls(str(d["title"]), str(d["metric"]),
                    tuple(OfficialColumn(str(c["label"]), c["subset"]) for c in d["columns"]),
                    tuple(d.get("beside", ())), str(d.get("provenance", CHECKED_AGAINST_CODE)))

@@ -11,18 +11,20 @@ Every function returns ``nan`` when the pairs it conditions on are absent.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.errors import ModelError
 
 METRIC_VERSION = 2
 """Bumped whenever any formula here changes the value it returns; part of the comparability key."""
 
 
-def _arr(x) -> np.ndarray:
+def _arr(x: ArrayLike) -> FloatArray:
     """Rewards or gaps as a flat float array; NaN or infinity is refused, never counted as a loss
     (a NaN gap is neither > 0 nor == 0, so it would silently turn into a wrong pair)."""
     a = np.asarray(x, dtype=np.float64).reshape(-1)
@@ -33,7 +35,7 @@ def _arr(x) -> np.ndarray:
     return a
 
 
-def reward_sigma(rewards) -> float:
+def reward_sigma(rewards: ArrayLike) -> float:
     """sigma = sample standard deviation (ddof = 1) of all rewards; 0.0 for fewer than 2 rewards."""
     r = _arr(rewards)
     return float(np.std(r, ddof=1)) if r.size >= 2 else 0.0
@@ -48,7 +50,7 @@ def raw_eps(eps: float, unit: str, sigma: float) -> float:
     raise ValueError(f"unknown eps unit {unit!r}: use 'sigma' or 'raw'")
 
 
-def pairwise_accuracy(diff_gaps) -> float:
+def pairwise_accuracy(diff_gaps: ArrayLike) -> float:
     """Pairwise accuracy over discrimination pairs.
 
     acc = mean_i ( 1[gap_i > 0] + 0.5 * 1[gap_i = 0] ),  gap_i = r(better_i) - r(worse_i).
@@ -59,7 +61,7 @@ def pairwise_accuracy(diff_gaps) -> float:
     return float((np.count_nonzero(g > 0) + 0.5 * np.count_nonzero(g == 0)) / g.size)
 
 
-def discrimination(diff_gaps, eps: float = 0.0) -> float:
+def discrimination(diff_gaps: ArrayLike, eps: float = 0.0) -> float:
     """D(eps) = P(r(a) > r(b) + eps | u(a) > u(b)) = mean_i 1[gap_i > eps]."""
     g = _arr(diff_gaps)
     if g.size == 0:
@@ -67,7 +69,7 @@ def discrimination(diff_gaps, eps: float = 0.0) -> float:
     return float(np.count_nonzero(g > eps) / g.size)
 
 
-def specificity(eq_gaps, eps: float = 0.0) -> float:
+def specificity(eq_gaps: ArrayLike, eps: float = 0.0) -> float:
     """Spec(eps) = 1 - P(|r(a) - r(b)| > eps | u(a) = u(b)) = mean_j 1[|gap_j| <= eps]."""
     g = np.abs(_arr(eq_gaps))
     if g.size == 0:
@@ -75,7 +77,7 @@ def specificity(eq_gaps, eps: float = 0.0) -> float:
     return float(1.0 - np.count_nonzero(g > eps) / g.size)
 
 
-def sign_accuracy(diff_gaps, eq_gaps) -> float:
+def sign_accuracy(diff_gaps: ArrayLike, eq_gaps: ArrayLike) -> float:
     """Sign agreement over all pairs: mean of 1[sign(r(a) - r(b)) = sign(u(a) - u(b))].
 
     A discrimination pair agrees when its gap is > 0, a specificity pair when its gap is exactly 0.
@@ -90,7 +92,7 @@ def sign_accuracy(diff_gaps, eq_gaps) -> float:
     return float((np.count_nonzero(d > 0) + np.count_nonzero(e == 0)) / n)
 
 
-def ds_auc(diff_gaps, eq_gaps) -> float:
+def ds_auc(diff_gaps: ArrayLike, eq_gaps: ArrayLike) -> float:
     """Threshold-free area under the (Spec(eps), D(eps)) curve as eps sweeps 0 -> inf.
 
     With X = a discrimination gap and Y = |a specificity gap|, drawn independently:
@@ -112,7 +114,7 @@ def ds_auc(diff_gaps, eq_gaps) -> float:
     return float((below.sum() + 0.5 * ties.sum()) / (x.size * y.size))
 
 
-def balanced_best(diff_gaps, eq_gaps) -> tuple[float, float]:
+def balanced_best(diff_gaps: ArrayLike, eq_gaps: ArrayLike) -> tuple[float, float]:
     """max over eps >= 0 of (D(eps) + Spec(eps)) / 2, and the smallest raw eps that reaches it.
 
     D is non-increasing and Spec non-decreasing and both are right-continuous in eps, so the
@@ -129,7 +131,7 @@ def balanced_best(diff_gaps, eq_gaps) -> tuple[float, float]:
     return float(score[best]), float(cand[best])
 
 
-def reward_margin(diff_gaps, sigma: float) -> float:
+def reward_margin(diff_gaps: ArrayLike, sigma: float) -> float:
     """Normalised absolute reward margin (arXiv 2507.07981): mean_i |gap_i| / sigma.
 
     With sigma = 0 every reward is equal, every gap is 0, and the margin is 0.
@@ -158,7 +160,7 @@ class TiesPromptStats:
     correct_incorrect_margin: float
 
 
-def ties_prompt_stats(correct_scores, incorrect_scores) -> TiesPromptStats:
+def ties_prompt_stats(correct_scores: ArrayLike, incorrect_scores: ArrayLike) -> TiesPromptStats:
     c, i = _arr(correct_scores), _arr(incorrect_scores)
     if c.size == 0 or i.size == 0:
         raise ValueError("a Ties row needs at least one correct and one incorrect answer")
@@ -216,7 +218,8 @@ def ties_terms(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> 
             # Official (0.1.4): the margin term averages over ids with dcm > 0 only.
             margin.append(math.tanh(low / dcm - 1.0) if dcm > 0 else nan)
         else:  # no pair, or a tied row with a single correct answer: left out of these means
-            pref.append(nan); hard.append(nan); margin.append(nan)
+            for terms in (pref, hard, margin):
+                terms.append(nan)
     return TiesTerms(ids, tied_acc, ref_acc, np.array(pref), np.array(hard), np.array(margin), both)
 
 
@@ -258,8 +261,8 @@ def ties_score(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> 
 
 # --- Bootstrap -------------------------------------------------------------------------
 
-def bootstrap_ci(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_resamples: int = 1000,
-                 seed: int = 0, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_ci(statistic: Callable[[IntArray], ArrayLike], n_units: int, n_resamples: int = 1000,
+                 seed: int = 0, level: float = 0.95) -> tuple[FloatArray, FloatArray]:
     """Percentile bootstrap CI of a vector statistic, resampling units (groups) with replacement.
 
     ``statistic(units)`` receives an int array of ``n_units`` unit indices drawn with replacement
@@ -273,7 +276,7 @@ def bootstrap_ci(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_
     return percentile_ci(draws, level)
 
 
-def bootstrap_draws(n_units: int, n_resamples: int, seed: int, block: int):
+def bootstrap_draws(n_units: int, n_resamples: int, seed: int, block: int) -> Iterator[IntArray]:
     """The unit draws of :func:`bootstrap_ci` in blocks (arrays of <= ``block`` resamples x
     ``n_units``): row k is the k-th ``rng.integers(0, n_units, n_units)`` of the same rng, one call
     per resample as there (a single call of all sizes would give other numbers)."""
@@ -282,8 +285,8 @@ def bootstrap_draws(n_units: int, n_resamples: int, seed: int, block: int):
         yield np.stack([rng.integers(0, n_units, n_units) for _ in range(min(block, n_resamples - start))])
 
 
-def bootstrap_ci_batched(batch: Callable[[np.ndarray], np.ndarray], n_units: int, n_resamples: int = 1000,
-                         seed: int = 0, level: float = 0.95, block: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_ci_batched(batch: Callable[[IntArray], ArrayLike], n_units: int, n_resamples: int = 1000,
+                         seed: int = 0, level: float = 0.95, block: int = 64) -> tuple[FloatArray, FloatArray]:
     """:func:`bootstrap_ci` with a statistic of a block of resamples: ``batch(draws)`` takes the
     draws (resamples x ``n_units``) and returns resamples x values. Same draws, same seed: equal
     to ``bootstrap_ci`` with a statistic whose rows are those of ``batch``."""
@@ -294,7 +297,7 @@ def bootstrap_ci_batched(batch: Callable[[np.ndarray], np.ndarray], n_units: int
     return percentile_ci(values, level)
 
 
-def percentile_ci(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+def percentile_ci(draws: FloatArray, level: float) -> tuple[FloatArray, FloatArray]:
     """Per column j of ``draws`` (resamples x values): the (1 - level) / 2 and (1 + level) / 2
     quantiles (numpy's linear interpolation) of its non-nan values; nan for a column of nans."""
     alpha = (1.0 - level) / 2.0
@@ -306,11 +309,10 @@ def percentile_ci(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarr
     return low, high
 
 
-def paired_bootstrap_diff(stat_a: Callable[[np.ndarray], float | np.ndarray],
-                          stat_b: Callable[[np.ndarray], float | np.ndarray], n_units: int,
-                          n_resamples: int = 1000, seed: int = 0, level: float = 0.95,
-                          batches: tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]
-                          | None = None, block: int = 64):
+def paired_bootstrap_diff(stat_a: Callable[[IntArray], ArrayLike], stat_b: Callable[[IntArray], ArrayLike],
+                          n_units: int, n_resamples: int = 1000, seed: int = 0, level: float = 0.95,
+                          batches: tuple[Callable[[IntArray], FloatArray], Callable[[IntArray], FloatArray]]
+                          | None = None, block: int = 64) -> tuple[float, float, float] | tuple[FloatArray, ...]:
     """Difference ``stat_a - stat_b`` of two models on the same units, with a paired bootstrap CI.
 
     Both statistics see the same resampled units in every draw, so the variation shared through

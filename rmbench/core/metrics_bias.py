@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from rmbench.core.arrays import FloatArray
 from rmbench.core.metrics import _arr, pairwise_accuracy
-
 
 # --- Length bias ------------------------------------------------------------------------
 
-def _length_diffs(x, n: int) -> np.ndarray:
+def _length_diffs(x: ArrayLike, n: int) -> FloatArray:
     """Length differences as a flat float array aligned with ``n`` pairs (finite, same count)."""
     a = np.asarray(x, dtype=np.float64).reshape(-1)
     if a.size != n:
@@ -40,7 +41,7 @@ def _symmetric_ranks(x: np.ndarray) -> np.ndarray:
     return _average_ranks(np.concatenate([x, -x]))[: x.size] - (2 * x.size + 1) / 2.0
 
 
-def length_correlation(reward_diff, length_diff) -> float:
+def length_correlation(reward_diff: ArrayLike, length_diff: ArrayLike) -> float:
     """Length bias over specificity pairs: Spearman's rho between reward and length differences.
 
         rho_len = sum_i R(x_i) R(y_i) / sqrt( sum_i R(x_i)^2 * sum_i R(y_i)^2 ),
@@ -78,7 +79,7 @@ def length_correlation(reward_diff, length_diff) -> float:
     return float(min(1.0, max(-1.0, float(np.dot(rx, ry)) / math.sqrt(sxx * syy))))
 
 
-def accuracy_by_length(diff_gaps, better_minus_worse_length) -> tuple[float, float]:
+def accuracy_by_length(diff_gaps: ArrayLike, better_minus_worse_length: ArrayLike) -> tuple[float, float]:
     """Pairwise accuracy over discrimination pairs, split by which answer is longer.
 
         acc_longer  = pairwise_accuracy({gap_i : L_i > 0}),
@@ -96,7 +97,7 @@ def accuracy_by_length(diff_gaps, better_minus_worse_length) -> tuple[float, flo
     return pairwise_accuracy(g[length > 0]), pairwise_accuracy(g[length < 0])
 
 
-def length_bias_gap(diff_gaps, better_minus_worse_length) -> float:
+def length_bias_gap(diff_gaps: ArrayLike, better_minus_worse_length: ArrayLike) -> float:
     """acc_longer - acc_shorter of :func:`accuracy_by_length`, in [-1, 1].
 
     0: accuracy does not depend on whether the better answer is the longer one; > 0: the RM is
@@ -109,7 +110,7 @@ def length_bias_gap(diff_gaps, better_minus_worse_length) -> float:
 
 # --- Rewrite invariance ------------------------------------------------------------------
 
-def preference_flip_rate(rewritten_gaps, original_gaps) -> float:
+def preference_flip_rate(rewritten_gaps: ArrayLike, original_gaps: ArrayLike) -> float:
     """Share of rewritten pairs whose preference differs from their originals'.
 
     flips = mean_i [ sign(r(a'_i) - r(b'_i)) != sign(r(a_i) - r(b_i)) ]

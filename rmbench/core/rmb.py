@@ -39,7 +39,9 @@ mean (``process_final_result.py``: "Accuracy Averaged from Four Sections"). So h
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.core.metric_registry import OfficialColumn, OfficialLayout
 
 RMB_METRIC = "rmb_score"
@@ -67,7 +69,7 @@ def section_of_path(category_path: str) -> str:
     return "/".join(category_path.split("/")[:2])
 
 
-def best_beats_all(rewards, sizes) -> np.ndarray:
+def best_beats_all(rewards: ArrayLike, sizes: ArrayLike) -> FloatArray:
     """1.0 per group where its first response's reward is strictly above every other response's
     (``rewards``: every group's responses in order, the best first; ``sizes``: responses per
     group, each >= 2), else 0.0: a tie with any other response is not correct."""
@@ -81,17 +83,20 @@ def best_beats_all(rewards, sizes) -> np.ndarray:
     others = r.copy()
     others[starts] = -np.inf
     best_other = np.maximum.reduceat(others, starts)
-    return (r[starts] > best_other).astype(np.float64)
+    correct: FloatArray = (r[starts] > best_other).astype(np.float64)
+    return correct
 
 
-def _weighted_means(correct: np.ndarray, which: np.ndarray, n: int, weights: np.ndarray) -> np.ndarray:
+def _weighted_means(correct: FloatArray, which: IntArray, n: int, weights: FloatArray) -> FloatArray:
     hits = np.bincount(which, weights=weights * correct, minlength=n)[:n]
     sizes = np.bincount(which, weights=weights, minlength=n)[:n]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(sizes > 0, hits / np.where(sizes > 0, sizes, 1), np.nan)
+        means: FloatArray = np.where(sizes > 0, hits / np.where(sizes > 0, sizes, 1), np.nan)
+    return means
 
 
-def rmb_accuracies(correct, section_of, scenario_of, n_sections: int, n_scenarios: int, weights=None) -> np.ndarray:
+def rmb_accuracies(correct: ArrayLike, section_of: ArrayLike, scenario_of: ArrayLike, n_sections: int,
+                   n_scenarios: int, weights: ArrayLike | None = None) -> FloatArray:
     """[total, accuracy of section 0 .. n_sections - 1, of scenario 0 .. n_scenarios - 1].
 
     ``correct``: 0/1 per item (:func:`best_beats_all`); ``section_of`` / ``scenario_of``: each

@@ -11,7 +11,7 @@ depend on the order of the rows, on ``--limit`` or on the other rows of the file
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -62,7 +62,7 @@ def limit_sample(groups: Sequence[ComparisonGroup], units: np.ndarray, n: int) -
     members: dict[int, list[int]] = {}
     for i, u in enumerate(units):
         members.setdefault(int(u), []).append(i)
-    slices: dict[tuple, list[tuple[int, int]]] = {}
+    slices: dict[tuple[tuple[str, str], ...], list[tuple[int, int]]] = {}
     for u, idx in members.items():
         key = min(groups[i].id for i in idx)
         where = tuple(sorted({(groups[i].subset or "", groups[i].shift or "") for i in idx}))

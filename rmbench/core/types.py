@@ -24,6 +24,9 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
+from numpy.typing import DTypeLike
+
+from rmbench.core.arrays import AnyArray, IntArray
 
 from rmbench.core.canonical import canonical_json as canonical_json
 from rmbench.core.canonical import sha256_hex as sha256_hex
@@ -105,7 +108,7 @@ class ComparisonGroup:
         if self.equivalence_levels is not None:
             object.__setattr__(self, "equivalence_levels", tuple(int(u) for u in self.equivalence_levels))
         if not isinstance(self.prompt, str):
-            messages = tuple(self.prompt)
+            messages: Prompt = tuple(self.prompt)
             if not all(isinstance(m, Message) for m in messages):
                 messages = prompt_from_json(list(messages))
             object.__setattr__(self, "prompt", messages)
@@ -146,8 +149,9 @@ class ComparisonGroup:
         return cls(id=id, prompt=prompt, responses=(chosen, rejected), utilities=(1, 0), **kwargs)
 
     @property
-    def meta_dict(self) -> dict:
-        return json.loads(self.meta)
+    def meta_dict(self) -> dict[str, Any]:
+        meta: dict[str, Any] = json.loads(self.meta)
+        return meta
 
     def is_equivalence_level(self, level: int) -> bool:
         return self.equivalence_levels is None or level in self.equivalence_levels
@@ -163,7 +167,7 @@ class ComparisonGroup:
         return [(a, b) for a in range(len(u)) for b in range(a + 1, len(u))
                 if u[a] == u[b] and self.is_equivalence_level(u[a])]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The canonical JSON form (also the line format of ``groups_jsonl`` task files)."""
         return {
             "id": self.id,
@@ -176,7 +180,8 @@ class ComparisonGroup:
             "equivalence_levels": None if self.equivalence_levels is None else list(self.equivalence_levels),
             "meta": self.meta_dict,
             # Only when set, so that the fingerprints of groups without forms stay as they were.
-            **({"forms": list(self.forms), "rewrite_of": list(self.rewrite_of)} if self.forms is not None else {}),
+            **({"forms": list(self.forms), "rewrite_of": list(self.rewrite_of or ())}
+               if self.forms is not None else {}),
         }
 
 
@@ -266,7 +271,8 @@ class PairIndex:
 
     @classmethod
     def from_groups(cls, groups: Sequence[ComparisonGroup]) -> "PairIndex":
-        response_group, lengths, db, dw, dg, dx, ea, eb, eg, ex = [], [], [], [], [], [], [], [], [], []
+        response_group, db, dw, dg, dx, ea, eb, eg, ex = [], [], [], [], [], [], [], [], []
+        lengths: list[int] = []
         flips: list[tuple[int, int, int, int, int]] = []
         for gi, (g, where) in enumerate(zip(groups, group_slices(groups))):
             offset = where.start
@@ -280,7 +286,7 @@ class PairIndex:
             for a, b in g.specificity_pairs():
                 ea.append(offset + a); eb.append(offset + b); eg.append(gi); ex.append(forms[a] != forms[b])
 
-        def arr(x: list, dtype=np.int64) -> np.ndarray:
+        def arr(x: list[Any], dtype: DTypeLike = np.int64) -> AnyArray:
             return np.asarray(x, dtype=dtype)
 
         fa, fb, foa, fob, fg = (arr(list(c)) for c in zip(*flips)) if flips else (arr([]),) * 5
@@ -301,7 +307,7 @@ class PairIndex:
         old_start = resp_src[new_start] if resp_src.size else np.zeros(len(sel), np.int64)
         shift = new_start - old_start  # new response index = old index + shift of its pick
 
-        def take(k: int, *indices: np.ndarray):
+        def take(k: int, *indices: IntArray) -> tuple[IntArray, IntArray, list[IntArray]]:
             if not len(indices[0]):  # e.g. no flip pairs: a task without rewrites
                 return indices[0], indices[0], list(indices)
             src, pos = segment_gather(counts[k], sel, starts[k])
@@ -316,7 +322,8 @@ class PairIndex:
     def gather_rewards(self, rewards: np.ndarray, group_ids: np.ndarray) -> np.ndarray:
         """The response-level rewards of the given groups, concatenated in that order."""
         src, _ = segment_gather(self._counts[0], np.asarray(group_ids, dtype=np.int64), self._starts[0])
-        return np.asarray(rewards)[src]
+        gathered: AnyArray = np.asarray(rewards)[src]
+        return gathered
 
 
 def segment_starts(counts: np.ndarray) -> np.ndarray:

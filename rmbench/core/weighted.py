@@ -5,9 +5,10 @@ A bootstrap resample draws ``n_units`` units with replacement (the very draws of
 :func:`rmbench.core.metrics.bootstrap_ci`); unit u drawn c_u times puts every pair of its groups
 c_u times into the resample's pair list. So each metric is a function of the integer weights
 ``w_g = c_unit(g)``: the count metrics (accuracies, D, Spec, flips) are ratios of weighted
-counts ``sum_g w_g n_g`` of per-group counts ``n_g`` (one matrix product per block), the order
-metrics (ds_auc, balanced_best, length_correlation) come from prefix sums over pairs sorted
-once (:mod:`rmbench.core.weighted_order`).
+counts ``sum_g w_g n_g`` of per-group counts ``n_g`` (one matrix product per block, over the
+per-pair columns the metrics declare: :class:`PairColumn`), the order metrics (ds_auc, balanced_best,
+length_correlation) come from prefix sums over pairs sorted once
+(:mod:`rmbench.core.weighted_order`).
 
 Exactness: every count is an integer held exactly in float64 (below 2**53), and the final float
 operations are those of the plain functions on their integer counts, so pairwise_accuracy,
@@ -22,22 +23,29 @@ resample's gaps in draw order; the two differ by float rounding only (relative ~
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from enum import Enum
+from functools import cached_property
 
 import numpy as np
 
+from rmbench.core.arrays import AnyArray, FloatArray, IntArray
+from rmbench.core.pairs import Pairs, Shared
 from rmbench.core.weighted_order import OrderStats, ratio
 
+__all__ = ["PairColumn", "PairSet", "WeightedBlock", "WeightedSlice", "accuracy", "group_sums",
+           "unit_counts"]
 
-def unit_counts(draws: np.ndarray, n_units: int) -> np.ndarray:
+
+def unit_counts(draws: IntArray, n_units: int) -> IntArray:
     """c[b, u] = number of times unit u occurs in resample b (row b of ``draws``), int64."""
     b = draws.shape[0]
     flat = (draws + (np.arange(b, dtype=np.int64) * n_units)[:, None]).reshape(-1)
     return np.bincount(flat, minlength=b * n_units).reshape(b, n_units)
 
 
-def group_sums(groups: np.ndarray, n_groups: int, columns: Sequence[np.ndarray]) -> np.ndarray:
+def group_sums(groups: IntArray, n_groups: int, columns: Sequence[AnyArray]) -> FloatArray:
     """M[g, k] = sum over the pairs i of group g of columns[k][i] (a pair indicator or a value)."""
     if not columns:
         return np.zeros((n_groups, 0))
@@ -45,91 +53,117 @@ def group_sums(groups: np.ndarray, n_groups: int, columns: Sequence[np.ndarray])
                      for c in columns], axis=1)
 
 
-@dataclass(frozen=True)
-class FormPairs:
-    """The rewrite pairs of a slice: which discrimination / specificity pairs join two forms, and
-    the flip pairs' rewritten gaps ``new``, original gaps ``old`` and group numbers ``group``."""
+class PairSet(Enum):
+    """The pairs a :class:`PairColumn` runs over."""
 
-    diff_cross: np.ndarray
-    eq_cross: np.ndarray
-    new: np.ndarray
-    old: np.ndarray
-    group: np.ndarray
+    DIFF = "discrimination pairs"
+    EQ = "specificity pairs"
+    FLIP = "flip pairs (rewritten pairs beside their originals)"
+
+
+@dataclass(frozen=True)
+class PairColumn:
+    """A per-pair value whose weighted sum a metric's weighted form reads
+    (:meth:`WeightedBlock.total`): ``value(pairs, eps)`` gives one entry per pair of ``over``
+    (an indicator, or a float such as |gap|); ``per_eps``: one column per eps of the run
+    (``eps`` in raw reward units; otherwise ``value`` gets 0.0 and ignores it).
+
+    Columns are told apart by ``name``; a column over ``FLIP`` (or one that reads
+    ``pairs.rewrites``) belongs to metrics that need rewrites.
+    """
+
+    name: str
+    over: PairSet
+    value: Callable[[Pairs, float], AnyArray]
+    per_eps: bool = False
 
 
 class WeightedSlice:
     """All pair metrics of one slice as functions of unit counts ``C`` (resamples x units).
 
-    ``diff``/``eq``: discrimination and specificity gaps r(a) - r(b), with their groups
-    (0..n_groups-1) and length differences; ``group_unit``: each group's unit (0..n_units-1),
-    so a resample's group weights are ``W = C[:, group_unit]``; ``eps_raw``: eps in raw units;
-    ``sigma``: the reward_margin unit. :meth:`values` returns the columns in the order of the
-    plain statistic: PAIR_METRICS, D and Spec per eps, the length metrics, the form metrics,
-    then balanced_best's eps.
+    ``pairs``: the slice's gaps, their groups numbered 0..n_groups-1; ``group_unit``: each
+    group's unit (0..n_units-1), so a resample's group weights are ``W = C[:, group_unit]``;
+    ``eps_raw``: eps in raw units; ``sigma``: the reward_margin unit; ``columns``: the per-pair
+    values the metrics' weighted forms sum (each summed once per group and unit, here).
+    :meth:`block` gives the view of a block of resamples that the weighted forms read.
     """
 
-    def __init__(self, group_unit: np.ndarray, n_units: int, diff: np.ndarray, diff_group: np.ndarray,
-                 diff_len: np.ndarray, eq: np.ndarray, eq_group: np.ndarray, eq_len: np.ndarray,
-                 eps_raw: Sequence[float], sigma: float, forms: FormPairs | None = None):
+    def __init__(self, group_unit: IntArray, n_units: int, pairs: Pairs, eps_raw: Sequence[float], sigma: float,
+                 columns: Sequence[PairColumn]) -> None:
         n_groups = len(group_unit)
         self.group_unit, self.identity = group_unit, bool(np.array_equal(group_unit, np.arange(n_units)))
-        self.n_eps, self.sigma, self.forms = len(eps_raw), float(sigma), forms is not None
-        x, y, L = diff, np.abs(eq), diff_len
-        dcol = [np.ones_like(x), x > 0, x == 0, (L > 0), (L > 0) & (x > 0), (L > 0) & (x == 0),
-                (L < 0), (L < 0) & (x > 0), (L < 0) & (x == 0)] + [x > e for e in eps_raw]
-        ecol = [np.ones_like(y), y == 0] + [y > e for e in eps_raw]
-        fcol: list[np.ndarray] = []
-        if forms is not None:
-            c = forms.diff_cross
-            dcol += [c, ~c] + [c & (x > e) for e in eps_raw] + [~c & (x > e) for e in eps_raw]
-            ecol += [forms.eq_cross] + [forms.eq_cross & (y > e) for e in eps_raw]
-            fcol = [np.ones_like(forms.new), np.sign(forms.new) != np.sign(forms.old)]
-        by_group = np.concatenate([group_sums(diff_group, n_groups, dcol + [np.abs(x)]),
-                                   group_sums(eq_group, n_groups, ecol),
-                                   group_sums(forms.group, n_groups, fcol) if forms is not None
-                                   else np.zeros((n_groups, 0))], axis=1)
+        self.pairs, self.n_groups, self.eps, self.sigma = pairs, n_groups, tuple(eps_raw), float(sigma)
+        self.position: dict[tuple[str, int], int] = {}
+        self.declared: dict[str, PairColumn] = {}
+        by_group = []
+        for over, groups in ((PairSet.DIFF, pairs.diff_group), (PairSet.EQ, pairs.eq_group),
+                             (PairSet.FLIP, pairs.rewrites.group if pairs.forms is not None else None)):
+            values = self._columns([c for c in columns if c.over is over])
+            if values and groups is None:
+                raise ValueError("a column over the flip pairs needs rewrites: declare its metric needs_forms")
+            by_group.append(group_sums(groups, n_groups, values) if groups is not None and values
+                            else np.zeros((n_groups, 0)))
         # Per unit: sum over its groups (exact for the integer columns), so T = C @ counts.
-        self.counts = np.stack([np.bincount(group_unit, weights=col, minlength=n_units) for col in by_group.T],
-                               axis=1)
-        self.nd, self.ne = len(dcol), len(ecol)
-        self.order = OrderStats(diff, diff_group, eq, eq_group, eq_len, n_groups)
+        per_group = np.concatenate(by_group, axis=1)
+        self.counts = (np.stack([np.bincount(group_unit, weights=col, minlength=n_units) for col in per_group.T],
+                                axis=1) if per_group.shape[1] else np.zeros((n_units, 0)))
 
-    def values(self, C: np.ndarray) -> np.ndarray:
-        """The metric columns (resamples x metrics) of the resamples with unit counts ``C``.
+    def _columns(self, columns: Sequence[PairColumn]) -> list[AnyArray]:
+        """The values of ``columns`` (each name once; per eps for ``per_eps``), their places noted."""
+        out: list[AnyArray] = []
+        for c in columns:
+            known = self.declared.get(c.name)
+            if known is not None:
+                if known != c:
+                    raise ValueError(f"two pair columns are named {c.name!r}: {known} and {c}")
+                continue
+            self.declared[c.name] = c
+            for k, e in enumerate(self.eps if c.per_eps else (0.0,)):
+                self.position[(c.name, k)] = len(self.position)
+                out.append(c.value(self.pairs, e))
+        return out
 
-        T = C @ counts (per-unit pair counts): T_n, T_pos, T_zero over discrimination pairs,
-        T_eq, T_eq0 over specificity pairs, T_{gap > eps}, T_{|gap| > eps}; then
-        acc = (T_pos + 0.5 T_zero) / T_n, sign = (T_pos + T_eq0) / (T_n + T_eq),
-        margin = T_|gap| / T_n / sigma, D(eps) = T_{gap > eps} / T_n,
-        Spec(eps) = 1 - T_{|gap| > eps} / T_eq, the length accuracies likewise over the pairs with
-        the better answer longer / shorter, and the order metrics of :class:`OrderStats` on
-        the group weights W = C[:, group_unit].
-        """
-        T = C.astype(np.float64) @ self.counts  # weighted counts: exact integers (and the |gap| sums)
-        nd, ne, k = self.nd, self.ne, self.n_eps
-        d, abs_sum, e, f = T[:, :nd], T[:, nd], T[:, nd + 1: nd + 1 + ne], T[:, nd + 1 + ne:]
-        order = self.order.values(C if self.identity else C[:, self.group_unit])
-        n = d[:, 0]
-        margin = ratio(abs_sum, n) / self.sigma if self.sigma > 0 else np.where(n > 0, 0.0, np.nan)
-        cols = [accuracy(n, d[:, 1], d[:, 2]), ratio(d[:, 1] + e[:, 1], n + e[:, 0]), order["ds_auc"],
-                order["balanced_best"], margin]
-        cols += [ratio(d[:, 9 + j], n) for j in range(k)] + [1.0 - ratio(e[:, 2 + j], e[:, 0]) for j in range(k)]
-        longer, shorter = accuracy(d[:, 3], d[:, 4], d[:, 5]), accuracy(d[:, 6], d[:, 7], d[:, 8])
-        cols += [order["length_correlation"], longer, shorter, longer - shorter]
-        if self.forms:
-            cols += self._form_columns(d[:, 9 + k:], e[:, 2 + k:], f)
-        return np.column_stack(cols + [order["balanced_eps"]])
+    @cached_property
+    def order(self) -> OrderStats:
+        """The slice's pairs sorted once, for the order metrics (built on first use)."""
+        p = self.pairs
+        return OrderStats(p.diff, p.diff_group, p.eq, p.eq_group, p.eq_len, self.n_groups)
 
-    def _form_columns(self, d: np.ndarray, e: np.ndarray, f: np.ndarray) -> list[np.ndarray]:
-        """Per eps: Spec over cross-form specificity pairs, D within a form and across forms,
-        cross - within; then the flip rate = #w(sign(new) != sign(old)) / #w(flip pairs)."""
-        k = self.n_eps
-        spec = [1.0 - ratio(e[:, 1 + j], e[:, 0]) for j in range(k)]
-        cross = [ratio(d[:, 2 + j], d[:, 0]) for j in range(k)]
-        within = [ratio(d[:, 2 + k + j], d[:, 1]) for j in range(k)]
-        return spec + within + cross + [c - w for c, w in zip(cross, within)] + [ratio(f[:, 1], f[:, 0])]
+    def block(self, C: IntArray) -> WeightedBlock:
+        """The view of the resamples with unit counts ``C`` (resamples x units)."""
+        return WeightedBlock(self, C)
 
 
-def accuracy(n: np.ndarray, n_pos: np.ndarray, n_zero: np.ndarray) -> np.ndarray:
+class WeightedBlock(Shared):
+    """A block of resamples of a slice, as the weighted form of a metric reads it.
+
+    T = C @ counts: per resample, the weighted sum of every declared column (:meth:`total`):
+    exact integers for indicators (and float sums for values such as |gap|); ``order``: the
+    order statistics of :class:`rmbench.core.weighted_order.OrderStats` on the group weights
+    ``W = C[:, group_unit]``, computed once per block; ``eps`` and ``sigma`` as the slice's.
+    """
+
+    def __init__(self, ws: WeightedSlice, C: IntArray) -> None:
+        super().__init__()
+        self.slice, self.C, self.eps, self.sigma = ws, C, ws.eps, ws.sigma
+        # Weighted counts: exact integers (and the float sums of value columns).
+        self.T: FloatArray = C.astype(np.float64) @ ws.counts
+
+    def total(self, column: PairColumn, k: int = 0) -> FloatArray:
+        """The weighted sum of ``column`` (at the run's k-th eps for a ``per_eps`` one), per resample."""
+        place = self.slice.position.get((column.name, k))
+        if place is None:
+            raise KeyError(f"pair column {column.name!r} is not declared by any metric of this slice: "
+                           f"add it to the columns of the metric that reads it")
+        return self.T[:, place]
+
+    @cached_property
+    def order(self) -> dict[str, FloatArray]:
+        """ds_auc, balanced_best, balanced_eps and length_correlation of each resample."""
+        ws = self.slice
+        return ws.order.values(self.C if ws.identity else self.C[:, ws.group_unit])
+
+
+def accuracy(n: FloatArray, n_pos: FloatArray, n_zero: FloatArray) -> FloatArray:
     """Weighted pairwise accuracy: (#w(gap > 0) + 0.5 * #w(gap = 0)) / #w(pairs), nan for no pairs."""
     return ratio(n_pos + 0.5 * n_zero, n)

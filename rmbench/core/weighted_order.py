@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from rmbench.core.arrays import AnyArray, FloatArray, IntArray
 
-def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+
+def ratio(num: AnyArray, den: AnyArray) -> FloatArray:
     """num / den elementwise (float64, correctly rounded as Python's int / int), nan where den = 0."""
     num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
     out = np.full(np.broadcast(num, den).shape, np.nan)
@@ -32,8 +34,8 @@ class OrderStats:
     X_le[k] = #w(x <= c_k), Y_le[k] = #w(|y| <= c_k) and Y_k = #w(|y| = c_k) per resample.
     """
 
-    def __init__(self, x: np.ndarray, gx: np.ndarray, y: np.ndarray, gy: np.ndarray, ly: np.ndarray,
-                 n_groups: int):
+    def __init__(self, x: FloatArray, gx: IntArray, y: FloatArray, gy: IntArray, ly: FloatArray,
+                 n_groups: int) -> None:
         # A single specificity pair drawn twice is already a Spearman sample of two.
         self.active_pairs, self.active_rank = len(x) > 0 and len(y) > 0, len(y) > 0
         ox, oy = np.argsort(x, kind="stable"), np.argsort(np.abs(y), kind="stable")
@@ -45,18 +47,18 @@ class OrderStats:
         self.tie = np.flatnonzero((self.cand > 0) & (self.x_le > x_lt))  # candidates some x equals
         self.tie_lt = x_lt[self.tie]
         # length_correlation, per y in |y| order: its candidate, and sign(y) * sign(length difference).
-        self.run = np.searchsorted(self.cand, ys)
+        run = np.searchsorted(self.cand, ys)
         la = np.abs(ly[oy])
         ol = np.argsort(la, kind="stable")
         self.gl, self.lcand = self.gy[ol], np.unique(la)
-        self.l_le, self.lrun = np.searchsorted(la[ol], self.lcand, side="right"), np.searchsorted(self.lcand, la)
+        self.l_le, lrun = np.searchsorted(la[ol], self.lcand, side="right"), np.searchsorted(self.lcand, la)
         self.sign = (np.sign(y[oy]) * np.sign(ly[oy])).astype(np.float64)
         self.x_cum = Cumulative(self.gx, (self.x_le, self.tie_lt), n_groups)
         self.y_cum, self.l_cum = Cumulative(self.gy, (self.y_le,), n_groups), Cumulative(self.gl, (self.l_le,), n_groups)
         self.x_per_group = np.bincount(gx, minlength=n_groups).astype(np.float64)
-        self.run, self.lrun = contiguous(self.run), contiguous(self.lrun)
+        self.run, self.lrun = contiguous(run), contiguous(lrun)
 
-    def values(self, W: np.ndarray) -> dict[str, np.ndarray]:
+    def values(self, W: AnyArray) -> dict[str, FloatArray]:
         """ds_auc, balanced_best (score and eps) and length_correlation of each resample (row of
         ``W``, integer weights), in float64: every count and sum is an integer, exact below 2**53.
 
@@ -104,8 +106,9 @@ class Cumulative:
     PER_ITEM = 16
     """... and at most this many groups x cuts entries per item (where it is the cheaper way)."""
 
-    def __init__(self, groups_sorted: np.ndarray, cuts: tuple[np.ndarray, ...], n_groups: int):
-        self.groups, self.cuts, self.H = groups_sorted, [contiguous(c) for c in cuts], []
+    def __init__(self, groups_sorted: IntArray, cuts: tuple[IntArray, ...], n_groups: int) -> None:
+        self.groups, self.cuts = groups_sorted, [contiguous(c) for c in cuts]
+        self.H: list[FloatArray | None] = []
         n = len(groups_sorted)
         for c in cuts:
             m = len(c)
@@ -117,10 +120,11 @@ class Cumulative:
             flat = np.bincount(groups_sorted[keep] * m + bins[keep], minlength=n_groups * m)
             self.H.append(flat.reshape(n_groups, m).astype(np.float64))
 
-    def values(self, W: np.ndarray) -> list[np.ndarray]:
+    def values(self, W: FloatArray) -> list[FloatArray]:
         """C[:, k] = sum_{i < cuts[k]} W[:, g_i] (resamples x cuts) for each cut array, for group
         weights ``W`` (float64 integers): cumsum(W @ H) or prefix sums at the cuts."""
-        out, c = [], None
+        out: list[FloatArray] = []
+        c: FloatArray | None = None
         for H, cut in zip(self.H, self.cuts):
             if H is not None:
                 out.append(np.cumsum(W @ H, axis=1))
@@ -131,7 +135,7 @@ class Cumulative:
         return out
 
 
-def contiguous(index: np.ndarray) -> np.ndarray | slice:
+def contiguous(index: IntArray) -> IntArray | slice:
     """``index`` as a slice when it is a run of consecutive integers (no ties: each candidate
     its own run), so that taking those columns is a view; else ``index`` itself."""
     if len(index) and index[-1] - index[0] == len(index) - 1 and bool(np.all(np.diff(index) == 1)):
@@ -139,19 +143,19 @@ def contiguous(index: np.ndarray) -> np.ndarray | slice:
     return index
 
 
-def columns(c: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
+def columns(c: FloatArray, index: IntArray | slice) -> FloatArray:
     """out[:, j] = c[:, index[j]]: a view for a slice, a gather otherwise."""
     return c[:, index] if isinstance(index, slice) else np.take(c, index, axis=1)
 
 
-def prefix(w: np.ndarray) -> np.ndarray:
+def prefix(w: FloatArray) -> FloatArray:
     """Row-wise prefix sums with a leading 0: ``c[:, k] = sum_{j<k} w[:, j]``."""
     c = np.zeros((w.shape[0], w.shape[1] + 1))
     np.cumsum(w, axis=1, out=c[:, 1:])
     return c
 
 
-def runs(le: np.ndarray) -> np.ndarray:
+def runs(le: FloatArray) -> FloatArray:
     """Counts at each candidate from counts at or below it: ``k[:, j] = le[:, j] - le[:, j - 1]``."""
     k = np.empty_like(le)
     k[:, :1] = le[:, :1]
@@ -159,7 +163,8 @@ def runs(le: np.ndarray) -> np.ndarray:
     return k
 
 
-def ds_auc(x_le, y_k, x_eq, y_tie, nx, ny) -> np.ndarray:
+def ds_auc(x_le: FloatArray, y_k: FloatArray, x_eq: FloatArray, y_tie: FloatArray, nx: FloatArray,
+           ny: FloatArray) -> FloatArray:
     """Weighted :func:`rmbench.core.metrics.ds_auc` from counts at the candidates c_k:
 
         ds_auc = ( sum_k Y_k (N_x - X_le[k]) + 0.5 * sum_{k: c_k > 0} Y_k #w(x = c_k) ) / (N_x N_y),
@@ -173,7 +178,8 @@ def ds_auc(x_le, y_k, x_eq, y_tie, nx, ny) -> np.ndarray:
     return ratio(below + 0.5 * ties, nx * ny)
 
 
-def balanced_best(x_le, y_le, cand, nx, ny) -> tuple[np.ndarray, np.ndarray]:
+def balanced_best(x_le: FloatArray, y_le: FloatArray, cand: FloatArray, nx: FloatArray,
+                  ny: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Weighted :func:`rmbench.core.metrics.balanced_best` over the slice's candidates c (0 and
     every |y| of the slice):
 
@@ -193,7 +199,7 @@ def balanced_best(x_le, y_le, cand, nx, ny) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, score[rows, best] / 2.0, np.nan), np.where(ok, cand[best], np.nan)
 
 
-def mid_ranks(le: np.ndarray, cand: np.ndarray) -> np.ndarray:
+def mid_ranks(le: FloatArray, cand: FloatArray) -> FloatArray:
     """2 R(c) at each candidate c = |v| > 0: ``2 #w(|v'| < c) + #w(|v'| = c)`` = le[c] + le[c-],
     ``le[c-]`` the count at or below the candidate before c; 0 at c = 0.
 
@@ -208,7 +214,7 @@ def mid_ranks(le: np.ndarray, cand: np.ndarray) -> np.ndarray:
     return r
 
 
-def spearman(sxy: np.ndarray, sxx: np.ndarray, syy: np.ndarray, n: np.ndarray) -> np.ndarray:
+def spearman(sxy: FloatArray, sxx: FloatArray, syy: FloatArray, n: FloatArray) -> FloatArray:
     """Weighted :func:`rmbench.core.metrics_bias.length_correlation` from sums of doubled ranks
     (``sxy`` = sum_i w_i 2R(x_i) 2R(y_i), ``sxx``, ``syy`` likewise):
 

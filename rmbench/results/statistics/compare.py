@@ -9,21 +9,22 @@ needed. Runs with different eps lists are compared at the eps values both have.
 from __future__ import annotations
 
 import dataclasses
-
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
 from rmbench.core import metrics as M
 from rmbench.core.choices import EpsUnit
+from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
+from rmbench.results.statistics.slice_statistic import SliceStatistic, slice_statistic
+from rmbench.results.statistics.summary import paired_diff
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import Estimate, eps_text
-from rmbench.results.storage.reload import aligned_rewards, reload_task, scored_as_recorded
-from rmbench.results.statistics.summary import paired_diff, slice_statistic
+from rmbench.results.storage.reload import TaskData, aligned_rewards, reload_task, scored_as_recorded
 from rmbench.tasks.loading import DataOverride
 
 
@@ -103,7 +104,8 @@ SLICE_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_m
 """What ``compare`` reports for each shift slice (the whole task reports every metric)."""
 
 
-def _rows(name: str, shift: str | None, sa, sb, eps_unit: EpsUnit, n_bootstrap: int, seed: int,
+def _rows(name: str, shift: str | None, sa: SliceStatistic, sb: SliceStatistic, eps_unit: EpsUnit, n_bootstrap: int,
+          seed: int,
           only: Sequence[str] | None = None) -> list[Comparison]:
     full = np.arange(sa.n_units)
     va, vb = sa.statistic(full), sb.statistic(full)
@@ -118,8 +120,8 @@ def _rows(name: str, shift: str | None, sa, sb, eps_unit: EpsUnit, n_bootstrap: 
     return out
 
 
-def _shift_rows(name: str, td, units: np.ndarray, index: PairIndex, rewards: list[np.ndarray], eps: Sequence[float],
-                eps_unit: EpsUnit, n_bootstrap: int, seed: int) -> list[Comparison]:
+def _shift_rows(name: str, td: TaskData, units: IntArray, index: PairIndex, rewards: list[FloatArray],
+                eps: Sequence[float], eps_unit: EpsUnit, n_bootstrap: int, seed: int) -> list[Comparison]:
     """A - B on each shift slice of the task (sigma pooled over the whole task, as the run's own
     slices), and, where a slice's groups pair one to one with the originals' (the same
     bootstrap units: a paraphrase or a translation of each), A's gap minus B's gap, the slice's
@@ -147,9 +149,9 @@ def _shift_rows(name: str, td, units: np.ndarray, index: PairIndex, rewards: lis
             continue
         gaps = [_GapStatistic(stats[k], base[k], acc) for k in (0, 1)]
         batched = all(g.shifted.batch is not None and g.original.batch is not None for g in gaps)
-        diff, low, high = M.paired_bootstrap_diff(gaps[0], gaps[1], base[0].n_units, n_bootstrap, seed,
-                                                  batches=(gaps[0].batch, gaps[1].batch) if batched else None,
-                                                  block=min(base[0].block, stats[0].block))
+        diff, low, high = (np.atleast_1d(v) for v in M.paired_bootstrap_diff(
+            gaps[0], gaps[1], base[0].n_units, n_bootstrap, seed,
+            batches=(gaps[0].batch, gaps[1].batch) if batched else None, block=min(base[0].block, stats[0].block)))
         full = np.arange(base[0].n_units)
         ci = (None, None) if math.isnan(low[0]) else (float(low[0]), float(high[0]))
         out.append(Comparison(name, "pairwise_accuracy_shift_gap", None, None, None, float(gaps[0](full)[0]),
@@ -160,12 +162,12 @@ def _shift_rows(name: str, td, units: np.ndarray, index: PairIndex, rewards: lis
 class _GapStatistic:
     """A run's paired gap as a function of unit draws: the slice's accuracy minus the originals'."""
 
-    def __init__(self, shifted, original, j: int) -> None:
+    def __init__(self, shifted: SliceStatistic, original: SliceStatistic, j: int) -> None:
         self.shifted, self.original, self.j = shifted, original, j
 
-    def __call__(self, units: np.ndarray) -> np.ndarray:
+    def __call__(self, units: IntArray) -> FloatArray:
         return np.array([self.shifted.statistic(units)[self.j] - self.original.statistic(units)[self.j]])
 
-    def batch(self, draws: np.ndarray) -> np.ndarray:
+    def batch(self, draws: IntArray) -> FloatArray:
         """The gap for a block of draws (resamples x units) -> resamples x 1."""
         return (self.shifted.batch(draws)[:, self.j] - self.original.batch(draws)[:, self.j])[:, None]

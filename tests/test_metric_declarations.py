@@ -1,0 +1,118 @@
+"""A new computed metric is one declaration (rmbench.core.metric_declaration.ComputedMetric):
+registered, every summary reports it per slice with a CI, by both bootstrap methods, without a
+change to the summary code."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from test_weighted_bootstrap import random_groups
+
+from rmbench.core import metric_registry as R
+from rmbench.core import pair_columns as C
+from rmbench.core.metric_declaration import Computation, ComputedMetric
+from rmbench.core.metric_def import Counted, MetricDef
+from rmbench.core.weighted import PairColumn, PairSet
+from rmbench.core.weighted_order import ratio
+from rmbench.results.statistics.summary import summarize
+
+GAP = PairColumn("x", PairSet.DIFF, lambda p, e: p.diff)
+MEAN_GAP = ComputedMetric(
+    MetricDef("mean_reward_difference", "mean gap", True, False, Counted.DISCRIMINATION_PAIRS,
+              "mean_i (r(better_i) - r(worse_i)) over pairs with u(a) > u(b)"),
+    pooled=lambda p, k: float(np.mean(p.pairs.diff)) if p.pairs.diff.size else math.nan,
+    weighted=lambda b, k: ratio(b.total(GAP), b.total(C.DIFF_PAIRS)),
+    columns=(GAP, C.DIFF_PAIRS), shift_gap=True)
+"""A float mean: equal by both methods to rounding, as reward_margin."""
+
+AT_LEAST = PairColumn("x >= e", PairSet.DIFF, lambda p, e: p.diff >= e, per_eps=True)
+DISCRIMINATION_AT_LEAST = ComputedMetric(
+    MetricDef("discrimination_at_least", "D>=", True, True, Counted.DISCRIMINATION_PAIRS,
+              "P(r(a) >= r(b) + eps | u(a) > u(b))"),
+    pooled=lambda p, k: float(np.count_nonzero(p.pairs.diff >= p.eps[k]) / p.pairs.diff.size)
+    if p.pairs.diff.size else math.nan,
+    weighted=lambda b, k: ratio(b.total(AT_LEAST, k), b.total(C.DIFF_PAIRS)),
+    columns=(AT_LEAST, C.DIFF_PAIRS))
+"""A ratio of counts per eps: bit-equal by both methods."""
+
+
+@pytest.fixture
+def declared():
+    """MEAN_GAP and DISCRIMINATION_AT_LEAST registered for one test."""
+    for m in (MEAN_GAP, DISCRIMINATION_AT_LEAST):
+        R.register_metric(m)
+    yield
+    for m in (MEAN_GAP, DISCRIMINATION_AT_LEAST):
+        del R.COMPUTED[m.name], R.METRICS[m.name]
+
+
+def _by_key(records):
+    return {(r.metric, r.subset, r.shift, r.eps): r for r in records}
+
+
+def test_a_declared_metric_is_summarized_by_both_methods(declared):
+    groups, rewards = random_groups(5, 40, shifts=True)
+    eps = (0.0, 0.5)
+    resample = _by_key(summarize("t", groups, rewards, eps, n_bootstrap=60, seed=2, method="resample"))
+    weighted = _by_key(summarize("t", groups, rewards, eps, n_bootstrap=60, seed=2, method="weighted"))
+    assert resample.keys() == weighted.keys()
+    slices = {(k[1], k[2]) for k in resample if k[0] == "pairwise_accuracy"}
+    assert len(slices) > 3  # overall, subsets, shifts
+    for subset, shift in slices:
+        acc = resample[("pairwise_accuracy", subset, shift, None)]
+        mean = resample[("mean_reward_difference", subset, shift, None)]
+        assert mean.n == acc.n and mean.estimate.ci_low is not None
+        assert mean.estimate.ci_low <= mean.estimate.value <= mean.estimate.ci_high
+        w = weighted[("mean_reward_difference", subset, shift, None)].estimate
+        for p, q in zip((mean.estimate.value, mean.estimate.ci_low, mean.estimate.ci_high),
+                        (w.value, w.ci_low, w.ci_high)):
+            assert q == pytest.approx(p, rel=1e-12, abs=1e-15)
+        for e in eps:
+            d, dw = resample[("discrimination_at_least", subset, shift, e)], weighted[("discrimination_at_least",
+                                                                                      subset, shift, e)]
+            assert (d.estimate, d.n, d.eps_unit) == (dw.estimate, dw.n, "sigma")
+    assert ("mean_reward_difference_shift_gap", None, "paraphrase", None) in weighted
+
+
+def test_its_value_is_its_formula_and_it_comes_after_the_built_in_metrics(declared):
+    groups, rewards = random_groups(8, 12, subsets=False)
+    records = summarize("t", groups, rewards, (0.0,), n_bootstrap=20, seed=1)
+    overall = [r for r in records if r.subset is None and r.shift is None]
+    gaps = [rewards[o + b] - rewards[o + w] for g, o in zip(groups, np.cumsum([0] + [len(g.responses)
+                                                                                      for g in groups]))
+            for b, w in g.discrimination_pairs()]
+    mean = next(r for r in overall if r.metric == "mean_reward_difference")
+    assert mean.estimate.value == pytest.approx(float(np.mean(gaps)), rel=1e-12)
+    names = [r.metric for r in overall]
+    assert names.index("mean_reward_difference") > names.index("length_bias_gap")
+    assert R.metric_def("mean_reward_difference").n_counts == "discrimination pairs"
+
+
+def test_declarations_are_checked():
+    with pytest.raises(ValueError, match="counts pairs"):
+        ComputedMetric(MetricDef("per_group", "pg", True, False, Counted.GROUPS, "..."), MEAN_GAP.pooled,
+                       MEAN_GAP.weighted)
+    reached = Computation(MEAN_GAP.pooled, MEAN_GAP.weighted)
+    with pytest.raises(ValueError, match="per eps"):
+        ComputedMetric(DISCRIMINATION_AT_LEAST.definition, MEAN_GAP.pooled, MEAN_GAP.weighted, reached_at=reached)
+    reported = MetricDef("reported_pairs", "rp", True, False, Counted.DISCRIMINATION_PAIRS, "a task reports it")
+    R.register_metric(reported)
+    try:
+        with pytest.raises(ValueError, match="already declared as a task's score"):
+            R.register_metric(ComputedMetric(reported, MEAN_GAP.pooled, MEAN_GAP.weighted))
+    finally:
+        del R.METRICS["reported_pairs"]
+    with pytest.raises(ValueError, match="already computed differently"):
+        R.register_metric(ComputedMetric(R.METRICS["pairwise_accuracy"], MEAN_GAP.pooled, MEAN_GAP.weighted))
+    R.register_metric(R.METRICS["pairwise_accuracy"])  # the same declaration again: a no-op
+    assert "pairwise_accuracy" in R.COMPUTED
+
+
+def test_what_n_counts_is_words_and_a_count_kind():
+    plugin = MetricDef("my_score", "mine", True, False, "groups", "a plugin's score")
+    assert plugin.counted is Counted.GROUPS and type(plugin.n_counts) is str and plugin.n_counts == "groups"
+    own = MetricDef("x", "x", True, False, "rows", "own words")
+    assert own.n_counts == "rows" and own.counted is None
+    assert {d.counted for d in R.computed_metrics()} <= set(Counted)
