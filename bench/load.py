@@ -114,7 +114,7 @@ class Load:
         pins = {"quiet": [], "busy1": ["-"], "busy1-pinned": ["0"], "busy2": ["-", "-"]}[condition]
         self.procs = [subprocess.Popen([sys.executable, "-c", BUSY, pin]) for pin in pins]
 
-    def __enter__(self) -> "Load":
+    def __enter__(self) -> Load:
         time.sleep(1.0 if self.procs else 0.0)  # let the load settle (and the load average see it)
         return self
 

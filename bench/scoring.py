@@ -145,8 +145,8 @@ def ray_vs_local(groups, runtime: Runtime) -> str:
         import ray
     except ImportError:
         return "| engine ray, 2 actors x 1 CPU (not measured: ray is not installed) | | | | | | |"
-    from rmbench.scoring.ray_backend import RayBackend
     from rmbench.scoring.planning import ModelFactory
+    from rmbench.scoring.ray_backend import RayBackend
 
     spec = Spec.make("i", "implicit", {"model": SMOL})
     factory = ModelFactory(spec, runtime)

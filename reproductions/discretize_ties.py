@@ -19,16 +19,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import machine_line
+
 from rmbench.catalog import load_catalog
 from rmbench.core.metrics import discrimination, specificity
 from rmbench.core.types import PairIndex, Spec
 from rmbench.files import atomic_write_text
 from rmbench.models import Runtime
-from rmbench.results.storage.folder import load_rewards
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import load_rewards
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 from rmbench.train.trainer import load_trained_entry

@@ -19,8 +19,8 @@ import random
 import time
 from pathlib import Path
 
-
 from common import cell, machine_line, metrics, score, tqdm_progress
+
 from rmbench.core.types import data_fingerprint
 from rmbench.models import Runtime, build_model, parse_model_spec
 from rmbench.tasks.hamiltonian import HamiltonianTask, is_hamiltonian_cycle, parse_cycle

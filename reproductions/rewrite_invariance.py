@@ -28,15 +28,16 @@ import time
 from pathlib import Path
 
 import yaml
-
 from common import SHARED
-from persona_paraphrase import SHARED as PERSONA, diagonal_pairs
+from persona_paraphrase import SHARED as PERSONA
+from persona_paraphrase import diagonal_pairs
+
 from rmbench.catalog import builtin_tasks_dir
 from rmbench.core.metric_registry import metric_def
 from rmbench.files import safe_file_name
-from rmbench.results.storage.folder import load_run
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import load_run
 from rmbench.rewrite.shift import write_shifted
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.persona import PersonaTask

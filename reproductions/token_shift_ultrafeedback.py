@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import SHARED, cell, machine_line, metrics, score, tqdm_progress
+
 from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.models import Runtime
 from rmbench.tasks.base import units_by_source

@@ -80,11 +80,9 @@ def _load():
     import_rewardbench()
     import numpy as np
     import pandas as pd
-    from datasets import Dataset
-
-    from rewardbench import constants, utils
-
     from analysis import get_benchmark_results  # shipped as a top-level package by the wheel
+    from datasets import Dataset
+    from rewardbench import constants, utils
 
     return types.SimpleNamespace(np=np, pd=pd, Dataset=Dataset, utils=utils, constants=constants,
                                  get_average_over_rewardbench=get_benchmark_results.get_average_over_rewardbench)

@@ -55,8 +55,8 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
     from rmbench.core.types import ComparisonGroup, ModelSpec
     from rmbench.errors import ModelError
     from rmbench.models import build_model
-    from rmbench.scoring.ray_backend import RayBackend
     from rmbench.scoring.engine import score_groups
+    from rmbench.scoring.ray_backend import RayBackend
 
     spec = ModelSpec.make("m", "implicit", {"model": str(tiny["causal"])})
     other = ModelSpec.make("m", "implicit", {"model": str(tiny["causal_ref"])})

@@ -1,8 +1,7 @@
 import json
 
-from typer.testing import CliRunner
-
 import pytest
+from typer.testing import CliRunner
 
 from rmbench.cli.app import app
 

@@ -20,8 +20,8 @@ from rmbench.catalog import load_catalog
 from rmbench.cli.app import app
 from rmbench.cli.common import _RateColumn, rate_text
 from rmbench.cli.tables import PIPE_WIDTH, Grid, OutputConsole, render_grid
-from rmbench.results.storage.folder import find_runs
 from rmbench.results.publishing.leaderboard import build_leaderboard
+from rmbench.results.storage.folder import find_runs
 from rmbench.tasks import TASK_KINDS
 
 runner = CliRunner()

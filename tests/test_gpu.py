@@ -87,9 +87,8 @@ def test_batch_limits_come_from_the_free_memory(tiny):
 
 
 def test_a_real_cuda_out_of_memory_halves_the_batch_and_completes(tiny, tmp_path):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from tiny_models import build_tokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     tok = build_tokenizer()
     config = LlamaConfig(vocab_size=len(tok), hidden_size=512, intermediate_size=2048, num_hidden_layers=2,

@@ -6,9 +6,9 @@ from rmbench.catalog import load_catalog
 from rmbench.core.metric_registry import TIES_READING
 from rmbench.core.types import data_fingerprint
 from rmbench.errors import ConfigError
-from rmbench.results.storage.folder import load_run
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import load_run
 from rmbench.results.storage.record import comparability_key
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups

@@ -13,8 +13,15 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from rmbench.errors import ConfigError  # noqa: E402
-from rmbench.results.publishing.plot import (curve_data, ds_curve_svg, eps_label, plot_ds_curves, plot_runs,  # noqa: E402
-                          plot_shift_bars, run_labels)
+from rmbench.results.publishing.plot import (  # noqa: E402
+    curve_data,
+    ds_curve_svg,
+    eps_label,
+    plot_ds_curves,
+    plot_runs,
+    plot_shift_bars,
+    run_labels,
+)
 from rmbench.results.storage.folder import RunFolder, load_run  # noqa: E402
 from rmbench.scoring.runner import EvalConfig, evaluate  # noqa: E402
 
@@ -243,8 +250,8 @@ def test_a_run_keeps_its_colour_in_every_figure_of_a_build(tmp_path):
     pytest.importorskip("matplotlib")
     from matplotlib.colors import to_hex
 
-    from rmbench.results.storage.folder import load_run
     from rmbench.results.publishing.plot import _colour, ds_figure
+    from rmbench.results.storage.folder import load_run
     from rmbench.scoring.runner import EvalConfig, evaluate
 
     evaluate(EvalConfig(model="oracle", tasks=("paraphrase_invariance_sample",), n_bootstrap=10), out_dir=tmp_path / "a")

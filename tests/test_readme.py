@@ -21,9 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import smollm2_gguf
-
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

@@ -18,7 +18,6 @@ import pytest
 from typer.testing import CliRunner
 
 from rmbench import files
-
 from rmbench.cli.app import app
 from rmbench.results.storage import folder as run_folder
 

@@ -4,12 +4,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import shared_file
 
 from rmbench.core.metrics import ties_score
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.rewardbench import RewardBench2Task, RewardBenchTask, best_of_n_credit, rb1_score
-
-from conftest import shared_file
 
 
 def test_rb1_score_by_hand():

@@ -9,8 +9,8 @@ import json
 import math
 
 import pytest
-
 from conftest import shared_file
+
 from rmbench.core.types import ORIGINAL, ComparisonGroup, PairIndex
 from rmbench.errors import DataError
 from rmbench.scoring.runner import EvalConfig, evaluate

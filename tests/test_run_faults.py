@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_reliability import SLOW_RM, cache_rows, cli_env, normalise, rmbench
 from typer.testing import CliRunner
 
 from rmbench.cli.app import app
 from rmbench.results.storage.folder_lock import LOCK_SUFFIX, RunFolderBusy, lock_file, run_folders_locked
-from test_reliability import SLOW_RM, cache_rows, cli_env, normalise, rmbench
 
 RUN_FILES = ["leaderboard.md", "results.json", "rewards.jsonl"]
 

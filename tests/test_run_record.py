@@ -9,9 +9,9 @@ import pytest
 
 from rmbench.core.metric_registry import TIES_LAYOUT, metric_def
 from rmbench.errors import ConfigError
+from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.storage.folder import load_run, parse_record, read_run, record_to_json
-from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.storage.record import SCHEMA_VERSION, Estimate
 from rmbench.scoring.runner import EvalConfig, evaluate
 

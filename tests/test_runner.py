@@ -3,16 +3,15 @@ import math
 
 import numpy as np
 import pytest
+from conftest import shared_file
 
 from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError, DataError, ModelError
-from rmbench.results.storage.folder import REWARDS_FILE, RESULTS_FILE, load_rewards
-from rmbench.results.storage.record import MetricRecord
 from rmbench.results.statistics.summary import summarize
+from rmbench.results.storage.folder import RESULTS_FILE, REWARDS_FILE, load_rewards
+from rmbench.results.storage.record import MetricRecord
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
-
-from conftest import shared_file
 
 FAST = dict(n_bootstrap=50)
 

@@ -4,20 +4,19 @@ import json
 
 import numpy as np
 import pytest
+from conftest import shared_file
 
 from rmbench.catalog import load_catalog
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError
-from rmbench.results.storage.folder import load_run
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
 from rmbench.results.statistics.summary import summarize
+from rmbench.results.storage.folder import load_run
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 from rmbench.tasks.persona import PersonaTask
 from rmbench.tasks.shift import PairedShiftTask
-
-from conftest import shared_file
 
 
 def paper_row(k, chosen="good", rejected="bad", orig=("good answer", "bad answer")):

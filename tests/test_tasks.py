@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from conftest import shared_file
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
 from rmbench.core.types import ComparisonGroup
@@ -8,8 +9,6 @@ from rmbench.errors import ConfigError, DataError
 from rmbench.tasks.jsonl import GroupsTask, PreferenceTask
 from rmbench.tasks.loading import load_groups, task_spec_with_data
 from rmbench.tasks.ties import TiesTask
-
-from conftest import shared_file
 
 
 def write_jsonl(path, rows):

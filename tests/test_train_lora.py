@@ -18,8 +18,7 @@ from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.train.models import distinct_responses, make_trainer  # noqa: E402
 from rmbench.train.progress import PhaseReport  # noqa: E402
 from rmbench.train.stopping import StopRequest  # noqa: E402
-from rmbench.train.trainer import (TrainConfig, _Position, _run_epoch, _write_outputs, preference_pairs,  # noqa: E402
-                                   train_one)
+from rmbench.train.trainer import TrainConfig, _Position, _run_epoch, _write_outputs, preference_pairs, train_one  # noqa: E402
 
 GROUPS = [ComparisonGroup(f"g{i}", f"Pick a number {i}", [f"The answer is {i}", "no"], [1, 0]) for i in range(8)]
 FP32 = Runtime(dtype="float32", device="cpu")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import textwrap
 from dataclasses import dataclass, replace
+
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleDimensions, ConsoleOptions, Group, RenderableType, RenderResult

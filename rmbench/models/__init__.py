@@ -21,7 +21,7 @@ one module per family (``baselines``, ``implicit``, ``seqcls``, ``generative``, 
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rmbench.core.types import ModelSpec
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -114,7 +115,7 @@ class Truncation:
         if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
             raise ConfigError(f"--max-length must be a positive integer, got {m!r}")
 
-    def over(self, policy: "Truncation | None") -> "Truncation":
+    def over(self, policy: Truncation | None) -> Truncation:
         """This policy with the fields that ``policy`` (the run's ``--max-length``/``--truncation``) sets."""
         if policy is None:
             return self
@@ -179,7 +180,7 @@ class RewardModel(ABC):
         """Cost of each request in tokens, for batching (default: characters / 4)."""
         return [1 + (_text_length(r.prompt) + len(r.response)) // 4 for r in batch]
 
-    def postprocess(self, groups: Sequence["ComparisonGroup"], raw: np.ndarray) -> np.ndarray:
+    def postprocess(self, groups: Sequence[ComparisonGroup], raw: np.ndarray) -> np.ndarray:
         """Raw outputs of all responses (flattened in group order) -> one reward each."""
         if raw.ndim != 1:
             raise ValueError(f"{type(self).__name__} returned vectors but does not post-process them")

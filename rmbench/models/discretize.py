@@ -21,15 +21,22 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from rmbench.core.types import group_slices
 from rmbench.errors import ConfigError
-from rmbench.models.base import (CompositeModel, RewardModel, Runtime, ScoreRequest, StochasticModel, TokenizedModel,
-                                 Truncation)
-
+from rmbench.models.base import (
+    CompositeModel,
+    RewardModel,
+    Runtime,
+    ScoreRequest,
+    StochasticModel,
+    TokenizedModel,
+    Truncation,
+)
 
 SAMPLER = 2
 """How dropout samples are drawn, part of the identity (cached samples of another sampler never

@@ -14,8 +14,8 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rmbench.core.choices import HALF_DTYPES, DType
 from rmbench.paths import user_cache_dir

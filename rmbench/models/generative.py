@@ -16,7 +16,7 @@ is the default token there. ``yes_token``/``no_token`` override them; each must 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

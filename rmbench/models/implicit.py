@@ -22,7 +22,8 @@ only over those positions (in chunks), not over the whole sequence.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

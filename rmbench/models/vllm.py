@@ -14,7 +14,8 @@ itself, so these adapters ask the engine for large batches.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rmbench.scoring.cache import ScoreCache
 

@@ -29,14 +29,14 @@
 from __future__ import annotations
 
 import time
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ModelError
-from rmbench.models.base import (GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel,
-                                 use_prompt_reuse)
+from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel, use_prompt_reuse
 from rmbench.models.batching import BatchLimits, batch_limits
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.scoring.backends import LocalBackend

@@ -22,8 +22,8 @@ from rmbench import __version__
 from rmbench.catalog import Catalog
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.splits import LIMIT_SAMPLING
-from rmbench.core.unscored import drop_unscored
 from rmbench.core.types import split_by_group
+from rmbench.core.unscored import drop_unscored
 from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.threads import ThreadGovernor

@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name, signals_deferred
 from rmbench.models.trained import trained_split
-from rmbench.results.storage.folder import check_destination
-from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.publishing.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import check_destination
+from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.storage.record import RunRecord
 from rmbench.scoring.runner import EvalConfig, ProgressFactory, RunPlan, plan_run, run_plan
 from rmbench.tasks.loading import DataOverride

@@ -19,10 +19,10 @@ import os
 import re
 import sys
 import urllib.parse
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from rmbench.errors import DataError
 from rmbench.paths import user_cache_dir
@@ -173,8 +173,7 @@ def _progress(name: str, source: str, total: int | None) -> Iterator[Callable[[i
         yield from _plain_progress(name, source, total)
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                               TransferSpeedColumn)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     with Progress(TextColumn(f"downloading {name}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:

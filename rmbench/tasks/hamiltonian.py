@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from rmbench.core.types import ComparisonGroup, canonical_json
 from rmbench.tasks.base import Task

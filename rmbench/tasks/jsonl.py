@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task

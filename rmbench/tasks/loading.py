@@ -11,9 +11,10 @@ read several files take ``--data`` once per file (:func:`task_spec_with_files`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from rmbench.core.splits import LIMIT_FIRST, LIMIT_SAMPLING, PARTS, limit_sample, parts_of
 from rmbench.core.types import ComparisonGroup, TaskSpec

@@ -4,8 +4,9 @@ one the row has, not only ``field 'id': missing``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rmbench.core.types import prompt_from_json
 

@@ -13,7 +13,7 @@ own shift with a ``shift`` field (``translation:de``) or a ``lang`` field (``de`
 from __future__ import annotations
 
 import re
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 

@@ -7,7 +7,7 @@ correct level is an equivalence class: two different wrong answers are not a tie
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 

@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import yaml
 

@@ -13,8 +13,9 @@ are all cached never loads them), and the three steps that :meth:`~HFRewardModel
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 from importlib import metadata
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,8 +26,7 @@ from rmbench.models.hf.dropout import mc_dropout
 from rmbench.models.hf.encoding import Encoding
 from rmbench.models.hf.front import TokenizerFront
 from rmbench.models.hf.identity import weights_identity
-from rmbench.models.hf.loading import (check_local_source, cpu_has_bf16, resolve_device, resolve_dtype,
-                                       resolve_source)
+from rmbench.models.hf.loading import check_local_source, cpu_has_bf16, resolve_device, resolve_dtype, resolve_source
 from rmbench.models.hf.rendering import check_template
 from rmbench.models.prefix import forward_takes, shared_prefix_hidden
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rmbench.core.types import Prompt, prompt_to_json
 from rmbench.errors import ConfigError

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -230,7 +230,7 @@ def length_points(groups: Sequence[ComparisonGroup], rewards, limit: int,
                         float(rho), len(dr))
 
 
-def annotate(sel: Selection, index: "dict[str, tuple[int, ...]]", judged: "dict[tuple[str, int], str]") -> Selection:
+def annotate(sel: Selection, index: dict[str, tuple[int, ...]], judged: dict[tuple[str, int], str]) -> Selection:
     """The selection with each answer numbered by its index in its original group (``index``:
     group id -> original indices, for groups that lost an unscored response) and given the
     judge's answer about it (``judged``: (group id, original index) -> text)."""

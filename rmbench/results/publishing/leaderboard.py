@@ -16,14 +16,24 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence, Union
+from typing import Union
 
 from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError
+from rmbench.results.publishing.leaderboard_tables import (
+    MAX_ONE_TABLE_COLUMNS,
+    Column,
+    RowSource,
+    Section,
+    Table,
+    fold_rows,
+    sections,
+    split_by_task,
+    without_empty_columns,
+)
 from rmbench.results.storage.folder import RunFolder
-from rmbench.results.publishing.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Section, Table,
-                                                           fold_rows, sections, split_by_task, without_empty_columns)
 from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text
 
 LAYOUTS = ("auto", "one", "per-task")

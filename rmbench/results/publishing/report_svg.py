@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from rmbench.results.publishing.examples import LengthPoints
 
