@@ -74,7 +74,7 @@ def _names(text: str | None, models: list[str]) -> list[str | None]:
 
     if text is None:
         return [None] * len(models)
-    names = [n.strip() for n in text.split(",")]
+    names: list[str | None] = [n.strip() for n in text.split(",")]
     if len(names) != len(models) or not all(names):
         raise ConfigError(f"--name {text!r}: give one non-empty name per --model ({len(models)}, comma-separated)")
     if len(set(names)) != len(names):
@@ -147,7 +147,7 @@ def eval_command(
     report: bool = typer.Option(False, "--report", help="Also write report.html (rmbench report) in each run folder."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
-    from rmbench.core.choices import EpsUnit
+    from rmbench.core.choices import EpsUnit, TruncationSide
     from rmbench.models import Runtime
     from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
     from rmbench.scoring.runner import parse_eps
@@ -164,7 +164,9 @@ def eval_command(
                             eps_unit=cast(EpsUnit, eps_unit),  # checked by RunSpec
                             limit=limit, include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
                             model_args=_parse_model_args(model_arg), task_args=_parse_model_args(task_arg, "--task-arg"),
-                            skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation, name=n)
+                            skip_bad_rows=skip_bad_rows, max_length=max_length,
+                            truncation=cast(TruncationSide, truncation),  # checked by RunSpec
+                            name=n)
                     for m, n in zip(models, names)]
         execution = ExecutionSettings(runtime=runtime, cache_dir=str(cache_dir) if cache_dir else None,
                                       use_cache=not no_cache, engine=engine, workers=workers, ray_address=ray_address,

@@ -224,7 +224,10 @@ class TokenizedModel(ABC):
     in tokens and :meth:`prefix_lengths`; the runner refuses texts past :meth:`context_limit`
     and counts the texts ``truncation`` cuts."""
 
-    truncation: Truncation
+    if TYPE_CHECKING:  # an attribute (HFTokenizedModel) or a property (DiscretizedRM: its inner model's)
+
+        @property
+        def truncation(self) -> Truncation: ...
 
     @abstractmethod
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:

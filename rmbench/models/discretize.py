@@ -140,6 +140,7 @@ class DiscretizedRM(RewardModel, CompositeModel, TokenizedModel):
         return self.inner.truncation if isinstance(self.inner, TokenizedModel) else Truncation()
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        assert isinstance(self.inner, StochasticModel)  # checked in __init__
         return self.inner.sample(batch, self.T, self.p, self.variant, self._batch_seed(batch))
 
     def postprocess(self, groups, raw: np.ndarray) -> np.ndarray:

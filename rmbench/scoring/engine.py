@@ -143,7 +143,7 @@ def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Seq
         pieces += _split_prompt(members, lengths, prefix, token_budget, max_batch)
     pieces.sort(key=lambda p: (-(lengths[p[0]] - prefix[p[0]]), -prefix[p[0]], p[0]))  # widest rest first
     batches: list[list[int]] = []
-    current = []
+    current: list[int] = []
     for piece in pieces:
         if current:
             merged = current + piece

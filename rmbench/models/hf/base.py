@@ -46,9 +46,14 @@ class HFTokenizedModel(RewardModel, TokenizedModel):
     """A model read through a Hugging Face tokenizer; see the module docstring."""
 
     target_arg: ClassVar[str] = "model"
-    shares_prefix: ClassVar[bool] = False
-    """True for causal adapters whose head reads only from the token before the response on:
-    rows of one prompt then share the prompt's KV cache (:mod:`rmbench.models.prefix`)."""
+    truncation: Truncation  # set in __init__ (TokenizedModel reads it)
+
+    @property
+    def shares_prefix(self) -> bool:
+        """True for causal adapters whose head reads only from the token before the response on:
+        rows of one prompt then share the prompt's KV cache (:mod:`rmbench.models.prefix`).
+        Subclasses override it with a property or a plain class attribute."""
+        return False
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,

@@ -141,8 +141,7 @@ def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: boo
     under the folder's lock; the run is written to the :class:`Destination` it returns."""
     check_writable(Path(out_dir))
     old = None if overwrite else existing_run(out_dir)
-    differences = [] if old is None else old.identity.differences(identity)
-    if differences:
+    if old is not None and (differences := old.identity.differences(identity)):
         raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
                           f"--overwrite to replace it, or choose another --out (or --name)")
     return Destination(Path(out_dir), identity)
