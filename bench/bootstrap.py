@@ -16,6 +16,7 @@ import resource
 import statistics
 import time
 import tracemalloc
+from functools import partial
 
 import numpy as np
 
@@ -105,8 +106,8 @@ def main(argv=None) -> int:
         n_pairs = sum(len(g.discrimination_pairs()) + len(g.specificity_pairs()) for g in groups)
         res = {}
         for method in ("resample", "weighted"):
-            res[method] = measure(lambda: summarize("t", groups, rewards, EPS, group_units=units,
-                                                    extra_metrics=scores, method=method), args.reps)
+            res[method] = measure(partial(summarize, "t", groups, rewards, EPS, group_units=units,
+                                          extra_metrics=scores, method=method), args.reps)
             print(name, method, f"{res[method][0]:.2f} s, {res[method][1]:.0f} MiB", flush=True)
         n_diff, worst, which = differences(res["resample"][2], res["weighted"][2])
         n_numbers = 3 * len(res["weighted"][2])

@@ -94,7 +94,7 @@ def main() -> int:
             variants[label].append((f"T={T}, p={p}, Δ={delta}", dname))
     _, groups = load_groups(catalog.task_spec("ties"), args.limit)
     timings, runs = {}, []
-    for label, vs in variants.items():
+    for vs in variants.values():
         for _, name in vs:
             t = time.time()
             runs.append(evaluate(EvalConfig(model=name, tasks=("ties",), eps=(0.0, 0.1), seed=args.seed, runtime=runtime,

@@ -81,7 +81,7 @@ def main() -> int:
     rows = ["| RM | split | accuracy, original forms | accuracy, paraphrased forms | margin original | margin paraphrased |",
             "|---|---|---|---|---|---|"]
     for (kind, split), res in results.items():
-        def cell(shift, metric):
+        def cell(shift, metric, res=res):
             v, lo, hi = res[(shift, metric)]
             return f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None else f"{v:.3f}"
         rows.append(f"| {kind.upper()}-RM | {split} | {cell('none', 'pairwise_accuracy')} | "

@@ -92,7 +92,7 @@ def test_shared_plan_keeps_a_prompts_responses_together():
     for k in range(3):
         assert sum(any(keys[i] == k for i in b) for b in plan) == 1
     work = sum(batch_cost(lengths, prefix, keys, b)[0] for b in plan)
-    assert work == 3 * 40 + sum(l - 40 for l in lengths)
+    assert work == 3 * 40 + sum(n - 40 for n in lengths)
     # A row that would pad more than its prompt costs starts a new piece of that prompt.
     plan = plan_shared_batches([45, 45, 300], [40, 40, 40], [0, 0, 0], 8192, 64)
     assert sorted(map(sorted, plan)) == [[0, 1], [2]]

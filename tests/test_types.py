@@ -28,7 +28,7 @@ def test_groups_are_frozen_hashable_and_validated():
     assert g.prompt == (Message("user", "hi"),)
     assert hash(g) == hash(ComparisonGroup("g", (Message("user", "hi"),), ("a", "b"), (1, 0), meta={"src": "x"}))
     assert g.meta_dict == {"src": "x"}
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):  # frozen: dataclasses.FrozenInstanceError
         g.id = "other"
     with pytest.raises(ValueError, match="2 responses but 3 utilities"):
         ComparisonGroup("g", "q", ["a", "b"], [1, 0, 0])

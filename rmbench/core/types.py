@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -44,7 +44,7 @@ class Message:
     content: str
 
 
-Prompt = Union[str, tuple[Message, ...]]
+Prompt = str | tuple[Message, ...]
 
 
 def prompt_to_json(prompt: Prompt) -> Any:
@@ -280,11 +280,17 @@ class PairIndex:
             lengths.extend(len(r) for r in g.responses)
             forms = g.forms or (ORIGINAL,) * len(g.responses)
             for a, b in g.discrimination_pairs():
-                db.append(offset + a); dw.append(offset + b); dg.append(gi); dx.append(forms[a] != forms[b])
+                db.append(offset + a)
+                dw.append(offset + b)
+                dg.append(gi)
+                dx.append(forms[a] != forms[b])
                 if g.rewrite_of is not None and forms[a] == forms[b] != ORIGINAL:
                     flips.append((offset + a, offset + b, offset + g.rewrite_of[a], offset + g.rewrite_of[b], gi))
             for a, b in g.specificity_pairs():
-                ea.append(offset + a); eb.append(offset + b); eg.append(gi); ex.append(forms[a] != forms[b])
+                ea.append(offset + a)
+                eb.append(offset + b)
+                eg.append(gi)
+                ex.append(forms[a] != forms[b])
 
         def arr(x: list[Any], dtype: DTypeLike = np.int64) -> AnyArray:
             return np.asarray(x, dtype=dtype)

@@ -212,7 +212,7 @@ class RewardModel(ABC):
         :meth:`describe`, so a fully cached re-run describes itself as the cold run did. Default: nothing."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (an optional hook; the default holds nothing)
         """Release what this adapter holds outside Python's memory (an inference engine's
         processes and threads), now rather than at interpreter exit. The runner calls it
         (:func:`close_parts`) once the model's scoring ends, even when scoring failed. Safe to
@@ -291,7 +291,7 @@ class CompositeModel(ABC):
         """The models this one scores through, outermost first."""
 
 
-class GroupContextModel(ABC):
+class GroupContextModel(ABC):  # noqa: B024  (a marker base: nothing to implement)
     """A model whose score of a response may depend on the other responses of its group (e.g.
     RewardBench's DPO truncation, decided by the longest answer of a pair): the engine fills
     :attr:`ScoreRequest.context` for it, and the cache key includes that context."""

@@ -53,9 +53,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
-Prompt = Union[str, Sequence[Mapping[str, Any]]]
+Prompt = str | Sequence[Mapping[str, Any]]
 REF_FREE_NORMS = ("norm", "avg", "sum")
 
 

@@ -17,6 +17,7 @@ the driver's, so a worker with other weights or code fails loudly instead of mix
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -117,7 +118,7 @@ class LocalBackend:
             if self.deadline is None:
                 values = score_batch(model, batch, self.memory)
             else:  # the deadline covers the scoring only, not the cache write while the engine holds the batch
-                values = self.deadline.call(batch, lambda: score_batch(model, batch, self.memory))
+                values = self.deadline.call(batch, partial(score_batch, model, batch, self.memory))
             yield j, values
 
     def agree(self, limits: BatchLimits) -> BatchLimits:

@@ -300,7 +300,7 @@ def _file_names(groups: list[tuple[str, str]]) -> list[str]:
     """``{safe model name}.json`` per group; names two models share get their fingerprints."""
     base = [safe_file_name(name, "model") for name, _ in groups]
     out = []
-    for (name, fp), b in zip(groups, base):
+    for (_, fp), b in zip(groups, base):
         out.append(b if base.count(b) == 1 else f"{b}-{fp[:12] or 'nofp'}")
     seen: dict[str, int] = {}
     final = []
