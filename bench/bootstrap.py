@@ -50,7 +50,8 @@ def ties_sized(seed: int = 0, n_groups: int = 1836):
     terms = M.ties_terms(rows)
     position = {k: j for j, k in enumerate(terms.ids)}
     of_unit = np.array([position[str(k)] for k in range(math.ceil(n_groups / 2))])
-    scores = TaskScores((("ties_score", None),), lambda units: np.array([M.ties_score_from_terms(terms, of_unit[units])]),
+    scores = TaskScores((("ties_score", None),),
+                        lambda units: np.array([M.ties_score_from_terms(terms, of_unit[units])]),
                         (n_groups,))
     return groups, np.concatenate(rewards), np.arange(n_groups) // 2, scores
 
@@ -120,7 +121,8 @@ def main(argv=None) -> int:
     table = "\n".join(lines)
     targets = ["| target | measured | met |", "|---|---:|---|"]
     for name, _, new, _ in rows:
-        targets.append(f"| {name.split(':')[0]}: metric phase <= 5 s | {new[0]:.2f} s | {'yes' if new[0] <= 5 else '**no**'} |")
+        targets.append(f"| {name.split(':')[0]}: metric phase <= 5 s | {new[0]:.2f} s | "
+                       f"{'yes' if new[0] <= 5 else '**no**'} |")
         targets.append(f"| {name.split(':')[0]}: peak memory <= 2 GB | {new[1]:.0f} MiB | "
                        f"{'yes' if new[1] <= 2048 else '**no**'} |")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

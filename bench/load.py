@@ -80,7 +80,8 @@ def child(name: str, dtype: str, every: int) -> dict:
     else:
         rewards, _ = score_groups(rm, groups, runtime, backend=LocalBackend(governor))
     seconds = time.perf_counter() - t0
-    policy = governor.describe() if governor is not None else {"threads": torch.get_num_threads(), "wait_policy": "spin"}
+    policy = governor.describe() if governor is not None else {"threads": torch.get_num_threads(),
+                                                               "wait_policy": "spin"}
     return {"seconds": seconds, "rewards": [float(x) for x in np.asarray(rewards)], "policy": policy}
 
 

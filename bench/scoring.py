@@ -164,7 +164,8 @@ def ray_vs_local(groups, runtime: Runtime) -> str:
     print(f"ray: {ray_s:.1f} s vs local {local_s:.1f} s", flush=True)
     return (f"| engine ray, 2 actors x 1 CPU, local cluster (implicit; cluster start and model loads included; "
             f"local engine, same span: {local_s:.1f} s; max rel. diff {agree:.0e}) | {stats.real_tokens} | "
-            f"{stats.padded_tokens} | {ray_s:.2f} | {stats.real_tokens / ray_s:.0f} | | {local_s / ray_s:.2f}x of local |")
+            f"{stats.padded_tokens} | {ray_s:.2f} | {stats.real_tokens / ray_s:.0f} | | {local_s / ray_s:.2f}x of "
+            "local |")
 
 
 def cached_rerun(groups, runtime: Runtime) -> tuple[float, float]:

@@ -137,7 +137,8 @@ def main() -> int:
     t = time.time()
     gen_runtime = Runtime(dtype="float32")  # small-batch decoding is faster in fp32 on a CPU
     generation = {}
-    for name, model in (("trained IM-RM policy", folder), ("base SmolLM2-135M-Instruct", "implicit:smollm2-135m-instruct")):
+    for name, model in (("trained IM-RM policy", folder),
+                        ("base SmolLM2-135M-Instruct", "implicit:smollm2-135m-instruct")):
         policy = build_model(parse_model_spec(model), gen_runtime)  # loaded once for both decodings
         generation[name] = {**generate(policy, test, args.samples, args.seed),
                             "constrained": constrained_greedy(policy, test)}
@@ -146,7 +147,8 @@ def main() -> int:
     minutes = (time.time() - t0) / 60
 
     acc = {s: verification[s][("none", "pairwise_accuracy", None)] for s in verification}
-    gen_rows = ["| policy | decoding | answers | well-formed (a permutation of all vertices) | valid Hamiltonian cycles |",
+    gen_rows = ["| policy | decoding | answers | well-formed (a permutation of all vertices) | valid Hamiltonian "
+                "cycles |",
                 "|---|---|---|---|---|"]
     for name, res in generation.items():
         for mode, label in (("greedy", "greedy"), ("sampled", "sampled (T=1)"),

@@ -48,7 +48,8 @@ def evaluate(model_dir: Path, groups, runtime) -> dict:
                      n_bootstrap=500)
     out = {}
     for r in recs:
-        if r.subset is None and r.shift in ("none", "paraphrase") and r.metric in ("pairwise_accuracy", "reward_margin"):
+        if r.subset is None and r.shift in ("none", "paraphrase") and r.metric in ("pairwise_accuracy",
+                                                                                   "reward_margin"):
             out[(r.shift, r.metric)] = (r.value, r.ci_low, r.ci_high)
     return out
 
@@ -78,7 +79,8 @@ def main() -> int:
             results[(kind, split)] = evaluate(out / "models" / kind, groups, runtime)
     minutes = (time.time() - t0) / 60
 
-    rows = ["| RM | split | accuracy, original forms | accuracy, paraphrased forms | margin original | margin paraphrased |",
+    rows = ["| RM | split | accuracy, original forms | accuracy, paraphrased forms | margin original | margin "
+            "paraphrased |",
             "|---|---|---|---|---|---|"]
     for (kind, split), res in results.items():
         def cell(shift, metric, res=res):
@@ -96,7 +98,8 @@ def main() -> int:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     labels = ["train\noriginal", "train\nparaphrased", "test\noriginal", "test\nparaphrased"]
     for k, (kind, color) in enumerate((("ex", "tab:blue"), ("im", "tab:orange"))):
-        vals = [results[(kind, s)][(sh, "pairwise_accuracy")][0] for s in ("train", "test") for sh in ("none", "paraphrase")]
+        vals = [results[(kind, s)][(sh, "pairwise_accuracy")][0] for s in ("train", "test") for sh in ("none",
+                                                                                                       "paraphrase")]
         ax.bar(np.arange(4) + (k - 0.5) * 0.38, vals, 0.38, label=f"{kind.upper()}-RM", color=color)
     ax.set_xticks(np.arange(4), labels)
     ax.set_ylim(0, 1.05)

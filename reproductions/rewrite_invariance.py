@@ -65,7 +65,8 @@ def write_tasks(out: Path, paper_limit: int) -> list[str]:
     pairs = ties_pairs(data / "ties_pairs.jsonl")
     paths = {}
     for style in STYLES:
-        paths[style] = str(write_shifted(str(pairs), data / f"ties_{style.split(':')[1]}.jsonl", style, style).resolve())
+        paths[style] = str(write_shifted(str(pairs), data / f"ties_{style.split(':')[1]}.jsonl", style,
+                                         style).resolve())
     entries = {"ties_style": {"kind": "rewrite_invariance", "args": {"paths": paths},
                               "description": "built-in Ties answers vs their offline style rewrites"}}
     paper = SHARED / "exrm-vs-imrm" / "paraphrase_train.jsonl"

@@ -115,10 +115,12 @@ def main() -> int:
     ours = {"in distribution": (acc("ex", "none").value, acc("im", "none").value),
             "token shift": (mean_acc("ex", token), mean_acc("im", token)),
             "domain shift": (mean_acc("ex", dom), mean_acc("im", dom))}
-    summary = ["| setting | EX-RM here | IM-RM here | EX-RM paper | IM-RM paper | same order? |", "|---|---|---|---|---|---|"]
+    summary = ["| setting | EX-RM here | IM-RM here | EX-RM paper | IM-RM paper | same order? |",
+               "|---|---|---|---|---|---|"]
     for k, (ex, im) in ours.items():
         pex, pim = PAPER[k]
-        summary.append(f"| {k} | {ex:.3f} | {im:.3f} | {pex:.3f} | {pim:.3f} | {'yes' if (ex > im) == (pex > pim) else 'no'} |")
+        summary.append(f"| {k} | {ex:.3f} | {im:.3f} | {pex:.3f} | {pim:.3f} | "
+                       f"{'yes' if (ex > im) == (pex > pim) else 'no'} |")
 
     import matplotlib
 
@@ -142,8 +144,10 @@ def main() -> int:
     fig.tight_layout()
     fig.savefig(out / "accuracy.png", dpi=120)
 
-    command = (f"python reproductions/token_shift_ultrafeedback.py --out {args.out} --n-train {args.n_train} --n-test {args.n_test} "
-               f"--n-domain {args.n_domain} --epochs {args.epochs} --lr {args.lr} --head-lr {args.head_lr} --beta {args.beta} "
+    command = (f"python reproductions/token_shift_ultrafeedback.py --out {args.out} --n-train {args.n_train} --n-test "
+               f"{args.n_test} "
+               f"--n-domain {args.n_domain} --epochs {args.epochs} --lr {args.lr} --head-lr {args.head_lr} --beta "
+               f"{args.beta} "
                f"--max-length {args.max_length} --seed {args.seed}")
     n_test = sum(1 for g in test if g.shift is None)
     report = f"""# Token and domain shift on UltraFeedback pairs (arXiv 2507.07981, reproduction 3, small scale)
@@ -181,7 +185,8 @@ mean of the three domain sets.
 ![accuracy](accuracy.png)
 """
     (out / "REPORT.md").write_text(report)
-    LEADERBOARD.write_text(f"# EX-RM vs IM-RM from SmolLM2-135M-Instruct, trained on {len(train)} UltraFeedback pairs\n\n"
+    LEADERBOARD.write_text(f"# EX-RM vs IM-RM from SmolLM2-135M-Instruct, trained on {len(train)} UltraFeedback "
+                           "pairs\n\n"
                            f"From `{command}` (report: `reproductions/{out.name}/REPORT.md`).\n\n"
                            + "\n".join(rows) + "\n\n" + "\n".join(summary) + "\n")
     (out / "results.json").write_text(json.dumps(

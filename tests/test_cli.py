@@ -46,7 +46,9 @@ def test_lists():
 
 def test_leaderboard_build_all_formats(tmp_path):
     for model in ("oracle", "constant"):
-        assert runner.invoke(app, ["eval", "--model", model, "--bootstrap", "20", "--out", str(tmp_path / model)]).exit_code == 0
+        assert runner.invoke(app,
+                             ["eval", "--model", model, "--bootstrap", "20", "--out",
+                              str(tmp_path / model)]).exit_code == 0
     for fmt in ("md", "csv", "json", "html"):
         target = tmp_path / f"board.{fmt}"
         result = runner.invoke(app, ["leaderboard", "build", str(tmp_path / "oracle"), str(tmp_path / "constant"),

@@ -121,7 +121,8 @@ def test_piped_prose_wraps_at_a_sane_width_and_loses_nothing():
 def eval_run(tmp_path_factory):
     """Two models on ties_sample and the token_shift_sample group, printed at 80 and 120 columns."""
     out = tmp_path_factory.mktemp("render") / "runs"
-    argv = ["eval", "--model", "length,oracle", "--tasks", "ties_sample,token_shift_sample", "--limit", "3", "--bootstrap", "50",
+    argv = ["eval", "--model", "length,oracle", "--tasks", "ties_sample,token_shift_sample", "--limit", "3",
+            "--bootstrap", "50",
             "--out", str(out)]
     printed = {}
     for columns in ("80", "120"):

@@ -189,7 +189,8 @@ def test_tiny_implicit_end_to_end_with_cache(tiny, tmp_path):
 
 
 def test_discretized_run_resumes_identically(tiny, tmp_path):
-    spec = {"model": "discretize:x", "model_args": (("inner", {"kind": "implicit", "args": {"model": str(tiny["causal"])}}),
+    spec = {"model": "discretize:x",
+            "model_args": (("inner", {"kind": "implicit", "args": {"model": str(tiny["causal"])}}),
                                                     ("p", 0.2))}
     runtime = Runtime(dtype="float32", device="cpu", token_budget=200)
     a = evaluate(EvalConfig(model=spec["model"], model_args=spec["model_args"], runtime=runtime, limit=4,

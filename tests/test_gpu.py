@@ -20,7 +20,8 @@ from rmbench.scoring.backends import LocalBackend  # noqa: E402
 from rmbench.scoring.engine import score_groups  # noqa: E402
 
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)")]
+              pytest.mark.skipif(not torch.cuda.is_available(),
+                                 reason="needs a CUDA GPU (torch.cuda.is_available() is False)")]
 
 CPU = Runtime(dtype="float32", device="cpu")
 GPU32 = Runtime(dtype="float32", device="cuda")
@@ -43,7 +44,8 @@ def specs(tiny, tmp_path=None):
     if tmp_path is not None:  # an encoder with a linear head from a file
         from safetensors.torch import save_file
 
-        save_file({"weight": torch.linspace(-1, 1, 32), "bias": torch.tensor([0.5])}, str(tmp_path / "head.safetensors"))
+        save_file({"weight": torch.linspace(-1, 1, 32), "bias": torch.tensor([0.5])},
+                  str(tmp_path / "head.safetensors"))
         out["bert"] = ModelSpec.make("b", "linear", {"model": str(tiny["bert"]),
                                                      "head": str(tmp_path / "head.safetensors"), "template": "plain"})
     return out
@@ -149,7 +151,8 @@ def test_accelerate_engine_with_one_gpu_equals_local(tiny, tmp_path):
     backend = results["execution"]["backend"]
     assert (backend["name"], backend["workers"]) == ("accelerate", 1) and backend["device"].startswith("cuda")
     assert results["execution"]["model"]["device"] == backend["device"]
-    local = subprocess.run([sys.executable, "-m", "rmbench"] + args + ["--device", "cpu", "--out", str(tmp_path / "cpu")],
+    local = subprocess.run([sys.executable, "-m", "rmbench"] + args + ["--device", "cpu", "--out",
+                                                                       str(tmp_path / "cpu")],
                            capture_output=True, text=True, env=env, timeout=300)
     assert local.returncode == 0, local.stderr[-2000:]
 

@@ -64,7 +64,8 @@ def test_plot_runs_writes_every_figure(runs, tmp_path):
     out = tmp_path / "figs"
     paths = plot_runs(list(runs.values()), out, warn=notes.append)
     names = sorted(p.name for p in paths)
-    assert names == ["paraphrase_shift_sample_shift.png", "paraphrase_shift_sample_shift.svg", "ties_sample_ds_curve.png",
+    assert names == ["paraphrase_shift_sample_shift.png", "paraphrase_shift_sample_shift.svg",
+                     "ties_sample_ds_curve.png",
                      "ties_sample_ds_curve.svg"]
     assert sorted(p.name for p in out.iterdir()) == names  # nothing half-written or left over
     for p in paths:
@@ -254,7 +255,8 @@ def test_a_run_keeps_its_colour_in_every_figure_of_a_build(tmp_path):
     from rmbench.results.storage.folder import load_run
     from rmbench.scoring.runner import EvalConfig, evaluate
 
-    evaluate(EvalConfig(model="oracle", tasks=("paraphrase_invariance_sample",), n_bootstrap=10), out_dir=tmp_path / "a")
+    evaluate(EvalConfig(model="oracle", tasks=("paraphrase_invariance_sample",), n_bootstrap=10),
+             out_dir=tmp_path / "a")
     evaluate(EvalConfig(model="length", tasks=("ties_sample", "paraphrase_invariance_sample"), n_bootstrap=10),
              out_dir=tmp_path / "b")
     runs = [load_run(tmp_path / "a"), load_run(tmp_path / "b")]

@@ -265,7 +265,8 @@ def test_every_file_written_under_out_goes_through_atomic_write(tmp_path, monkey
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     for fmt in ("md", "csv", "json", "html"):
-        result = runner.invoke(app, ["leaderboard", "build", str(out / "one"), str(out / "many" / "oracle__ties_sample"),
+        result = runner.invoke(app,
+                               ["leaderboard", "build", str(out / "one"), str(out / "many" / "oracle__ties_sample"),
                                      "--format", fmt, "--out", str(out / "boards" / f"board.{fmt}")])
         assert result.exit_code == 0, result.output
     on_disk = sorted(p.resolve() for p in out.rglob("*") if p.is_file())

@@ -33,7 +33,8 @@ HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="document.t
 
 
 def _g(gid: str, utilities, subset=None, **kw) -> ComparisonGroup:
-    return ComparisonGroup(id=gid, prompt=f"prompt {gid}", responses=tuple(f"answer {gid}{i}" for i in range(len(utilities))),
+    return ComparisonGroup(id=gid, prompt=f"prompt {gid}",
+                           responses=tuple(f"answer {gid}{i}" for i in range(len(utilities))),
                            utilities=tuple(utilities), subset=subset, **kw)
 
 

@@ -34,7 +34,8 @@ def write(path, rows):
 def test_rewardbench2_score_on_a_local_file(tmp_path):
     rows = [
         {"id": "1", "prompt": "p1", "chosen": ["good answer"], "rejected": ["b", "bb", "bbb"], "subset": "Focus"},
-        {"id": "2", "prompt": "p2", "chosen": ["x"], "rejected": ["a much longer wrong one", "yy", "zzz"], "subset": "Math"},
+        {"id": "2", "prompt": "p2", "chosen": ["x"], "rejected": ["a much longer wrong one", "yy", "zzz"],
+         "subset": "Math"},
         {"id": "tied:0", "prompt": "p3", "chosen": ["1", "22"], "rejected": ["333", "4444"], "subset": "Ties"},
         {"id": "ref:0", "prompt": "p4", "chosen": ["55555"], "rejected": ["6"], "subset": "Ties"},
     ]
@@ -67,4 +68,5 @@ def test_rewardbench_v1_loader_and_score(tmp_path):
     score = res.value("rewardbench", "rewardbench_score")
     assert score == pytest.approx((0.5 + 1.0 + 0.5 * 1.0) / 2.5)
     with pytest.raises(Exception, match="field 'subset': missing"):
-        list(RewardBenchTask(path=write(tmp_path / "b.jsonl", [{"prompt": "q", "chosen": "a", "rejected": "b"}])).groups())
+        list(RewardBenchTask(path=write(tmp_path / "b.jsonl",
+                                        [{"prompt": "q", "chosen": "a", "rejected": "b"}])).groups())

@@ -157,8 +157,10 @@ ANSWERS = {
            "Il n'est pas possible de le savoir avec cette question ; vous devez le demander au propriétaire du chat."),
     "es": ("El gato está durmiendo en el sofá, y se despertará cuando vuelvas a casa con la comida que le gusta.",
            "No es posible saberlo por la pregunta; también hay que preguntar al dueño del gato sobre esto."),
-    "de": ("Die Katze schläft auf dem Sofa, und sie wird aufwachen, wenn du mit dem Futter nach Hause kommst, das sie mag.",
-           "Das ist aus der Frage nicht zu wissen; du musst den Besitzer der Katze danach fragen, denn er kann es sagen."),
+    "de": ("Die Katze schläft auf dem Sofa, und sie wird aufwachen, wenn du mit dem Futter nach Hause kommst, das sie "
+           "mag.",
+           "Das ist aus der Frage nicht zu wissen; du musst den Besitzer der Katze danach fragen, denn er kann es "
+           "sagen."),
 }
 
 

@@ -49,7 +49,8 @@ def test_schema_1_runs_feed_leaderboards_and_compare(tmp_path):
 
 
 def test_the_current_schema_round_trips(tmp_path):
-    run = evaluate(EvalConfig(model="length", tasks=("ties_sample", "paraphrase_shift_sample"), n_bootstrap=20, use_cache=False),
+    run = evaluate(EvalConfig(model="length", tasks=("ties_sample", "paraphrase_shift_sample"), n_bootstrap=20,
+                              use_cache=False),
                    out_dir=tmp_path / "run")
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert doc == record_to_json(run)

@@ -83,7 +83,8 @@ def test_preference_and_groups_loaders(tmp_path):
     ])
     groups = list(PreferenceTask(path=str(pref)).groups())
     assert [g.id for g in groups] == ["1", "7"] and groups[1].responses == ("ok", "no")
-    g = ComparisonGroup("a", "q", ["x", "y", "z"], [2, 1, 1], subset="s", source_id="o", shift="paraphrase", meta={"k": 1})
+    g = ComparisonGroup("a", "q", ["x", "y", "z"], [2, 1, 1], subset="s", source_id="o", shift="paraphrase",
+                        meta={"k": 1})
     native = write_jsonl(tmp_path / "g.jsonl", [g.to_json()])
     assert list(GroupsTask(path=str(native)).groups()) == [g]
     bad = write_jsonl(tmp_path / "b.jsonl", [{**g.to_json(), "utilities": [1, 0]}])

@@ -73,5 +73,6 @@ def test_select_groups_matches_rebuilding_from_the_selected_groups(shapes, data)
     ref_rewards = np.concatenate([rewards[offsets[i]:offsets[i + 1]] for i in sel])
     ref = PairIndex.from_groups(ref_groups)
     assert np.array_equal(r, ref_rewards)
-    assert sorted(zip(r[sub.diff_better], r[sub.diff_worse])) == sorted(zip(ref_rewards[ref.diff_better], ref_rewards[ref.diff_worse]))
+    assert sorted(zip(r[sub.diff_better], r[sub.diff_worse])) == sorted(zip(ref_rewards[ref.diff_better],
+                                                                            ref_rewards[ref.diff_worse]))
     assert sorted(zip(r[sub.eq_a], r[sub.eq_b])) == sorted(zip(ref_rewards[ref.eq_a], ref_rewards[ref.eq_b]))

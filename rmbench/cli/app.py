@@ -117,7 +117,8 @@ def eval_command(
                                        help="Folder of extra task/model entry files. Repeatable."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% CIs (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    model_arg: list[str] = typer.Option([], "--model-arg", metavar="KEY=VALUE", help="KEY=VALUE overriding an argument of the model "
+    model_arg: list[str] = typer.Option([], "--model-arg", metavar="KEY=VALUE",
+                                        help="KEY=VALUE overriding an argument of the model "
                                         "(e.g. beta=0.1, T=8). Repeatable."),
     task_arg: list[str] = typer.Option([], "--task-arg", metavar="[TASK.]KEY=VALUE", help="Set an argument of "
                                        "the tasks (or of TASK only), e.g. languages=fra_Latn,deu_Latn. Repeatable."),
@@ -130,9 +131,11 @@ def eval_command(
                                                "weights load, recorded in results.json)."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for the model (default: the CPUs this "
                                           "process may use, less those other processes keep busy, before each batch)."),
-    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir",
+                                          help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model repositories to run their own code."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                           help="Allow model repositories to run their own code."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "
                                       ".pt), which can run code when loaded; default: safetensors or GGUF only."),
     engine: str = typer.Option("local", "--engine", help=f"Where batches run: {engines_help()}."),
@@ -157,13 +160,15 @@ def eval_command(
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
         names = _names(name, models)
-        runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
+        runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
+                          token_budget=token_budget,
                           allow_pickle=allow_pickle, threads=threads)
         measured = [RunSpec(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
                             data=parse_data_overrides(data, several=True), eps=parse_eps(eps),
                             eps_unit=cast(EpsUnit, eps_unit),  # checked by RunSpec
                             limit=limit, include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
-                            model_args=_parse_model_args(model_arg), task_args=_parse_model_args(task_arg, "--task-arg"),
+                            model_args=_parse_model_args(model_arg),
+                            task_args=_parse_model_args(task_arg, "--task-arg"),
                             skip_bad_rows=skip_bad_rows, max_length=max_length,
                             truncation=cast(TruncationSide, truncation),  # checked by RunSpec
                             name=n)
@@ -249,7 +254,8 @@ def tasks_list(include: list[Path] = typer.Option([], "--include", metavar="DIR"
 
 
 @models_app.command("list")
-def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR", help="Extra entry folders.")) -> None:
+def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR",
+                                                   help="Extra entry folders.")) -> None:
     """List named models and model kinds."""
     from rmbench.catalog import load_catalog
     from rmbench.models import MODEL_KINDS
@@ -296,7 +302,8 @@ def shift_command(
             n_pairs = sum(1 for line in source.open(encoding="utf-8") if line.strip()) if source.is_file() else None
             total = 2 * min(n_pairs, limit or n_pairs) if n_pairs is not None else None
             path = write_shifted(data, out, rewriter, shift, prompt_template, limit,
-                                 progress=progress(label if label == rewriter else f"{label} with {rewriter}", total), split=split)
+                                 progress=progress(label if label == rewriter else f"{label} with {rewriter}", total),
+                                 split=split)
         meta = json.loads(path.with_name(path.name + ".meta.json").read_text(encoding="utf-8"))
         same = f" ({meta['unchanged_texts']} of {2 * meta['rows']} texts unchanged)" if meta["unchanged_texts"] else ""
         console.print(f"Wrote {path} and {path}.meta.json{same}. Evaluate it with: rmbench eval --tasks "

@@ -75,8 +75,10 @@ def _curve_figures(folders, lb, console_) -> dict[str, str]:
 def compare_command(
     run_a: Path = typer.Argument(..., help="Run folder of model A."),
     run_b: Path = typer.Argument(..., help="Run folder of model B."),
-    task: list[str] = typer.Option([], "--task", metavar="TASK", help="Compare only these tasks (default: all shared). Repeatable."),
-    data: list[str] = typer.Option([], "--data", metavar="TASK=PATH", help="TASK=PATH: the file the runs were scored on, if moved."),
+    task: list[str] = typer.Option([], "--task", metavar="TASK",
+                                   help="Compare only these tasks (default: all shared). Repeatable."),
+    data: list[str] = typer.Option([], "--data", metavar="TASK=PATH",
+                                   help="TASK=PATH: the file the runs were scored on, if moved."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Paired bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
 ) -> None:
@@ -117,7 +119,8 @@ def plot_command(
     runs: list[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
     out: Path = typer.Option(Path("plots"), "--out", "-o", help="Folder for the figures."),
     fmt: str = typer.Option("png,svg", "--format", "-f", help="Comma-separated: png, svg."),
-    task: list[str] = typer.Option([], "--task", metavar="TASK", help="Only these tasks (default: every task of the runs)."),
+    task: list[str] = typer.Option([], "--task", metavar="TASK",
+                                   help="Only these tasks (default: every task of the runs)."),
 ) -> None:
     """D(eps)-Spec(eps) curves per task (one curve per run) and original-vs-shifted bars for shift tasks."""
     from rmbench.errors import ConfigError
@@ -157,7 +160,8 @@ def report_command(
     out: Path = typer.Option(..., "--out", "-o", help="The HTML file to write (self-contained; opens offline)."),
     top: int = typer.Option(20, "--top", help="Examples per table (the page says how many there are in all)."),
     max_chars: int = typer.Option(2000, "--max-chars", help="Cut prompts and answers longer than this (visibly)."),
-    data: list[str] = typer.Option([], "--data", metavar="TASK=PATH", help="TASK=PATH: the file the runs were scored on, if moved."),
+    data: list[str] = typer.Option([], "--data", metavar="TASK=PATH",
+                                   help="TASK=PATH: the file the runs were scored on, if moved."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
 ) -> None:
     """One HTML page: headline and official tables with CIs, D-Spec curves, per-slice bars, the most

@@ -135,7 +135,8 @@ def train_command(
     batch_size: int = typer.Option(4, "--batch-size", help="Pairs per step."),
     seed: int = typer.Option(0, "--seed"),
     max_length: int = typer.Option(512, "--max-length", help="Tokens per text (longer ones lose their start)."),
-    limit: int | None = typer.Option(None, "--limit", help="Train on a sample of N groups (as eval's --limit: by a hash "
+    limit: int | None = typer.Option(None, "--limit",
+                                     help="Train on a sample of N groups (as eval's --limit: by a hash "
                                         "of the group ids, over every slice)."),
     include: list[Path] = typer.Option([], "--include", metavar="DIR", help="Extra task entry folders."),
     lora: bool = typer.Option(False, "--lora", help="LoRA adapters instead of full fine-tuning, merged into the "
@@ -178,7 +179,8 @@ def train_command(
         err_console.print(plan_line(kinds, n_pairs, n_texts, config), markup=False, highlight=False, soft_wrap=True)
         err_console.print(split_line(split_record), markup=False, highlight=False, soft_wrap=True)
         try:
-            with sigterm_as_interrupt(), progress_display(_columns(err_console.width), "pairs", eta=_plain_eta) as progress:
+            with sigterm_as_interrupt(), progress_display(_columns(err_console.width), "pairs",
+                                                          eta=_plain_eta) as progress:
                 job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
                 for k in kinds:
                     card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads,

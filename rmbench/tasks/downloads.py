@@ -117,7 +117,8 @@ def fetch(remote: RemoteFile) -> Path:
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DataError(f"cannot create the download cache {dest.parent}: {exc.strerror or exc}", path=remote.url) from None
+        raise DataError(f"cannot create the download cache {dest.parent}: {exc.strerror or exc}",
+                        path=remote.url) from None
     part = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     try:
         digest, size = _download(source, part, remote.name)

@@ -66,7 +66,8 @@ class PreferenceTask(Task):
         value = r.get(field)
         if isinstance(value, str):
             return value
-        if isinstance(value, list) and value and isinstance(value[-1], dict) and isinstance(value[-1].get("content"), str):
+        if isinstance(value, list) and value and isinstance(value[-1], dict) and isinstance(value[-1].get("content"),
+                                                                                            str):
             return value[-1]["content"]
         raise r.schema_error(field, "expected a string or a list of chat messages")
 

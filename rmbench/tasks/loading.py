@@ -113,7 +113,8 @@ def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
         if in_domain not in paths:
             kept = (old.get("paths") or {}).get(in_domain)
             if kept is None:
-                raise ConfigError(f"--data gives task {spec.name!r} the domains {', '.join(paths)} but not its in-domain "
+                raise ConfigError(f"--data gives task {spec.name!r} the domains {', '.join(paths)} but not its "
+                                  "in-domain "
                                   f"set {in_domain!r}: add --data {spec.name}={in_domain}=FILE")
             args["paths"] = {in_domain: kept, **paths}
             if warn is not None:

@@ -99,7 +99,8 @@ class RewardBenchTask(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "filtered") -> None:
-        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision, split=split)  # iter_rows keywords
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision,
+                                           split=split)  # iter_rows keywords
 
     def groups(self) -> Iterator[ComparisonGroup]:
         for location, line, row in iter_rows(**self.source):
@@ -136,7 +137,8 @@ class RewardBench2Task(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test") -> None:
-        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision, split=split)  # iter_rows keywords
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision,
+                                           split=split)  # iter_rows keywords
 
     def groups(self) -> Iterator[ComparisonGroup]:
         for location, line, row in iter_rows(**self.source):

@@ -75,7 +75,8 @@ class PairedShiftTask(Task):
                     originals.setdefault(k, (orig, f"{location}, line {line}"))
                     shifted.setdefault(k, []).append(copy)
         if not originals:
-            raise DataError("no rows", path=", ".join(str(s.get("path") or s.get("dataset")) for s in self.sources.values()))
+            raise DataError("no rows",
+                            path=", ".join(str(s.get("path") or s.get("dataset")) for s in self.sources.values()))
         for k in sorted(originals):  # each original followed by its shifted copies
             yield originals[k][0]
             yield from shifted[k]

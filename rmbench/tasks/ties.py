@@ -38,7 +38,8 @@ class TiesTask(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test") -> None:
-        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision, split=split)  # iter_rows keywords
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision,
+                                           split=split)  # iter_rows keywords
 
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()

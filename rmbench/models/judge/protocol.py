@@ -244,7 +244,8 @@ def _read_template(prompt: str, mode: str) -> str:
         text.format(**{f: "" for f in fields})
     except (KeyError, IndexError, ValueError) as exc:
         raise ConfigError(f"judge prompt {prompt}: a {mode} template may use only "
-                          f"{', '.join('{' + f + '}' for f in fields)} (double other braces); {type(exc).__name__}: {exc}"
+                          f"{', '.join('{' + f + '}' for f in fields)} (double other braces); {type(exc).__name__}: "
+                          f"{exc}"
                           ) from None
     missing = [f for f in fields if "{" + f + "}" not in text]
     if missing:

@@ -209,7 +209,8 @@ def preference_flips(task: str, groups: Sequence[ComparisonGroup], rewards, top:
     flipped = np.flatnonzero(np.sign(new) != np.sign(old))
     positions, passed = _top(-np.abs(new[flipped] - old[flipped]), top, t.group_of(ix.flip_a[flipped]))
     order = flipped[positions]
-    flips = tuple(FlipExample(t.pair(int(ix.flip_oa[k]), int(ix.flip_ob[k])), t.pair(int(ix.flip_a[k]), int(ix.flip_b[k])))
+    flips = tuple(FlipExample(t.pair(int(ix.flip_oa[k]), int(ix.flip_ob[k])),
+                              t.pair(int(ix.flip_a[k]), int(ix.flip_b[k])))
                   for k in order)
     return Selection(flips, len(flipped), passed)
 

@@ -323,7 +323,8 @@ def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str,
         for keys, cells in table.rows:
             missing = [table.columns[j].header for j in subset_cols if cells[j] is None]
             if missing:
-                out.append(f"{name} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subset columns have no rows in "
+                out.append(f"{name} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subset columns have no rows "
+                           "in "
                            f"this data ({', '.join(missing)}), so its {total} averages only the subsets present and "
                            f"is not {layout.title}'s score")
     return out
@@ -379,7 +380,8 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
         if any(any(c is not None for c in cells) for _, cells in table.rows):  # never headers alone
             named_official.append((name, table))
     official = tuple(table for _, table in named_official)
-    notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows, first)
+    notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows,
+                                                                                                      first)
     notes += missing_subset_notes(named_official, first)
     readings = [metric_def(c.metric).reading for c in columns]
     notes += list(dict.fromkeys(r for r in readings if r))
@@ -392,5 +394,6 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     headline = tuple(fold_rows(t, sources) for t in headline)
     shifts = _shift_table(task_order, ordered, first, eps_by_task)
     return Leaderboard(headline[0], tuple(fold_rows(t, sources) for t in official),
-                       None if shifts is None else fold_rows(without_empty_columns(shifts), sources), eps_by_task, keys, tuple(notes),
+                       None if shifts is None else fold_rows(without_empty_columns(shifts), sources), eps_by_task, keys,
+                       tuple(notes),
                        headline[1:], legend)
