@@ -113,7 +113,8 @@ def main(argv=None) -> int:
         n_diff, worst, which = differences(res["resample"][2], res["weighted"][2])
         n_numbers = 3 * len(res["weighted"][2])
         rows.append((f"{name}, {n_pairs:,} pairs", res["resample"], res["weighted"],
-                     f"{n_diff} of {n_numbers}" + (f" (max rel. {worst:.1e}; {', '.join(sorted(which))})" if n_diff else "")))
+                     f"{n_diff} of {n_numbers}"
+                     + (f" (max rel. {worst:.1e}; {', '.join(sorted(which))})" if n_diff else "")))
     lines = ["| workload | reference (s) | weighted (s) | speed-up | reference peak (MiB) | weighted peak (MiB) "
              "| numbers (values, CI ends) that differ |", "|---|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {name} | {old[0]:.2f} | {new[0]:.2f} | {old[0] / new[0]:.0f}x | {old[1]:.0f} | {new[1]:.0f} "

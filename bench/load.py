@@ -199,7 +199,8 @@ def report(summary: dict, dtype: str, every: int, reps: int, n_texts: int) -> st
 
     return "\n".join([
         "## Scoring under load (issue 23)", "",
-        "Command: `python -m bench.load --reps " + f"{reps} --write`" + (f" (`--dtype {dtype}`)" if dtype != "float32" else ""),
+        "Command: `python -m bench.load --reps " + f"{reps} --write`"
+        + (f" (`--dtype {dtype}`)" if dtype != "float32" else ""),
         "",
         f"Machine: {machine_line()}, torch {torch.__version__}; CPU flags: {cpu_flags()}. Implicit reward of "
         f"SmolLM2-135M-Instruct in {dtype}, {n_texts} texts (every {every}th group of bench/scoring.py's workload), "

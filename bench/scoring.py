@@ -304,7 +304,8 @@ def main(argv=None) -> int:
     ]
     tlines = ["| ratio | measured | target | met |", "|---|---:|---|---|"]
     for name, value, target, ok in targets:
-        shown = f"{value:.1%}" if "%" in target or "waste" in name else f"{value:.2f}" + ("" if "limit" in name else "x")
+        shown = (f"{value:.1%}" if "%" in target or "waste" in name
+                 else f"{value:.2f}" + ("" if "limit" in name else "x"))
         met = "-" if ok is None else "yes" if ok(value) else "**no**"
         tlines.append(f"| {name} | {shown} | {target} | {met} |")
     ttable = "\n".join(tlines)

@@ -198,7 +198,8 @@ Command: `{command}`
   vertex numbers in each answer are checked by `rmbench.tasks.hamiltonian.is_hamiltonian_cycle`.
   Constrained: the answer is forced to be a permutation (each next vertex is the most probable of
   those not yet used), which separates "cannot find a cycle" from "does not answer in the format".
-- Time: {minutes:.1f} minutes ({', '.join(f'{k} {v / 60:.1f}' for k, v in timings.items())} min) on {machine_line(runtime)}.
+- Time: {minutes:.1f} minutes ({', '.join(f'{k} {v / 60:.1f}' for k, v in timings.items())} min) on \
+{machine_line(runtime)}.
 
 ## Verification (the IM-RM as a reward model)
 

@@ -114,11 +114,14 @@ def main() -> int:
 
     report = f"""# Persona paraphrase (arXiv 2507.07981, reproduction 1, small scale)
 
-Command: `python reproductions/persona_paraphrase.py --out {args.out} --epochs {args.epochs} --lr {args.lr} --beta {args.beta}`
-Data: `{path.name}` ({len([g for g in train if g.shift is None])} train / {len([g for g in test if g.shift is None])} test Yes statements,
+Command: `python reproductions/persona_paraphrase.py --out {args.out} --epochs {args.epochs} --lr {args.lr} --beta \
+{args.beta}`
+Data: `{path.name}` ({len([g for g in train if g.shift is None])} train / {len([g for g in test if g.shift is None])} \
+test Yes statements,
 {len(train_pairs)} training pairs: each of the 4 yes forms against one no form). Base: SmolLM2-135M-Instruct
 (embedded), full fine-tuning in float32, seed {args.seed}, batch 8 pairs. Time: {minutes:.1f} minutes on
-{platform.machine()} ({torch.get_num_threads()} threads), torch {torch.__version__}, transformers {transformers.__version__}.
+{platform.machine()} ({torch.get_num_threads()} threads), torch {torch.__version__}, transformers \
+{transformers.__version__}.
 Loss per epoch: EX {cards['ex']['loss_per_epoch']}, IM {cards['im']['loss_per_epoch']}.
 
 {table}

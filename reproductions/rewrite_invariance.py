@@ -189,8 +189,10 @@ def write_report(out: Path, args, table: str, minutes: float, t_train: float) ->
 
     report = f"""# Rewrite invariance: specificity across meaning-preserving rewrites
 
-Command: `python reproductions/rewrite_invariance.py --out {args.out} --epochs {args.epochs} --paper-limit {args.paper_limit}`
-Time: {minutes:.1f} minutes in all ({t_train / 60:.1f} of them training) on {platform.machine()} ({torch.get_num_threads()}
+Command: `python reproductions/rewrite_invariance.py --out {args.out} --epochs {args.epochs} --paper-limit \
+{args.paper_limit}`
+Time: {minutes:.1f} minutes in all ({t_train / 60:.1f} of them training) on {platform.machine()} \
+({torch.get_num_threads()}
 threads), torch {torch.__version__}, transformers {transformers.__version__}; seed {args.seed}.
 
 {table}

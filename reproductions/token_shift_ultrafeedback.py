@@ -161,7 +161,8 @@ Command: `{command}`
   RewardBench hep-* code ({n['domain:code']}), RewardMATH ({n['domain:rewardmath']} of 2000, seeded sample).
 - Training data fingerprint: {data_fingerprint(train)}.
 - Base: SmolLM2-135M-Instruct (embedded GGUF, de-quantised), full fine-tuning in float32, batch 4 pairs,
-  lr {args.lr} (the EX-RM's zero-initialised head: {args.head_lr}), beta {args.beta} (IM), {args.epochs} epoch(s), max length {args.max_length} tokens
+  lr {args.lr} (the EX-RM's zero-initialised head: {args.head_lr}), beta {args.beta} (IM), {args.epochs} epoch(s), max \
+length {args.max_length} tokens
   (left truncation keeps the response), seed {args.seed}.
   Loss per epoch: EX {', '.join(f'{x:.4f}' for x in cards['ex']['loss_per_epoch'])};
   IM {', '.join(f'{x:.4f}' for x in cards['im']['loss_per_epoch'])}.

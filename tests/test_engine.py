@@ -147,7 +147,8 @@ def test_interrupted_run_resumes_with_identical_rewards(tmp_path, counting_model
     resumed = evaluate(EvalConfig(model=model, runtime=runtime, n_bootstrap=10, cache_dir=str(tmp_path / "resume")),
                        out_dir=tmp_path / "resumed_run")
     assert resumed.execution.stats.batches_computed == n_batches - done
-    assert (tmp_path / "resumed_run" / "rewards.jsonl").read_text() == (tmp_path / "fresh_run" / "rewards.jsonl").read_text()
+    resumed_rewards = (tmp_path / "resumed_run" / "rewards.jsonl").read_text()
+    assert resumed_rewards == (tmp_path / "fresh_run" / "rewards.jsonl").read_text()
     assert [m.to_json() for m in resumed.records()] == [m.to_json() for m in fresh.records()]
 
 

@@ -190,7 +190,8 @@ def test_a_translation_labelled_paraphrase_is_refused_with_its_line(tmp_path, la
     with pytest.raises(DataError) as info:
         list(RewriteInvarianceTask(path=str(data)).groups())
     message = str(info.value)
-    assert f"{data}, line 2, field 'chosen'" in message and f"in {name} but its original answers are in English" in message
+    assert f"{data}, line 2, field 'chosen'" in message
+    assert f"in {name} but its original answers are in English" in message
     assert f"labelled 'paraphrase'; label it translation:{lang}" in message
 
 

@@ -214,7 +214,8 @@ def test_yaml_cannot_execute_code(tmp_path):
 # --- (d) plugin code comes only from --include and entry points ---------------------------------
 
 def _planted(folder: Path, name: str, markers: Path, body: str = "") -> None:
-    (folder / name).write_text(f"from pathlib import Path\nPath({str(markers / name)!r}).write_text('imported')\n{body}")
+    (folder / name).write_text(f"from pathlib import Path\nPath({str(markers / name)!r}).write_text('imported')\n"
+                               f"{body}")
 
 
 PLUGIN_TASK = """

@@ -1,7 +1,8 @@
 """The ``rmbench`` command line: parses options and calls the library; nothing else lives here.
 
 ``rmbench train`` is in :mod:`rmbench.cli.train`; commands on results already written
-(leaderboard, compare, plot, export) are in :mod:`rmbench.cli.results`; what all commands share is in :mod:`rmbench.cli.common`.
+(leaderboard, compare, plot, export) are in :mod:`rmbench.cli.results`; what all commands share is in
+:mod:`rmbench.cli.common`.
 """
 
 from __future__ import annotations

