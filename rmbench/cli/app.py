@@ -162,8 +162,7 @@ def eval_command(
         models = [m.strip() for m in model.split(",") if m.strip()]
         names = _names(name, models)
         runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
-                          token_budget=token_budget,
-                          allow_pickle=allow_pickle, threads=threads)
+                          token_budget=token_budget, allow_pickle=allow_pickle, threads=threads)
         measured = [RunSpec(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
                             data=parse_data_overrides(data, several=True), eps=parse_eps(eps),
                             eps_unit=cast(EpsUnit, eps_unit),  # checked by RunSpec
