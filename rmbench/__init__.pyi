@@ -1,29 +1,23 @@
 """Type stub of rmbench's public API: the names of ``rmbench.__all__`` (see ``__init__.py``)."""
 
+# isort: skip_file
+# (the order is the API reference's: docs/gen/references.py writes its sections in this order)
+
 from rmbench.catalog import load_catalog
 from rmbench.core.metric_registry import MetricDef, OfficialLayout, register_metric
 from rmbench.core.specs import ModelSpec, TaskSpec
 from rmbench.core.types import ComparisonGroup, Message
 from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.models import register_model_kind
-from rmbench.models.base import (
-                                 CallingModel,
-                                 CompositeModel,
-                                 GroupContextModel,
-                                 RewardModel,
-                                 Runtime,
-                                 ScoreRequest,
-                                 StochasticModel,
-                                 TokenizedModel,
-                                 Truncation,
-)
-from rmbench.results.publishing.formats import FormatOption, OutputFormat, RenderContext, register_format
-from rmbench.results.publishing.report import ReportOptions, build_report, write_report
+from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
+                                 StochasticModel, TokenizedModel, Truncation)
 from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
+from rmbench.results.publishing.formats import FormatOption, OutputFormat, RenderContext, register_format
+from rmbench.results.publishing.report import ReportOptions, build_report, write_report
 from rmbench.results.storage.record import Estimate, MetricRecord, RunRecord, TaskResult
-from rmbench.scoring.backends import score_batch
 from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
+from rmbench.scoring.backends import score_batch
 from rmbench.scoring.engines import Backend, BackendOptions, Engine, register_engine
 from rmbench.scoring.memory import MemoryRetries
 from rmbench.scoring.runner import evaluate

@@ -328,8 +328,10 @@ def new_task_command(
 
 
 # The train and results commands register on the same app, after the ones above (the order of --help).
-from rmbench.cli import results as cli_results  # noqa: E402,F401
 from rmbench.cli import train as cli_train  # noqa: E402,F401
+
+# isort: split
+from rmbench.cli import results as cli_results  # noqa: E402,F401
 
 
 def main() -> None:  # console-script entry point
