@@ -16,6 +16,7 @@ import resource
 import statistics
 import time
 import tracemalloc
+from functools import partial
 
 import numpy as np
 
@@ -49,7 +50,8 @@ def ties_sized(seed: int = 0, n_groups: int = 1836):
     terms = M.ties_terms(rows)
     position = {k: j for j, k in enumerate(terms.ids)}
     of_unit = np.array([position[str(k)] for k in range(math.ceil(n_groups / 2))])
-    scores = TaskScores((("ties_score", None),), lambda units: np.array([M.ties_score_from_terms(terms, of_unit[units])]),
+    scores = TaskScores((("ties_score", None),),
+                        lambda units: np.array([M.ties_score_from_terms(terms, of_unit[units])]),
                         (n_groups,))
     return groups, np.concatenate(rewards), np.arange(n_groups) // 2, scores
 
@@ -105,13 +107,14 @@ def main(argv=None) -> int:
         n_pairs = sum(len(g.discrimination_pairs()) + len(g.specificity_pairs()) for g in groups)
         res = {}
         for method in ("resample", "weighted"):
-            res[method] = measure(lambda: summarize("t", groups, rewards, EPS, group_units=units,
-                                                    extra_metrics=scores, method=method), args.reps)
+            res[method] = measure(partial(summarize, "t", groups, rewards, EPS, group_units=units,
+                                          extra_metrics=scores, method=method), args.reps)
             print(name, method, f"{res[method][0]:.2f} s, {res[method][1]:.0f} MiB", flush=True)
         n_diff, worst, which = differences(res["resample"][2], res["weighted"][2])
         n_numbers = 3 * len(res["weighted"][2])
         rows.append((f"{name}, {n_pairs:,} pairs", res["resample"], res["weighted"],
-                     f"{n_diff} of {n_numbers}" + (f" (max rel. {worst:.1e}; {', '.join(sorted(which))})" if n_diff else "")))
+                     f"{n_diff} of {n_numbers}"
+                     + (f" (max rel. {worst:.1e}; {', '.join(sorted(which))})" if n_diff else "")))
     lines = ["| workload | reference (s) | weighted (s) | speed-up | reference peak (MiB) | weighted peak (MiB) "
              "| numbers (values, CI ends) that differ |", "|---|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {name} | {old[0]:.2f} | {new[0]:.2f} | {old[0] / new[0]:.0f}x | {old[1]:.0f} | {new[1]:.0f} "
@@ -119,7 +122,8 @@ def main(argv=None) -> int:
     table = "\n".join(lines)
     targets = ["| target | measured | met |", "|---|---:|---|"]
     for name, _, new, _ in rows:
-        targets.append(f"| {name.split(':')[0]}: metric phase <= 5 s | {new[0]:.2f} s | {'yes' if new[0] <= 5 else '**no**'} |")
+        targets.append(f"| {name.split(':')[0]}: metric phase <= 5 s | {new[0]:.2f} s | "
+                       f"{'yes' if new[0] <= 5 else '**no**'} |")
         targets.append(f"| {name.split(':')[0]}: peak memory <= 2 GB | {new[1]:.0f} MiB | "
                        f"{'yes' if new[1] <= 2048 else '**no**'} |")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -280,7 +280,8 @@ def targets(rows) -> str:
             lines.append(f"| 8B seqcls: engine, FLOPs run / dense bf16 peak | {seq['of_peak']:.1%} | >= 40% | "
                          f"{'yes' if seq['of_peak'] >= 0.4 else '**no**'} |")
     for model in ("8b implicit", "8b implicit, long prompts"):
-        forced, whole = get(model, "rmbench engine, prompt KV reuse forced"), get(model, "rmbench engine, no prompt KV reuse")
+        forced, whole = get(model, "rmbench engine, prompt KV reuse forced"), get(model,
+                                                                                  "rmbench engine, no prompt KV reuse")
         auto = get(model, "rmbench engine")
         if forced is not None and whole is not None:
             lines.append(f"| {model.replace('8b', '8B')}: prompt KV reuse speed-up (no reuse / reuse forced; the "
@@ -349,7 +350,8 @@ def main(argv=None) -> int:
         write_section("gpu", f"## On a GPU (issue 37)\n\nCommand: `python -m bench.gpu --write`\n\n"
                       f"Machine: {name} (torch {torch.__version__}, CUDA {cuda}, transformers "
                       f"{transformers.__version__}), {machine_line()}. Random weights of real shapes, {dtype_name}, no "
-                      f"score cache, each contender once after a warm-up (the engine on the whole workload, the others on 8 groups), all in one run. FLOPs run: "
+                      "score cache, each contender once after a warm-up (the engine on the whole workload, the others "
+                      "on 8 groups), all in one run. FLOPs run: "
                       f"2 x non-embedding parameters x tokens run (padding excluded; prompts once per batch where the "
                       f"engine reuses their KV cache) + causal attention + the LM head where it runs; peak: the "
                       f"datasheet's dense bf16 figure, probe: an 8192^3 bf16 matmul measured in this run. "

@@ -38,7 +38,8 @@ def shipped_texts() -> tuple[list[str], list[str]]:
                 prompts.append(prompt)
             for key in ("chosen", "rejected", "answer_matching_behavior", "answer_not_matching_behavior"):
                 value = row.get(key)
-                answers += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and v.strip()]
+                answers += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v,
+                                                                                                     str) and v.strip()]
     return prompts, answers
 
 

@@ -27,10 +27,10 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from bench.results import machine_line, write_section
 from rmbench import __version__
@@ -169,7 +169,7 @@ def measure(n: int, latency: float, reps: int) -> dict[str, float]:
     texts = prompts(n)
     rates: dict[str, list[float]] = {k: [] for k in CONTENDERS}
     with server_process(latency) as url:
-        for name, (_, _, fn) in CONTENDERS.items():  # warm-up: imports, first connections
+        for _, _, fn in CONTENDERS.values():  # warm-up: imports, first connections
             fn(url, texts[:20])
         for rep in range(reps):
             for name, (label, _, fn) in CONTENDERS.items():

@@ -12,7 +12,7 @@ so the limit is what this CPU's matmul kernels sustain, not a datasheet peak.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def matmul_probe(dtype: str, d: int, ffn: int, vocab: int, tokens: int = 2048, reps: int = 5) -> float:

@@ -80,7 +80,8 @@ def child(name: str, dtype: str, every: int) -> dict:
     else:
         rewards, _ = score_groups(rm, groups, runtime, backend=LocalBackend(governor))
     seconds = time.perf_counter() - t0
-    policy = governor.describe() if governor is not None else {"threads": torch.get_num_threads(), "wait_policy": "spin"}
+    policy = governor.describe() if governor is not None else {"threads": torch.get_num_threads(),
+                                                               "wait_policy": "spin"}
     return {"seconds": seconds, "rewards": [float(x) for x in np.asarray(rewards)], "policy": policy}
 
 
@@ -114,7 +115,7 @@ class Load:
         pins = {"quiet": [], "busy1": ["-"], "busy1-pinned": ["0"], "busy2": ["-", "-"]}[condition]
         self.procs = [subprocess.Popen([sys.executable, "-c", BUSY, pin]) for pin in pins]
 
-    def __enter__(self) -> "Load":
+    def __enter__(self) -> Load:
         time.sleep(1.0 if self.procs else 0.0)  # let the load settle (and the load average see it)
         return self
 
@@ -198,7 +199,8 @@ def report(summary: dict, dtype: str, every: int, reps: int, n_texts: int) -> st
 
     return "\n".join([
         "## Scoring under load (issue 23)", "",
-        "Command: `python -m bench.load --reps " + f"{reps} --write`" + (f" (`--dtype {dtype}`)" if dtype != "float32" else ""),
+        "Command: `python -m bench.load --reps " + f"{reps} --write`"
+        + (f" (`--dtype {dtype}`)" if dtype != "float32" else ""),
         "",
         f"Machine: {machine_line()}, torch {torch.__version__}; CPU flags: {cpu_flags()}. Implicit reward of "
         f"SmolLM2-135M-Instruct in {dtype}, {n_texts} texts (every {every}th group of bench/scoring.py's workload), "

@@ -145,8 +145,8 @@ def ray_vs_local(groups, runtime: Runtime) -> str:
         import ray
     except ImportError:
         return "| engine ray, 2 actors x 1 CPU (not measured: ray is not installed) | | | | | | |"
-    from rmbench.scoring.ray_backend import RayBackend
     from rmbench.scoring.planning import ModelFactory
+    from rmbench.scoring.ray_backend import RayBackend
 
     spec = Spec.make("i", "implicit", {"model": SMOL})
     factory = ModelFactory(spec, runtime)
@@ -164,7 +164,8 @@ def ray_vs_local(groups, runtime: Runtime) -> str:
     print(f"ray: {ray_s:.1f} s vs local {local_s:.1f} s", flush=True)
     return (f"| engine ray, 2 actors x 1 CPU, local cluster (implicit; cluster start and model loads included; "
             f"local engine, same span: {local_s:.1f} s; max rel. diff {agree:.0e}) | {stats.real_tokens} | "
-            f"{stats.padded_tokens} | {ray_s:.2f} | {stats.real_tokens / ray_s:.0f} | | {local_s / ray_s:.2f}x of local |")
+            f"{stats.padded_tokens} | {ray_s:.2f} | {stats.real_tokens / ray_s:.0f} | | {local_s / ray_s:.2f}x of "
+            "local |")
 
 
 def cached_rerun(groups, runtime: Runtime) -> tuple[float, float]:
@@ -303,7 +304,8 @@ def main(argv=None) -> int:
     ]
     tlines = ["| ratio | measured | target | met |", "|---|---:|---|---|"]
     for name, value, target, ok in targets:
-        shown = f"{value:.1%}" if "%" in target or "waste" in name else f"{value:.2f}" + ("" if "limit" in name else "x")
+        shown = (f"{value:.1%}" if "%" in target or "waste" in name
+                 else f"{value:.2f}" + ("" if "limit" in name else "x"))
         met = "-" if ok is None else "yes" if ok(value) else "**no**"
         tlines.append(f"| {name} | {shown} | {target} | {met} |")
     ttable = "\n".join(tlines)

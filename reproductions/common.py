@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.models import Runtime, build_model, parse_model_spec
-from rmbench.results.storage.record import MetricRecord
 from rmbench.results.statistics.summary import summarize
+from rmbench.results.storage.record import MetricRecord
 from rmbench.scoring.engine import score_groups
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -50,7 +50,6 @@ def machine_line(runtime: Runtime | None = None) -> str:
     import transformers
 
     from rmbench import __version__
-
     from rmbench.models.hf.loading import resolve_dtype
 
     dtype = f", scoring in {resolve_dtype(runtime.dtype, 'cpu')}" if runtime else ""

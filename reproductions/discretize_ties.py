@@ -19,16 +19,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import machine_line
+
 from rmbench.catalog import load_catalog
 from rmbench.core.metrics import discrimination, specificity
 from rmbench.core.types import PairIndex, Spec
 from rmbench.files import atomic_write_text
 from rmbench.models import Runtime
-from rmbench.results.storage.folder import load_rewards
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import load_rewards
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
 from rmbench.train.trainer import load_trained_entry
@@ -90,14 +90,16 @@ def main() -> int:
         for T, p, delta in GRID:
             dname = f"{name}+mcd(T={T},p={p},Δ={delta})"
             catalog.models[dname] = Spec.make(dname, "discretize", {
-                "inner": {"name": name, "kind": spec.kind, "args": spec.args_dict}, "T": T, "p": p, "delta": delta, "seed": args.seed})
+                "inner": {"name": name, "kind": spec.kind, "args": spec.args_dict}, "T": T, "p": p, "delta": delta,
+                "seed": args.seed})
             variants[label].append((f"T={T}, p={p}, Δ={delta}", dname))
     _, groups = load_groups(catalog.task_spec("ties"), args.limit)
     timings, runs = {}, []
-    for label, vs in variants.items():
+    for vs in variants.values():
         for _, name in vs:
             t = time.time()
-            runs.append(evaluate(EvalConfig(model=name, tasks=("ties",), eps=(0.0, 0.1), seed=args.seed, runtime=runtime,
+            runs.append(evaluate(EvalConfig(model=name, tasks=("ties",), eps=(0.0, 0.1), seed=args.seed,
+                                            runtime=runtime,
                                 limit=args.limit),
                      out / "runs" / _slug(name), catalog=catalog))
             timings[name] = time.time() - t
@@ -123,11 +125,13 @@ def main() -> int:
                              "ds_auc": value(run, "ds_auc"), "balanced_best": value(run, "balanced_best"),
                              "ties_score": value(run, "ties_score")}
             v = summary[name]
-            rows.append(f"| {label if variant == 'raw' else ''} | {variant} | {v['accuracy']:.3f} | {d:.3f} | {s:.3f} | "
+            rows.append(f"| {label if variant == 'raw' else ''} | {variant} | {v['accuracy']:.3f} | {d:.3f} | {s:.3f} "
+                        "| "
                         f"{v['mean']:.3f} | {v['ds_auc']:.3f} | {v['balanced_best']:.3f} | {v['ties_score']:.3f} |")
     board = render(build_leaderboard(runs), "md")
     lb_path = ROOT / "leaderboards" / "discretize_ties.md"
-    atomic_write_text(lb_path, "# Ties: SmolLM2 RMs raw vs MC-dropout discretised (reproductions/discretize_ties.py)\n\n"
+    atomic_write_text(lb_path,
+                      "# Ties: SmolLM2 RMs raw vs MC-dropout discretised (reproductions/discretize_ties.py)\n\n"
                       + board + "\n")
 
     import matplotlib

@@ -19,8 +19,8 @@ import random
 import time
 from pathlib import Path
 
-
 from common import cell, machine_line, metrics, score, tqdm_progress
+
 from rmbench.core.types import data_fingerprint
 from rmbench.models import Runtime, build_model, parse_model_spec
 from rmbench.tasks.hamiltonian import HamiltonianTask, is_hamiltonian_cycle, parse_cycle
@@ -137,7 +137,8 @@ def main() -> int:
     t = time.time()
     gen_runtime = Runtime(dtype="float32")  # small-batch decoding is faster in fp32 on a CPU
     generation = {}
-    for name, model in (("trained IM-RM policy", folder), ("base SmolLM2-135M-Instruct", "implicit:smollm2-135m-instruct")):
+    for name, model in (("trained IM-RM policy", folder),
+                        ("base SmolLM2-135M-Instruct", "implicit:smollm2-135m-instruct")):
         policy = build_model(parse_model_spec(model), gen_runtime)  # loaded once for both decodings
         generation[name] = {**generate(policy, test, args.samples, args.seed),
                             "constrained": constrained_greedy(policy, test)}
@@ -146,7 +147,8 @@ def main() -> int:
     minutes = (time.time() - t0) / 60
 
     acc = {s: verification[s][("none", "pairwise_accuracy", None)] for s in verification}
-    gen_rows = ["| policy | decoding | answers | well-formed (a permutation of all vertices) | valid Hamiltonian cycles |",
+    gen_rows = ["| policy | decoding | answers | well-formed (a permutation of all vertices) | valid Hamiltonian "
+                "cycles |",
                 "|---|---|---|---|---|"]
     for name, res in generation.items():
         for mode, label in (("greedy", "greedy"), ("sampled", "sampled (T=1)"),
@@ -196,7 +198,8 @@ Command: `{command}`
   vertex numbers in each answer are checked by `rmbench.tasks.hamiltonian.is_hamiltonian_cycle`.
   Constrained: the answer is forced to be a permutation (each next vertex is the most probable of
   those not yet used), which separates "cannot find a cycle" from "does not answer in the format".
-- Time: {minutes:.1f} minutes ({', '.join(f'{k} {v / 60:.1f}' for k, v in timings.items())} min) on {machine_line(runtime)}.
+- Time: {minutes:.1f} minutes ({', '.join(f'{k} {v / 60:.1f}' for k, v in timings.items())} min) on \
+{machine_line(runtime)}.
 
 ## Verification (the IM-RM as a reward model)
 

@@ -48,7 +48,8 @@ def evaluate(model_dir: Path, groups, runtime) -> dict:
                      n_bootstrap=500)
     out = {}
     for r in recs:
-        if r.subset is None and r.shift in ("none", "paraphrase") and r.metric in ("pairwise_accuracy", "reward_margin"):
+        if r.subset is None and r.shift in ("none", "paraphrase") and r.metric in ("pairwise_accuracy",
+                                                                                   "reward_margin"):
             out[(r.shift, r.metric)] = (r.value, r.ci_low, r.ci_high)
     return out
 
@@ -78,10 +79,11 @@ def main() -> int:
             results[(kind, split)] = evaluate(out / "models" / kind, groups, runtime)
     minutes = (time.time() - t0) / 60
 
-    rows = ["| RM | split | accuracy, original forms | accuracy, paraphrased forms | margin original | margin paraphrased |",
+    rows = ["| RM | split | accuracy, original forms | accuracy, paraphrased forms | margin original | margin "
+            "paraphrased |",
             "|---|---|---|---|---|---|"]
     for (kind, split), res in results.items():
-        def cell(shift, metric):
+        def cell(shift, metric, res=res):
             v, lo, hi = res[(shift, metric)]
             return f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None else f"{v:.3f}"
         rows.append(f"| {kind.upper()}-RM | {split} | {cell('none', 'pairwise_accuracy')} | "
@@ -96,7 +98,8 @@ def main() -> int:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     labels = ["train\noriginal", "train\nparaphrased", "test\noriginal", "test\nparaphrased"]
     for k, (kind, color) in enumerate((("ex", "tab:blue"), ("im", "tab:orange"))):
-        vals = [results[(kind, s)][(sh, "pairwise_accuracy")][0] for s in ("train", "test") for sh in ("none", "paraphrase")]
+        vals = [results[(kind, s)][(sh, "pairwise_accuracy")][0] for s in ("train", "test") for sh in ("none",
+                                                                                                       "paraphrase")]
         ax.bar(np.arange(4) + (k - 0.5) * 0.38, vals, 0.38, label=f"{kind.upper()}-RM", color=color)
     ax.set_xticks(np.arange(4), labels)
     ax.set_ylim(0, 1.05)
@@ -111,11 +114,14 @@ def main() -> int:
 
     report = f"""# Persona paraphrase (arXiv 2507.07981, reproduction 1, small scale)
 
-Command: `python reproductions/persona_paraphrase.py --out {args.out} --epochs {args.epochs} --lr {args.lr} --beta {args.beta}`
-Data: `{path.name}` ({len([g for g in train if g.shift is None])} train / {len([g for g in test if g.shift is None])} test Yes statements,
+Command: `python reproductions/persona_paraphrase.py --out {args.out} --epochs {args.epochs} --lr {args.lr} --beta \
+{args.beta}`
+Data: `{path.name}` ({len([g for g in train if g.shift is None])} train / {len([g for g in test if g.shift is None])} \
+test Yes statements,
 {len(train_pairs)} training pairs: each of the 4 yes forms against one no form). Base: SmolLM2-135M-Instruct
 (embedded), full fine-tuning in float32, seed {args.seed}, batch 8 pairs. Time: {minutes:.1f} minutes on
-{platform.machine()} ({torch.get_num_threads()} threads), torch {torch.__version__}, transformers {transformers.__version__}.
+{platform.machine()} ({torch.get_num_threads()} threads), torch {torch.__version__}, transformers \
+{transformers.__version__}.
 Loss per epoch: EX {cards['ex']['loss_per_epoch']}, IM {cards['im']['loss_per_epoch']}.
 
 {table}

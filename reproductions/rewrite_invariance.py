@@ -28,15 +28,16 @@ import time
 from pathlib import Path
 
 import yaml
-
 from common import SHARED
-from persona_paraphrase import SHARED as PERSONA, diagonal_pairs
+from persona_paraphrase import SHARED as PERSONA
+from persona_paraphrase import diagonal_pairs
+
 from rmbench.catalog import builtin_tasks_dir
 from rmbench.core.metric_registry import metric_def
 from rmbench.files import safe_file_name
-from rmbench.results.storage.folder import load_run
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import load_run
 from rmbench.rewrite.shift import write_shifted
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.persona import PersonaTask
@@ -64,7 +65,8 @@ def write_tasks(out: Path, paper_limit: int) -> list[str]:
     pairs = ties_pairs(data / "ties_pairs.jsonl")
     paths = {}
     for style in STYLES:
-        paths[style] = str(write_shifted(str(pairs), data / f"ties_{style.split(':')[1]}.jsonl", style, style).resolve())
+        paths[style] = str(write_shifted(str(pairs), data / f"ties_{style.split(':')[1]}.jsonl", style,
+                                         style).resolve())
     entries = {"ties_style": {"kind": "rewrite_invariance", "args": {"paths": paths},
                               "description": "built-in Ties answers vs their offline style rewrites"}}
     paper = SHARED / "exrm-vs-imrm" / "paraphrase_train.jsonl"
@@ -187,8 +189,10 @@ def write_report(out: Path, args, table: str, minutes: float, t_train: float) ->
 
     report = f"""# Rewrite invariance: specificity across meaning-preserving rewrites
 
-Command: `python reproductions/rewrite_invariance.py --out {args.out} --epochs {args.epochs} --paper-limit {args.paper_limit}`
-Time: {minutes:.1f} minutes in all ({t_train / 60:.1f} of them training) on {platform.machine()} ({torch.get_num_threads()}
+Command: `python reproductions/rewrite_invariance.py --out {args.out} --epochs {args.epochs} --paper-limit \
+{args.paper_limit}`
+Time: {minutes:.1f} minutes in all ({t_train / 60:.1f} of them training) on {platform.machine()} \
+({torch.get_num_threads()}
 threads), torch {torch.__version__}, transformers {transformers.__version__}; seed {args.seed}.
 
 {table}

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import SHARED, cell, machine_line, metrics, score, tqdm_progress
+
 from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.models import Runtime
 from rmbench.tasks.base import units_by_source
@@ -115,10 +115,12 @@ def main() -> int:
     ours = {"in distribution": (acc("ex", "none").value, acc("im", "none").value),
             "token shift": (mean_acc("ex", token), mean_acc("im", token)),
             "domain shift": (mean_acc("ex", dom), mean_acc("im", dom))}
-    summary = ["| setting | EX-RM here | IM-RM here | EX-RM paper | IM-RM paper | same order? |", "|---|---|---|---|---|---|"]
+    summary = ["| setting | EX-RM here | IM-RM here | EX-RM paper | IM-RM paper | same order? |",
+               "|---|---|---|---|---|---|"]
     for k, (ex, im) in ours.items():
         pex, pim = PAPER[k]
-        summary.append(f"| {k} | {ex:.3f} | {im:.3f} | {pex:.3f} | {pim:.3f} | {'yes' if (ex > im) == (pex > pim) else 'no'} |")
+        summary.append(f"| {k} | {ex:.3f} | {im:.3f} | {pex:.3f} | {pim:.3f} | "
+                       f"{'yes' if (ex > im) == (pex > pim) else 'no'} |")
 
     import matplotlib
 
@@ -142,8 +144,10 @@ def main() -> int:
     fig.tight_layout()
     fig.savefig(out / "accuracy.png", dpi=120)
 
-    command = (f"python reproductions/token_shift_ultrafeedback.py --out {args.out} --n-train {args.n_train} --n-test {args.n_test} "
-               f"--n-domain {args.n_domain} --epochs {args.epochs} --lr {args.lr} --head-lr {args.head_lr} --beta {args.beta} "
+    command = (f"python reproductions/token_shift_ultrafeedback.py --out {args.out} --n-train {args.n_train} --n-test "
+               f"{args.n_test} "
+               f"--n-domain {args.n_domain} --epochs {args.epochs} --lr {args.lr} --head-lr {args.head_lr} --beta "
+               f"{args.beta} "
                f"--max-length {args.max_length} --seed {args.seed}")
     n_test = sum(1 for g in test if g.shift is None)
     report = f"""# Token and domain shift on UltraFeedback pairs (arXiv 2507.07981, reproduction 3, small scale)
@@ -157,7 +161,8 @@ Command: `{command}`
   RewardBench hep-* code ({n['domain:code']}), RewardMATH ({n['domain:rewardmath']} of 2000, seeded sample).
 - Training data fingerprint: {data_fingerprint(train)}.
 - Base: SmolLM2-135M-Instruct (embedded GGUF, de-quantised), full fine-tuning in float32, batch 4 pairs,
-  lr {args.lr} (the EX-RM's zero-initialised head: {args.head_lr}), beta {args.beta} (IM), {args.epochs} epoch(s), max length {args.max_length} tokens
+  lr {args.lr} (the EX-RM's zero-initialised head: {args.head_lr}), beta {args.beta} (IM), {args.epochs} epoch(s), max \
+length {args.max_length} tokens
   (left truncation keeps the response), seed {args.seed}.
   Loss per epoch: EX {', '.join(f'{x:.4f}' for x in cards['ex']['loss_per_epoch'])};
   IM {', '.join(f'{x:.4f}' for x in cards['im']['loss_per_epoch'])}.
@@ -181,7 +186,8 @@ mean of the three domain sets.
 ![accuracy](accuracy.png)
 """
     (out / "REPORT.md").write_text(report)
-    LEADERBOARD.write_text(f"# EX-RM vs IM-RM from SmolLM2-135M-Instruct, trained on {len(train)} UltraFeedback pairs\n\n"
+    LEADERBOARD.write_text(f"# EX-RM vs IM-RM from SmolLM2-135M-Instruct, trained on {len(train)} UltraFeedback "
+                           "pairs\n\n"
                            f"From `{command}` (report: `reproductions/{out.name}/REPORT.md`).\n\n"
                            + "\n".join(rows) + "\n\n" + "\n".join(summary) + "\n")
     (out / "results.json").write_text(json.dumps(

@@ -1,5 +1,8 @@
 """Type stub of rmbench's public API: the names of ``rmbench.__all__`` (see ``__init__.py``)."""
 
+# isort: skip_file
+# (the order is the API reference's: docs/gen/references.py writes its sections in this order)
+
 from rmbench.catalog import load_catalog
 from rmbench.core.metric_registry import MetricDef, OfficialLayout, register_metric
 from rmbench.core.specs import ModelSpec, TaskSpec

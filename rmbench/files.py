@@ -10,9 +10,9 @@ import re
 import signal
 import tempfile
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rmbench.errors import did_you_mean
 
@@ -153,7 +154,7 @@ def instantiate(registry: Registry, spec: Any, what: str, required_method: str, 
 
     try:
         # a kind is a registered name, or an import target ("module:Class", "file.py:Class")
-        factory = import_target(spec.kind) if ":" in spec.kind else registry.get(spec.kind)
+        factory: Any = import_target(spec.kind) if ":" in spec.kind else registry.get(spec.kind)
     except RegistryError as exc:
         raise ConfigError(f"{what} {spec.name!r}: {exc}") from None
     kwargs = spec.args_dict  # a fresh plain copy, lists as lists
@@ -161,7 +162,8 @@ def instantiate(registry: Registry, spec: Any, what: str, required_method: str, 
         try:
             # A class's own __init__ names its parameters (a __new__ taking *args, **kwargs, as
             # RewardModel's does to record them, would hide them from inspect.signature(cls)).
-            params = inspect.signature(factory.__init__ if isinstance(factory, type) else factory).parameters
+            params: Mapping[str, inspect.Parameter] = inspect.signature(
+                factory.__init__ if inspect.isclass(factory) else factory).parameters
         except (TypeError, ValueError):
             params = {}
         kwargs.update({k: v for k, v in context.items() if k in params})

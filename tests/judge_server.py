@@ -27,8 +27,9 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 
 class _Server(ThreadingHTTPServer):
@@ -64,7 +65,7 @@ class ScriptedServer:
         self._thread.start()
         self._stopped = False
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -55,7 +55,6 @@ def _load():
     """Import DPOInference once (the model zoo stubbed as in ``rb_official``); a namespace or raises."""
     import_rewardbench()
     import torch
-
     from rewardbench import dpo, utils
 
     return types.SimpleNamespace(torch=torch, DPOInference=dpo.DPOInference,

@@ -80,11 +80,9 @@ def _load():
     import_rewardbench()
     import numpy as np
     import pandas as pd
-    from datasets import Dataset
-
-    from rewardbench import constants, utils
-
     from analysis import get_benchmark_results  # shipped as a top-level package by the wheel
+    from datasets import Dataset
+    from rewardbench import constants, utils
 
     return types.SimpleNamespace(np=np, pd=pd, Dataset=Dataset, utils=utils, constants=constants,
                                  get_average_over_rewardbench=get_benchmark_results.get_average_over_rewardbench)
@@ -138,7 +136,7 @@ def rb2_official(rows, scores) -> dict[str, float]:
       present. No rounding anywhere in the package (the leaderboard only displays x100, 1 d.p.).
     """
     rb = _load()
-    np, Dataset = rb.np, rb.Dataset
+    Dataset = rb.Dataset
     rows = list(rows)
     scores = [[float(s) for s in row_scores] for row_scores in scores]
     if len(rows) != len(scores):
@@ -184,7 +182,7 @@ def _run_v2_scoring(rb, dataset, subsets, total_completions, num_correct, scores
     results_grouped = {}
     present_subsets = np.unique(subsets)
     for subset in present_subsets:
-        subset_dataset = out_dataset.filter(lambda example: example["subset"] == subset)
+        subset_dataset = out_dataset.filter(lambda example: example["subset"] == subset)  # noqa: B023  (upstream code; filter runs now)
         # recompute "results" column for ties subset with different scoring method
         if subset.lower() == "ties":
             ties_subset_with_results, overall_score = process_single_model(subset_dataset)
@@ -273,7 +271,7 @@ def rb1_official(rows, chosen_scores, rejected_scores) -> dict[str, float]:
     results_grouped = {}
     present_subsets = np.unique(subsets)
     for subset in present_subsets:
-        subset_dataset = out_dataset.filter(lambda example: example["subset"] == subset)
+        subset_dataset = out_dataset.filter(lambda example: example["subset"] == subset)  # noqa: B023  (upstream code; filter runs now)
         num_correct = sum(subset_dataset["results"])
         num_total = len(subset_dataset["results"])
         results_grouped[subset] = num_correct / num_total

@@ -55,8 +55,8 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
     from rmbench.core.types import ComparisonGroup, ModelSpec
     from rmbench.errors import ModelError
     from rmbench.models import build_model
-    from rmbench.scoring.ray_backend import RayBackend
     from rmbench.scoring.engine import score_groups
+    from rmbench.scoring.ray_backend import RayBackend
 
     spec = ModelSpec.make("m", "implicit", {"model": str(tiny["causal"])})
     other = ModelSpec.make("m", "implicit", {"model": str(tiny["causal_ref"])})
@@ -73,11 +73,13 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
 @pytest.mark.distributed
 def test_accelerate_engine_with_two_cpu_processes_equals_local(tiny, tmp_path):
     pytest.importorskip("accelerate", reason="the accelerate engine needs pip install 'rmbench[accelerate]'")
-    args = ["eval", "--model", f"implicit:{tiny['causal']}", "--tasks", "ties_sample", "--limit", "8", "--dtype", "float32",
+    args = ["eval", "--model", f"implicit:{tiny['causal']}", "--tasks", "ties_sample", "--limit", "8", "--dtype",
+            "float32",
             "--bootstrap", "0"]
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "OMP_NUM_THREADS": "1"}
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
+              "29517",
               "-m", "rmbench"]
     run = subprocess.run(launch + args + ["--engine", "accelerate", "--out", str(tmp_path / "acc")],
                          capture_output=True, text=True, env=env, timeout=300)

@@ -556,9 +556,9 @@ def _lengths(model_spec: str, folder) -> list[int]:
 
 @pytest.mark.parametrize("kind", ["implicit", "seqcls"])
 def test_truncation_is_counted_recorded_and_footnoted(tmp_path, tiny, kind):
-    from rmbench.results.storage.folder import load_run
     from rmbench.results.publishing.leaderboard import build_leaderboard
     from rmbench.results.publishing.leaderboard_render import render
+    from rmbench.results.storage.folder import load_run
 
     folder = tmp_path / "data"
     _long_data(folder)

@@ -89,7 +89,8 @@ def test_out_that_is_a_file_is_refused_before_scoring(tmp_path):
 
 
 def _limited(limit: int):
-    """Files of this process may grow to ``limit`` bytes (a real EFBIG from the OS past it, as a full disk gives ENOSPC)."""
+    """Files of this process may grow to ``limit`` bytes (a real EFBIG from the OS past it, as a full disk
+    gives ENOSPC)."""
     import resource
     import signal
 

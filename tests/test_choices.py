@@ -19,7 +19,8 @@ def test_a_word_of_the_set_comes_back_and_another_names_the_option_and_the_words
 def test_short_dtype_spellings_are_spelt_out():
     assert [dtype_choice(x) for x in ("bf16", "fp32", "fp16", "auto", "float16")] == \
         ["bfloat16", "float32", "float16", "auto", "float16"]
-    with pytest.raises(ConfigError, match="--dtype must be one of 'auto', 'float32', 'bfloat16', 'float16', got 'int8'"):
+    with pytest.raises(ConfigError,
+                       match="--dtype must be one of 'auto', 'float32', 'bfloat16', 'float16', got 'int8'"):
         dtype_choice("int8")
 
 

@@ -1,8 +1,7 @@
 import json
 
-from typer.testing import CliRunner
-
 import pytest
+from typer.testing import CliRunner
 
 from rmbench.cli.app import app
 
@@ -47,7 +46,9 @@ def test_lists():
 
 def test_leaderboard_build_all_formats(tmp_path):
     for model in ("oracle", "constant"):
-        assert runner.invoke(app, ["eval", "--model", model, "--bootstrap", "20", "--out", str(tmp_path / model)]).exit_code == 0
+        assert runner.invoke(app,
+                             ["eval", "--model", model, "--bootstrap", "20", "--out",
+                              str(tmp_path / model)]).exit_code == 0
     for fmt in ("md", "csv", "json", "html"):
         target = tmp_path / f"board.{fmt}"
         result = runner.invoke(app, ["leaderboard", "build", str(tmp_path / "oracle"), str(tmp_path / "constant"),
@@ -101,7 +102,8 @@ def test_run_folders_never_replace_another_run(tmp_path, monkeypatch):
     assert (tmp_path / "runs" / "length__ties_sample" / "results.json").read_text() == before  # nothing lost
     # several models: every folder is checked before any model is scored
     other = runner.invoke(app, ["eval", "--model", "oracle,length", "--limit", "4", "--bootstrap", "10"])
-    assert other.exit_code == 2 and "runs/length__ties_sample holds another run (task ties_sample: data fingerprint" in other.output
+    assert other.exit_code == 2
+    assert "runs/length__ties_sample holds another run (task ties_sample: data fingerprint" in other.output
     assert not (tmp_path / "runs" / "oracle__ties_sample").exists()
     forced = runner.invoke(app, ["eval", "--model", "oracle", "--bootstrap", "10", "--out", "runs/length__ties_sample",
                                  "--overwrite"])

@@ -20,8 +20,8 @@ from rmbench.catalog import load_catalog
 from rmbench.cli.app import app
 from rmbench.cli.common import _RateColumn, rate_text
 from rmbench.cli.tables import PIPE_WIDTH, Grid, OutputConsole, render_grid
-from rmbench.results.storage.folder import find_runs
 from rmbench.results.publishing.leaderboard import build_leaderboard
+from rmbench.results.storage.folder import find_runs
 from rmbench.tasks import TASK_KINDS
 
 runner = CliRunner()
@@ -94,7 +94,7 @@ def test_tasks_list_keeps_every_name_whole_at_the_width(columns):
     assert result.exit_code == 0, result.output
     _assert_fits(result.output, int(columns))
     assert set(names) <= _first_cells(result.output), set(names) - _first_cells(result.output)
-    piped = subprocess.run([*_rmbench(), "tasks", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    piped = subprocess.run([*_rmbench(), "tasks", "list"], capture_output=True, text=True,
                            env={**os.environ, "COLUMNS": columns}, timeout=300)
     assert piped.returncode == 0, piped.stderr
     _assert_fits(piped.stdout, int(columns))
@@ -104,7 +104,7 @@ def test_tasks_list_keeps_every_name_whole_at_the_width(columns):
 def test_piped_prose_wraps_at_a_sane_width_and_loses_nothing():
     """A piped ``tasks list`` (issue 32): descriptions wrap at 120 columns, never cut."""
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    piped = subprocess.run([*_rmbench(), "tasks", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    piped = subprocess.run([*_rmbench(), "tasks", "list"], capture_output=True, text=True,
                            env=env, timeout=300)
     assert piped.returncode == 0, piped.stderr
     assert "…" not in piped.stdout
@@ -121,7 +121,8 @@ def test_piped_prose_wraps_at_a_sane_width_and_loses_nothing():
 def eval_run(tmp_path_factory):
     """Two models on ties_sample and the token_shift_sample group, printed at 80 and 120 columns."""
     out = tmp_path_factory.mktemp("render") / "runs"
-    argv = ["eval", "--model", "length,oracle", "--tasks", "ties_sample,token_shift_sample", "--limit", "3", "--bootstrap", "50",
+    argv = ["eval", "--model", "length,oracle", "--tasks", "ties_sample,token_shift_sample", "--limit", "3",
+            "--bootstrap", "50",
             "--out", str(out)]
     printed = {}
     for columns in ("80", "120"):

@@ -70,6 +70,7 @@ def test_a_shift_task_takes_one_file_per_shift(tmp_path):
     data = builtin_tasks_dir() / "data" / "token_shift"
     res = evaluate(EvalConfig(model="length", tasks=("translation_shift_sample",), n_bootstrap=10, use_cache=False,
                               data=(("translation_shift_sample", str(data / "translation_fr.jsonl"), "translation:fr"),
-                                    ("translation_shift_sample", str(data / "translation_es.jsonl"), "translation:es"))))
+                                    ("translation_shift_sample", str(data / "translation_es.jsonl"),
+                                     "translation:es"))))
     shifts = {m.shift for m in res.records() if m.metric == "pairwise_accuracy"}
     assert {"translation:fr", "translation:es"} <= shifts

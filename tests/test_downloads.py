@@ -188,12 +188,14 @@ def test_a_paired_shift_task_on_the_web_scores_through_the_mirror(server, tmp_pa
     (tmp_path / "entries").mkdir()
     (tmp_path / "entries" / "web_shift.yaml").write_text(
         f"name: web_shift\nkind: paired_shift\nversion: 1\nargs:\n  paths:\n    paraphrase: {url}\n")
-    run = rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("web_shift",), include=(str(tmp_path / "entries"),),
+    run = rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("web_shift",),
+                                              include=(str(tmp_path / "entries"),),
                                               n_bootstrap=20))
     assert run.task("web_shift").counts.groups == 10 and run.value("web_shift", "pairwise_accuracy") == 1.0
     assert run.metric("web_shift", "pairwise_accuracy_shift_gap", shift="paraphrase") is not None
     # --data takes a web source too
-    run = rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("paraphrase_shift_sample",), data=(("paraphrase_shift_sample", url),),
+    run = rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("paraphrase_shift_sample",),
+                                              data=(("paraphrase_shift_sample", url),),
                                               n_bootstrap=20))
     assert run.task("paraphrase_shift_sample").counts.groups == 10
 

@@ -92,7 +92,7 @@ def test_shared_plan_keeps_a_prompts_responses_together():
     for k in range(3):
         assert sum(any(keys[i] == k for i in b) for b in plan) == 1
     work = sum(batch_cost(lengths, prefix, keys, b)[0] for b in plan)
-    assert work == 3 * 40 + sum(l - 40 for l in lengths)
+    assert work == 3 * 40 + sum(n - 40 for n in lengths)
     # A row that would pad more than its prompt costs starts a new piece of that prompt.
     plan = plan_shared_batches([45, 45, 300], [40, 40, 40], [0, 0, 0], 8192, 64)
     assert sorted(map(sorted, plan)) == [[0, 1], [2]]
@@ -147,7 +147,8 @@ def test_interrupted_run_resumes_with_identical_rewards(tmp_path, counting_model
     resumed = evaluate(EvalConfig(model=model, runtime=runtime, n_bootstrap=10, cache_dir=str(tmp_path / "resume")),
                        out_dir=tmp_path / "resumed_run")
     assert resumed.execution.stats.batches_computed == n_batches - done
-    assert (tmp_path / "resumed_run" / "rewards.jsonl").read_text() == (tmp_path / "fresh_run" / "rewards.jsonl").read_text()
+    resumed_rewards = (tmp_path / "resumed_run" / "rewards.jsonl").read_text()
+    assert resumed_rewards == (tmp_path / "fresh_run" / "rewards.jsonl").read_text()
     assert [m.to_json() for m in resumed.records()] == [m.to_json() for m in fresh.records()]
 
 
@@ -189,7 +190,8 @@ def test_tiny_implicit_end_to_end_with_cache(tiny, tmp_path):
 
 
 def test_discretized_run_resumes_identically(tiny, tmp_path):
-    spec = {"model": "discretize:x", "model_args": (("inner", {"kind": "implicit", "args": {"model": str(tiny["causal"])}}),
+    spec = {"model": "discretize:x",
+            "model_args": (("inner", {"kind": "implicit", "args": {"model": str(tiny["causal"])}}),
                                                     ("p", 0.2))}
     runtime = Runtime(dtype="float32", device="cpu", token_budget=200)
     a = evaluate(EvalConfig(model=spec["model"], model_args=spec["model_args"], runtime=runtime, limit=4,

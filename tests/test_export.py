@@ -67,7 +67,8 @@ def runs(tmp_path_factory):
     rb2 = write_rb2(root / "rb2.jsonl")
     rb1 = write_rb1(root / "rb1.jsonl")
     evaluate(EvalConfig(model="length", tasks=("ties_sample",), n_bootstrap=20, use_cache=False), out_dir=root / "len")
-    evaluate(EvalConfig(model="oracle", tasks=("ties_sample",), n_bootstrap=20, use_cache=False), out_dir=root / "oracle")
+    evaluate(EvalConfig(model="oracle", tasks=("ties_sample",), n_bootstrap=20, use_cache=False),
+             out_dir=root / "oracle")
     evaluate(EvalConfig(model="length", tasks=("rewardbench2",), data=(("rewardbench2", str(rb2)),),
                         n_bootstrap=20, use_cache=False), out_dir=root / "len_rb2")
     evaluate(EvalConfig(model="length", tasks=("rewardbench",), data=(("rewardbench", str(rb1)),),

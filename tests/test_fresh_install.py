@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import smollm2_gguf
 from test_readme import _bash_blocks
 

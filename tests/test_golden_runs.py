@@ -25,7 +25,8 @@ def test_a_golden_run_is_unchanged(name, tmp_path):
     found = run_case(cases(tmp_path)[name], tmp_path / "out")
     for model, (metrics, rewards) in found.items():
         want_metrics = json.loads((GOLDEN / name / f"{model}.metrics.json").read_text())
-        want_rewards = [json.loads(line) for line in (GOLDEN / name / f"{model}.rewards.jsonl").read_text().splitlines()]
+        want_rewards = [json.loads(line)
+                        for line in (GOLDEN / name / f"{model}.rewards.jsonl").read_text().splitlines()]
         assert metrics == want_metrics, f"{name}/{model}: " + _first_difference(metrics, want_metrics)
         assert rewards == want_rewards, f"{name}/{model}: " + _first_difference(rewards, want_rewards)
 

@@ -20,7 +20,8 @@ from rmbench.scoring.backends import LocalBackend  # noqa: E402
 from rmbench.scoring.engine import score_groups  # noqa: E402
 
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)")]
+              pytest.mark.skipif(not torch.cuda.is_available(),
+                                 reason="needs a CUDA GPU (torch.cuda.is_available() is False)")]
 
 CPU = Runtime(dtype="float32", device="cpu")
 GPU32 = Runtime(dtype="float32", device="cuda")
@@ -43,7 +44,8 @@ def specs(tiny, tmp_path=None):
     if tmp_path is not None:  # an encoder with a linear head from a file
         from safetensors.torch import save_file
 
-        save_file({"weight": torch.linspace(-1, 1, 32), "bias": torch.tensor([0.5])}, str(tmp_path / "head.safetensors"))
+        save_file({"weight": torch.linspace(-1, 1, 32), "bias": torch.tensor([0.5])},
+                  str(tmp_path / "head.safetensors"))
         out["bert"] = ModelSpec.make("b", "linear", {"model": str(tiny["bert"]),
                                                      "head": str(tmp_path / "head.safetensors"), "template": "plain"})
     return out
@@ -87,9 +89,8 @@ def test_batch_limits_come_from_the_free_memory(tiny):
 
 
 def test_a_real_cuda_out_of_memory_halves_the_batch_and_completes(tiny, tmp_path):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from tiny_models import build_tokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     tok = build_tokenizer()
     config = LlamaConfig(vocab_size=len(tok), hidden_size=512, intermediate_size=2048, num_hidden_layers=2,
@@ -150,7 +151,8 @@ def test_accelerate_engine_with_one_gpu_equals_local(tiny, tmp_path):
     backend = results["execution"]["backend"]
     assert (backend["name"], backend["workers"]) == ("accelerate", 1) and backend["device"].startswith("cuda")
     assert results["execution"]["model"]["device"] == backend["device"]
-    local = subprocess.run([sys.executable, "-m", "rmbench"] + args + ["--device", "cpu", "--out", str(tmp_path / "cpu")],
+    local = subprocess.run([sys.executable, "-m", "rmbench"] + args + ["--device", "cpu", "--out",
+                                                                       str(tmp_path / "cpu")],
                            capture_output=True, text=True, env=env, timeout=300)
     assert local.returncode == 0, local.stderr[-2000:]
 

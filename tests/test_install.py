@@ -37,7 +37,8 @@ def test_wheel_ships_builtin_tasks(installed_site, tmp_path):
     module_file, tasks_dir = probe.stdout.split()
     assert module_file.startswith(str(installed_site)), "the test must exercise the wheel, not the checkout"
     assert tasks_dir.startswith(str(installed_site))
-    assert (Path(tasks_dir) / "ties_sample.yaml").is_file() and (Path(tasks_dir) / "data" / "ties_builtin.jsonl").is_file()
+    assert (Path(tasks_dir) / "ties_sample.yaml").is_file()
+    assert (Path(tasks_dir) / "data" / "ties_builtin.jsonl").is_file()
     listed = run(installed_site, tmp_path, "-m", "rmbench", "tasks", "list")
     assert listed.returncode == 0 and "ties_sample" in listed.stdout and "ties" in listed.stdout
     result = run(installed_site, tmp_path, "-m", "rmbench", "eval", "--model", "length", "--bootstrap", "20")

@@ -404,8 +404,8 @@ def test_pairwise_judge_on_judgebench_scores_its_two_games_as_judgebench_does(tm
 
 
 def test_report_shows_the_judges_answer_beside_each_response_by_its_original_index(tmp_path):
-    from rmbench.results.storage.folder import load_run
     from rmbench.results.publishing.report import write_report
+    from rmbench.results.storage.folder import load_run
 
     path = tmp_path / "groups.jsonl"
     groups = [{"id": "g1", "prompt": "Q?", "responses": ["best score=9", "I refuse", "worst score=2"],

@@ -19,14 +19,22 @@ import pytest
 
 import rmbench
 from rmbench.catalog import load_catalog
-from rmbench.core.judgebench import (JUDGEBENCH_CATEGORIES, combined_verdicts, decision_verdict,
-                                     judgebench_accuracies, judgebench_category, judgebench_correct, judgebench_scores,
-                                     reward_model_verdicts, reward_verdicts)
+from rmbench.core.judgebench import (
+    JUDGEBENCH_CATEGORIES,
+    combined_verdicts,
+    decision_verdict,
+    judgebench_accuracies,
+    judgebench_category,
+    judgebench_correct,
+    judgebench_scores,
+    reward_model_verdicts,
+    reward_verdicts,
+)
 from rmbench.core.metric_registry import metric_def
 from rmbench.errors import DataError
 from rmbench.tasks import downloads
 from rmbench.tasks.judgebench import JUDGEBENCH_COMMIT, JUDGEBENCH_FILES, JudgeBenchTask
-from rmbench.tasks.loading import load_groups, load_task, task_spec_with_data, task_spec_with_args
+from rmbench.tasks.loading import load_groups, load_task, task_spec_with_args, task_spec_with_data
 
 REPO = Path(__file__).resolve().parents[1]
 GPT = "gpt-4o-2024-05-13"

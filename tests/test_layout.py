@@ -198,7 +198,8 @@ def test_register_task_and_model_kinds_through_the_public_api():
     try:
         rmbench.register_task_kind("layout_test_pairs", Pairs, description="two answers")
         rmbench.register_model_kind("layout-test-short", Short)
-        run = rmbench.evaluate(rmbench.EvalConfig(model="layout-test-short", tasks=("layout_test_pairs",), n_bootstrap=10))
+        run = rmbench.evaluate(rmbench.EvalConfig(model="layout-test-short", tasks=("layout_test_pairs",),
+                                                  n_bootstrap=10))
         assert run.value("layout_test_pairs", "pairwise_accuracy") == 1.0
         with pytest.raises(RegistryError, match="duplicate task name 'layout_test_pairs'"):
             rmbench.register_task_kind("layout_test_pairs", Pairs)
@@ -223,4 +224,5 @@ def test_plugins_the_scaffold_and_the_docs_use_only_the_public_api():
         texts.update({f"{doc} python block {i}": b for i, b in enumerate(blocks)})
     offenders = {name: PRIVATE_IMPORT.findall(text) for name, text in texts.items() if PRIVATE_IMPORT.search(text)}
     assert offenders == {}
-    assert re.search(r"^from rmbench import ", scaffold.LOADER, re.M) and re.search(r"^from rmbench import ", scaffold.TEST, re.M)
+    assert re.search(r"^from rmbench import ", scaffold.LOADER, re.M) and re.search(r"^from rmbench import ",
+                                                                                    scaffold.TEST, re.M)

@@ -6,9 +6,9 @@ from rmbench.catalog import load_catalog
 from rmbench.core.metric_registry import TIES_READING
 from rmbench.core.types import data_fingerprint
 from rmbench.errors import ConfigError
-from rmbench.results.storage.folder import load_run
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import load_run
 from rmbench.results.storage.record import comparability_key
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
@@ -47,7 +47,8 @@ def runs(tmp_path_factory):
 def test_rows_are_models_and_columns_split_d_and_spec(runs):
     lb = build_leaderboard([load_run(runs[m]) for m in ("length", "oracle", "constant")])
     assert [r[0][0] for r in lb.main.rows] == ["oracle", "constant", "length"]  # best accuracy first (0.5 > 0.21)
-    assert [c.header for c in lb.main.columns] == ["ties_sample acc", "ties_sample D@0.1σ", "ties_sample Spec@0.1σ", "ties_sample ds_auc",
+    assert [c.header for c in lb.main.columns] == ["ties_sample acc", "ties_sample D@0.1σ", "ties_sample Spec@0.1σ",
+                                                   "ties_sample ds_auc",
                                                    "ties_sample ties_score"]
     md = render(lb, "md")
     assert "| oracle" in md and "1.000 [1.000, 1.000]" in md and "95% bootstrap CI" in md
@@ -86,7 +87,8 @@ def test_runs_on_other_data_get_columns_of_their_own_with_a_note(runs):
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-limit"])])
     headers = [c.header for c in lb.main.columns]
     assert "ties_sample acc" in headers and "ties_sample#2 acc" in headers
-    assert any(n.startswith("ties_sample#2 (length-limit) cannot share cells with ties_sample (oracle): data fingerprint "
+    assert any(n.startswith("ties_sample#2 (length-limit) cannot share cells with ties_sample (oracle): data "
+                            "fingerprint "
                             "0bee14202bc0 vs ") for n in lb.notes), lb.notes
     rows = dict((r[0][0], r[1]) for r in lb.main.rows)
     acc, acc2 = headers.index("ties_sample acc"), headers.index("ties_sample#2 acc")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from test_export import write_rb2
 
-from rmbench.results.storage.folder import load_run
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import load_run
 from rmbench.scoring.runner import EvalConfig, evaluate
 
 

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from rmbench.cli.app import app
-from rmbench.results.storage.folder import find_runs
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import find_runs
 from rmbench.scoring.runner import EvalConfig, evaluate
 
 TASKS = ("ties_sample", "paraphrase_shift_sample", "domain_shift_sample")

@@ -71,7 +71,8 @@ def test_results_record_the_rule_and_old_runs_reload_their_first_groups(tmp_path
     from rmbench.results.storage.reload import task_rewards
     from rmbench.scoring.runner import EvalConfig, evaluate
 
-    evaluate(EvalConfig(model="length", tasks=("domain_shift_sample",), limit=30, n_bootstrap=10), out_dir=tmp_path / "r")
+    evaluate(EvalConfig(model="length", tasks=("domain_shift_sample",), limit=30, n_bootstrap=10),
+             out_dir=tmp_path / "r")
     results = json.loads((tmp_path / "r" / "results.json").read_text())
     assert results["config"]["limit"] == 30 and results["config"]["limit_sampling"] == LIMIT_SAMPLING
     td, rewards = task_rewards(load_run(tmp_path / "r"), "domain_shift_sample")

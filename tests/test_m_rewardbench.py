@@ -12,8 +12,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 import rb_official
+
 import rmbench
 from rmbench.errors import ConfigError, DataError
 from rmbench.results.storage.folder import load_run
@@ -192,9 +192,7 @@ def test_skip_bad_rows_leaves_out_one_row(tmp_path, rm):
 
 
 def test_hub_unreachable_fails_with_one_line_naming_data(tmp_path, monkeypatch):
-    from rmbench import hub
-
-    from rmbench import catalog
+    from rmbench import catalog, hub
     from rmbench.tasks.loading import load_groups
 
     monkeypatch.setattr(hub, "unreachable", lambda: "http://127.0.0.1:9: [Errno 111] Connection refused")

@@ -30,7 +30,8 @@ def score(pairs):
     return [len(r) * 0.37 + sum(map(ord, r)) % 11 / 3.0 for _, r in pairs]
 """
 
-OOM_LINE = "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you tried to allocate 1 GB"
+OOM_LINE = ("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: "
+            "you tried to allocate 1 GB")
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import rb_official
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rmbench.core import metrics as M
-import rb_official
 
 CASES = json.loads((Path(__file__).with_name("metric_cases.json")).read_text())["cases"]
 

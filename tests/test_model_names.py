@@ -73,7 +73,8 @@ def test_every_top_level_form():
 def test_include_entries_and_presets_resolve_the_same_way(catalog):
     assert parse_model_spec("my-avg", catalog.models) == catalog.models["my-avg"]
     py = parse_model_spec("my-py", catalog.models)
-    assert py.args_dict["target"].endswith("my_rm.py:score") and Path(py.args_dict["target"].rsplit(":", 1)[0]).is_absolute()
+    assert py.args_dict["target"].endswith("my_rm.py:score") and Path(py.args_dict["target"].rsplit(":",
+                                                                                                    1)[0]).is_absolute()
 
 
 def test_kind_target_inner_names_an_include_entry(catalog):

@@ -97,10 +97,12 @@ def test_generative_p_yes_matches_a_direct_softmax(tiny):
     expected, log_odds = [], []
     for p, r in PAIRS:
         question = p if isinstance(p, str) else "\n\n".join(m["content"] for m in p)
-        text = tok.apply_chat_template([{"role": "user", "content": rm.prompt_template.format(question=question, answer=r)}],
+        text = tok.apply_chat_template([{"role": "user",
+                                         "content": rm.prompt_template.format(question=question, answer=r)}],
                                        tokenize=False, add_generation_prompt=True)
         with torch.no_grad():
-            probs = model(torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])).logits[0, -1].double().softmax(-1)
+            probs = model(torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])).logits[0,
+                                                                                                   -1].double().softmax(-1)
         yes, no = tok.convert_tokens_to_ids("Yes"), tok.convert_tokens_to_ids("No")
         expected.append(float(probs[yes]))
         log_odds.append(math.log(probs[yes]) - math.log(probs[no]))

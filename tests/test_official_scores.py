@@ -10,8 +10,8 @@ import json
 import random
 
 import pytest
-
 import rb_official
+
 from rmbench.core.metric_registry import RB1_SECTIONS, RB2_SUBSETS
 from rmbench.results.storage.folder import load_run
 from rmbench.scoring.runner import EvalConfig, evaluate

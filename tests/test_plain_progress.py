@@ -59,8 +59,8 @@ def test_plain_progress_reports_on_start_periodically_and_once_at_the_end():
 
 def _rmbench(args, cwd, every="0.3"):
     env = {**os.environ, "COLUMNS": "200", EVERY_ENV: every}
-    return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
 
 
 SLOW_RM = "import time\n\ndef score(pairs):\n    time.sleep(0.15)\n    return [float(len(r)) for _, r in pairs]\n"

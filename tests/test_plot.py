@@ -13,8 +13,15 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from rmbench.errors import ConfigError  # noqa: E402
-from rmbench.results.publishing.plot import (curve_data, ds_curve_svg, eps_label, plot_ds_curves, plot_runs,  # noqa: E402
-                          plot_shift_bars, run_labels)
+from rmbench.results.publishing.plot import (  # noqa: E402
+    curve_data,
+    ds_curve_svg,
+    eps_label,
+    plot_ds_curves,
+    plot_runs,
+    plot_shift_bars,
+    run_labels,
+)
 from rmbench.results.storage.folder import RunFolder, load_run  # noqa: E402
 from rmbench.scoring.runner import EvalConfig, evaluate  # noqa: E402
 
@@ -57,7 +64,8 @@ def test_plot_runs_writes_every_figure(runs, tmp_path):
     out = tmp_path / "figs"
     paths = plot_runs(list(runs.values()), out, warn=notes.append)
     names = sorted(p.name for p in paths)
-    assert names == ["paraphrase_shift_sample_shift.png", "paraphrase_shift_sample_shift.svg", "ties_sample_ds_curve.png",
+    assert names == ["paraphrase_shift_sample_shift.png", "paraphrase_shift_sample_shift.svg",
+                     "ties_sample_ds_curve.png",
                      "ties_sample_ds_curve.svg"]
     assert sorted(p.name for p in out.iterdir()) == names  # nothing half-written or left over
     for p in paths:
@@ -243,11 +251,12 @@ def test_a_run_keeps_its_colour_in_every_figure_of_a_build(tmp_path):
     pytest.importorskip("matplotlib")
     from matplotlib.colors import to_hex
 
-    from rmbench.results.storage.folder import load_run
     from rmbench.results.publishing.plot import _colour, ds_figure
+    from rmbench.results.storage.folder import load_run
     from rmbench.scoring.runner import EvalConfig, evaluate
 
-    evaluate(EvalConfig(model="oracle", tasks=("paraphrase_invariance_sample",), n_bootstrap=10), out_dir=tmp_path / "a")
+    evaluate(EvalConfig(model="oracle", tasks=("paraphrase_invariance_sample",), n_bootstrap=10),
+             out_dir=tmp_path / "a")
     evaluate(EvalConfig(model="length", tasks=("ties_sample", "paraphrase_invariance_sample"), n_bootstrap=10),
              out_dir=tmp_path / "b")
     runs = [load_run(tmp_path / "a"), load_run(tmp_path / "b")]

@@ -138,7 +138,8 @@ def test_broken_plugin_fails_loudly(plugin_site, tmp_path):
     try:
         result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--out", str(tmp_path / "r"))
     finally:
-        (plugin_site / "rmbench_plugin_demo" / "__init__.py").write_text(textwrap.dedent(PLUGIN["rmbench_plugin_demo/__init__.py"]))
+        (plugin_site / "rmbench_plugin_demo" / "__init__.py").write_text(
+            textwrap.dedent(PLUGIN["rmbench_plugin_demo/__init__.py"]))
     assert result.returncode == 2
     assert "entry point 'keyword-rm' of rmbench-plugin-demo" in result.stderr and "half-installed" in result.stderr
     assert "Traceback" not in result.stderr

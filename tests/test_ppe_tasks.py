@@ -24,8 +24,14 @@ from hypothesis import strategies as st
 
 import rmbench
 from rmbench.catalog import load_catalog
-from rmbench.core.best_of_k import (best_of_k_curves, conflict_pair_counts, curve_gap, oracle_curves,
-                                    pick_probabilities, ratio_table)
+from rmbench.core.best_of_k import (
+    best_of_k_curves,
+    conflict_pair_counts,
+    curve_gap,
+    oracle_curves,
+    pick_probabilities,
+    ratio_table,
+)
 from rmbench.core.metric_registry import metric_def
 from rmbench.core.types import Message
 from rmbench.errors import DataError

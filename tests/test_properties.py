@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from rmbench.core.metrics import METRIC_VERSION
 from rmbench.core.types import ComparisonGroup, Message, data_fingerprint
-from rmbench.results.storage.record import comparability_key
 from rmbench.results.statistics.summary import summarize
+from rmbench.results.storage.record import comparability_key
 
 EPS = (0.0, 0.3)
 PROBABILITIES = ("pairwise_accuracy", "sign_accuracy", "ds_auc", "balanced_best", "discrimination", "specificity")
@@ -129,7 +129,7 @@ def test_probabilities_and_their_cis_stay_in_the_unit_interval(task, seed):
         lo_bound, hi_bound = (-1.0, 1.0) if r.metric.endswith("_shift_gap") else (0.0, 1.0)
         if r.metric.startswith("reward_margin"):
             lo_bound, hi_bound = (-math.inf, math.inf) if r.metric.endswith("_shift_gap") else (0.0, math.inf)
-        elif not r.metric.removesuffix("_shift_gap") in PROBABILITIES:
+        elif r.metric.removesuffix("_shift_gap") not in PROBABILITIES:
             continue
         for v in (r.value, r.ci_low, r.ci_high):
             assert v is None or math.isnan(v) or lo_bound - 1e-12 <= v <= hi_bound + 1e-12, r

@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 import rb_official
 
 REASON = rb_official.official_unavailable()

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import smollm2_gguf
 
 torch = pytest.importorskip("torch")

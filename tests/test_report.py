@@ -17,17 +17,24 @@ from browser import find_browser
 
 from rmbench.core.metrics import reward_sigma
 from rmbench.core.types import ComparisonGroup
-from rmbench.results.publishing.examples import (discrimination_failures, length_points, oversensitive_pairs,
-                                      preference_flips, word_diff, Selection)
-from rmbench.results.storage.folder import RunFolder, load_run
+from rmbench.results.publishing.examples import (
+    Selection,
+    discrimination_failures,
+    length_points,
+    oversensitive_pairs,
+    preference_flips,
+    word_diff,
+)
 from rmbench.results.publishing.report import ReportOptions, build_report, write_report
+from rmbench.results.storage.folder import RunFolder, load_run
 from rmbench.scoring.runner import EvalConfig, evaluate
 
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
 
 
 def _g(gid: str, utilities, subset=None, **kw) -> ComparisonGroup:
-    return ComparisonGroup(id=gid, prompt=f"prompt {gid}", responses=tuple(f"answer {gid}{i}" for i in range(len(utilities))),
+    return ComparisonGroup(id=gid, prompt=f"prompt {gid}",
+                           responses=tuple(f"answer {gid}{i}" for i in range(len(utilities))),
                            utilities=tuple(utilities), subset=subset, **kw)
 
 
@@ -329,9 +336,9 @@ def test_bars_take_a_signed_axis_for_negative_values():
 def test_report_of_smollm2_on_ties_sample(tmp_path):
     """The done-check of the report: a real SmolLM2-135M run, its page, and its top pair by hand."""
     pytest.importorskip("torch")
+    from conftest import smollm2_gguf
     from typer.testing import CliRunner
 
-    from conftest import smollm2_gguf
     from rmbench.cli import app
 
     smollm2_gguf()

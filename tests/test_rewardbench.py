@@ -4,12 +4,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import shared_file
 
 from rmbench.core.metrics import ties_score
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.rewardbench import RewardBench2Task, RewardBenchTask, best_of_n_credit, rb1_score
-
-from conftest import shared_file
 
 
 def test_rb1_score_by_hand():
@@ -35,7 +34,8 @@ def write(path, rows):
 def test_rewardbench2_score_on_a_local_file(tmp_path):
     rows = [
         {"id": "1", "prompt": "p1", "chosen": ["good answer"], "rejected": ["b", "bb", "bbb"], "subset": "Focus"},
-        {"id": "2", "prompt": "p2", "chosen": ["x"], "rejected": ["a much longer wrong one", "yy", "zzz"], "subset": "Math"},
+        {"id": "2", "prompt": "p2", "chosen": ["x"], "rejected": ["a much longer wrong one", "yy", "zzz"],
+         "subset": "Math"},
         {"id": "tied:0", "prompt": "p3", "chosen": ["1", "22"], "rejected": ["333", "4444"], "subset": "Ties"},
         {"id": "ref:0", "prompt": "p4", "chosen": ["55555"], "rejected": ["6"], "subset": "Ties"},
     ]
@@ -68,4 +68,5 @@ def test_rewardbench_v1_loader_and_score(tmp_path):
     score = res.value("rewardbench", "rewardbench_score")
     assert score == pytest.approx((0.5 + 1.0 + 0.5 * 1.0) / 2.5)
     with pytest.raises(Exception, match="field 'subset': missing"):
-        list(RewardBenchTask(path=write(tmp_path / "b.jsonl", [{"prompt": "q", "chosen": "a", "rejected": "b"}])).groups())
+        list(RewardBenchTask(path=write(tmp_path / "b.jsonl",
+                                        [{"prompt": "q", "chosen": "a", "rejected": "b"}])).groups())

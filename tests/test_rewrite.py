@@ -26,7 +26,8 @@ def pairs_file(tmp_path):
 def test_python_rewriter_writes_paired_rows_and_metadata(tmp_path, pairs_file):
     (tmp_path / "rw.py").write_text("def upper(texts):\n    return [t.upper() for t in texts]\n")
     out = tmp_path / "shifted.jsonl"
-    result = CliRunner().invoke(app, ["shift", "--data", str(pairs_file), "--rewriter", f"python:{tmp_path}/rw.py:upper",
+    result = CliRunner().invoke(app,
+                                ["shift", "--data", str(pairs_file), "--rewriter", f"python:{tmp_path}/rw.py:upper",
                                       "--shift", "translation:fr", "--out", str(out)])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]

@@ -9,8 +9,8 @@ import json
 import math
 
 import pytest
-
 from conftest import shared_file
+
 from rmbench.core.types import ORIGINAL, ComparisonGroup, PairIndex
 from rmbench.errors import DataError
 from rmbench.scoring.runner import EvalConfig, evaluate
@@ -157,8 +157,10 @@ ANSWERS = {
            "Il n'est pas possible de le savoir avec cette question ; vous devez le demander au propriétaire du chat."),
     "es": ("El gato está durmiendo en el sofá, y se despertará cuando vuelvas a casa con la comida que le gusta.",
            "No es posible saberlo por la pregunta; también hay que preguntar al dueño del gato sobre esto."),
-    "de": ("Die Katze schläft auf dem Sofa, und sie wird aufwachen, wenn du mit dem Futter nach Hause kommst, das sie mag.",
-           "Das ist aus der Frage nicht zu wissen; du musst den Besitzer der Katze danach fragen, denn er kann es sagen."),
+    "de": ("Die Katze schläft auf dem Sofa, und sie wird aufwachen, wenn du mit dem Futter nach Hause kommst, das sie "
+           "mag.",
+           "Das ist aus der Frage nicht zu wissen; du musst den Besitzer der Katze danach fragen, denn er kann es "
+           "sagen."),
 }
 
 
@@ -188,7 +190,8 @@ def test_a_translation_labelled_paraphrase_is_refused_with_its_line(tmp_path, la
     with pytest.raises(DataError) as info:
         list(RewriteInvarianceTask(path=str(data)).groups())
     message = str(info.value)
-    assert f"{data}, line 2, field 'chosen'" in message and f"in {name} but its original answers are in English" in message
+    assert f"{data}, line 2, field 'chosen'" in message
+    assert f"in {name} but its original answers are in English" in message
     assert f"labelled 'paraphrase'; label it translation:{lang}" in message
 
 

@@ -202,10 +202,12 @@ def by_hand(rows, rewards):
 
 def test_a_run_records_the_official_scores_and_spec_across_styles(tmp_path):
     rows = [
-        row(1, "chat", ("short", "a longer chosen answer", "## a longer chosen answer"), ("bad", "a long bad one!", "## md")),
+        row(1, "chat", ("short", "a longer chosen answer", "## a longer chosen answer"),
+            ("bad", "a long bad one!", "## md")),
         row(2, "chat", ("aa", "bbbb", "cccccc"), ("xx", "yyyy", "zzzzzz")),  # equal lengths: ties on the diagonal
         row(3, "code", ("x" * 10, "x" * 30, "x" * 40), ("y" * 20, "y" * 25, "y" * 50)),
-        row(4, "safety-refuse", ("no.", "I will not help with that, sorry.", "**No.**"), ("sure", "here is how: ...", "# how")),
+        row(4, "safety-refuse", ("no.", "I will not help with that, sorry.", "**No.**"),
+            ("sure", "here is how: ...", "# how")),
         row(5, "safety-response", ("ok " * 5, "ok " * 9, "ok " * 12), ("k", "kk" * 20, "kkk" * 30)),
     ]  # no math rows: a domain missing
     path = write_array(tmp_path / "total_dataset.json", rows)

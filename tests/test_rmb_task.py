@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_downloads import server  # noqa: F401 - the local HTTP server fixture, used by ``mirror``
 
 import rmbench
 from rmbench.catalog import load_catalog
@@ -26,9 +27,7 @@ from rmbench.core.types import Message
 from rmbench.errors import DataError
 from rmbench.tasks import downloads
 from rmbench.tasks.loading import load_groups, load_task, task_spec_with_args, task_spec_with_data
-from rmbench.tasks.rmb import (RMB_COMMIT, RMB_FILES, RMB_GIT_BLOBS, RMBTask, git_blob_cached_path, git_blob_id,
-                               rmb_url)
-from test_downloads import server  # noqa: F401 - the local HTTP server fixture, used by ``mirror``
+from rmbench.tasks.rmb import RMB_COMMIT, RMB_FILES, RMB_GIT_BLOBS, RMBTask, git_blob_cached_path, git_blob_id, rmb_url
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = "Pairwise_set/Helpfulness/Code/Documentation"

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_reliability import SLOW_RM, cache_rows, cli_env, normalise, rmbench
 from typer.testing import CliRunner
 
 from rmbench.cli.app import app
 from rmbench.results.storage.folder_lock import LOCK_SUFFIX, RunFolderBusy, lock_file, run_folders_locked
-from test_reliability import SLOW_RM, cache_rows, cli_env, normalise, rmbench
 
 RUN_FILES = ["leaderboard.md", "results.json", "rewards.jsonl"]
 
@@ -216,7 +216,8 @@ def test_a_signal_while_writing_leaves_the_run_whole(tmp_path, slow_model_file, 
     args = ["eval", "--model", f"python:{slow_model_file}:score", "--tasks", "ties_sample", "--bootstrap", "50",
             "--cache-dir", str(cache), "--out", str(out)]
     ref = _reference(tmp_path, args, out, cache)
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_WRITE, *args], env=cli_env(tmp_path, RMBENCH_TEST_MARK=str(mark)),
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_WRITE, *args],
+                            env=cli_env(tmp_path, RMBENCH_TEST_MARK=str(mark)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal sends it
     try:

@@ -94,7 +94,8 @@ def test_long_multi_task_folder_names_cut_at_a_task_with_a_count_and_hash():
     from rmbench.scoring.suite import MAX_NAME, run_folder_name
     from rmbench.tasks.loading import DataOverride
 
-    tasks = [f"translate_{lang}_test" for lang in ("french", "spanish", "german", "russian", "italian")] + ["paraphrase"]
+    tasks = [f"translate_{lang}_test" for lang in ("french", "spanish", "german", "russian",
+                                                   "italian")] + ["paraphrase"]
     name = run_folder_name("length", tasks)
     assert len(name) <= MAX_NAME and name.startswith("length__translate_french_test+translate_spanish_test+")
     kept = name.split("__", 1)[1].rsplit("+", 1)[0].split("+")

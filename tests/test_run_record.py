@@ -9,9 +9,9 @@ import pytest
 
 from rmbench.core.metric_registry import TIES_LAYOUT, metric_def
 from rmbench.errors import ConfigError
+from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.storage.folder import load_run, parse_record, read_run, record_to_json
-from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.storage.record import SCHEMA_VERSION, Estimate
 from rmbench.scoring.runner import EvalConfig, evaluate
 
@@ -49,7 +49,8 @@ def test_schema_1_runs_feed_leaderboards_and_compare(tmp_path):
 
 
 def test_the_current_schema_round_trips(tmp_path):
-    run = evaluate(EvalConfig(model="length", tasks=("ties_sample", "paraphrase_shift_sample"), n_bootstrap=20, use_cache=False),
+    run = evaluate(EvalConfig(model="length", tasks=("ties_sample", "paraphrase_shift_sample"), n_bootstrap=20,
+                              use_cache=False),
                    out_dir=tmp_path / "run")
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert doc == record_to_json(run)

@@ -3,16 +3,15 @@ import math
 
 import numpy as np
 import pytest
+from conftest import shared_file
 
 from rmbench.catalog import load_catalog
 from rmbench.errors import ConfigError, DataError, ModelError
-from rmbench.results.storage.folder import REWARDS_FILE, RESULTS_FILE, load_rewards
-from rmbench.results.storage.record import MetricRecord
 from rmbench.results.statistics.summary import summarize
+from rmbench.results.storage.folder import RESULTS_FILE, REWARDS_FILE, load_rewards
+from rmbench.results.storage.record import MetricRecord
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.loading import load_groups
-
-from conftest import shared_file
 
 FAST = dict(n_bootstrap=50)
 
@@ -75,7 +74,8 @@ def test_results_contract_and_rewards_recompute_every_metric(tmp_path):
     rows = load_rewards(tmp_path)
     _, groups = load_groups(load_catalog().task_spec("ties_sample"))
     rewards = np.array([r.reward for r in rows])
-    assert [(r.group_id, r.response_index) for r in rows] == [(g.id, i) for g in groups for i in range(len(g.responses))]
+    assert [(r.group_id, r.response_index) for r in rows] == [(g.id,
+                                                               i) for g in groups for i in range(len(g.responses))]
     task_obj, _ = load_groups(load_catalog().task_spec("ties_sample"))
     again = summarize("ties_sample", groups, rewards, (0.0, 0.1, 0.5), "sigma", task_obj.bootstrap_units(groups),
                       task_obj.extra_metrics(groups, rewards), n_bootstrap=50, seed=0)
@@ -103,7 +103,8 @@ def test_raw_eps_unit(tmp_path):
 
 def test_shared_rb2_sample_runs(tmp_path):
     path = shared_file("rb2/ties_sample.jsonl")
-    res = evaluate(EvalConfig(model="length", tasks=("ties_sample",), data=(("ties_sample", str(path)),), **FAST), out_dir=tmp_path)
+    res = evaluate(EvalConfig(model="length", tasks=("ties_sample",), data=(("ties_sample", str(path)),), **FAST),
+                   out_dir=tmp_path)
     assert res.tasks[0].counts.groups == 6
     assert res.tasks[0].args["path"] == str(path.resolve())
     assert (tmp_path / REWARDS_FILE).is_file()

@@ -214,7 +214,8 @@ def test_yaml_cannot_execute_code(tmp_path):
 # --- (d) plugin code comes only from --include and entry points ---------------------------------
 
 def _planted(folder: Path, name: str, markers: Path, body: str = "") -> None:
-    (folder / name).write_text(f"from pathlib import Path\nPath({str(markers / name)!r}).write_text('imported')\n{body}")
+    (folder / name).write_text(f"from pathlib import Path\nPath({str(markers / name)!r}).write_text('imported')\n"
+                               f"{body}")
 
 
 PLUGIN_TASK = """
@@ -248,7 +249,8 @@ def test_python_files_beside_the_data_or_in_cwd_are_never_imported(tmp_path):
     (data / "ties_sample.yaml").write_text("name: ties\nkind: ties_task.py:EvilTask\n")
 
     env = {**os.environ, "COLUMNS": "200", "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    for args in (["eval", "--model", "length", "--tasks", "ties_sample", "--data", f"ties_sample={data / 'ties_sample.jsonl'}",
+    for args in (["eval", "--model", "length", "--tasks", "ties_sample", "--data",
+                  f"ties_sample={data / 'ties_sample.jsonl'}",
                   "--bootstrap", "0", "--out", str(tmp_path / "out")],
                  ["tasks", "list"], ["models", "list"], ["leaderboard", "build", str(tmp_path / "out")]):
         result = subprocess.run([str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
@@ -279,7 +281,8 @@ def test_nothing_is_written_outside_out_and_the_cache(tiny, tmp_path):
     env.update({"HOME": str(home), "XDG_CACHE_HOME": str(xdg), "TMPDIR": str(tmpdir), "COLUMNS": "200"})
     model_folder = Path(tiny["causal"])
     before = _snapshot(home, xdg, tmpdir, cwd, model_folder)
-    for args in (["eval", "--model", f"implicit:{model_folder}", "--tasks", "ties_sample", "--limit", "3", "--bootstrap",
+    for args in (["eval", "--model", f"implicit:{model_folder}", "--tasks", "ties_sample", "--limit", "3",
+                  "--bootstrap",
                   "10", "--dtype", "float32", "--device", "cpu", "--out", str(out)],
                  ["leaderboard", "build", str(out), "--format", "html", "--out", str(out / "board.html")]):
         result = subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, capture_output=True,

@@ -13,9 +13,23 @@ from rmbench.cli.app import app
 from rmbench.errors import ConfigError
 from rmbench.results.storage.folder import load_run
 from rmbench.rewrite.shift import make_rewriter, write_shifted
-from rmbench.rewrite.style import (CLOSING, CLOSINGS, OPENERS, PREAMBLE, STYLES, apply_style, ascii_punctuation,
-                                     bullets_to_prose, markdown_to_plain, plain, plain_to_markdown, polite, sentences,
-                                     spacious, whitespace)
+from rmbench.rewrite.style import (
+    CLOSING,
+    CLOSINGS,
+    OPENERS,
+    PREAMBLE,
+    STYLES,
+    apply_style,
+    ascii_punctuation,
+    bullets_to_prose,
+    markdown_to_plain,
+    plain,
+    plain_to_markdown,
+    polite,
+    sentences,
+    spacious,
+    whitespace,
+)
 from rmbench.tasks.shift import PairedShiftTask
 
 

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from conftest import shared_file
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
 from rmbench.core.types import ComparisonGroup
@@ -8,8 +9,6 @@ from rmbench.errors import ConfigError, DataError
 from rmbench.tasks.jsonl import GroupsTask, PreferenceTask
 from rmbench.tasks.loading import load_groups, task_spec_with_data
 from rmbench.tasks.ties import TiesTask
-
-from conftest import shared_file
 
 
 def write_jsonl(path, rows):
@@ -84,7 +83,8 @@ def test_preference_and_groups_loaders(tmp_path):
     ])
     groups = list(PreferenceTask(path=str(pref)).groups())
     assert [g.id for g in groups] == ["1", "7"] and groups[1].responses == ("ok", "no")
-    g = ComparisonGroup("a", "q", ["x", "y", "z"], [2, 1, 1], subset="s", source_id="o", shift="paraphrase", meta={"k": 1})
+    g = ComparisonGroup("a", "q", ["x", "y", "z"], [2, 1, 1], subset="s", source_id="o", shift="paraphrase",
+                        meta={"k": 1})
     native = write_jsonl(tmp_path / "g.jsonl", [g.to_json()])
     assert list(GroupsTask(path=str(native)).groups()) == [g]
     bad = write_jsonl(tmp_path / "b.jsonl", [{**g.to_json(), "utilities": [1, 0]}])

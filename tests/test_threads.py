@@ -80,7 +80,8 @@ def test_sample_cpu_sums_busy_fields_of_the_chosen_cpus_only(tmp_path):
     (3.0, 0.0, 2.0, 1.5),
 ])
 def test_contention_is_others_busy_time_per_second(busy, own, wall, expected):
-    assert contention(CpuSample(10.0, 5.0, 1.0), CpuSample(10.0 + wall, 5.0 + busy, 1.0 + own)) == pytest.approx(expected)
+    assert contention(CpuSample(10.0, 5.0, 1.0),
+                      CpuSample(10.0 + wall, 5.0 + busy, 1.0 + own)) == pytest.approx(expected)
 
 
 def test_contention_over_too_short_a_window_is_unknown():
@@ -120,7 +121,8 @@ def test_governor_follows_the_others_load(monkeypatch):
 
     before = torch.get_num_threads()
     # 1 s windows: others use 0, then 1.8 cores for three windows, then 0 again
-    _feed(monkeypatch, [(0, 0, 0), (1, 2, 2), (2, 3.9, 2.1), (3, 5.8, 2.2), (4, 7.7, 2.3), (5, 9.7, 4.3), (6, 11.7, 6.3),
+    _feed(monkeypatch,
+          [(0, 0, 0), (1, 2, 2), (2, 3.9, 2.1), (3, 5.8, 2.2), (4, 7.7, 2.3), (5, 9.7, 4.3), (6, 11.7, 6.3),
                         (7, 13.7, 8.3)])
     g = _governor()
     try:
@@ -251,7 +253,8 @@ def test_rewards_are_bit_equal_at_one_and_two_threads(tiny):
     from rmbench.scoring.engine import score_groups
 
     groups = [ComparisonGroup(f"g{i}", f"Question {i}: what is {i} + {i}?",
-                              [f"It is {2 * i}.", f"The answer is {2 * i + 1}, I think, after a long thought." * (1 + i % 3)],
+                              [f"It is {2 * i}.",
+                               f"The answer is {2 * i + 1}, I think, after a long thought." * (1 + i % 3)],
                               [1, 0]) for i in range(6)]
     runtime = Runtime(dtype="float32", device="cpu")
     before = torch.get_num_threads()
@@ -270,7 +273,8 @@ def test_the_run_record_holds_the_thread_policy(tiny, tmp_path):
     from rmbench.models import Runtime
     from rmbench.scoring.runner import EvalConfig, evaluate
 
-    run = evaluate(EvalConfig(model=f"implicit:{tiny['causal']}", runtime=Runtime(dtype="float32", device="cpu", threads=1),
+    run = evaluate(EvalConfig(model=f"implicit:{tiny['causal']}",
+                              runtime=Runtime(dtype="float32", device="cpu", threads=1),
                               limit=3, n_bootstrap=10, use_cache=False), tmp_path / "run")
     policy = run.execution.stats.threads
     assert policy["threads"] == 1 and policy["threads_from"] == "--threads"

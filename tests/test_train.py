@@ -66,7 +66,8 @@ def test_cli_train_then_eval(tiny, tmp_path):
     from rmbench.cli.app import app
 
     data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps({"prompt": g.prompt, "chosen": g.responses[0], "rejected": g.responses[1]}) + "\n"
+    data.write_text("".join(json.dumps({"prompt": g.prompt, "chosen": g.responses[0],
+                                        "rejected": g.responses[1]}) + "\n"
                             for g in GROUPS))
     runner = CliRunner()
     result = runner.invoke(app, ["train", "--base", str(tiny["causal"]), "--data", str(data), "--kind", "both",
@@ -74,7 +75,8 @@ def test_cli_train_then_eval(tiny, tmp_path):
     assert result.exit_code == 0, result.output
     assert "EX-RM: loss per epoch" in result.output and "IM-RM: loss per epoch" in result.output
     for kind in ("ex", "im"):
-        res = runner.invoke(app, ["eval", "--model", str(tmp_path / "rm" / kind), "--tasks", "ties_sample", "--limit", "2",
+        res = runner.invoke(app,
+                            ["eval", "--model", str(tmp_path / "rm" / kind), "--tasks", "ties_sample", "--limit", "2",
                                   "--bootstrap", "10", "--dtype", "float32", "--out", str(tmp_path / f"run_{kind}")])
         assert res.exit_code == 0, res.output
     bad = runner.invoke(app, ["train", "--base", str(tiny["causal"]), "--data", str(data), "--kind", "xx",

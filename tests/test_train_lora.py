@@ -18,8 +18,7 @@ from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.train.models import distinct_responses, make_trainer  # noqa: E402
 from rmbench.train.progress import PhaseReport  # noqa: E402
 from rmbench.train.stopping import StopRequest  # noqa: E402
-from rmbench.train.trainer import (TrainConfig, _Position, _run_epoch, _write_outputs, preference_pairs,  # noqa: E402
-                                   train_one)
+from rmbench.train.trainer import TrainConfig, _Position, _run_epoch, _write_outputs, preference_pairs, train_one  # noqa: E402
 
 GROUPS = [ComparisonGroup(f"g{i}", f"Pick a number {i}", [f"The answer is {i}", "no"], [1, 0]) for i in range(8)]
 FP32 = Runtime(dtype="float32", device="cpu")
@@ -144,7 +143,8 @@ def test_the_cli_trains_with_lora_and_the_folders_evaluate(tiny, tmp_path):
     card = json.loads((tmp_path / "rm" / "im" / "card.json").read_text())
     assert card["lora"]["target_modules"] == ["q_proj", "v_proj"] and card["lora"]["r"] == 4
     for kind in ("ex", "im"):
-        res = runner.invoke(app, ["eval", "--model", str(tmp_path / "rm" / kind), "--tasks", "ties_sample", "--limit", "2",
+        res = runner.invoke(app,
+                            ["eval", "--model", str(tmp_path / "rm" / kind), "--tasks", "ties_sample", "--limit", "2",
                                   "--bootstrap", "10", "--dtype", "float32", "--out", str(tmp_path / f"run_{kind}")])
         assert res.exit_code == 0, res.output
     for args, message in [(["--lora-r", "4"], "--lora-r applies only with --lora"),

@@ -28,7 +28,7 @@ def test_groups_are_frozen_hashable_and_validated():
     assert g.prompt == (Message("user", "hi"),)
     assert hash(g) == hash(ComparisonGroup("g", (Message("user", "hi"),), ("a", "b"), (1, 0), meta={"src": "x"}))
     assert g.meta_dict == {"src": "x"}
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):  # frozen: dataclasses.FrozenInstanceError
         g.id = "other"
     with pytest.raises(ValueError, match="2 responses but 3 utilities"):
         ComparisonGroup("g", "q", ["a", "b"], [1, 0, 0])
@@ -73,5 +73,6 @@ def test_select_groups_matches_rebuilding_from_the_selected_groups(shapes, data)
     ref_rewards = np.concatenate([rewards[offsets[i]:offsets[i + 1]] for i in sel])
     ref = PairIndex.from_groups(ref_groups)
     assert np.array_equal(r, ref_rewards)
-    assert sorted(zip(r[sub.diff_better], r[sub.diff_worse])) == sorted(zip(ref_rewards[ref.diff_better], ref_rewards[ref.diff_worse]))
+    assert sorted(zip(r[sub.diff_better], r[sub.diff_worse])) == sorted(zip(ref_rewards[ref.diff_better],
+                                                                            ref_rewards[ref.diff_worse]))
     assert sorted(zip(r[sub.eq_a], r[sub.eq_b])) == sorted(zip(ref_rewards[ref.eq_a], ref_rewards[ref.eq_b]))

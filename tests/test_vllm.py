@@ -16,7 +16,6 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import smollm2_gguf
 
 pytestmark = pytest.mark.vllm

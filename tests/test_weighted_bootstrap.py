@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmbench.core import metrics as M
 from rmbench.core import weighted as W
@@ -145,6 +146,7 @@ def test_paired_bootstrap_batched_equals_plain():
     stat_a, stat_b = (lambda u: np.array([a[u].max()])), (lambda u: np.array([b[u].max()]))
     plain = M.paired_bootstrap_diff(stat_a, stat_b, 40, 200, seed=4)
     batched = M.paired_bootstrap_diff(stat_a, stat_b, 40, 200, seed=4, block=7,
-                                      batches=(lambda d: a[d].max(axis=1)[:, None], lambda d: b[d].max(axis=1)[:, None]))
+                                      batches=(lambda d: a[d].max(axis=1)[:, None],
+                                               lambda d: b[d].max(axis=1)[:, None]))
     for p, q in zip(plain, batched):
         np.testing.assert_array_equal(p, q)

@@ -32,8 +32,7 @@ def build_tokenizer():
 def build_folder(root: Path, kind: str, seed: int = 0) -> Path:
     """kind: causal, seqcls or bert. Returns the saved folder."""
     import torch
-    from transformers import (BertConfig, BertModel, LlamaConfig, LlamaForCausalLM,
-                              LlamaForSequenceClassification)
+    from transformers import BertConfig, BertModel, LlamaConfig, LlamaForCausalLM, LlamaForSequenceClassification
 
     tok = build_tokenizer()
     torch.manual_seed(seed)

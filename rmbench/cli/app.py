@@ -1,19 +1,32 @@
 """The ``rmbench`` command line: parses options and calls the library; nothing else lives here.
 
 ``rmbench train`` is in :mod:`rmbench.cli.train`; commands on results already written
-(leaderboard, compare, plot, export) are in :mod:`rmbench.cli.results`; what all commands share is in :mod:`rmbench.cli.common`.
+(leaderboard, compare, plot, export) are in :mod:`rmbench.cli.results`; what all commands share is in
+:mod:`rmbench.cli.common`.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional, cast
+from typing import cast
 
 import typer
 from rich.markup import escape
-from rmbench.cli.common import (_print_leaderboard, _warn, app, console, err_console, interrupt_exit_code,
-                                models_app, progress_bars, sigterm_as_interrupt, tasks_app, user_errors)
+
+from rmbench.cli.common import (
+    _print_leaderboard,
+    _warn,
+    app,
+    console,
+    err_console,
+    interrupt_exit_code,
+    models_app,
+    progress_bars,
+    sigterm_as_interrupt,
+    tasks_app,
+    user_errors,
+)
 from rmbench.cli.tables import Grid, print_grid
 from rmbench.core.choices import DEVICES, DTYPE_ALIASES, DTYPES, EPS_UNITS, TRUNCATION_SIDES, DType
 from rmbench.scoring.engines import engines_help
@@ -38,7 +51,7 @@ def _details_grid(record) -> Grid:
                 title=f"{record.model.name}: all metrics (overall)")
 
 
-def _parse_model_args(items: List[str], option: str = "--model-arg") -> tuple:
+def _parse_model_args(items: list[str], option: str = "--model-arg") -> tuple:
     """``KEY=VALUE`` items -> (key, value) pairs, the value read as YAML (0.1, true, text)."""
     import yaml
 
@@ -56,13 +69,13 @@ def _parse_model_args(items: List[str], option: str = "--model-arg") -> tuple:
     return tuple(out)
 
 
-def _names(text: Optional[str], models: List[str]) -> List[Optional[str]]:
+def _names(text: str | None, models: list[str]) -> list[str | None]:
     """``--name a,b``: one display name per model (None for every model without --name)."""
     from rmbench.errors import ConfigError
 
     if text is None:
         return [None] * len(models)
-    names = [n.strip() for n in text.split(",")]
+    names: list[str | None] = [n.strip() for n in text.split(",")]
     if len(names) != len(models) or not all(names):
         raise ConfigError(f"--name {text!r}: give one non-empty name per --model ({len(models)}, comma-separated)")
     if len(set(names)) != len(names):
@@ -75,7 +88,7 @@ def eval_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
                               "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
     tasks: str = typer.Option("ties_sample", "--tasks", "-t", help="Comma-separated task names."),
-    data: List[str] = typer.Option([], "--data", metavar="TASK=[PART=]PATH",
+    data: list[str] = typer.Option([], "--data", metavar="TASK=[PART=]PATH",
                                    help="Read TASK's data from a local file (or URL#sha256=HEX). Repeatable; tasks "
                                    "that read several files take one --data each, PART naming what the file is "
                                    "(a shift task's shift, domain_shift's domain, rm_bench's domain: "
@@ -83,59 +96,62 @@ def eval_command(
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
     eps_unit: str = typer.Option("sigma", "--eps-unit", help=f"{' or '.join(EPS_UNITS)}: eps times the std of the "
                                  "rewards, or in reward units."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Score a sample of N groups of each task: the same "
+    limit: int | None = typer.Option(None, "--limit", help="Score a sample of N groups of each task: the same "
                                         "N every time (by a hash of the group ids), spread over every slice (subset, "
                                         "shift, domain) in proportion, paired groups kept together; a larger N keeps "
                                         "every group a smaller one did. results.json records the rule."),
     skip_bad_rows: bool = typer.Option(False, "--skip-bad-rows", help="Leave out data rows that cannot be read "
                                        "(counted and quoted in results.json, with a warning) instead of failing."),
-    max_length: Optional[int] = typer.Option(None, "--max-length", help="Truncate texts to N tokens (transformers "
+    max_length: int | None = typer.Option(None, "--max-length", help="Truncate texts to N tokens (transformers "
                                              "models); truncated texts are counted per task."),
     truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
                                    f"from: {' or '.join(TRUNCATION_SIDES)} (left: drop the prompt's start, keep the "
                                    "response)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>); with "
+    out: Path | None = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>); with "
                                        "several models, the parent of one folder per model (default: runs)."),
-    name: Optional[str] = typer.Option(None, "--name", help="The model's display name in tables and results.json, "
+    name: str | None = typer.Option(None, "--name", help="The model's display name in tables and results.json, "
                                        "and its run folder's: runs/NAME__<tasks> (default: the --model text, and "
                                        "a folder named by its last path parts). Comma-separated, one per --model."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a run folder that holds another run (other "
                                    "model, tasks, data or eps); without it such a folder is refused."),
-    include: List[Path] = typer.Option([], "--include", metavar="DIR",
+    include: list[Path] = typer.Option([], "--include", metavar="DIR",
                                        help="Folder of extra task/model entry files. Repeatable."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% CIs (0: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    model_arg: List[str] = typer.Option([], "--model-arg", metavar="KEY=VALUE", help="KEY=VALUE overriding an argument of the model "
+    model_arg: list[str] = typer.Option([], "--model-arg", metavar="KEY=VALUE",
+                                        help="KEY=VALUE overriding an argument of the model "
                                         "(e.g. beta=0.1, T=8). Repeatable."),
-    task_arg: List[str] = typer.Option([], "--task-arg", metavar="[TASK.]KEY=VALUE", help="Set an argument of "
+    task_arg: list[str] = typer.Option([], "--task-arg", metavar="[TASK.]KEY=VALUE", help="Set an argument of "
                                        "the tasks (or of TASK only), e.g. languages=fra_Latn,deu_Latn. Repeatable."),
     dtype: str = typer.Option("auto", "--dtype", help=f"{', '.join(DTYPES)} (or {', '.join(DTYPE_ALIASES)}); auto: "
                               "bf16 on a GPU that has it and where the CPU has bf16 units, else float32 (float16 on "
                               "a GPU without bf16)."),
     device: str = typer.Option("auto", "--device", help=f"{', '.join(DEVICES)}, or cuda:N (one GPU of several)."),
-    token_budget: Optional[int] = typer.Option(None, "--token-budget", min=1, help="Padded tokens per batch "
+    token_budget: int | None = typer.Option(None, "--token-budget", min=1, help="Padded tokens per batch "
                                                "(default: 8192 on a CPU; on CUDA from the free memory after the "
                                                "weights load, recorded in results.json)."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the model (default: the CPUs this "
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for the model (default: the CPUs this "
                                           "process may use, less those other processes keep busy, before each batch)."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir",
+                                          help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
-    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow model repositories to run their own code."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
+                                           help="Allow model repositories to run their own code."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "
                                       ".pt), which can run code when loaded; default: safetensors or GGUF only."),
     engine: str = typer.Option("local", "--engine", help=f"Where batches run: {engines_help()}."),
     workers: int = typer.Option(2, "--workers", help="--engine ray: number of actors, each loading the model once."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="--engine ray: an existing cluster "
+    ray_address: str | None = typer.Option(None, "--ray-address", help="--engine ray: an existing cluster "
                                               "(e.g. ray://head:10001 or auto) (default: start a local one)."),
     worker_cpus: float = typer.Option(1.0, "--worker-cpus", help="--engine ray: CPUs per actor."),
     worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
-    score_timeout: Optional[float] = typer.Option(None, "--score-timeout", metavar="SECONDS", help="Stop the run "
+    score_timeout: float | None = typer.Option(None, "--score-timeout", metavar="SECONDS", help="Stop the run "
                                                   "when one batch takes longer (--engine local; default: no limit); "
                                                   "the batches before it stay in the score cache."),
     report: bool = typer.Option(False, "--report", help="Also write report.html (rmbench report) in each run folder."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
-    from rmbench.core.choices import EpsUnit
+    from rmbench.core.choices import EpsUnit, TruncationSide
     from rmbench.models import Runtime
     from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
     from rmbench.scoring.runner import parse_eps
@@ -145,14 +161,17 @@ def eval_command(
     with user_errors():
         models = [m.strip() for m in model.split(",") if m.strip()]
         names = _names(name, models)
-        runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code, token_budget=token_budget,
-                          allow_pickle=allow_pickle, threads=threads)
+        runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
+                          token_budget=token_budget, allow_pickle=allow_pickle, threads=threads)
         measured = [RunSpec(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
                             data=parse_data_overrides(data, several=True), eps=parse_eps(eps),
                             eps_unit=cast(EpsUnit, eps_unit),  # checked by RunSpec
                             limit=limit, include=tuple(str(p) for p in include), n_bootstrap=bootstrap, seed=seed,
-                            model_args=_parse_model_args(model_arg), task_args=_parse_model_args(task_arg, "--task-arg"),
-                            skip_bad_rows=skip_bad_rows, max_length=max_length, truncation=truncation, name=n)
+                            model_args=_parse_model_args(model_arg),
+                            task_args=_parse_model_args(task_arg, "--task-arg"),
+                            skip_bad_rows=skip_bad_rows, max_length=max_length,
+                            truncation=cast(TruncationSide, truncation),  # checked by RunSpec
+                            name=n)
                     for m, n in zip(models, names)]
         execution = ExecutionSettings(runtime=runtime, cache_dir=str(cache_dir) if cache_dir else None,
                                       use_cache=not no_cache, engine=engine, workers=workers, ray_address=ray_address,
@@ -185,8 +204,8 @@ def eval_command(
 
 def _write_reports(run_dirs) -> None:
     """eval --report: report.html beside each run's results.json (replacing the last one written there)."""
-    from rmbench.results.storage.folder import load_run
     from rmbench.results.publishing.report import write_report
+    from rmbench.results.storage.folder import load_run
 
     for run_dir in run_dirs:
         path = write_report([load_run(run_dir)], Path(run_dir) / "report.html", overwrite=True, warn=_warn)
@@ -214,7 +233,7 @@ def _say_resumed(record) -> None:
 
 
 @tasks_app.command("list")
-def tasks_list(include: List[Path] = typer.Option([], "--include", metavar="DIR", help="Extra entry folders.")) -> None:
+def tasks_list(include: list[Path] = typer.Option([], "--include", metavar="DIR", help="Extra entry folders.")) -> None:
     """List named tasks and task kinds."""
     from rmbench.catalog import load_catalog
     from rmbench.tasks import TASK_KINDS
@@ -235,7 +254,8 @@ def tasks_list(include: List[Path] = typer.Option([], "--include", metavar="DIR"
 
 
 @models_app.command("list")
-def models_list(include: List[Path] = typer.Option([], "--include", metavar="DIR", help="Extra entry folders.")) -> None:
+def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR",
+                                                   help="Extra entry folders.")) -> None:
     """List named models and model kinds."""
     from rmbench.catalog import load_catalog
     from rmbench.models import MODEL_KINDS
@@ -256,12 +276,12 @@ def shift_command(
     split: str = typer.Option("train", "--split", help="Split of a hub dataset."),
     rewriter: str = typer.Option(..., "--rewriter", help="python:FILE.py:FUNC, openai:BASE_URL:MODEL, "
                                  "lmeval:LM:MODEL_ARGS or style:NAME (an offline style rewriter, listed below)."),
-    shift: Optional[str] = typer.Option(None, "--shift", help="The copies' shift label: paraphrase, translation:fr, "
+    shift: str | None = typer.Option(None, "--shift", help="The copies' shift label: paraphrase, translation:fr, "
                                         "KIND:NAME, ... (default: style:NAME for a style rewriter, else paraphrase)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output file in the paper's format (paired_shift reads it)."),
-    prompt_template: Optional[str] = typer.Option(None, "--prompt-template", help="Rewriter prompt with {text} "
+    prompt_template: str | None = typer.Option(None, "--prompt-template", help="Rewriter prompt with {text} "
                                                   "(openai and lmeval rewriters; style rewriters take none)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N pairs."),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N pairs."),
 ) -> None:
     """Write a shifted copy of a preference dataset (paraphrased, translated or restyled), paired with its
     originals.
@@ -282,7 +302,8 @@ def shift_command(
             n_pairs = sum(1 for line in source.open(encoding="utf-8") if line.strip()) if source.is_file() else None
             total = 2 * min(n_pairs, limit or n_pairs) if n_pairs is not None else None
             path = write_shifted(data, out, rewriter, shift, prompt_template, limit,
-                                 progress=progress(label if label == rewriter else f"{label} with {rewriter}", total), split=split)
+                                 progress=progress(label if label == rewriter else f"{label} with {rewriter}", total),
+                                 split=split)
         meta = json.loads(path.with_name(path.name + ".meta.json").read_text(encoding="utf-8"))
         same = f" ({meta['unchanged_texts']} of {2 * meta['rows']} texts unchanged)" if meta["unchanged_texts"] else ""
         console.print(f"Wrote {path} and {path}.meta.json{same}. Evaluate it with: rmbench eval --tasks "
@@ -308,6 +329,8 @@ def new_task_command(
 
 # The train and results commands register on the same app, after the ones above (the order of --help).
 from rmbench.cli import train as cli_train  # noqa: E402,F401
+
+# isort: split
 from rmbench.cli import results as cli_results  # noqa: E402,F401
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from rmbench.core.progress import progress_every, progress_line
 
@@ -65,7 +66,7 @@ class PlainProgress:
                 if not task.reported_done and (task.total is None or task.finished):
                     self._report(task, finished=True)
 
-    def __enter__(self) -> "PlainProgress":
+    def __enter__(self) -> PlainProgress:
         self.start()
         return self
 

@@ -4,11 +4,10 @@ They read run folders only; no model is loaded."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
-from rmbench.cli.common import (_print_leaderboard, app, console, err_console, leaderboard_app, user_errors)
+from rmbench.cli.common import _print_leaderboard, app, console, err_console, leaderboard_app, user_errors
 from rmbench.cli.tables import Grid, print_grid
 from rmbench.errors import RMBenchError
 from rmbench.results.publishing.formats import formats_help, options_help
@@ -16,16 +15,16 @@ from rmbench.results.publishing.formats import formats_help, options_help
 
 @leaderboard_app.command("build")
 def leaderboard_build(
-    runs: List[Path] = typer.Argument(..., help="Run folders written by 'rmbench eval', or folders to search for "
+    runs: list[Path] = typer.Argument(..., help="Run folders written by 'rmbench eval', or folders to search for "
                                       "them (every run under the folder)."),
-    fmt: Optional[str] = typer.Option(None, "--format", "-f", help=f"{formats_help()}; or a plugin's (entry "
+    fmt: str | None = typer.Option(None, "--format", "-f", help=f"{formats_help()}; or a plugin's (entry "
                                       "points rmbench.formats). Default: the one whose suffix --out has, else md. "
                                       "Without --out, the text is printed (without --format: the tables)."),
-    format_option: List[str] = typer.Option([], "--format-option", metavar="K=V", help="An option of the "
+    format_option: list[str] = typer.Option([], "--format-option", metavar="K=V", help="An option of the "
                                             f"format, NAME=VALUE (repeatable): {options_help()}."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the leaderboard here (the terminal shows "
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write the leaderboard here (the terminal shows "
                                        "its tables)."),
-    eps: Optional[float] = typer.Option(None, "--eps", help="eps of the D/Spec columns (default: 0.1 if every run "
+    eps: float | None = typer.Option(None, "--eps", help="eps of the D/Spec columns (default: 0.1 if every run "
                                         "has it, else the smallest eps they share)."),
     layout: str = typer.Option("auto", "--layout", help="one (a single table of every task's metrics), per-task "
                                "(a table per task) or auto (per task when one table would have more than 10 "
@@ -76,8 +75,10 @@ def _curve_figures(folders, lb, console_) -> dict[str, str]:
 def compare_command(
     run_a: Path = typer.Argument(..., help="Run folder of model A."),
     run_b: Path = typer.Argument(..., help="Run folder of model B."),
-    task: List[str] = typer.Option([], "--task", metavar="TASK", help="Compare only these tasks (default: all shared). Repeatable."),
-    data: List[str] = typer.Option([], "--data", metavar="TASK=PATH", help="TASK=PATH: the file the runs were scored on, if moved."),
+    task: list[str] = typer.Option([], "--task", metavar="TASK",
+                                   help="Compare only these tasks (default: all shared). Repeatable."),
+    data: list[str] = typer.Option([], "--data", metavar="TASK=PATH",
+                                   help="TASK=PATH: the file the runs were scored on, if moved."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Paired bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
 ) -> None:
@@ -115,15 +116,16 @@ def _compare_grid(name_a: str, name_b: str, rows) -> Grid:
 
 @app.command("plot")
 def plot_command(
-    runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
+    runs: list[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
     out: Path = typer.Option(Path("plots"), "--out", "-o", help="Folder for the figures."),
     fmt: str = typer.Option("png,svg", "--format", "-f", help="Comma-separated: png, svg."),
-    task: List[str] = typer.Option([], "--task", metavar="TASK", help="Only these tasks (default: every task of the runs)."),
+    task: list[str] = typer.Option([], "--task", metavar="TASK",
+                                   help="Only these tasks (default: every task of the runs)."),
 ) -> None:
     """D(eps)-Spec(eps) curves per task (one curve per run) and original-vs-shifted bars for shift tasks."""
     from rmbench.errors import ConfigError
-    from rmbench.results.storage.folder import find_runs
     from rmbench.results.publishing.plot import plot_runs
+    from rmbench.results.storage.folder import find_runs
 
     with user_errors():
         formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
@@ -138,7 +140,7 @@ def plot_command(
 
 @app.command("export")
 def export_command(
-    runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
+    runs: list[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
     fmt: str = typer.Option("every-eval-ever", "--format", "-f", help="every-eval-ever (one EvaluationLog JSON "
                             "per model)."),
     out: Path = typer.Option(Path("export"), "--out", "-o", help="Folder for the exported files."),
@@ -154,17 +156,18 @@ def export_command(
 
 @app.command("report")
 def report_command(
-    runs: List[Path] = typer.Argument(..., help="Run folders (or folders holding them) of one task set."),
+    runs: list[Path] = typer.Argument(..., help="Run folders (or folders holding them) of one task set."),
     out: Path = typer.Option(..., "--out", "-o", help="The HTML file to write (self-contained; opens offline)."),
     top: int = typer.Option(20, "--top", help="Examples per table (the page says how many there are in all)."),
     max_chars: int = typer.Option(2000, "--max-chars", help="Cut prompts and answers longer than this (visibly)."),
-    data: List[str] = typer.Option([], "--data", metavar="TASK=PATH", help="TASK=PATH: the file the runs were scored on, if moved."),
+    data: list[str] = typer.Option([], "--data", metavar="TASK=PATH",
+                                   help="TASK=PATH: the file the runs were scored on, if moved."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),
 ) -> None:
     """One HTML page: headline and official tables with CIs, D-Spec curves, per-slice bars, the most
     oversensitive equal-utility pairs, the worst discrimination failures, length bias and rewrite flips."""
-    from rmbench.results.storage.folder import find_runs
     from rmbench.results.publishing.report import ReportOptions, write_report
+    from rmbench.results.storage.folder import find_runs
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():

@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import textwrap
 from dataclasses import dataclass, replace
+from typing import Any
+
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleDimensions, ConsoleOptions, Group, RenderableType, RenderResult
@@ -43,7 +45,7 @@ class OutputConsole(Console):
 
     @property
     def size(self) -> ConsoleDimensions:
-        size = Console.size.fget(self)
+        size = super().size
         columns = os.environ.get("COLUMNS", "").strip()
         if columns.isdigit() and int(columns) > 0:
             return ConsoleDimensions(int(columns), size.height)
@@ -51,7 +53,7 @@ class OutputConsole(Console):
 
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]  # mypy reads a property on its class as its getter
 
 
 def _is_tty(file) -> bool:
@@ -137,7 +139,7 @@ def _fitting_table(grid: Grid, width: int, compact: bool) -> Table | None:
 
 
 def _table(grid: Grid, compact: bool) -> Table:
-    style = dict(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False) if compact else {}
+    style: dict[str, Any] = dict(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False) if compact else {}
     table = Table(title=Text(grid.title) if grid.title else None,
                   caption=Text(grid.caption) if grid.caption else None, **style)
     for i, head in enumerate(grid.headers):

@@ -9,17 +9,31 @@ per phase (:class:`rmbench.train.progress.JobEstimate`; ``~`` while a kind has n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
-from rich.progress import (BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Column
 from rich.text import Text
 
-from rmbench.cli.common import (FULL_PROGRESS_WIDTH, _RateColumn, app, console, err_console, interrupt_exit_code,
-                                progress_display, sigterm_as_interrupt, user_errors)
+from rmbench.cli.common import (
+    FULL_PROGRESS_WIDTH,
+    _RateColumn,
+    app,
+    console,
+    err_console,
+    interrupt_exit_code,
+    progress_display,
+    sigterm_as_interrupt,
+    user_errors,
+)
 
 
 class _EtaColumn(ProgressColumn):
@@ -92,8 +106,8 @@ class _JobProgress:
             self.progress.advance(self.overall, items)
 
 
-def _lora_settings(lora: bool, r: Optional[int], alpha: Optional[float], dropout: Optional[float],
-                   targets: Optional[str]) -> dict:
+def _lora_settings(lora: bool, r: int | None, alpha: float | None, dropout: float | None,
+                   targets: str | None) -> dict:
     from rmbench.errors import ConfigError
 
     given = {"lora_r": r, "lora_alpha": alpha, "lora_dropout": dropout, "lora_targets": targets}
@@ -116,27 +130,28 @@ def train_command(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder: OUT/ex and OUT/im."),
     epochs: int = typer.Option(1, "--epochs"),
     lr: float = typer.Option(1e-5, "--lr"),
-    head_lr: Optional[float] = typer.Option(None, "--head-lr", help="EX-RM head learning rate (default: --lr)."),
+    head_lr: float | None = typer.Option(None, "--head-lr", help="EX-RM head learning rate (default: --lr)."),
     beta: float = typer.Option(0.1, "--beta", help="IM-RM beta (DPO)."),
     batch_size: int = typer.Option(4, "--batch-size", help="Pairs per step."),
     seed: int = typer.Option(0, "--seed"),
     max_length: int = typer.Option(512, "--max-length", help="Tokens per text (longer ones lose their start)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Train on a sample of N groups (as eval's --limit: by a hash "
+    limit: int | None = typer.Option(None, "--limit",
+                                     help="Train on a sample of N groups (as eval's --limit: by a hash "
                                         "of the group ids, over every slice)."),
-    include: List[Path] = typer.Option([], "--include", metavar="DIR", help="Extra task entry folders."),
+    include: list[Path] = typer.Option([], "--include", metavar="DIR", help="Extra task entry folders."),
     lora: bool = typer.Option(False, "--lora", help="LoRA adapters instead of full fine-tuning, merged into the "
                               "saved weights (needs peft: pip install 'rmbench[lora]')."),
-    lora_r: Optional[int] = typer.Option(None, "--lora-r", help="LoRA rank (default 8)."),
-    lora_alpha: Optional[float] = typer.Option(None, "--lora-alpha", help="LoRA alpha; updates scale by "
+    lora_r: int | None = typer.Option(None, "--lora-r", help="LoRA rank (default 8)."),
+    lora_alpha: float | None = typer.Option(None, "--lora-alpha", help="LoRA alpha; updates scale by "
                                                "alpha/r (default 16)."),
-    lora_dropout: Optional[float] = typer.Option(None, "--lora-dropout", help="Dropout on the LoRA inputs "
+    lora_dropout: float | None = typer.Option(None, "--lora-dropout", help="Dropout on the LoRA inputs "
                                                  "(default 0)."),
-    lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="Modules that get adapters: "
+    lora_targets: str | None = typer.Option(None, "--lora-targets", help="Modules that get adapters: "
                                                "all-linear (default: the attention and MLP projections) or "
                                                "comma-separated names such as q_proj,v_proj."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow a base model in pickle files "
                                       "(pytorch_model.bin), which can run code when loaded."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: the CPUs this process may "
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: the CPUs this process may "
                                           "use, less those other processes keep busy at the start)."),
     split: str = typer.Option("train", "--split", help="train: only the train part of the data (80%, a hash split "
                               "of group ids; rmbench eval of the model on the same data scores the other 20%); "
@@ -148,8 +163,7 @@ def train_command(
     from rmbench.tasks.loading import load_groups
     from rmbench.train.models import distinct_responses
     from rmbench.train.progress import plan_line, split_line
-    from rmbench.train.trainer import training_data
-    from rmbench.train.trainer import TrainConfig, preference_pairs, train_one
+    from rmbench.train.trainer import TrainConfig, preference_pairs, train_one, training_data
 
     with user_errors():
         check_threads(threads)
@@ -165,7 +179,8 @@ def train_command(
         err_console.print(plan_line(kinds, n_pairs, n_texts, config), markup=False, highlight=False, soft_wrap=True)
         err_console.print(split_line(split_record), markup=False, highlight=False, soft_wrap=True)
         try:
-            with sigterm_as_interrupt(), progress_display(_columns(err_console.width), "pairs", eta=_plain_eta) as progress:
+            with sigterm_as_interrupt(), progress_display(_columns(err_console.width), "pairs",
+                                                          eta=_plain_eta) as progress:
                 job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
                 for k in kinds:
                     card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads,

@@ -33,7 +33,7 @@ order), and is vectorised over prompts of one size. Pure numpy; no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -104,7 +104,7 @@ def _by_size(sizes: IntArray) -> Iterator[tuple[int, IntArray, IntArray]]:
         yield int(n), which, starts[which][:, None] + np.arange(n)[None, :]
 
 
-def best_of_k_curves(rewards: Sequence[float], correct: Sequence[float], sizes: Sequence[int],
+def best_of_k_curves(rewards: ArrayLike, correct: ArrayLike, sizes: ArrayLike,
                      k_max: int | None = None) -> FloatArray:
     """The best-of-K value of every prompt for K = 1..k_max (prompts x k_max; default k_max =
     the largest prompt), exactly (module doc). ``rewards`` and ``correct`` (0/1, or any
@@ -123,7 +123,7 @@ def best_of_k_curves(rewards: Sequence[float], correct: Sequence[float], sizes: 
     return out
 
 
-def oracle_curves(correct: Sequence[float], sizes: Sequence[int], k_max: int | None = None) -> FloatArray:
+def oracle_curves(correct: ArrayLike, sizes: ArrayLike, k_max: int | None = None) -> FloatArray:
     """The oracle's best-of-K value per prompt (prompts x k_max): 1 - C(n - n_correct, K) / C(n, K)
     for 0/1 correctness, the chance that K answers drawn without replacement hold a correct one.
     NaN where K exceeds the prompt's answers. (For graded utilities use :func:`best_of_k_curves`
@@ -140,8 +140,8 @@ def oracle_curves(correct: Sequence[float], sizes: Sequence[int], k_max: int | N
     return out
 
 
-def conflict_pair_counts(rewards: Sequence[float], correct: Sequence[float],
-                         sizes: Sequence[int]) -> tuple[FloatArray, FloatArray, FloatArray]:
+def conflict_pair_counts(rewards: ArrayLike, correct: ArrayLike,
+                         sizes: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Per prompt, over every pair (correct answer, incorrect answer): how many the reward model
     orders right (r(correct) > r(incorrect)), how many it ties, and how many pairs there are
     (n_correct x n_incorrect). Arrays of length prompts."""

@@ -54,7 +54,8 @@ RMB_SECTIONS = ("BoN_set/Helpfulness", "Pairwise_set/Helpfulness", "BoN_set/Harm
 Harmlessness BoN, Pairwise)."""
 RMB_LAYOUT = OfficialLayout(
     "RMB", RMB_METRIC,
-    (OfficialColumn("Helpful BoN", "BoN_set/Helpfulness"), OfficialColumn("Helpful Pairwise", "Pairwise_set/Helpfulness"),
+    (OfficialColumn("Helpful BoN", "BoN_set/Helpfulness"),
+     OfficialColumn("Helpful Pairwise", "Pairwise_set/Helpfulness"),
      OfficialColumn("Harmless BoN", "BoN_set/Harmlessness"),
      OfficialColumn("Harmless Pairwise", "Pairwise_set/Harmlessness"), OfficialColumn("Overall", None)),
     beside=("pairwise_accuracy", "discrimination"),

@@ -68,7 +68,7 @@ def limit_sample(groups: Sequence[ComparisonGroup], units: np.ndarray, n: int) -
         where = tuple(sorted({(groups[i].subset or "", groups[i].shift or "") for i in idx}))
         slices.setdefault(where, []).append((_unit_key_order(key), u))
     order = []
-    for where, ranked in slices.items():
+    for ranked in slices.values():
         ranked.sort()
         order += [((r + 0.5) / len(ranked), h, u) for r, (h, u) in enumerate(ranked)]
     order.sort()

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any
 
 import numpy as np
 from numpy.typing import DTypeLike
 
 from rmbench.core.arrays import AnyArray, IntArray
-
 from rmbench.core.canonical import canonical_json as canonical_json
 from rmbench.core.canonical import sha256_hex as sha256_hex
 from rmbench.core.specs import FrozenArgs as FrozenArgs
@@ -44,7 +44,7 @@ class Message:
     content: str
 
 
-Prompt = Union[str, tuple[Message, ...]]
+Prompt = str | tuple[Message, ...]
 
 
 def prompt_to_json(prompt: Prompt) -> Any:
@@ -144,7 +144,7 @@ class ComparisonGroup:
                                  f"it rewrites, and only originals rewrite themselves")
 
     @classmethod
-    def preference_pair(cls, id: str, prompt: Prompt, chosen: str, rejected: str, **kwargs: Any) -> "ComparisonGroup":
+    def preference_pair(cls, id: str, prompt: Prompt, chosen: str, rejected: str, **kwargs: Any) -> ComparisonGroup:
         """A plain preference pair: two responses with utilities (1, 0)."""
         return cls(id=id, prompt=prompt, responses=(chosen, rejected), utilities=(1, 0), **kwargs)
 
@@ -270,7 +270,7 @@ class PairIndex:
         return tuple(segment_starts(c) for c in self._counts)
 
     @classmethod
-    def from_groups(cls, groups: Sequence[ComparisonGroup]) -> "PairIndex":
+    def from_groups(cls, groups: Sequence[ComparisonGroup]) -> PairIndex:
         response_group, db, dw, dg, dx, ea, eb, eg, ex = [], [], [], [], [], [], [], [], []
         lengths: list[int] = []
         flips: list[tuple[int, int, int, int, int]] = []
@@ -280,11 +280,17 @@ class PairIndex:
             lengths.extend(len(r) for r in g.responses)
             forms = g.forms or (ORIGINAL,) * len(g.responses)
             for a, b in g.discrimination_pairs():
-                db.append(offset + a); dw.append(offset + b); dg.append(gi); dx.append(forms[a] != forms[b])
+                db.append(offset + a)
+                dw.append(offset + b)
+                dg.append(gi)
+                dx.append(forms[a] != forms[b])
                 if g.rewrite_of is not None and forms[a] == forms[b] != ORIGINAL:
                     flips.append((offset + a, offset + b, offset + g.rewrite_of[a], offset + g.rewrite_of[b], gi))
             for a, b in g.specificity_pairs():
-                ea.append(offset + a); eb.append(offset + b); eg.append(gi); ex.append(forms[a] != forms[b])
+                ea.append(offset + a)
+                eb.append(offset + b)
+                eg.append(gi)
+                ex.append(forms[a] != forms[b])
 
         def arr(x: list[Any], dtype: DTypeLike = np.int64) -> AnyArray:
             return np.asarray(x, dtype=dtype)
@@ -293,7 +299,7 @@ class PairIndex:
         return cls(arr(response_group), arr(db), arr(dw), arr(dg), arr(ea), arr(eb), arr(eg),
                    arr(lengths, np.float64), arr(dx, bool), arr(ex, bool), fa, fb, foa, fob, fg)
 
-    def select_groups(self, group_ids: np.ndarray) -> "PairIndex":
+    def select_groups(self, group_ids: np.ndarray) -> PairIndex:
         """The pairs of the given groups (with repeats, as a bootstrap resample needs).
 
         Repeated groups get fresh response indices, so the result indexes the reward vector

@@ -17,8 +17,8 @@ groups before any metric is computed:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class Scored:
     (their responses are numbered anew; a report names them by their original index)"""
 
     @classmethod
-    def whole(cls, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> "Scored":
+    def whole(cls, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Scored:
         """Every group and reward as they are (nothing left out)."""
         return cls(list(groups), rewards, 0, 0, np.arange(len(rewards)))
 

@@ -42,7 +42,8 @@ class OrderStats:
         xs, ys = x[ox], np.abs(y)[oy]
         self.gx, self.gy = gx[ox], gy[oy]
         self.cand = np.unique(np.concatenate([[0.0], ys]))
-        self.x_le, self.y_le = np.searchsorted(xs, self.cand, side="right"), np.searchsorted(ys, self.cand, side="right")
+        self.x_le, self.y_le = (np.searchsorted(xs, self.cand, side="right"),
+                                np.searchsorted(ys, self.cand, side="right"))
         x_lt = np.searchsorted(xs, self.cand, side="left")
         self.tie = np.flatnonzero((self.cand > 0) & (self.x_le > x_lt))  # candidates some x equals
         self.tie_lt = x_lt[self.tie]
@@ -54,7 +55,8 @@ class OrderStats:
         self.l_le, lrun = np.searchsorted(la[ol], self.lcand, side="right"), np.searchsorted(self.lcand, la)
         self.sign = (np.sign(y[oy]) * np.sign(ly[oy])).astype(np.float64)
         self.x_cum = Cumulative(self.gx, (self.x_le, self.tie_lt), n_groups)
-        self.y_cum, self.l_cum = Cumulative(self.gy, (self.y_le,), n_groups), Cumulative(self.gl, (self.l_le,), n_groups)
+        self.y_cum, self.l_cum = (Cumulative(self.gy, (self.y_le,), n_groups),
+                                  Cumulative(self.gl, (self.l_le,), n_groups))
         self.x_per_group = np.bincount(gx, minlength=n_groups).astype(np.float64)
         self.run, self.lrun = contiguous(run), contiguous(lrun)
 

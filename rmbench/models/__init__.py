@@ -21,16 +21,19 @@ one module per family (``baselines``, ``implicit``, ``seqcls``, ``generative``, 
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rmbench.core.types import ModelSpec
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation
 from rmbench.registry import Registry, instantiate
 
 MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
-MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM", description="reward = true utility (upper bound; for tests)")
-MODEL_KINDS.register("constant", "rmbench.models.baselines:ConstantRM", description="reward = a constant (no discrimination)")
-MODEL_KINDS.register("length", "rmbench.models.baselines:LengthRM", description="reward = response length (the length-bias baseline)")
+MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM",
+                     description="reward = true utility (upper bound; for tests)")
+MODEL_KINDS.register("constant", "rmbench.models.baselines:ConstantRM",
+                     description="reward = a constant (no discrimination)")
+MODEL_KINDS.register("length", "rmbench.models.baselines:LengthRM",
+                     description="reward = response length (the length-bias baseline)")
 MODEL_KINDS.register("python", "rmbench.models.python_fn:PythonFunctionRM",
                      description="python:PATH_OR_MODULE:FUNC; FUNC(list of (prompt, response)) -> list of floats")
 MODEL_KINDS.register("implicit", "rmbench.models.implicit:ImplicitRM",
@@ -48,7 +51,8 @@ MODEL_KINDS.register("vllm_implicit", "rmbench.models.vllm:VLLMImplicitRM",
 MODEL_KINDS.register("vllm_seqcls", "rmbench.models.vllm:VLLMSeqClsRM",
                      description="seqcls RM through vLLM's pooling runner (GPU; pip install 'rmbench[vllm]')")
 MODEL_KINDS.register("judge", "rmbench.models.judge.adapter:JudgeRM",
-                     description="LLM judge behind an OpenAI-compatible server (judge:MODEL; mode rating, pairwise or fourway)")
+                     description="LLM judge behind an OpenAI-compatible server (judge:MODEL; mode rating, pairwise or "
+                     "fourway)")
 MODEL_KINDS.register("lmeval", "rmbench.models.lmeval:LMEvalRM",
                      description="lm-evaluation-harness model as implicit RM via loglikelihood (args lm, model_args)")
 
@@ -107,4 +111,5 @@ def register_model_kind(name: str, target: object, description: str = "") -> Non
     MODEL_KINDS.register(name, target, description=description, origin=f"register_model_kind({name!r})")
 
 
-__all__ = ["MODEL_KINDS", "gives_pair_verdicts", "register_model_kind", "RewardModel", "Runtime", "ScoreRequest", "Truncation", "build_model", "parse_model_spec"]
+__all__ = ["MODEL_KINDS", "gives_pair_verdicts", "register_model_kind", "RewardModel", "Runtime", "ScoreRequest",
+           "Truncation", "build_model", "parse_model_spec"]

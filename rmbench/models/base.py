@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -114,7 +115,7 @@ class Truncation:
         if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
             raise ConfigError(f"--max-length must be a positive integer, got {m!r}")
 
-    def over(self, policy: "Truncation | None") -> "Truncation":
+    def over(self, policy: Truncation | None) -> Truncation:
         """This policy with the fields that ``policy`` (the run's ``--max-length``/``--truncation``) sets."""
         if policy is None:
             return self
@@ -179,7 +180,7 @@ class RewardModel(ABC):
         """Cost of each request in tokens, for batching (default: characters / 4)."""
         return [1 + (_text_length(r.prompt) + len(r.response)) // 4 for r in batch]
 
-    def postprocess(self, groups: Sequence["ComparisonGroup"], raw: np.ndarray) -> np.ndarray:
+    def postprocess(self, groups: Sequence[ComparisonGroup], raw: np.ndarray) -> np.ndarray:
         """Raw outputs of all responses (flattened in group order) -> one reward each."""
         if raw.ndim != 1:
             raise ValueError(f"{type(self).__name__} returned vectors but does not post-process them")
@@ -211,7 +212,7 @@ class RewardModel(ABC):
         :meth:`describe`, so a fully cached re-run describes itself as the cold run did. Default: nothing."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (an optional hook; the default holds nothing)
         """Release what this adapter holds outside Python's memory (an inference engine's
         processes and threads), now rather than at interpreter exit. The runner calls it
         (:func:`close_parts`) once the model's scoring ends, even when scoring failed. Safe to
@@ -223,7 +224,10 @@ class TokenizedModel(ABC):
     in tokens and :meth:`prefix_lengths`; the runner refuses texts past :meth:`context_limit`
     and counts the texts ``truncation`` cuts."""
 
-    truncation: Truncation
+    if TYPE_CHECKING:  # an attribute (HFTokenizedModel) or a property (DiscretizedRM: its inner model's)
+
+        @property
+        def truncation(self) -> Truncation: ...
 
     @abstractmethod
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
@@ -287,7 +291,7 @@ class CompositeModel(ABC):
         """The models this one scores through, outermost first."""
 
 
-class GroupContextModel(ABC):
+class GroupContextModel(ABC):  # noqa: B024  (a marker base: nothing to implement)
     """A model whose score of a response may depend on the other responses of its group (e.g.
     RewardBench's DPO truncation, decided by the longest answer of a pair): the engine fills
     :attr:`ScoreRequest.context` for it, and the cache key includes that context."""

@@ -87,7 +87,7 @@ class Shape:
     context: int | None
 
     @classmethod
-    def of(cls, config) -> "Shape":
+    def of(cls, config) -> Shape:
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
         d = int(_first(text, ("hidden_size", "n_embd", "d_model"), 0))
         layers = int(_first(text, ("num_hidden_layers", "n_layer", "num_layers"), 0))

@@ -21,15 +21,22 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from rmbench.core.types import group_slices
 from rmbench.errors import ConfigError
-from rmbench.models.base import (CompositeModel, RewardModel, Runtime, ScoreRequest, StochasticModel, TokenizedModel,
-                                 Truncation)
-
+from rmbench.models.base import (
+    CompositeModel,
+    RewardModel,
+    Runtime,
+    ScoreRequest,
+    StochasticModel,
+    TokenizedModel,
+    Truncation,
+)
 
 SAMPLER = 2
 """How dropout samples are drawn, part of the identity (cached samples of another sampler never
@@ -133,6 +140,7 @@ class DiscretizedRM(RewardModel, CompositeModel, TokenizedModel):
         return self.inner.truncation if isinstance(self.inner, TokenizedModel) else Truncation()
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
+        assert isinstance(self.inner, StochasticModel)  # checked in __init__
         return self.inner.sample(batch, self.T, self.p, self.variant, self._batch_seed(batch))
 
     def postprocess(self, groups, raw: np.ndarray) -> np.ndarray:

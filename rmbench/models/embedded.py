@@ -14,8 +14,8 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rmbench.core.choices import HALF_DTYPES, DType
 from rmbench.paths import user_cache_dir
@@ -117,7 +117,8 @@ def cast_folder(src: Path, out: Path, dtype) -> None:
     float32 copy with ``dtype=`` does, so the scores are identical."""
     from safetensors.torch import load_file, save_file
 
-    state = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in load_file(str(src / "model.safetensors")).items()}
+    state = {k: (v.to(dtype) if v.is_floating_point() else v) for k,
+             v in load_file(str(src / "model.safetensors")).items()}
     with _atomic_folder(out) as tmp:
         for p in src.iterdir():
             if p.is_file() and p.name != "model.safetensors":

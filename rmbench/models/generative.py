@@ -16,7 +16,7 @@ is the default token there. ``yes_token``/``no_token`` override them; each must 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -42,7 +42,8 @@ class GenerativeRM(HFRewardModel):
         try:
             prompt_template.format(question="q", answer="a")
         except (KeyError, IndexError) as exc:
-            raise ConfigError(f"prompt_template may use only {{question}} and {{answer}}: unknown field {exc}") from None
+            raise ConfigError(f"prompt_template may use only {{question}} and {{answer}}: "
+                              f"unknown field {exc}") from None
         self.prompt_template, self.score_kind = prompt_template, score
         self._yes_no = (yes_token, no_token)
         self._answer_ids: tuple[int, int] | None = None

@@ -22,7 +22,8 @@ only over those positions (in chunks), not over the whole sequence.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -176,7 +177,8 @@ class RewardBenchImplicitRM(ImplicitRM, GroupContextModel):
                               "RewardBench does: template plain and system_prompt do not apply")
         if ref is not None and normalize != "sum":
             raise ConfigError("convention=rewardbench with a reference: RewardBench subtracts summed "
-                              f"log-probabilities (its ref_free_norm applies only without one); got normalize={normalize!r}")
+                              "log-probabilities (its ref_free_norm applies only without one); got "
+                              f"normalize={normalize!r}")
         max_length = max_length if max_length is not None else self.DEFAULT_MAX_LENGTH
         super().__init__(model, ref, beta, normalize, runtime, revision, ref_revision, template, system_prompt,
                          max_length, truncation, convention, max_prompt_length)

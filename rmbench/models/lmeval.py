@@ -17,7 +17,8 @@ request cache is never used: its key ignores the model, so rmbench's score cache
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -25,8 +25,9 @@ Every unknown name gets the same message: the did-you-mean hint and the known na
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rmbench.core.types import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
@@ -67,14 +68,14 @@ def _unfinished_training(text: str) -> str | None:
             f"seqcls:{text}")
 
 
-def model_kinds() -> "Registry":
+def model_kinds() -> Registry:
     """The registry of model kinds (imported late: this module sits below ``rmbench.models``)."""
     from rmbench.models import MODEL_KINDS
 
     return MODEL_KINDS
 
 
-def kind_factory(kind: str, kinds: "Registry | None" = None) -> Any | None:
+def kind_factory(kind: str, kinds: Registry | None = None) -> Any | None:
     """The class or function a kind names, or None when it cannot be loaded (building the model
     then reports why, with the model's name)."""
     try:
@@ -83,12 +84,12 @@ def kind_factory(kind: str, kinds: "Registry | None" = None) -> Any | None:
         return None
 
 
-def target_arg(kind: str, kinds: "Registry | None" = None) -> str:
+def target_arg(kind: str, kinds: Registry | None = None) -> str:
     """The argument the TARGET of ``KIND:TARGET`` fills."""
     return str(getattr(kind_factory(kind, kinds), "target_arg", "target"))
 
 
-def model_refs(kind: str, kinds: "Registry | None" = None) -> tuple[str, ...]:
+def model_refs(kind: str, kinds: Registry | None = None) -> tuple[str, ...]:
     """The arguments of a kind that name other models."""
     refs = getattr(kind_factory(kind, kinds), "model_refs", ())
     return (refs,) if isinstance(refs, str) else tuple(refs)
@@ -124,7 +125,7 @@ class ModelNames:
     the presets and the YAML/``--include`` entries; the presets are always included) and the
     registered kinds ``kinds`` (default :data:`rmbench.models.MODEL_KINDS`)."""
 
-    def __init__(self, named: Mapping[str, ModelSpec] | None = None, kinds: "Registry | None" = None) -> None:
+    def __init__(self, named: Mapping[str, ModelSpec] | None = None, kinds: Registry | None = None) -> None:
         from rmbench.models.presets import PRESETS
 
         self.named: dict[str, ModelSpec] = {**PRESETS, **dict(named or {})}

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def forward_takes(module: object, argument: str) -> bool:
@@ -30,7 +31,7 @@ def forward_takes(module: object, argument: str) -> bool:
     return argument in _forward_parameters(type(module))  # type: ignore[arg-type]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _forward_parameters(cls: type[Any]) -> frozenset[str]:
     return frozenset(inspect.signature(cls.forward).parameters)
 

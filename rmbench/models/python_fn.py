@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from rmbench.core.types import prompt_to_json
 from rmbench.models.base import RewardModel, ScoreRequest

@@ -51,10 +51,11 @@ ids[:j]) over the answer positions. There is NO beta (the reward is the raw log-
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, Union
+from typing import Any
 
-Prompt = Union[str, Sequence[Mapping[str, Any]]]
+Prompt = str | Sequence[Mapping[str, Any]]
 REF_FREE_NORMS = ("norm", "avg", "sum")
 
 

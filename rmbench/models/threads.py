@@ -37,9 +37,10 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, MutableMapping
+from typing import Any
 
 from rmbench.errors import ConfigError
 
@@ -218,7 +219,7 @@ class ThreadGovernor:
             self._switches += 1
         self._applied = self.threads
 
-    def start_run(self, requested: int | None = None, env: Mapping[str, str] | None = None) -> "ThreadGovernor":
+    def start_run(self, requested: int | None = None, env: Mapping[str, str] | None = None) -> ThreadGovernor:
         """The same policy for a new run of this process: the run's own ``requested`` count
         (None: adaptive again, unless ``OMP_NUM_THREADS`` fixes it) and fresh counts."""
         self.fixed, self.fixed_from = _fixed_threads(requested, os.environ if env is None else env)

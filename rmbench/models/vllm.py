@@ -14,7 +14,8 @@ itself, so these adapters ask the engine for large batches.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,8 @@ class VLLMImplicitRM(_VLLMRM, CompositeModel):
 
 class VLLMSeqClsRM(_VLLMRM):
     kind = "vllm_seqcls"
-    description = "sequence-classification RM (1 output) through vLLM's pooling runner (GPU; pip install 'rmbench[vllm]')"
+    description = ("sequence-classification RM (1 output) through vLLM's pooling runner "
+                   "(GPU; pip install 'rmbench[vllm]')")
     runner = "pooling"
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from rmbench.core.types import ComparisonGroup, data_fingerprint, prompt_to_json
 from rmbench.errors import ConfigError

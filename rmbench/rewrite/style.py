@@ -62,9 +62,9 @@ curly quotes to ``'``/``"``, en dash and minus sign to ``-``, em dash to ``--``,
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Callable
 
 from rmbench.errors import ConfigError, did_you_mean
 

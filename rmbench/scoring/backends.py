@@ -16,7 +16,9 @@ the driver's, so a worker with other weights or code fails loudly instead of mix
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +30,7 @@ from rmbench.models.threads import ThreadGovernor
 from rmbench.scoring.engines import BackendOptions, Engine, Factory
 from rmbench.scoring.memory import MemoryRetries, failure_text, is_out_of_memory, score_in_halves
 from rmbench.scoring.timeout import BatchDeadline
+
 
 def request_to_json(r: ScoreRequest) -> dict[str, Any]:
     return {"prompt": prompt_to_json(r.prompt), "response": r.response, "group_id": r.group_id, "index": r.index,
@@ -115,7 +118,7 @@ class LocalBackend:
             if self.deadline is None:
                 values = score_batch(model, batch, self.memory)
             else:  # the deadline covers the scoring only, not the cache write while the engine holds the batch
-                values = self.deadline.call(batch, lambda: score_batch(model, batch, self.memory))
+                values = self.deadline.call(batch, partial(score_batch, model, batch, self.memory))
             yield j, values
 
     def agree(self, limits: BatchLimits) -> BatchLimits:

@@ -25,8 +25,8 @@ import json
 import sqlite3
 import time
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rmbench.scoring.cache import ScoreCache
 
@@ -31,7 +32,7 @@ class CallCache(ScoreCache):
     folder_name = "judge-calls"
     lost = "every call is still made and the run written, but a re-run must make them again"
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, Any]:  # type: ignore[override]
+    def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
         return self._read(keys)
 
     def put(self, key: str, value: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmbench.core.choices import EPS_UNITS, EpsUnit, choice
+from rmbench.core.choices import EPS_UNITS, EpsUnit, TruncationSide, choice
 from rmbench.errors import ConfigError
 from rmbench.models import Runtime, Truncation
 from rmbench.models.threads import ThreadGovernor, check_threads
@@ -57,7 +57,7 @@ class RunSpec:
     ``(TASK.KEY, value)`` of that task only (:func:`rmbench.tasks.loading.task_spec_with_args`)."""
     skip_bad_rows: bool = False
     max_length: int | None = None
-    truncation: str = "left"
+    truncation: TruncationSide = "left"
     name: str | None = None
     """``--name``: the model's display name (tables, records) and its run folder's name; default
     the ``--model`` text (and a short folder name, :func:`rmbench.scoring.suite.short_model_name`)."""

@@ -29,14 +29,14 @@
 from __future__ import annotations
 
 import time
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ModelError
-from rmbench.models.base import (GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel,
-                                 use_prompt_reuse)
+from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel, use_prompt_reuse
 from rmbench.models.batching import BatchLimits, batch_limits
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.scoring.backends import LocalBackend
@@ -143,7 +143,7 @@ def plan_shared_batches(lengths: Sequence[int], prefix: Sequence[int], keys: Seq
         pieces += _split_prompt(members, lengths, prefix, token_budget, max_batch)
     pieces.sort(key=lambda p: (-(lengths[p[0]] - prefix[p[0]]), -prefix[p[0]], p[0]))  # widest rest first
     batches: list[list[int]] = []
-    current = []
+    current: list[int] = []
     for piece in pieces:
         if current:
             merged = current + piece

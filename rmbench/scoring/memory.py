@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

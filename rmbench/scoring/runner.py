@@ -20,10 +20,11 @@ import numpy as np
 
 from rmbench import __version__
 from rmbench.catalog import Catalog
+from rmbench.core.choices import TaskStatus
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.splits import LIMIT_SAMPLING
-from rmbench.core.unscored import drop_unscored
 from rmbench.core.types import split_by_group
+from rmbench.core.unscored import drop_unscored
 from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.threads import ThreadGovernor
@@ -35,6 +36,7 @@ from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.storage.record import (
     Counts,
     Execution,
+    MetricRecord,
     ModelIdentity,
     RunConfig,
     RunRecord,
@@ -94,7 +96,9 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
     the official scores (:func:`~rmbench.core.unscored.drop_unscored`) and counted."""
     groups, parts = t.groups, t.key_parts(config)
     scored = drop_unscored(groups, rewards)
-    status, error, records = "success", None, ()
+    status: TaskStatus = "success"
+    error: str | None = None
+    records: tuple[MetricRecord, ...] = ()
     try:
         if not scored.groups:
             raise ModelError(f"the model gave no reward to {scored.unscored_responses} responses, which leaves no "
@@ -141,7 +145,7 @@ def evaluate(config: EvalConfig, out_dir: str | Path | None = None, progress: Pr
     warn = warn or (lambda message: warnings.warn(message, stacklevel=2))
     plan = plan or plan_run(config, catalog, warn)
     writes = out_dir is not None and plan.config.execution.engine_kind.is_main()  # accelerate: rank 0 alone writes
-    with run_folders_locked([out_dir] if writes else []):
+    with run_folders_locked([out_dir] if out_dir is not None and writes else []):
         destination = check_destination(out_dir, plan.identity, overwrite) if out_dir is not None else None
         return run_plan(plan, destination if writes else None, progress, warn)
 

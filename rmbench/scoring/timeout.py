@@ -27,7 +27,8 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from rmbench.errors import ConfigError, ModelError
 from rmbench.models.base import ScoreRequest

@@ -28,7 +28,8 @@ TASK_KINDS.register("groups", "rmbench.tasks.jsonl:GroupsTask",
 TASK_KINDS.register("paired_shift", "rmbench.tasks.shift:PairedShiftTask",
                     description="original vs paraphrased/translated pairs (paper format: orig_chosen, orig_index...)")
 TASK_KINDS.register("rewrite_invariance", "rmbench.tasks.rewrite_invariance:RewriteInvarianceTask",
-                    description="each answer beside its rewrite (paired shift format): Spec across forms, D within/across")
+                    description="each answer beside its rewrite (paired shift format): Spec across forms, D "
+                    "within/across")
 TASK_KINDS.register("domain_shift", "rmbench.tasks.domain:DomainShiftTask",
                     description="one RM on several domains (preference files), each beside the in-domain one")
 TASK_KINDS.register("rewardbench", "rmbench.tasks.rewardbench:RewardBenchTask",
@@ -40,7 +41,8 @@ TASK_KINDS.register("hamiltonian", "rmbench.tasks.hamiltonian:HamiltonianTask",
 TASK_KINDS.register("persona", "rmbench.tasks.persona:PersonaTask",
                     description="persona statements with templated yes/no answers, original vs held-out forms")
 TASK_KINDS.register("rm_bench", "rmbench.tasks.rm_bench:RMBenchTask",
-                    description="RM-Bench rows (chosen/rejected in 3 styles, domain): official hard/normal/easy, Spec across styles")
+                    description="RM-Bench rows (chosen/rejected in 3 styles, domain): official hard/normal/easy, Spec "
+                    "across styles")
 TASK_KINDS.register("m_rewardbench", "rmbench.tasks.m_rewardbench:MRewardBenchTask",
                     description="M-RewardBench: RewardBench in 23 languages, per-language official scores, "
                                 "paired with the English rows (translation shift)")

@@ -7,8 +7,9 @@ Reading rows lives beside it: :mod:`rmbench.tasks.rows` (``RowReader``, bad-row 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ class TaskScores:
     counts: tuple[int, ...] | None = None
 
 
-def as_task_scores(extras: "TaskScores | Mapping[str, ExtraMetric] | None", n_groups: int) -> TaskScores | None:
+def as_task_scores(extras: TaskScores | Mapping[str, ExtraMetric] | None, n_groups: int) -> TaskScores | None:
     """A task's :meth:`Task.extra_metrics` (a TaskScores, or a plain dict of name -> function of
     units, the plugin form) as one :class:`TaskScores`."""
     if extras is None or isinstance(extras, TaskScores):
@@ -77,7 +78,7 @@ class Task(ABC):
         return np.arange(len(groups))
 
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray
-                      ) -> "TaskScores | dict[str, ExtraMetric]":
+                      ) -> TaskScores | dict[str, ExtraMetric]:
         """Task-specific metrics of resampled unit numbers: a :class:`TaskScores`, or a dict of
         name -> function of units (one number each, reported for the whole task)."""
         return {}

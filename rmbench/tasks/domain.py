@@ -8,7 +8,7 @@ slice per domain beside the in-domain (``none``) slice. Every group's ``subset``
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task

@@ -19,10 +19,10 @@ import os
 import re
 import sys
 import urllib.parse
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from rmbench.errors import DataError
 from rmbench.paths import user_cache_dir
@@ -117,7 +117,8 @@ def fetch(remote: RemoteFile) -> Path:
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DataError(f"cannot create the download cache {dest.parent}: {exc.strerror or exc}", path=remote.url) from None
+        raise DataError(f"cannot create the download cache {dest.parent}: {exc.strerror or exc}",
+                        path=remote.url) from None
     part = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     try:
         digest, size = _download(source, part, remote.name)
@@ -173,8 +174,7 @@ def _progress(name: str, source: str, total: int | None) -> Iterator[Callable[[i
         yield from _plain_progress(name, source, total)
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                               TransferSpeedColumn)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
     with Progress(TextColumn(f"downloading {name}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:

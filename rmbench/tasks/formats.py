@@ -7,13 +7,12 @@ import codecs
 import csv
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rmbench.errors import DataError
 from rmbench.files import json_error_text
 from rmbench.tasks.rows import TextRow, _json_type, bad_row, check_row_values
-
 
 _BINARY_MAGIC = {b"\x1f\x8b": "gzip-compressed", b"PAR1": "a parquet file", b"PK\x03\x04": "a zip archive",
                  b"\xff\xfe": "UTF-16 text", b"\xfe\xff": "UTF-16 text", b"BZh": "bzip2-compressed",

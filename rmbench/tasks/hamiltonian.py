@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from rmbench.core.types import ComparisonGroup, canonical_json
 from rmbench.tasks.base import Task
@@ -83,5 +83,6 @@ class HamiltonianTask(Task):
 
     def groups(self) -> Iterator[ComparisonGroup]:
         for i, (edges, cycle, wrong) in enumerate(make_graphs(self.n_graphs, self.n, self.p, self.seed)):
-            yield ComparisonGroup(f"graph:{i}", format_prompt(self.n, edges), (format_cycle(cycle), format_cycle(wrong)),
+            yield ComparisonGroup(f"graph:{i}", format_prompt(self.n, edges),
+                                  (format_cycle(cycle), format_cycle(wrong)),
                                   (1, 0), meta=canonical_json({"n": self.n, "edges": [list(e) for e in edges]}))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task
@@ -65,7 +66,8 @@ class PreferenceTask(Task):
         value = r.get(field)
         if isinstance(value, str):
             return value
-        if isinstance(value, list) and value and isinstance(value[-1], dict) and isinstance(value[-1].get("content"), str):
+        if isinstance(value, list) and value and isinstance(value[-1], dict) and isinstance(value[-1].get("content"),
+                                                                                            str):
             return value[-1]["content"]
         raise r.schema_error(field, "expected a string or a list of chat messages")
 

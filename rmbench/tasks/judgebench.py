@@ -37,12 +37,20 @@ says what was read), ``single_game``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from rmbench.core.judgebench import (JUDGEBENCH_CATEGORIES, JUDGEBENCH_LAYOUT, LABELS, judgebench_accuracies,
-                                     judgebench_category, judgebench_correct, reward_model_verdicts)
+from rmbench.core.judgebench import (
+    JUDGEBENCH_CATEGORIES,
+    JUDGEBENCH_LAYOUT,
+    LABELS,
+    judgebench_accuracies,
+    judgebench_category,
+    judgebench_correct,
+    reward_model_verdicts,
+)
 from rmbench.core.metric_registry import DEFAULT_HEADLINE
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError

@@ -11,9 +11,10 @@ read several files take ``--data`` once per file (:func:`task_spec_with_files`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from rmbench.core.splits import LIMIT_FIRST, LIMIT_SAMPLING, PARTS, limit_sample, parts_of
 from rmbench.core.types import ComparisonGroup, TaskSpec
@@ -65,11 +66,12 @@ def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[D
         task, rest = task.strip(), rest.strip()
         if not sep or not task or not rest:
             raise ConfigError(f"--data {item!r}: expected TASK=PATH or TASK=PART=PATH")
-        shift, sep2, path = rest.partition("=")
-        if not sep2 or not PART_LABEL.match(shift.strip()) or Path(rest).exists():
+        part, sep2, path = rest.partition("=")
+        shift: str | None
+        if not sep2 or not PART_LABEL.match(part.strip()) or Path(rest).exists():
             shift, path = None, rest
         else:
-            shift, path = shift.strip(), path.strip()
+            shift, path = part.strip(), path.strip()
         given = [d for d in out if d.task == task]
         if given and not several:
             raise ConfigError(f"--data gives task {task!r} twice")
@@ -94,7 +96,7 @@ def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
     if len(files) > 1 and spec.kind not in MULTI_FILE_KINDS:
         raise ConfigError(f"--data gives task {spec.name!r} {len(files)} files, but it reads one (kind {spec.kind}); "
                           f"the tasks that read several are those of kinds {', '.join(MULTI_FILE_KINDS)}")
-    paths = {}
+    paths: dict[str, str] = {}
     for d in files:
         label = _part_label(spec, d)
         if label in paths:
@@ -111,7 +113,8 @@ def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
         if in_domain not in paths:
             kept = (old.get("paths") or {}).get(in_domain)
             if kept is None:
-                raise ConfigError(f"--data gives task {spec.name!r} the domains {', '.join(paths)} but not its in-domain "
+                raise ConfigError(f"--data gives task {spec.name!r} the domains {', '.join(paths)} but not its "
+                                  "in-domain "
                                   f"set {in_domain!r}: add --data {spec.name}={in_domain}=FILE")
             args["paths"] = {in_domain: kept, **paths}
             if warn is not None:

@@ -53,7 +53,8 @@ file, each row naming its ``language``; rows of ``eng_Latn`` are the English ori
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

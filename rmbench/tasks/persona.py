@@ -18,7 +18,8 @@ the paper).
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -53,8 +53,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -125,7 +126,8 @@ def ppe_correctness_layout(subsets: Sequence[str]) -> OfficialLayout:
     return OfficialLayout("PPE correctness", ACCURACY,
                           tuple(OfficialColumn(PPE_SETS[s], s) for s in subsets) + (OfficialColumn("Mean", None),),
                           beside=(GAP, "discrimination", "specificity", "ds_auc"),
-                          provenance="computed as the PPE paper and dataset cards define them (PPE's code could not be read)")
+                          provenance="computed as the PPE paper and dataset cards define them (PPE's code could not be "
+                          "read)")
 
 
 def _flags(r: RowReader, field: str) -> list[int]:

@@ -35,7 +35,8 @@ Arguments: ``path`` (a local file in the hub schema: what ``--data ppe_human=FIL
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

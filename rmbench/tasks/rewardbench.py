@@ -17,7 +17,8 @@ the mean of the six subset scores.
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -86,6 +87,11 @@ def best_of_n_credit(correct: np.ndarray, incorrect: np.ndarray) -> float:
     return float(top[:len(correct)].sum() / top.sum())
 
 
+def _subset(g: ComparisonGroup) -> str:
+    assert g.subset is not None  # these tasks read every row with its subset (RowReader.string)
+    return g.subset
+
+
 class RewardBenchTask(Task):
     description = "RewardBench v1 pairs with the official section-weighted score"
     headline = ("rewardbench_score",) + DEFAULT_HEADLINE
@@ -93,7 +99,8 @@ class RewardBenchTask(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "filtered") -> None:
-        self.source = dict(path=path, dataset=dataset, revision=revision, split=split)
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision,
+                                           split=split)  # iter_rows keywords
 
     def groups(self) -> Iterator[ComparisonGroup]:
         for location, line, row in iter_rows(**self.source):
@@ -106,8 +113,8 @@ class RewardBenchTask(Task):
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> TaskScores:
         r = np.asarray(rewards).reshape(-1, 2)  # every group is one (chosen, rejected) pair
         correct = (r[:, 0] > r[:, 1]).astype(float)
-        names = sorted({g.subset for g in groups})
-        subset_of = np.array([names.index(g.subset) for g in groups])
+        names = sorted({_subset(g) for g in groups})
+        subset_of = np.array([names.index(_subset(g)) for g in groups])
         present = rb1_sections({s: np.ones(1) for s in names})  # the sections this data has
         labels = [(RB1_LAYOUT.metric, None)] + [(RB1_LAYOUT.metric, s) for s in present]
         in_section = {sec: set(RB1_SECTIONS.get(sec, RB1_PRIOR_SETS)) for sec in present}
@@ -130,7 +137,8 @@ class RewardBench2Task(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test") -> None:
-        self.source = dict(path=path, dataset=dataset, revision=revision, split=split)
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision,
+                                           split=split)  # iter_rows keywords
 
     def groups(self) -> Iterator[ComparisonGroup]:
         for location, line, row in iter_rows(**self.source):
@@ -163,13 +171,13 @@ class RewardBench2Task(Task):
         units = self.bootstrap_units(groups)
         n_units = int(units.max()) + 1 if len(units) else 0
         subsets = [s for s in RB2_SUBSETS if any(g.subset == s for g in groups)]
-        subsets += sorted({g.subset for g in groups} - set(subsets))  # any other subset, after the official six
+        subsets += sorted({_subset(g) for g in groups} - set(subsets))  # any other subset, after the official six
         subset_of_unit = np.full(n_units, -1)
         credit = np.zeros(n_units)
         ties_rows, ties_units = [], []
         for g, u, r in zip(groups, units, split_by_group(groups, rewards)):
             util = np.asarray(g.utilities)
-            subset_of_unit[u] = subsets.index(g.subset)
+            subset_of_unit[u] = subsets.index(_subset(g))
             if g.subset == "Ties":
                 ties_rows.append((g.id, r[util == 1], r[util == 0]))
                 ties_units.append(int(u))
@@ -192,7 +200,11 @@ class RewardBench2Task(Task):
                 per = np.where(sizes > 0, sums / np.maximum(sizes, 1), np.nan)
             if ties_pos >= 0:
                 picked = ties_index[sample[which == ties_pos]]
-                per[ties_pos] = ties_score_from_terms(terms, picked) if picked.size else np.nan
+                if picked.size:
+                    assert terms is not None  # a resample picks Ties units only when there are Ties rows
+                    per[ties_pos] = ties_score_from_terms(terms, picked)
+                else:
+                    per[ties_pos] = np.nan
             official = per[[i for i, s in enumerate(subsets) if s in RB2_SUBSETS]]
             present = official[~np.isnan(official)]
             total = float(np.mean(present)) if present.size else np.nan

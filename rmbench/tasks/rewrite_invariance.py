@@ -30,7 +30,7 @@ the task's arguments, and so the run record, then say that they were accepted.
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 

@@ -45,8 +45,9 @@ a one-domain file; here both are the same means over the domains the data has.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +122,8 @@ class RMBenchTask(Task):
     is an RM-Bench domain, else the file name's): ``--data rm_bench=chat=chat.json --data rm_bench=code=code.json``.
     """
 
-    description = "RM-Bench: chosen vs rejected in three styles each; official hard/normal/easy accuracy, Spec across styles"
+    description = ("RM-Bench: chosen vs rejected in three styles each; official hard/normal/easy accuracy, "
+                   "Spec across styles")
     headline = ("rm_bench_score",) + DEFAULT_HEADLINE + (
         "rewrite_specificity", "within_form_discrimination", "cross_form_discrimination", "cross_form_gap",
         "preference_flip_rate")

@@ -57,14 +57,23 @@ import hashlib
 import os
 import re
 import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from rmbench.core.metric_registry import DEFAULT_HEADLINE
-from rmbench.core.rmb import (RMB_GOALS, RMB_LAYOUT, RMB_METRIC, RMB_SECTIONS, RMB_SETS, best_beats_all,
-                              rmb_accuracies, section_of_path)
+from rmbench.core.rmb import (
+    RMB_GOALS,
+    RMB_LAYOUT,
+    RMB_METRIC,
+    RMB_SECTIONS,
+    RMB_SETS,
+    best_beats_all,
+    rmb_accuracies,
+    section_of_path,
+)
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.paths import user_cache_dir

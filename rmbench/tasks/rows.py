@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from rmbench.core.types import ComparisonGroup, prompt_from_json
 from rmbench.errors import DataError

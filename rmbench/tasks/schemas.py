@@ -4,8 +4,9 @@ one the row has, not only ``field 'id': missing``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rmbench.core.types import prompt_from_json
 
@@ -79,7 +80,8 @@ RB1 = RowSchema("RewardBench rows", (("prompt", "text", _prompt), ("chosen", "te
 PREFERENCE = RowSchema("preference pairs", (("prompt", "text", _prompt), ("chosen", "text", _reply),
                                             ("rejected", "text", _reply)), ("preference",))
 GROUPS = RowSchema("rmbench groups", (("id", "text", _id), ("prompt", "text", _prompt),
-                                      ("responses", "list of answers", _texts), ("utilities", "list of integers", _ints)),
+                                      ("responses", "list of answers", _texts),
+                                      ("utilities", "list of integers", _ints)),
                    ("groups",))
 PAIRED_SHIFT = RowSchema("paired shift rows", (("orig_index", "integer", lambda v: _id(v)),
                                                ("prompt", "text", _prompt), ("orig_chosen", "text", _text),
@@ -100,7 +102,8 @@ PPE_HUMAN = RowSchema("PPE human preference rows", (("question_id", "text", _id)
                                                     ("prompt", "text", _prompt), ("response_1", "text", _reply),
                                                     ("response_2", "text", _reply)), ("ppe_human",))
 
-RMB_PAIRWISE = RowSchema("RMB pairwise rows", (("pair_uid", "text", _id), ("conversation_input", "chat messages", _prompt),
+RMB_PAIRWISE = RowSchema("RMB pairwise rows",
+                         (("pair_uid", "text", _id), ("conversation_input", "chat messages", _prompt),
                                                ("chosen", "{llm_name, answer}", _answer_object),
                                                ("reject", "{llm_name, answer}", _answer_object),
                                                ("category_path", "Pairwise_set/GOAL/...", _text)), ("rmb",))

@@ -13,7 +13,7 @@ own shift with a ``shift`` field (``translation:de``) or a ``lang`` field (``de`
 from __future__ import annotations
 
 import re
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -75,7 +75,8 @@ class PairedShiftTask(Task):
                     originals.setdefault(k, (orig, f"{location}, line {line}"))
                     shifted.setdefault(k, []).append(copy)
         if not originals:
-            raise DataError("no rows", path=", ".join(str(s.get("path") or s.get("dataset")) for s in self.sources.values()))
+            raise DataError("no rows",
+                            path=", ".join(str(s.get("path") or s.get("dataset")) for s in self.sources.values()))
         for k in sorted(originals):  # each original followed by its shifted copies
             yield originals[k][0]
             yield from shifted[k]

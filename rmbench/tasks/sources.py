@@ -16,8 +16,8 @@ read, and rows a loader rejected on an earlier pass, are left out and recorded.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rmbench.errors import DataError
 from rmbench.tasks.downloads import fetch, parse_remote

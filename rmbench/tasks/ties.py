@@ -7,7 +7,8 @@ correct level is an equivalence class: two different wrong answers are not a tie
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,8 @@ class TiesTask(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test") -> None:
-        self.source = dict(path=path, dataset=dataset, revision=revision, split=split)
+        self.source: dict[str, Any] = dict(path=path, dataset=dataset, revision=revision,
+                                           split=split)  # iter_rows keywords
 
     def groups(self) -> Iterator[ComparisonGroup]:
         seen: set[str] = set()

@@ -20,8 +20,9 @@ entry), ``lora_card()`` (the LoRA settings for the model card, None for full fin
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest

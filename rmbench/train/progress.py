@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 PRIOR_COST = {"train": {"ex": 1.0, "im": 1.05}, "reference": {"im": 0.1}}
 """Seconds per item relative to an EX-RM pair update, for phases not yet measured."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

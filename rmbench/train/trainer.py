@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import yaml
 
@@ -212,7 +212,8 @@ def _write_outputs(out: Path, kind: str, config: TrainConfig, trainer, facts: di
                   f"{' with the head' * (kind == 'ex')}), merged into the weights")
     atomic_write_text(out / "MODEL_CARD.md", "\n".join(
         [f"# {kind.upper()}-RM from {config.base}", "", f"- loss: {card['loss']}, per epoch: "
-         + ", ".join(f"{x:.4f}" for x in losses), f"- data fingerprint: {facts['fingerprint']} ({facts['pairs']} pairs)",
+         + ", ".join(f"{x:.4f}" for x in losses),
+         f"- data fingerprint: {facts['fingerprint']} ({facts['pairs']} pairs)",
          f"- data: {json.dumps(card['split'])}",
          f"- fine-tuning: {tuning}", f"- hyperparameters: {json.dumps(config.hyperparameters())}",
          f"- rmbench {__version__}, torch {torch.__version__}", "", f"Evaluate: `rmbench eval --model {out}`", ""]))
@@ -233,7 +234,8 @@ def training_data(data: str, split: str, catalog) -> tuple[TaskSpec, dict]:
         spec = catalog.task_spec(data)
     if split == "train":
         spec = task_spec_with_args(spec, {PART_ARG: "train"})
-    return spec, {"data": source, "part": split, "rule": RULE, "held_out_percent": HELD_OUT_PERCENT * (split == "train")}
+    return spec, {"data": source, "part": split, "rule": RULE,
+                  "held_out_percent": HELD_OUT_PERCENT * (split == "train")}
 
 
 def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
@@ -279,7 +281,8 @@ def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup]
     if at.epoch or at.pairs_done:
         done = [f"epochs 1-{at.epoch}/{config.epochs}"] if at.epoch else []
         done += [f"{at.pairs_done} of {n_pairs} pairs of epoch {at.epoch + 1}/{config.epochs}"] if at.pairs_done else []
-        report.restored("train", f"{kind}-rm {' and '.join(done)} (from checkpoint)", n_pairs * at.epoch + at.pairs_done)
+        report.restored("train", f"{kind}-rm {' and '.join(done)} (from checkpoint)",
+                        n_pairs * at.epoch + at.pairs_done)
 
     def save() -> None:
         _save_checkpoint(checkpoint, {"run_id": run_id, "trainer": trainer.state(), "optimizer": optimizer.state_dict(),

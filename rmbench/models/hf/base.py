@@ -13,8 +13,9 @@ are all cached never loads them), and the three steps that :meth:`~HFRewardModel
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 from importlib import metadata
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,8 +26,7 @@ from rmbench.models.hf.dropout import mc_dropout
 from rmbench.models.hf.encoding import Encoding
 from rmbench.models.hf.front import TokenizerFront
 from rmbench.models.hf.identity import weights_identity
-from rmbench.models.hf.loading import (check_local_source, cpu_has_bf16, resolve_device, resolve_dtype,
-                                       resolve_source)
+from rmbench.models.hf.loading import check_local_source, cpu_has_bf16, resolve_device, resolve_dtype, resolve_source
 from rmbench.models.hf.rendering import check_template
 from rmbench.models.prefix import forward_takes, shared_prefix_hidden
 
@@ -46,9 +46,14 @@ class HFTokenizedModel(RewardModel, TokenizedModel):
     """A model read through a Hugging Face tokenizer; see the module docstring."""
 
     target_arg: ClassVar[str] = "model"
-    shares_prefix: ClassVar[bool] = False
-    """True for causal adapters whose head reads only from the token before the response on:
-    rows of one prompt then share the prompt's KV cache (:mod:`rmbench.models.prefix`)."""
+    truncation: Truncation  # set in __init__ (TokenizedModel reads it)
+
+    @property
+    def shares_prefix(self) -> bool:
+        """True for causal adapters whose head reads only from the token before the response on:
+        rows of one prompt then share the prompt's KV cache (:mod:`rmbench.models.prefix`).
+        Subclasses override it with a property or a plain class attribute."""
+        return False
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,

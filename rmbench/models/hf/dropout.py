@@ -11,10 +11,9 @@ Bernoulli(p) mask are iid Geometric(p), so their cumulative sums give exactly th
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from rmbench.errors import ConfigError
-
 
 SPARSE_BELOW = 0.1
 """Rates below this draw the zeros' positions (:func:`sparse_dropout`); higher ones use F.dropout."""

@@ -26,7 +26,7 @@ class Encoding:
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
 
-    def unshared(self) -> "Encoding":
+    def unshared(self) -> Encoding:
         return dataclasses.replace(self, shared=None)
 
     def lengths(self) -> list[int]:

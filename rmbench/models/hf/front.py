@@ -4,7 +4,7 @@ encoding texts into an :class:`~rmbench.models.hf.encoding.Encoding`."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rmbench.core.choices import PaddingSide
 from rmbench.models.base import Runtime, ScoreRequest, Truncation

@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rmbench.core.types import canonical_json, sha256_hex
 from rmbench.files import atomic_write_text

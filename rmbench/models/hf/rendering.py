@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rmbench.core.types import Prompt, prompt_to_json
 from rmbench.errors import ConfigError
@@ -85,7 +85,8 @@ def response_boundary(context: str, full: str) -> int:
 
 def response_token_positions(offsets, attention_mask, boundary: int) -> list[int]:
     """Indices of the tokens that hold any character at or after ``boundary``."""
-    return [j for j, ((start, end), m) in enumerate(zip(offsets, attention_mask)) if m and end > boundary and end > start]
+    return [j for j, ((start, end), m) in enumerate(zip(offsets, attention_mask))
+            if m and end > boundary and end > start]
 
 
 def shareable_prefix(positions: Sequence[int]) -> int:

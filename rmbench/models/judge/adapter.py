@@ -22,7 +22,8 @@ served elsewhere shares cached calls.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,6 @@ from rmbench.errors import ConfigError
 from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest
 from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats
 from rmbench.models.judge.protocol import Protocol
-
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 

@@ -27,15 +27,26 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Coroutine, Sequence
+from typing import Any
 
 import httpx
 
 from rmbench.core.progress import progress_every, progress_line
 from rmbench.errors import ConfigError
-from rmbench.models.judge.wire import (RETRY_AFTER_MAX, ChatReply, ChatRequest, ClientStats, Failed, JudgeServerError,
-                                       one_line, parse_reply, retry_after, server_message)
+from rmbench.models.judge.wire import (
+    RETRY_AFTER_MAX,
+    ChatReply,
+    ChatRequest,
+    ClientStats,
+    Failed,
+    JudgeServerError,
+    one_line,
+    parse_reply,
+    retry_after,
+    server_message,
+)
 
 _DONE = object()  # the worker thread's last message to the calling thread
 

@@ -24,9 +24,10 @@ RewardBench 2's scripts do.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rmbench.core.types import Prompt
 from rmbench.errors import ConfigError
@@ -84,7 +85,7 @@ class Protocol:
 
     @classmethod
     def make(cls, mode: str, prompt: str | None, max_tokens: int | None, temperature: float, n: int, seed: int,
-             score: str, unparsed: str) -> "Protocol":
+             score: str, unparsed: str) -> Protocol:
         if mode not in MODES:
             raise ConfigError(f"judge mode must be one of {', '.join(MODES)}, got {mode!r}")
         prompt = prompt or DEFAULT_PROMPT[mode]
@@ -243,7 +244,8 @@ def _read_template(prompt: str, mode: str) -> str:
         text.format(**{f: "" for f in fields})
     except (KeyError, IndexError, ValueError) as exc:
         raise ConfigError(f"judge prompt {prompt}: a {mode} template may use only "
-                          f"{', '.join('{' + f + '}' for f in fields)} (double other braces); {type(exc).__name__}: {exc}"
+                          f"{', '.join('{' + f + '}' for f in fields)} (double other braces); {type(exc).__name__}: "
+                          f"{exc}"
                           ) from None
     missing = [f for f in fields if "{" + f + "}" not in text]
     if missing:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import email.utils
 import math
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -79,7 +79,7 @@ class ChatReply:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "ChatReply":
+    def from_json(cls, d: dict) -> ChatReply:
         """The reply :meth:`to_json` wrote (lists back to tuples)."""
         top = d.get("top_logprobs")
         return cls(text=str(d["text"]), reasoning=d.get("reasoning"), finish_reason=d.get("finish_reason"),
@@ -149,8 +149,8 @@ def retry_after(value: str | None) -> float | None:
         except (TypeError, ValueError):
             return None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
     return min(max(seconds, 0.0), RETRY_AFTER_MAX) if math.isfinite(seconds) else None
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -209,7 +209,8 @@ def preference_flips(task: str, groups: Sequence[ComparisonGroup], rewards, top:
     flipped = np.flatnonzero(np.sign(new) != np.sign(old))
     positions, passed = _top(-np.abs(new[flipped] - old[flipped]), top, t.group_of(ix.flip_a[flipped]))
     order = flipped[positions]
-    flips = tuple(FlipExample(t.pair(int(ix.flip_oa[k]), int(ix.flip_ob[k])), t.pair(int(ix.flip_a[k]), int(ix.flip_b[k])))
+    flips = tuple(FlipExample(t.pair(int(ix.flip_oa[k]), int(ix.flip_ob[k])),
+                              t.pair(int(ix.flip_a[k]), int(ix.flip_b[k])))
                   for k in order)
     return Selection(flips, len(flipped), passed)
 
@@ -230,7 +231,7 @@ def length_points(groups: Sequence[ComparisonGroup], rewards, limit: int,
                         float(rho), len(dr))
 
 
-def annotate(sel: Selection, index: "dict[str, tuple[int, ...]]", judged: "dict[tuple[str, int], str]") -> Selection:
+def annotate(sel: Selection, index: dict[str, tuple[int, ...]], judged: dict[tuple[str, int], str]) -> Selection:
     """The selection with each answer numbered by its index in its original group (``index``:
     group id -> original indices, for groups that lost an unscored response) and given the
     judge's answer about it (``judged``: (group id, original index) -> text)."""

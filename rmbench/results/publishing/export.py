@@ -40,15 +40,24 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Sequence, TypeGuard
+from typing import Any, TypeGuard
 
 from rmbench.core.metric_registry import metric_def
 from rmbench.core.types import canonical_json
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name
-from rmbench.results.publishing.export_names import RANGES, UNBOUNDED, Benchmark, benchmark_of, details, model_info, source_data
+from rmbench.results.publishing.export_names import (
+    RANGES,
+    UNBOUNDED,
+    Benchmark,
+    benchmark_of,
+    details,
+    model_info,
+    source_data,
+)
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import MetricRecord, RunRecord, TaskResult
 
@@ -71,7 +80,7 @@ def _parse_time(created: str) -> datetime | None:
         t = datetime.fromisoformat(created.replace("Z", "+00:00"))
     except (ValueError, AttributeError):
         return None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)  # a naive time is taken as UTC
+    return t if t.tzinfo else t.replace(tzinfo=UTC)  # a naive time is taken as UTC
 
 
 def _epoch(created: str) -> str:
@@ -291,7 +300,7 @@ def _file_names(groups: list[tuple[str, str]]) -> list[str]:
     """``{safe model name}.json`` per group; names two models share get their fingerprints."""
     base = [safe_file_name(name, "model") for name, _ in groups]
     out = []
-    for (name, fp), b in zip(groups, base):
+    for (_, fp), b in zip(groups, base):
         out.append(b if base.count(b) == 1 else f"{b}-{fp[:12] or 'nofp'}")
     seen: dict[str, int] = {}
     final = []

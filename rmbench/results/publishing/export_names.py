@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from rmbench.core.metric_registry import RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT
 from rmbench.core.types import canonical_json

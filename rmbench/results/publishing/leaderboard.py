@@ -16,14 +16,24 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence, Union
 
-from rmbench.core.metric_registry import metric_def
+from rmbench.core.metric_registry import OfficialLayout, metric_def
 from rmbench.errors import ConfigError
+from rmbench.results.publishing.leaderboard_tables import (
+    MAX_ONE_TABLE_COLUMNS,
+    Column,
+    RowSource,
+    Section,
+    Table,
+    defined_cell,
+    fold_rows,
+    sections,
+    split_by_task,
+    without_empty_columns,
+)
 from rmbench.results.storage.folder import RunFolder
-from rmbench.results.publishing.leaderboard_tables import (MAX_ONE_TABLE_COLUMNS, Column, RowSource, Section, Table,
-                                                           fold_rows, sections, split_by_task, without_empty_columns)
 from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text
 
 LAYOUTS = ("auto", "one", "per-task")
@@ -34,7 +44,7 @@ CAPTION = "value [95% bootstrap CI over groups]"
 DEFAULT_EPS = 0.1
 SHIFT_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin", "pairwise_accuracy_shift_gap")
 
-RunLike = Union[RunRecord, RunFolder]
+RunLike = RunRecord | RunFolder
 
 
 @dataclass(frozen=True)
@@ -243,8 +253,8 @@ def ci_caption(entries: Sequence[_Entry], what: str = CAPTION) -> str:
     return f"{what}; no CI for {', '.join(without)} (--bootstrap 0)"
 
 
-def _official_table(name: str, task: TaskResult, entries: list[tuple[str, _Entry]], eps: float) -> Table:
-    layout = task.official
+def _official_table(name: str, task: TaskResult, layout: OfficialLayout, entries: list[tuple[str, _Entry]],
+                    eps: float) -> Table:
     cols = [_column(task, layout.metric, eps, "", c.subset, c.label, name) for c in layout.columns]
     cols += [_column(task, m, eps, "", column_task=name) for m in layout.beside]
     rows = [((label,), tuple(_cell(rec, c) for c in cols)) for label, rec in entries if rec.has_task(name)]
@@ -276,7 +286,7 @@ def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first
         return None
     having = [e for _, e in entries if any(e.has_task(n) for n in task_order)]
     gap = [j for j, c in enumerate(columns) if c.metric.endswith("_shift_gap")]
-    paired = any(cells[j] is not None and cells[j].defined for _, cells in rows for j in gap)
+    paired = any(defined_cell(cells[j]) for _, cells in rows for j in gap)
     kinds = {first[n].kind for n in task_order if first[n].shifts}
     parts = []
     if kinds - {"domain_shift"}:
@@ -305,15 +315,18 @@ def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str,
     present, and is not the benchmark's score."""
     out = []
     for name, table in official:
+        layout = first[name].official
+        assert layout is not None  # an official table is made only for a task with an official layout
         subset_cols = [j for j, c in enumerate(table.columns) if c.subset is not None]
-        total = next((c.header for c in table.columns if c.subset is None and c.metric == first[name].official.metric),
+        total = next((c.header for c in table.columns if c.subset is None and c.metric == layout.metric),
                      "score")
         for keys, cells in table.rows:
             missing = [table.columns[j].header for j in subset_cols if cells[j] is None]
             if missing:
-                out.append(f"{name} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subset columns have no rows in "
+                out.append(f"{name} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subset columns have no rows "
+                           "in "
                            f"this data ({', '.join(missing)}), so its {total} averages only the subsets present and "
-                           f"is not {first[name].official.title}'s score")
+                           f"is not {layout.title}'s score")
     return out
 
 
@@ -350,22 +363,28 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
         notes += eps_notes
     columns: list[Column] = []
     for name in task_order:
-        headline = list(dict.fromkeys(m for e in entries if e.has_task(name) for m in e.task(name).headline))
-        columns += [_column(first[name], m, eps_by_task[name][0], f"{name} ", column_task=name) for m in headline]
+        metrics = list(dict.fromkeys(m for e in entries if e.has_task(name) for m in e.task(name).headline))
+        columns += [_column(first[name], m, eps_by_task[name][0], f"{name} ", column_task=name) for m in metrics]
     by_label = {e.label: e for e in entries}
     rows = [((e.label,), tuple(_cell(e, c) for c in columns)) for e in entries]
     higher = metric_def(columns[0].metric).higher_is_better if columns else True
     rows = _sorted_rows(rows, higher)
     ordered = [(r[0][0], by_label[r[0][0]]) for r in rows]
     main = Table("rmbench leaderboard", ("model",), tuple(columns), tuple(rows), ci_caption(entries))
-    named_official = [(name, table) for name in task_order if first[name].official is not None
-                      and len(first[name].official.columns) > 1  # a one-number layout is in the main table
-                      for table in [_official_table(name, first[name], ordered, eps_by_task[name][0])]
-                      if any(any(c is not None for c in cells) for _, cells in table.rows)]  # never headers alone
+    named_official = []
+    for name in task_order:
+        official_layout = first[name].official
+        if official_layout is None or len(official_layout.columns) <= 1:  # a one-number layout is in the main table
+            continue
+        table = _official_table(name, first[name], official_layout, ordered, eps_by_task[name][0])
+        if any(any(c is not None for c in cells) for _, cells in table.rows):  # never headers alone
+            named_official.append((name, table))
     official = tuple(table for _, table in named_official)
-    notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows, first)
+    notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows,
+                                                                                                      first)
     notes += missing_subset_notes(named_official, first)
-    notes += list(dict.fromkeys(metric_def(c.metric).reading for c in columns if metric_def(c.metric).reading))
+    readings = [metric_def(c.metric).reading for c in columns]
+    notes += list(dict.fromkeys(r for r in readings if r))
     keys = {name: first[name].task_key for name in task_order}
     legend = tuple(task_legend(name, first[name], eps_by_task[name][0]) for name in task_order)
     sources = _sources(entries)
@@ -375,5 +394,6 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     headline = tuple(fold_rows(t, sources) for t in headline)
     shifts = _shift_table(task_order, ordered, first, eps_by_task)
     return Leaderboard(headline[0], tuple(fold_rows(t, sources) for t in official),
-                       None if shifts is None else fold_rows(without_empty_columns(shifts), sources), eps_by_task, keys, tuple(notes),
+                       None if shifts is None else fold_rows(without_empty_columns(shifts), sources), eps_by_task, keys,
+                       tuple(notes),
                        headline[1:], legend)

@@ -1,8 +1,9 @@
-"""Rendering a :class:`~rmbench.results.publishing.leaderboard.Leaderboard`: Markdown, CSV, JSON and a sortable HTML
-page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG).
+"""Rendering a :class:`~rmbench.results.publishing.leaderboard.Leaderboard`: Markdown, CSV, JSON and a sortable
+HTML page (every text escaped; with matplotlib installed, the D-Spec curves embedded as SVG).
 
 Each is the render function of a format registered in :mod:`rmbench.results.publishing.formats`
-(``render(lb, context) -> str``), and walks the leaderboard's sections (:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`)."""
+(``render(lb, context) -> str``), and walks the leaderboard's sections
+(:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def render_json(lb: Leaderboard, context: RenderContext | None = None) -> str:
         tables.append({"title": table.title, "columns": [c.header for c in table.columns], "rows": rows,
                        "caption": section.caption})
     return json.dumps({"tables": tables, "eps": {t: {"eps": e, "unit": u} for t, (e, u) in lb.eps.items()},
-                       "task_keys": lb.keys, "tasks": legend_lines(lb), "notes": list(lb.notes)}, indent=2, ensure_ascii=False) + "\n"
+                       "task_keys": lb.keys, "tasks": legend_lines(lb), "notes": list(lb.notes)}, indent=2,
+                       ensure_ascii=False) + "\n"
 
 
 CSV_KEYS = ("model", "task", "shift", "table")
@@ -163,7 +165,8 @@ def html_tables(lb: Leaderboard, said: str = "") -> list[str]:
 
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
-          "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}th{cursor:pointer;background:#f4f4f4}"
+          "th,td{border:1px solid #ccc;padding:4px "
+          "8px;text-align:right;white-space:nowrap}th{cursor:pointer;background:#f4f4f4}"
           "th.key,td.key{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
           "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}")
 

@@ -60,6 +60,11 @@ class RowSource:
     folder: str | None
 
 
+def defined_cell(cell: Estimate | None) -> bool:
+    """Whether a table cell holds a defined estimate."""
+    return cell is not None and cell.defined
+
+
 def split_by_task(table: Table) -> tuple[Table, ...]:
     """One table per task of ``table`` (in column order): its columns, headers without the task
     prefix, the rows with a cell in them, and no column that is empty in every row."""
@@ -69,7 +74,7 @@ def split_by_task(table: Table) -> tuple[Table, ...]:
         index = [j for j, c in enumerate(table.columns) if c.task == task]
         rows = [(keys, tuple(cells[j] for j in index)) for keys, cells in table.rows
                 if any(cells[j] is not None for j in index)]
-        filled = [k for k in range(len(index)) if any(cells[k] is not None and cells[k].defined for _, cells in rows)]
+        filled = [k for k in range(len(index)) if any(defined_cell(cells[k]) for _, cells in rows)]
         columns = tuple(_unprefixed(table.columns[index[k]]) for k in filled)
         rows = [(keys, tuple(cells[k] for k in filled)) for keys, cells in rows]
         out.append(Table(task, table.key_headers, columns, tuple(rows), table.caption))
@@ -78,7 +83,7 @@ def split_by_task(table: Table) -> tuple[Table, ...]:
 
 def without_empty_columns(table: Table) -> Table:
     """``table`` without the columns that no row fills (a notes line says why they are empty)."""
-    keep = [j for j in range(len(table.columns)) if any(c[j] is not None and c[j].defined for _, c in table.rows)]
+    keep = [j for j in range(len(table.columns)) if any(defined_cell(c[j]) for _, c in table.rows)]
     return replace(table, columns=tuple(table.columns[j] for j in keep),
                    rows=tuple((keys, tuple(cells[j] for j in keep)) for keys, cells in table.rows))
 

@@ -16,15 +16,16 @@ written atomically; SVG output is deterministic (fixed hash salt, no date).
 from __future__ import annotations
 
 import io
+import math
 import os
 import sys
-import math
 import textwrap
 import warnings
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,9 +33,17 @@ from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_bytes
 from rmbench.paths import user_cache_dir
+from rmbench.results.publishing.plot_marks import (
+    LabelRoom,
+    annotate_recorded,
+    data_notes,
+    eps_label,
+    identical_notes,
+    identical_to,
+    linestyle,
+    marker,
+)
 from rmbench.results.storage.folder import RunFolder
-from rmbench.results.publishing.plot_marks import (LabelRoom, annotate_recorded, data_notes, eps_label, identical_notes, identical_to,
-                                        linestyle, marker)
 from rmbench.results.storage.record import TaskResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,7 +196,7 @@ def _with_task(folders: Sequence[RunFolder], task: str) -> list[RunFolder]:
     return out
 
 
-def _new_figure(width: float, height: float) -> "Figure":
+def _new_figure(width: float, height: float) -> Figure:
     _matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -203,7 +212,7 @@ def _colour(i: int) -> Any:
     return matplotlib.colormaps["tab10"](i % 10)
 
 
-def _add_notes(fig: "Figure", notes: Sequence[str]) -> None:
+def _add_notes(fig: Figure, notes: Sequence[str]) -> None:
     """Notes under the axes, wrapped, in small grey type (the bottom margin grows with them)."""
     width = max(40, int(fig.get_figwidth() * 19))  # characters of 6.5 pt type across the figure
     lines = [line for n in notes for line in textwrap.wrap(n if len(n) <= 300 else n[:297] + "...", width)]
@@ -213,7 +222,7 @@ def _add_notes(fig: "Figure", notes: Sequence[str]) -> None:
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, color="0.35", va="bottom", ha="left")
 
 
-def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple["Figure", list[str]]:
+def ds_figure(folders: Sequence[RunFolder], task: str) -> tuple[Figure, list[str]]:
     """The D-Spec figure of ``task`` for the runs that have it, and the notes drawn under it. A
     run's colour, line and marker follow its place among all ``folders`` (:func:`run_styles`), so
     it keeps them in every figure and page of one build, whichever runs have the task."""
@@ -275,7 +284,7 @@ def _gap_text(gap: Any) -> str | None:
     return text
 
 
-def shift_figure(folders: Sequence[RunFolder], task: str) -> "Figure":
+def shift_figure(folders: Sequence[RunFolder], task: str) -> Figure:
     """Grouped bars of pairwise accuracy per shift (95% CI), one colour per run, with the paired
     gaps (shifted - original) written above the shifted bars."""
     style = run_styles(folders)
@@ -320,7 +329,7 @@ def shift_figure(folders: Sequence[RunFolder], task: str) -> "Figure":
     return fig
 
 
-def _render(fig: "Figure", fmt: str) -> bytes:
+def _render(fig: Figure, fmt: str) -> bytes:
     """The figure as ``fmt`` bytes, deterministic for SVG (fixed hash salt, no date)."""
     matplotlib = _matplotlib()
     supported = fig.canvas.get_supported_filetypes()
@@ -332,7 +341,7 @@ def _render(fig: "Figure", fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def _save(fig: "Figure", out_stem: Path, formats: Sequence[str]) -> list[Path]:
+def _save(fig: Figure, out_stem: Path, formats: Sequence[str]) -> list[Path]:
     """Write ``out_stem.FMT`` for each format, atomically (all rendered before any is written)."""
     if not formats:
         raise ConfigError("no figure formats given (use png and/or svg)")

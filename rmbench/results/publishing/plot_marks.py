@@ -9,7 +9,8 @@ Helpers over arrays and points, and the recorded points drawn on a matplotlib ax
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -106,7 +107,7 @@ def annotate_recorded(ax: Any, c: Curve, colour: Any, shape: str = "o", room: La
                     zorder=5, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
 
 
-def data_notes(folders: Sequence["RunFolder"], task: str, labels: Sequence[str]) -> list[str]:
+def data_notes(folders: Sequence[RunFolder], task: str, labels: Sequence[str]) -> list[str]:
     """A note where the curves of one figure come from runs of ``task`` on other data (another
     task key: data, version, metric version or eps unit), naming each run's data: the curves
     are drawn apart, never merged, but they do not measure the same thing."""

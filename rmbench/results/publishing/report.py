@@ -9,19 +9,26 @@ data cannot be reloaded keeps its aggregate parts and says why). :func:`write_re
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from rmbench.errors import ConfigError, RMBenchError
 from rmbench.files import atomic_write_text
-from rmbench.results.publishing.examples import (LengthPoints, Selection, annotate, discrimination_failures, length_points,
-                                      oversensitive_pairs, preference_flips)
-from rmbench.results.storage.folder import RunFolder
+from rmbench.results.publishing.examples import (
+    LengthPoints,
+    Selection,
+    annotate,
+    discrimination_failures,
+    length_points,
+    oversensitive_pairs,
+    preference_flips,
+)
 from rmbench.results.publishing.leaderboard import Leaderboard, build_leaderboard
+from rmbench.results.publishing.report_svg import Bar, bars_svg, scatter_svg
+from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import TaskResult
 from rmbench.results.storage.reload import task_scored
-from rmbench.results.publishing.report_svg import Bar, bars_svg, scatter_svg
 from rmbench.tasks.loading import DataOverride
 
 

@@ -19,7 +19,8 @@ body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:4px 8px;vertical-align:top}
 th{cursor:pointer;background:#f4f4f4}td.num{text-align:right;white-space:nowrap}
 th[data-dir=asc]::after{content:' \\25B2'}th[data-dir=desc]::after{content:' \\25BC'}
-figure{display:inline-block;vertical-align:top;width:calc(50% - 1.2em);min-width:380px;margin:.5em 1em .5em 0}figure img{width:100%}.pair{display:flex;gap:8px}
+figure{display:inline-block;vertical-align:top;width:calc(50% - 1.2em);min-width:380px;margin:.5em 1em .5em 0}\
+figure img{width:100%}.pair{display:flex;gap:8px}
 .ans{flex:1;min-width:0;border:1px solid #ddd;padding:4px;background:#fafafa}
 .txt{white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,monospace;font-size:12px;margin:0}
 .prompt{white-space:pre-wrap;font-size:12px;color:#333;margin:0 0 4px 0}.cut{color:#b00;font-style:italic}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from rmbench.results.publishing.examples import LengthPoints
 
@@ -85,7 +85,8 @@ def scatter_svg(title: str, points: Sequence[tuple[int, LengthPoints]], run_name
     out = [_svg_open(w, h + 40 + 14 * len(points)),
            f'<text x="4" y="14" font-size="13" font-weight="bold">{_e(title)}</text>',
            f'<line x1="{pad}" x2="{w - 10}" y1="{pad + (h - pad) / 2}" y2="{pad + (h - pad) / 2}" stroke="#bbb"/>',
-           f'<line x1="{pad + (w - pad - 10) / 2}" x2="{pad + (w - pad - 10) / 2}" y1="{pad - 10}" y2="{h}" stroke="#bbb"/>']
+           f'<line x1="{pad + (w - pad - 10) / 2}" x2="{pad + (w - pad - 10) / 2}" y1="{pad - 10}" y2="{h}" '
+           'stroke="#bbb"/>']
     for run, p in points:
         colour = COLOURS[run % len(COLOURS)]
         for lx, ry in zip(p.length_diff, p.reward_diff):
@@ -96,7 +97,8 @@ def scatter_svg(title: str, points: Sequence[tuple[int, LengthPoints]], run_name
             out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2.5" fill="{colour}" opacity="0.6"/>')
     out.append(f'<text x="{w / 2}" y="{h + 16}" font-size="11" text-anchor="middle">length difference a - b '
                f'(chars, ±{xm:g})</text>')
-    out.append(f'<text x="10" y="{pad + (h - pad) / 2}" font-size="11" transform="rotate(-90 10 {pad + (h - pad) / 2})" '
+    out.append(f'<text x="10" y="{pad + (h - pad) / 2}" font-size="11" transform="rotate(-90 10 '
+               f'{pad + (h - pad) / 2})" '
                f'text-anchor="middle">reward difference (sigma, ±{ym:.2g})</text>')
     for i, (run, p) in enumerate(points):  # below the axis label, never over the points
         rho = "–" if not math.isfinite(p.correlation) else f"{p.correlation:.3f}"

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rmbench.core import metrics as M
-from rmbench.core.choices import EpsUnit
 from rmbench.core.arrays import FloatArray, IntArray
+from rmbench.core.choices import EpsUnit
 from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
 from rmbench.results.statistics.slice_statistic import SliceStatistic, slice_statistic

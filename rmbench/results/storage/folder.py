@@ -16,20 +16,38 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
+from rmbench.core.choices import EPS_UNITS, RUN_STATUSES, TASK_STATUSES, TRUNCATION_SIDES
+from rmbench.core.metric_registry import (
+    DEFAULT_HEADLINE,
+    RB1_LAYOUT,
+    RB2_LAYOUT,
+    TIES_LAYOUT,
+    OfficialColumn,
+    OfficialLayout,
+)
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, json_error_text, signals_deferred
-from rmbench.core.choices import EPS_UNITS, RUN_STATUSES, TASK_STATUSES, TRUNCATION_SIDES
-from rmbench.core.metric_registry import (DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT, OfficialColumn,
-                                     OfficialLayout)
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.fields import Fields
-from rmbench.results.storage.record import (SCHEMA_VERSION, Counts, Environment, Execution, MetricRecord,
-                                            ModelIdentity, RunConfig, RunIdentity, RunRecord, SkippedRow, SkippedRows,
-                                            TaskResult)
+from rmbench.results.storage.record import (
+    SCHEMA_VERSION,
+    Counts,
+    Environment,
+    Execution,
+    MetricRecord,
+    ModelIdentity,
+    RunConfig,
+    RunIdentity,
+    RunRecord,
+    SkippedRow,
+    SkippedRows,
+    TaskResult,
+)
 
 RESULTS_FILE = "results.json"
 REWARDS_FILE = "rewards.jsonl"
@@ -123,8 +141,7 @@ def check_destination(out_dir: str | Path, identity: RunIdentity, overwrite: boo
     under the folder's lock; the run is written to the :class:`Destination` it returns."""
     check_writable(Path(out_dir))
     old = None if overwrite else existing_run(out_dir)
-    differences = [] if old is None else old.identity.differences(identity)
-    if differences:
+    if old is not None and (differences := old.identity.differences(identity)):
         raise ConfigError(f"{out_dir} holds another run ({'; '.join(differences)}; written {old.created}); pass "
                           f"--overwrite to replace it, or choose another --out (or --name)")
     return Destination(Path(out_dir), identity)

@@ -20,10 +20,10 @@ never leave a half file.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from rmbench.errors import ConfigError
 from rmbench.results.storage.folder import check_writable

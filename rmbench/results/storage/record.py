@@ -11,8 +11,9 @@ Every reported number is an :class:`Estimate`: a value with its 95% bootstrap in
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from rmbench.core.choices import EpsUnit, RunStatus, TaskStatus, TruncationSide
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
@@ -85,7 +86,7 @@ class MetricRecord:
                 "ci_low": finite_or_none(e.ci_low), "ci_high": finite_or_none(e.ci_high), "n": self.n}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "MetricRecord":
+    def from_json(cls, d: Mapping[str, Any]) -> MetricRecord:
         value = d["value"]
         est = Estimate(math.nan if value is None else float(value),
                        None if d["ci_low"] is None else float(d["ci_low"]),
@@ -198,11 +199,11 @@ class TaskResult:
         return None
 
     @property
-    def key_parts(self) -> "TaskKeyParts":
+    def key_parts(self) -> TaskKeyParts:
         return TaskKeyParts(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps,
                             self.eps_unit)
 
-    def differences(self, other: "TaskResult") -> list[str]:
+    def differences(self, other: TaskResult) -> list[str]:
         """What keeps this task's numbers from sharing cells with ``other``'s, with both values."""
         return self.key_parts.differences(other.key_parts)
 
@@ -223,7 +224,7 @@ class TaskKeyParts:
         return comparability_key(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps,
                                  self.eps_unit)
 
-    def differences(self, other: "TaskKeyParts", with_eps: bool = False) -> list[str]:
+    def differences(self, other: TaskKeyParts, with_eps: bool = False) -> list[str]:
         """What differs from ``other`` (task version, data, metric version, eps unit; the eps list
         too when ``with_eps``), naming both values."""
         out = []
@@ -258,7 +259,7 @@ class RunIdentity:
     spec: Mapping[str, Any]
     tasks: tuple[TaskKeyParts, ...]
 
-    def differences(self, other: "RunIdentity") -> list[str]:
+    def differences(self, other: RunIdentity) -> list[str]:
         out = []
         if self.model != other.model:
             out.append(f"model {self.model!r}, not {other.model!r}")

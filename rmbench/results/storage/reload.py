@@ -8,18 +8,17 @@ curves), so no model is ever loaded.
 from __future__ import annotations
 
 import dataclasses
-
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
 from rmbench.catalog import load_catalog
 from rmbench.core.splits import LIMIT_FIRST
 from rmbench.core.types import ComparisonGroup, TaskSpec, data_fingerprint
+from rmbench.core.unscored import Scored, drop_unscored
 from rmbench.errors import DataError
 from rmbench.results.storage.folder import RunFolder
-from rmbench.core.unscored import Scored, drop_unscored
 from rmbench.results.storage.record import TaskResult
 from rmbench.tasks.base import Task
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
