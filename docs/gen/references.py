@@ -217,8 +217,12 @@ def _type_schema(tp: Any, owner: type) -> dict:
 # columns are objects, optional fields are left out when unset.
 FLATTEN = {("MetricRecord", "estimate")}
 EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of name, version, data "
-                                     "fingerprint, metric version and eps unit (Comparability)"},
-                        "comparability_key": {"type": "string", "description": "the task key and the eps list"}}}
+                                     "fingerprint, metric version and eps unit (Comparability); files of "
+                                     "earlier versions lack it (the reader computes it)"},
+                        "comparability_key": {"type": "string", "description": "the task key and the eps list; "
+                                              "files of earlier versions lack it (the reader computes it)"}}}
+"""Keys results.json adds to a record, derived from its fields: written by this version, optional
+(rmbench reads files without them and computes them)."""
 OPTIONAL = {("TaskResult", "unparsed"), ("RunConfig", "limit_sampling"), ("OfficialLayout", "provenance")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
 OPEN = {"EngineStats": "other"}
@@ -257,7 +261,6 @@ def _dataclass_schema(cls: type, defs: dict) -> dict:
             required.append(f.name)
     for name, schema in EXTRA.get(cls.__name__, {}).items():
         props[name] = schema
-        required.append(name)
     out = {"type": "object", "title": cls.__name__, "properties": props, "required": required,
            "additionalProperties": open_record}
     if cls.__doc__:
