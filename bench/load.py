@@ -63,7 +63,7 @@ def child(name: str, dtype: str, every: int) -> dict:
     import torch
 
     from bench.scoring import SMOL, lmeval_peer, plain_loop
-    from rmbench.core.types import Spec
+    from rmbench.core.specs import Spec
     from rmbench.models import Runtime, build_model
     from rmbench.models.embedded import resolve
     from rmbench.scoring.backends import LocalBackend

@@ -27,7 +27,8 @@ import numpy as np
 from bench.limits import matmul_probe, model_flops
 from bench.results import machine_line, write_section
 from rmbench.catalog import load_catalog
-from rmbench.core.types import ComparisonGroup, Spec
+from rmbench.core.specs import Spec
+from rmbench.core.types import ComparisonGroup
 from rmbench.models import Runtime, build_model
 from rmbench.scoring.engine import requests_for, score_groups
 from rmbench.tasks.loading import load_groups

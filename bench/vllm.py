@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     import vllm
 
     from bench.load import bench_groups
-    from rmbench.core.types import Spec
+    from rmbench.core.specs import Spec
     from rmbench.models import Runtime
 
     groups = bench_groups(args.every)

@@ -23,7 +23,8 @@ from common import machine_line
 
 from rmbench.catalog import load_catalog
 from rmbench.core.metrics import discrimination, specificity
-from rmbench.core.types import PairIndex, Spec
+from rmbench.core.specs import Spec
+from rmbench.core.types import PairIndex
 from rmbench.files import atomic_write_text
 from rmbench.models import Runtime
 from rmbench.results.publishing.leaderboard import build_leaderboard

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from rmbench.core.types import ModelSpec, Spec, TaskSpec
+from rmbench.core.specs import ModelSpec, Spec, TaskSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models import MODEL_KINDS
 from rmbench.models.presets import DESCRIPTIONS as PRESET_DESCRIPTIONS

@@ -52,7 +52,8 @@ def test_ray_worker_with_other_weights_fails_loudly(tiny, tmp_path):
     pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
     import ray
 
-    from rmbench.core.types import ComparisonGroup, ModelSpec
+    from rmbench.core.specs import ModelSpec
+    from rmbench.core.types import ComparisonGroup
     from rmbench.errors import ModelError
     from rmbench.models import build_model
     from rmbench.scoring.engine import score_groups

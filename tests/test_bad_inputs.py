@@ -633,7 +633,7 @@ def test_truncation_options_through_the_cli(tmp_path, tiny):
 
 
 def test_truncation_reaches_inner_and_reference_models(tiny):
-    from rmbench.core.types import ModelSpec
+    from rmbench.core.specs import ModelSpec
     from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
     from rmbench.models.base import tokenized_parts
 

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmbench.core.types import ComparisonGroup, ModelSpec
+from rmbench.core.specs import ModelSpec
+from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ModelError
 from rmbench.models import Runtime, build_model
 from rmbench.scoring.cache import ScoreCache

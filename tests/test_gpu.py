@@ -13,7 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rmbench.core.types import ComparisonGroup, ModelSpec  # noqa: E402
+from rmbench.core.specs import ModelSpec  # noqa: E402
+from rmbench.core.types import ComparisonGroup  # noqa: E402
 from rmbench.models import Runtime, build_model  # noqa: E402
 from rmbench.models.batching import CUDA_TOKEN_RANGE, batch_limits  # noqa: E402
 from rmbench.scoring.backends import LocalBackend  # noqa: E402

@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from rmbench.cli import app
-from rmbench.core.types import ComparisonGroup, ModelSpec
+from rmbench.core.specs import ModelSpec
+from rmbench.core.types import ComparisonGroup
 from rmbench.models import Runtime, build_model
 from rmbench.scoring.backends import LocalBackend
 from rmbench.scoring.engine import score_groups

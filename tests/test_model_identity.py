@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rmbench.core.types import ModelSpec
+from rmbench.core.specs import ModelSpec
 from rmbench.models import Runtime, Truncation, build_model, parse_model_spec
 from rmbench.models.baselines import ConstantRM, LengthRM
 from rmbench.scoring.runner import EvalConfig, evaluate

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from rmbench.catalog import load_catalog
-from rmbench.core.types import ModelSpec
+from rmbench.core.specs import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models import parse_model_spec
 from rmbench.models.names import ModelNames, UnknownModel, model_refs, resolve_model

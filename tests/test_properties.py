@@ -271,7 +271,7 @@ def test_fingerprint_and_key_follow_content_not_form(groups, eps):
 def test_a_task_file_fingerprint_follows_rows_not_formatting(tmp_path):
     """Loaded through the ``groups`` kind: reformatted JSON keeps the fingerprint, swapped rows
     or one changed character do not."""
-    from rmbench.core.types import TaskSpec
+    from rmbench.core.specs import TaskSpec
     from rmbench.tasks.loading import load_groups
 
     rows = [ComparisonGroup(f"g{i}", f"q{i}", [f"a{i}", f"b{i}", f"c{i}"], [2, 1, 1]).to_json() for i in range(3)]

@@ -11,7 +11,8 @@ from conftest import smollm2_gguf
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.real_model
 
-from rmbench.core.types import ComparisonGroup, ModelSpec  # noqa: E402
+from rmbench.core.specs import ModelSpec  # noqa: E402
+from rmbench.core.types import ComparisonGroup  # noqa: E402
 from rmbench.models import Runtime, build_model  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.models.presets import PRESETS  # noqa: E402

@@ -247,7 +247,8 @@ def test_rewards_tiny_lm_smollm2_tokenizer(tiny_smol_vocab_lm):
 def _adapter_rewards(policy_dir, ref_dir, pairs, normalize="sum", **limits) -> list[tuple[float, float]]:
     """(chosen, rejected) rewards of ``implicit`` with ``convention: rewardbench``, scored through
     rmbench's engine (batching, prompt KV reuse, group context) in float32."""
-    from rmbench.core.types import ComparisonGroup, ModelSpec, prompt_from_json
+    from rmbench.core.specs import ModelSpec
+    from rmbench.core.types import ComparisonGroup, prompt_from_json
     from rmbench.models import Runtime, build_model
     from rmbench.scoring.engine import score_groups
 

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from rmbench.catalog import builtin_tasks_dir, load_catalog
 from rmbench.cli.app import _parse_model_args, app
-from rmbench.core.types import ModelSpec
+from rmbench.core.specs import ModelSpec
 from rmbench.errors import ConfigError
 from rmbench.models import Runtime, build_model, parse_model_spec
 

@@ -3,7 +3,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmbench.core.types import ComparisonGroup, Message, ModelSpec, PairIndex, data_fingerprint
+from rmbench.core.specs import ModelSpec
+from rmbench.core.types import ComparisonGroup, Message, PairIndex, data_fingerprint
 
 
 def test_preference_pair_and_pairs():

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm", reason="vLLM is not installed: build its virtualenv with .ci/vllm_env")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache; vLLM's CPU default is sized for servers
 
-from rmbench.core.types import ModelSpec  # noqa: E402
+from rmbench.core.specs import ModelSpec  # noqa: E402
 from rmbench.models import Runtime, build_model  # noqa: E402
 from rmbench.models.base import ScoreRequest  # noqa: E402
 

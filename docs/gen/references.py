@@ -168,8 +168,8 @@ def models_page() -> str:
            "computes its reward: [Model kinds in depth](../explanation/models.md).\n\n",
            "## Presets\n\n| name | kind | arguments | description |\n|---|---|---|---|\n"]
     for name, spec in sorted(catalog.models.items()):
-        args = spec.args if isinstance(spec.args, str) else json.dumps(dict(spec.args), sort_keys=True)
-        out.append(f"| `{name}` | `{spec.kind}` | `{_cell(args)}` | {_cell(catalog.descriptions[('model', name)])} |\n")
+        description = _cell(catalog.descriptions[("model", name)])
+        out.append(f"| `{name}` | `{spec.kind}` | `{_cell(spec.args.canonical)}` | {description} |\n")
     out.append("\n## Kinds\n\n| kind | description |\n|---|---|\n")
     for name, description in _builtin_kinds(MODEL_KINDS):
         out.append(f"| `{name}` | {_cell(description)} |\n")

@@ -11,8 +11,8 @@ A task's rewards are one flat array, one reward per response, its groups in orde
 :func:`group_slices` and :func:`split_by_group` cut it back into groups.
 
 All value types here are frozen and hashable, so they can key caches and be compared. The specs
-(:class:`TaskSpec`, :class:`ModelSpec`) live in :mod:`rmbench.core.specs` and the canonical JSON
-in :mod:`rmbench.core.canonical`; both are importable from here too.
+(:class:`~rmbench.core.specs.TaskSpec`, :class:`~rmbench.core.specs.ModelSpec`) live in
+:mod:`rmbench.core.specs`, the canonical JSON in :mod:`rmbench.core.canonical`.
 """
 
 from __future__ import annotations
@@ -28,12 +28,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from rmbench.core.arrays import AnyArray, IntArray
-from rmbench.core.canonical import canonical_json as canonical_json
-from rmbench.core.canonical import sha256_hex as sha256_hex
-from rmbench.core.specs import FrozenArgs as FrozenArgs
-from rmbench.core.specs import ModelSpec as ModelSpec
-from rmbench.core.specs import Spec as Spec
-from rmbench.core.specs import TaskSpec as TaskSpec
+from rmbench.core.canonical import canonical_json
 
 
 @dataclass(frozen=True)

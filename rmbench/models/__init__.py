@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from rmbench.core.types import ModelSpec
+from rmbench.core.specs import ModelSpec
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation
 from rmbench.registry import Registry, instantiate
 

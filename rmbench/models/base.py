@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from rmbench import __version__
+from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.choices import TRUNCATION_SIDES, DType, TruncationSide, choice, device_choice, dtype_choice
-from rmbench.core.types import Prompt, canonical_json, prompt_to_json, sha256_hex
+from rmbench.core.types import Prompt, prompt_to_json
 from rmbench.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rmbench.core.types import ModelSpec
+from rmbench.core.specs import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models.trained import MODEL_ENTRY, is_trained_folder, load_trained_entry
 from rmbench.registry import RegistryError, import_target

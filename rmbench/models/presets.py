@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rmbench.core.types import ModelSpec
+from rmbench.core.specs import ModelSpec
 
 SMOL = "smollm2-135m-instruct"
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.core.metrics import METRIC_VERSION
-from rmbench.core.types import ComparisonGroup, ModelSpec, TaskSpec, data_fingerprint
+from rmbench.core.specs import ModelSpec, TaskSpec
+from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.errors import ConfigError, DataError, did_you_mean
 from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
 from rmbench.models.base import CallingModel, RewardModel

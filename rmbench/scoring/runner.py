@@ -47,14 +47,14 @@ from rmbench.results.storage.record import (
 )
 from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.calls import CallCache
-from rmbench.scoring.config import DEFAULT_EPS, DEFAULT_MODEL, EvalConfig, ExecutionSettings, RunSpec
+from rmbench.scoring.config import EvalConfig, RunSpec
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.scoring.engines import Backend, make_backend
-from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, load_tasks, plan_run
+from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, plan_run
 from rmbench.scoring.timeout import BatchDeadline
 
-__all__ = ["DEFAULT_EPS", "DEFAULT_MODEL", "EvalConfig", "ExecutionSettings", "LoadedTask", "ModelFactory",
-           "RunPlan", "RunSpec", "evaluate", "load_tasks", "parse_eps", "plan_run", "run_plan"]
+__all__ = ["EvalConfig", "evaluate", "parse_eps", "run_plan"]
+"""``EvalConfig`` is re-exported: scripts build it beside :func:`evaluate`."""
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 """``factory(description, total)`` returns a callback that advances by the count it is given."""

@@ -39,7 +39,8 @@ from rmbench.results.publishing.leaderboard_render import render
 from rmbench.results.storage.folder import check_destination
 from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.storage.record import RunRecord
-from rmbench.scoring.runner import EvalConfig, ProgressFactory, RunPlan, plan_run, run_plan
+from rmbench.scoring.planning import RunPlan, plan_run
+from rmbench.scoring.runner import EvalConfig, ProgressFactory, run_plan
 from rmbench.tasks.loading import DataOverride
 
 DEFAULT_ROOT = Path("runs")

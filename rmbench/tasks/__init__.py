@@ -14,7 +14,7 @@ row readers (``base``), one module per family of kinds (``ties``, ``rewardbench`
 
 from __future__ import annotations
 
-from rmbench.core.types import TaskSpec
+from rmbench.core.specs import TaskSpec
 from rmbench.registry import Registry, instantiate
 from rmbench.tasks.base import Task
 

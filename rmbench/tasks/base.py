@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
-from rmbench.core.types import ComparisonGroup, TaskSpec
+from rmbench.core.specs import TaskSpec
+from rmbench.core.types import ComparisonGroup
 
 ExtraMetric = Callable[[np.ndarray], float]
 """A task-specific statistic of the resampling units (see :meth:`Task.bootstrap_units`)."""

@@ -14,7 +14,8 @@ import random
 import re
 from collections.abc import Iterator, Sequence
 
-from rmbench.core.types import ComparisonGroup, canonical_json
+from rmbench.core.canonical import canonical_json
+from rmbench.core.types import ComparisonGroup
 from rmbench.tasks.base import Task
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import LIMIT_FIRST, LIMIT_SAMPLING, PARTS, limit_sample, parts_of
-from rmbench.core.types import ComparisonGroup, TaskSpec
+from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError
 from rmbench.tasks import build_task
 from rmbench.tasks.base import Task

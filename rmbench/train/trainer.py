@@ -38,8 +38,10 @@ from pathlib import Path
 import yaml
 
 from rmbench import __version__
+from rmbench.core.canonical import canonical_json, sha256_hex
+from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import HELD_OUT_PERCENT, RULE
-from rmbench.core.types import ComparisonGroup, TaskSpec, canonical_json, data_fingerprint, sha256_hex
+from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.errors import ConfigError, DataError
 from rmbench.files import atomic_write_text
 from rmbench.models.base import Runtime, ScoreRequest

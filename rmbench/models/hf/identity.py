@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from rmbench.core.types import canonical_json, sha256_hex
+from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.files import atomic_write_text
 from rmbench.models.hf.loading import ModelSource
 from rmbench.paths import user_cache_dir

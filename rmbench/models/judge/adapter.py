@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rmbench.core.types import canonical_json, sha256_hex
+from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.errors import ConfigError
 from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest
 from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats

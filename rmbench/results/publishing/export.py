@@ -45,8 +45,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from rmbench.core.canonical import canonical_json
 from rmbench.core.metric_registry import metric_def
-from rmbench.core.types import canonical_json
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name
 from rmbench.results.publishing.export_names import (

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rmbench.core.canonical import canonical_json
 from rmbench.core.metric_registry import RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT
-from rmbench.core.types import canonical_json
 from rmbench.results.storage.record import RunRecord, TaskResult
 
 RB2_HF_DATASET = "allenai/reward-bench-2"

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.choices import EpsUnit, RunStatus, TaskStatus, TruncationSide
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
-from rmbench.core.types import canonical_json, sha256_hex
 from rmbench.errors import ConfigError
 from rmbench.results.storage.engine_stats import EngineStats
 

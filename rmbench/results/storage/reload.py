@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rmbench.catalog import load_catalog
+from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import LIMIT_FIRST
-from rmbench.core.types import ComparisonGroup, TaskSpec, data_fingerprint
+from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.core.unscored import Scored, drop_unscored
 from rmbench.errors import DataError
 from rmbench.results.storage.folder import RunFolder
