@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from rmbench.core import metrics as M
 from rmbench.core import weighted as W
+from rmbench.core import weighted_order
 from rmbench.core.types import ORIGINAL, ComparisonGroup
 from rmbench.core.weighted_order import Cumulative
 from rmbench.results.statistics.summary import summarize
@@ -119,6 +120,25 @@ def test_both_ways_of_cumulative_counts(monkeypatch, way):
     for step in (0.5, 1e-9):
         groups, rewards = random_groups(21, 30, forms=True, shifts=True, step=step)
         assert_same(*both(groups, rewards, n_bootstrap=40, seed=8, group_units=np.arange(len(groups)) // 2))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_prefix_sums_in_every_dtype(monkeypatch, dtype):
+    """The prefix sums over sorted pairs give the same numbers on int32 (the default), on int64
+    (where int32 could overflow) and on float64 (as before)."""
+    monkeypatch.setattr(Cumulative, "MATRIX_LIMIT", 0)
+    monkeypatch.setattr(weighted_order, "integer_weights", lambda W, n_items: np.asarray(W).astype(dtype))
+    groups, rewards = random_groups(5, 30, forms=True, shifts=True, step=1e-9)
+    assert_same(*both(groups, rewards, n_bootstrap=40, seed=3, group_units=np.arange(len(groups)) // 2))
+
+
+def test_integer_weights_widen_before_int32_overflows():
+    W = np.array([[0.0, 3.0, 1.0]])
+    assert weighted_order.integer_weights(W, 1000).dtype == np.int32
+    assert weighted_order.integer_weights(W, 2**31 // 3 + 1).dtype == np.int64  # 3 x n >= 2**31
+    assert weighted_order.integer_weights(W, 2**31 // 3).dtype == np.int32
+    assert weighted_order.integer_weights(np.zeros((2, 0)), 5).dtype == np.int32
+    assert np.array_equal(weighted_order.integer_weights(W, 10), [[0, 3, 1]])
 
 
 @settings(max_examples=40, deadline=None)
