@@ -77,3 +77,44 @@ def test_select_groups_matches_rebuilding_from_the_selected_groups(shapes, data)
     assert sorted(zip(r[sub.diff_better], r[sub.diff_worse])) == sorted(zip(ref_rewards[ref.diff_better],
                                                                             ref_rewards[ref.diff_worse]))
     assert sorted(zip(r[sub.eq_a], r[sub.eq_b])) == sorted(zip(ref_rewards[ref.eq_a], ref_rewards[ref.eq_b]))
+
+
+def _pairs_by_loops(g):
+    """The pair lists as plain loops (the definition): discrimination (better, worse) row by row,
+    specificity a < b within a declared equivalence level."""
+    u, levels = g.utilities, g.equivalence_levels
+    diff = [(a, b) for a in range(len(u)) for b in range(len(u)) if u[a] > u[b]]
+    same = [(a, b) for a in range(len(u)) for b in range(a + 1, len(u))
+            if u[a] == u[b] and (levels is None or u[a] in levels)]
+    return diff, same
+
+
+@settings(max_examples=150, deadline=None)
+@given(utilities=st.lists(st.integers(-2, 3), min_size=2, max_size=9),
+       levels=st.one_of(st.none(), st.lists(st.integers(-2, 3), max_size=3).map(tuple)))
+def test_pair_arrays_equal_the_definition_in_order(utilities, levels):
+    g = ComparisonGroup("g", "p", [f"r{i}" for i in range(len(utilities))], utilities, equivalence_levels=levels)
+    diff, same = _pairs_by_loops(g)
+    assert g.discrimination_pairs() == diff
+    assert g.specificity_pairs() == same
+    better, worse, a, b = g.pair_arrays()
+    assert all(x.dtype == np.int64 for x in (better, worse, a, b))
+
+
+def test_pair_index_of_rewrites_lists_pairs_forms_and_flips_in_order():
+    # Two originals (u 1, 0) and their paraphrases: forms split pairs into within- and cross-form,
+    # and the paraphrases' preference is a flip pair of the originals'.
+    g = ComparisonGroup("g", "p", ["a", "b", "a2", "b2"], [1, 0, 1, 0],
+                        forms=("original", "original", "paraphrase", "paraphrase"), rewrite_of=(0, 1, 0, 1))
+    plain = ComparisonGroup("h", "q", ["x", "y", "z"], [2, 2, 0])
+    idx = PairIndex.from_groups([plain, g])
+    assert idx.diff_better.tolist() == [0, 1, 3, 3, 5, 5] and idx.diff_worse.tolist() == [2, 2, 4, 6, 4, 6]
+    assert idx.diff_group.tolist() == [0, 0, 1, 1, 1, 1]
+    assert idx.diff_cross.tolist() == [False, False, False, True, True, False]
+    assert idx.eq_a.tolist() == [0, 3, 4] and idx.eq_b.tolist() == [1, 5, 6]
+    assert idx.eq_cross.tolist() == [False, True, True]
+    assert (idx.flip_a.tolist(), idx.flip_b.tolist(), idx.flip_oa.tolist(), idx.flip_ob.tolist()) == ([5], [6], [3], [4])
+    assert idx.response_group.tolist() == [0, 0, 0, 1, 1, 1, 1]
+    assert idx.response_length.tolist() == [1, 1, 1, 1, 1, 2, 2]
+    empty = PairIndex.from_groups([])
+    assert empty.diff_better.dtype == np.int64 and len(empty.eq_a) == 0 and empty.diff_cross.dtype == bool

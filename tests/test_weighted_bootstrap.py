@@ -170,3 +170,26 @@ def test_paired_bootstrap_batched_equals_plain():
                                                lambda d: b[d].max(axis=1)[:, None]))
     for p, q in zip(plain, batched):
         np.testing.assert_array_equal(p, q)
+
+
+@pytest.mark.parametrize("step", [0.5, 1e-9])
+def test_order_stats_reuse_their_work_arrays_safely(monkeypatch, step):
+    """Blocks of resamples of changing sizes through one OrderStats (its work arrays reused) give
+    each row what one call over all rows gives, and a result stays as returned after later calls."""
+    monkeypatch.setattr(Cumulative, "MATRIX_LIMIT", 0)  # the prefix way: the one with work arrays
+    rng = np.random.default_rng(4)
+    n_groups = 9
+    x, y = np.round(rng.normal(0.3, 1, 60) / step) * step, np.round(rng.normal(0, 1, 50) / step) * step
+    gx, gy = rng.integers(0, n_groups, 60), rng.integers(0, n_groups, 50)
+    ly = rng.integers(-5, 6, 50).astype(float)
+    W = rng.multinomial(n_groups, np.ones(n_groups) / n_groups, size=8).astype(float)
+    whole = weighted_order.OrderStats(x, gx, y, gy, ly, n_groups).values(W)
+    stats = weighted_order.OrderStats(x, gx, y, gy, ly, n_groups)
+    parts, rows = [], 0
+    for size in (3, 2, 3):
+        parts.append(stats.values(W[rows:rows + size]))
+        rows += size
+    first = {k: v.copy() for k, v in parts[0].items()}
+    for key, value in whole.items():
+        assert np.array_equal(np.concatenate([p[key] for p in parts]), value, equal_nan=True), key
+        assert np.array_equal(parts[0][key], first[key], equal_nan=True), key

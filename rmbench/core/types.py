@@ -151,16 +151,27 @@ class ComparisonGroup:
     def is_equivalence_level(self, level: int) -> bool:
         return self.equivalence_levels is None or level in self.equivalence_levels
 
+    def pair_arrays(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """(better, worse, a, b): the discrimination pairs, u(better) > u(worse), ordered by
+        better then worse; the specificity pairs, a < b with u(a) = u(b) in a declared
+        equivalence level, ordered by a then b (row-major order of the utility comparisons)."""
+        u = np.asarray(self.utilities, dtype=np.int64)
+        better, worse = np.nonzero(u[:, None] > u[None, :])
+        equal = np.triu(u[:, None] == u[None, :], 1)
+        if self.equivalence_levels is not None:
+            equal &= np.isin(u, self.equivalence_levels)[:, None]
+        a, b = np.nonzero(equal)
+        return better.astype(np.int64), worse.astype(np.int64), a.astype(np.int64), b.astype(np.int64)
+
     def discrimination_pairs(self) -> list[tuple[int, int]]:
         """Index pairs (better, worse) with u(better) > u(worse)."""
-        u = self.utilities
-        return [(a, b) for a in range(len(u)) for b in range(len(u)) if u[a] > u[b]]
+        better, worse, _, _ = self.pair_arrays()
+        return list(zip(better.tolist(), worse.tolist()))
 
     def specificity_pairs(self) -> list[tuple[int, int]]:
         """Index pairs (a, b), a < b, with u(a) = u(b) in a declared equivalence level."""
-        u = self.utilities
-        return [(a, b) for a in range(len(u)) for b in range(a + 1, len(u))
-                if u[a] == u[b] and self.is_equivalence_level(u[a])]
+        _, _, a, b = self.pair_arrays()
+        return list(zip(a.tolist(), b.tolist()))
 
     def to_json(self) -> dict[str, Any]:
         """The canonical JSON form (also the line format of ``groups_jsonl`` task files)."""
@@ -266,33 +277,38 @@ class PairIndex:
 
     @classmethod
     def from_groups(cls, groups: Sequence[ComparisonGroup]) -> PairIndex:
-        response_group, db, dw, dg, dx, ea, eb, eg, ex = [], [], [], [], [], [], [], [], []
-        lengths: list[int] = []
+        parts: dict[str, list[AnyArray]] = {k: [] for k in ("db", "dw", "dg", "dx", "ea", "eb", "eg", "ex")}
         flips: list[tuple[int, int, int, int, int]] = []
         for gi, (g, where) in enumerate(zip(groups, group_slices(groups))):
             offset = where.start
-            response_group.extend([gi] * len(g.responses))
-            lengths.extend(len(r) for r in g.responses)
-            forms = g.forms or (ORIGINAL,) * len(g.responses)
-            for a, b in g.discrimination_pairs():
-                db.append(offset + a)
-                dw.append(offset + b)
-                dg.append(gi)
-                dx.append(forms[a] != forms[b])
-                if g.rewrite_of is not None and forms[a] == forms[b] != ORIGINAL:
-                    flips.append((offset + a, offset + b, offset + g.rewrite_of[a], offset + g.rewrite_of[b], gi))
-            for a, b in g.specificity_pairs():
-                ea.append(offset + a)
-                eb.append(offset + b)
-                eg.append(gi)
-                ex.append(forms[a] != forms[b])
+            better, worse, a, b = g.pair_arrays()
+            for key, value in (("db", better + offset), ("dw", worse + offset), ("dg", np.full(len(better), gi)),
+                               ("ea", a + offset), ("eb", b + offset), ("eg", np.full(len(a), gi))):
+                parts[key].append(value)
+            if g.forms is None:
+                parts["dx"].append(np.zeros(len(better), dtype=bool))
+                parts["ex"].append(np.zeros(len(a), dtype=bool))
+                continue
+            forms = np.array(g.forms, dtype=object)
+            parts["dx"].append(forms[better] != forms[worse])
+            parts["ex"].append(forms[a] != forms[b])
+            if g.rewrite_of is not None:
+                for x, y in zip(better.tolist(), worse.tolist()):
+                    if g.forms[x] == g.forms[y] != ORIGINAL:
+                        flips.append((offset + x, offset + y, offset + g.rewrite_of[x], offset + g.rewrite_of[y], gi))
 
         def arr(x: list[Any], dtype: DTypeLike = np.int64) -> AnyArray:
             return np.asarray(x, dtype=dtype)
 
+        def joined(key: str, dtype: DTypeLike = np.int64) -> AnyArray:
+            return np.concatenate(parts[key]).astype(dtype) if parts[key] else arr([], dtype)
+
+        sizes = [len(g.responses) for g in groups]
+        response_group = np.repeat(np.arange(len(groups), dtype=np.int64), sizes)
+        lengths = arr([len(r) for g in groups for r in g.responses], np.float64)
         fa, fb, foa, fob, fg = (arr(list(c)) for c in zip(*flips)) if flips else (arr([]),) * 5
-        return cls(arr(response_group), arr(db), arr(dw), arr(dg), arr(ea), arr(eb), arr(eg),
-                   arr(lengths, np.float64), arr(dx, bool), arr(ex, bool), fa, fb, foa, fob, fg)
+        return cls(response_group, joined("db"), joined("dw"), joined("dg"), joined("ea"), joined("eb"), joined("eg"),
+                   lengths, joined("dx", bool), joined("ex", bool), fa, fb, foa, fob, fg)
 
     def select_groups(self, group_ids: np.ndarray) -> PairIndex:
         """The pairs of the given groups (with repeats, as a bootstrap resample needs).

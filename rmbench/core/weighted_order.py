@@ -12,6 +12,8 @@ counts, so the values are bit-equal (see each function for the one condition on 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from rmbench.core.arrays import AnyArray, FloatArray, IntArray
@@ -23,6 +25,22 @@ def ratio(num: AnyArray, den: AnyArray) -> FloatArray:
     out = np.full(np.broadcast(num, den).shape, np.nan)
     np.divide(num, den, out=out, where=den > 0)
     return out
+
+
+class Scratch:
+    """Work arrays kept between calls, by name: a block of resamples of a large slice fills a
+    dozen arrays as long as its pairs, and fresh ones would each come as new zeroed pages from
+    the system (page faults: at 1.27M pairs a third of the time); these are reused instead."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[str, AnyArray] = {}
+
+    def get(self, name: str, shape: tuple[int, ...], dtype: np.dtype[Any] | type) -> AnyArray:
+        """The array ``name`` of this shape and dtype (its contents whatever the last call left)."""
+        a = self._arrays.get(name)
+        if a is None or a.shape != shape or a.dtype != np.dtype(dtype):
+            a = self._arrays[name] = np.empty(shape, dtype=dtype)
+        return a
 
 
 class OrderStats:
@@ -60,6 +78,7 @@ class OrderStats:
         self.x_per_group = np.bincount(gx, minlength=n_groups).astype(np.float64)
         self.run, self.lrun = contiguous(run), contiguous(lrun)
         self.zero, self.lzero = np.flatnonzero(self.cand == 0), np.flatnonzero(self.lcand == 0)
+        self.scratch = Scratch()
 
     def values(self, W: AnyArray) -> dict[str, FloatArray]:
         """ds_auc, balanced_best (score and eps) and length_correlation of each resample (row of
@@ -74,20 +93,23 @@ class OrderStats:
         if not (self.active_pairs or self.active_rank):
             return out
         W, Wi = W.astype(np.float64), integer_weights(W, len(self.gx) + len(self.gy))
-        (y_le,) = self.y_cum.values(W, Wi)
-        y_k, ny = runs(y_le), y_le[:, -1]
+        sc, b = self.scratch, W.shape[0]
+        (y_le,) = self.y_cum.values(W, Wi, sc, "y")
+        y_k, ny = runs(y_le, sc.get("y_k", y_le.shape, np.float64)), y_le[:, -1].copy()
         if self.active_pairs:
-            x_le, x_lt = self.x_cum.values(W, Wi)
+            x_le, x_lt = self.x_cum.values(W, Wi, sc, "x")
             nx = W @ self.x_per_group
             out["ds_auc"] = ds_auc(x_le, y_k, x_le[:, self.tie] - x_lt, y_k[:, self.tie], nx, ny)
-            out["balanced_best"], out["balanced_eps"] = balanced_best(x_le, y_le, self.cand, nx, ny)
+            out["balanced_best"], out["balanced_eps"] = balanced_best(x_le, y_le, self.cand, nx, ny, sc)
         if self.active_rank:
-            (l_le,) = self.l_cum.values(W, Wi)
-            l_k = runs(l_le)
-            rx, ry = mid_ranks(y_le, self.zero), mid_ranks(l_le, self.lzero)
-            wy = np.take(W, self.gy, axis=1)
+            (l_le,) = self.l_cum.values(W, Wi, sc, "l")
+            l_k = runs(l_le, sc.get("l_k", l_le.shape, np.float64))
+            rx = mid_ranks(y_le, self.zero, sc.get("rx", y_le.shape, np.float64))
+            ry = mid_ranks(l_le, self.lzero, sc.get("ry", l_le.shape, np.float64))
+            wy = np.take(W, self.gy, axis=1, out=sc.get("wy", (b, len(self.gy)), np.float64), mode="clip")
             wy *= self.sign
-            sxy = np.einsum("ij,ij,ij->i", wy, columns(rx, self.run), columns(ry, self.lrun))
+            sxy = np.einsum("ij,ij,ij->i", wy, columns(rx, self.run, sc, "rx_run"),
+                            columns(ry, self.lrun, sc, "ry_run"))
             sxx, syy = np.einsum("ij,ij,ij->i", y_k, rx, rx), np.einsum("ij,ij,ij->i", l_k, ry, ry)
             out["length_correlation"] = spearman(sxy, sxx, syy, ny)
         return out
@@ -123,21 +145,29 @@ class Cumulative:
             flat = np.bincount(groups_sorted[keep] * m + bins[keep], minlength=n_groups * m)
             self.H.append(flat.reshape(n_groups, m).astype(np.float64))
 
-    def values(self, W: FloatArray, Wi: IntArray) -> list[FloatArray]:
+    def values(self, W: FloatArray, Wi: IntArray, scratch: Scratch | None = None, key: str = "") -> list[FloatArray]:
         """C[:, k] = sum_{i < cuts[k]} W[:, g_i] (resamples x cuts) for each cut array, for group
         weights ``W`` (float64 integers) and ``Wi`` (the same, :func:`integer_weights`):
         cumsum(W @ H), or prefix sums at the cuts. The prefix sums run on the integers (an
         integer add does not wait on the one before as a float add does: twice as fast, and
-        half the bytes in int32), converted to float64 at the cuts: the same integers."""
+        half the bytes in int32), converted to float64 at the cuts: the same integers. With
+        ``scratch``, the work arrays and results are its arrays ``key``... (valid until its next use)."""
+        sc = scratch or Scratch()
         out: list[FloatArray] = []
         c: AnyArray | None = None
-        for H, cut in zip(self.H, self.cuts):
+        b = W.shape[0]
+        for j, (H, cut) in enumerate(zip(self.H, self.cuts)):
             if H is not None:
                 out.append(np.cumsum(W @ H, axis=1))
                 continue
             if c is None:
-                c = prefix(np.take(Wi, self.groups, axis=1))
-            out.append(columns(c, cut).astype(np.float64))
+                into = sc.get(f"{key}gathered", (b, len(self.groups)), Wi.dtype)
+                gathered = np.take(Wi, self.groups, axis=1, out=into, mode="clip")
+                c = prefix(gathered, sc.get(f"{key}prefix", (b, len(self.groups) + 1), Wi.dtype))
+            at = columns(c, cut, sc, f"{key}cut{j}")
+            exact = sc.get(f"{key}float{j}", at.shape, np.float64)
+            np.copyto(exact, at)
+            out.append(exact)
         return out
 
 
@@ -156,22 +186,28 @@ def contiguous(index: IntArray) -> IntArray | slice:
     return index
 
 
-def columns(c: AnyArray, index: IntArray | slice) -> AnyArray:
-    """out[:, j] = c[:, index[j]]: a view for a slice, a gather otherwise."""
-    return c[:, index] if isinstance(index, slice) else np.take(c, index, axis=1)
+def columns(c: AnyArray, index: IntArray | slice, scratch: Scratch | None = None, name: str = "") -> AnyArray:
+    """out[:, j] = c[:, index[j]]: a view for a slice, a gather otherwise (into ``scratch``'s array ``name``)."""
+    if isinstance(index, slice):
+        return c[:, index]
+    if scratch is None:
+        return np.take(c, index, axis=1)
+    return np.take(c, index, axis=1, out=scratch.get(name, (c.shape[0], len(index)), c.dtype), mode="clip")
 
 
-def prefix(w: AnyArray) -> AnyArray:
-    """Row-wise prefix sums with a leading 0, in ``w``'s dtype: ``c[:, k] = sum_{j<k} w[:, j]``."""
-    c = np.empty((w.shape[0], w.shape[1] + 1), dtype=w.dtype)
+def prefix(w: AnyArray, out: AnyArray | None = None) -> AnyArray:
+    """Row-wise prefix sums with a leading 0, in ``w``'s dtype: ``c[:, k] = sum_{j<k} w[:, j]``
+    (into ``out``, of shape rows x (columns + 1), where given)."""
+    c = np.empty((w.shape[0], w.shape[1] + 1), dtype=w.dtype) if out is None else out
     c[:, 0] = 0
     np.cumsum(w, axis=1, out=c[:, 1:])
     return c
 
 
-def runs(le: FloatArray) -> FloatArray:
-    """Counts at each candidate from counts at or below it: ``k[:, j] = le[:, j] - le[:, j - 1]``."""
-    k = np.empty_like(le)
+def runs(le: FloatArray, out: FloatArray | None = None) -> FloatArray:
+    """Counts at each candidate from counts at or below it: ``k[:, j] = le[:, j] - le[:, j - 1]``
+    (into ``out`` where given)."""
+    k = np.empty_like(le) if out is None else out
     k[:, :1] = le[:, :1]
     np.subtract(le[:, 1:], le[:, :-1], out=k[:, 1:])
     return k
@@ -193,7 +229,7 @@ def ds_auc(x_le: FloatArray, y_k: FloatArray, x_eq: FloatArray, y_tie: FloatArra
 
 
 def balanced_best(x_le: FloatArray, y_le: FloatArray, cand: FloatArray, nx: FloatArray,
-                  ny: FloatArray) -> tuple[FloatArray, FloatArray]:
+                  ny: FloatArray, scratch: Scratch | None = None) -> tuple[FloatArray, FloatArray]:
     """Weighted :func:`rmbench.core.metrics.balanced_best` over the slice's candidates c (0 and
     every |y| of the slice):
 
@@ -201,27 +237,29 @@ def balanced_best(x_le: FloatArray, y_le: FloatArray, cand: FloatArray, nx: Floa
 
     A candidate absent from a resample (weight 0) has that resample's Spec of the largest
     present candidate below it and a D no higher, so it never beats it; the first maximum,
-    and its eps, are those of the plain function on the resample's own candidates.
+    and its eps, are those of the plain function on the resample's own candidates. Work
+    arrays from ``scratch`` where given.
     """
+    sc = scratch or Scratch()
     with np.errstate(divide="ignore", invalid="ignore"):  # the float steps of the plain function, in place
-        score = x_le / nx[:, None]
+        score = np.divide(x_le, nx[:, None], out=sc.get("score", x_le.shape, np.float64))
         np.subtract(1.0, score, out=score)
-        score += y_le / ny[:, None]
+        score += np.divide(y_le, ny[:, None], out=sc.get("spec", y_le.shape, np.float64))
     best = np.argmax(score, axis=1)  # halving, exact, keeps the order: done on the maxima only
     ok = (nx > 0) & (ny > 0)
     rows = np.arange(score.shape[0])
     return np.where(ok, score[rows, best] / 2.0, np.nan), np.where(ok, cand[best], np.nan)
 
 
-def mid_ranks(le: FloatArray, zero: IntArray) -> FloatArray:
+def mid_ranks(le: FloatArray, zero: IntArray, out: FloatArray | None = None) -> FloatArray:
     """2 R(c) at each candidate c = |v| > 0: ``2 #w(|v'| < c) + #w(|v'| = c)`` = le[c] + le[c-],
     ``le[c-]`` the count at or below the candidate before c; 0 at c = 0 (the candidates ``zero``).
 
     Among the 2N values {v_j} + {-v_j} (each pair w_j times), the average rank of v > 0 minus
     (2N + 1) / 2 is #w(|v'| < v) + #w(|v'| = v) / 2, and R(-v) = -R(v), R(0) = 0; the caller
-    multiplies by sign(v).
+    multiplies by sign(v). Into ``out`` where given.
     """
-    r = np.empty_like(le)
+    r = np.empty_like(le) if out is None else out
     r[:, :1] = le[:, :1]
     np.add(le[:, 1:], le[:, :-1], out=r[:, 1:])
     r[:, zero] = 0.0

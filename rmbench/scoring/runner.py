@@ -23,7 +23,7 @@ from rmbench.catalog import Catalog
 from rmbench.core.choices import TaskStatus
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.splits import LIMIT_SAMPLING
-from rmbench.core.types import split_by_group
+from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.core.unscored import drop_unscored
 from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
@@ -89,6 +89,12 @@ def _check_lengths(model_name: str, model: RewardModel, loaded: Sequence[LoadedT
     return truncated
 
 
+def _pair_counts(groups: Sequence[ComparisonGroup]) -> tuple[int, int]:
+    """How many discrimination and specificity pairs ``groups`` hold."""
+    arrays = [g.pair_arrays() for g in groups]
+    return sum(len(a[0]) for a in arrays), sum(len(a[2]) for a in arrays)
+
+
 def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: RunSpec,
                  may_abstain: bool = False) -> TaskResult:
     """Metrics of one task; an error in them fails this task only, with the error recorded.
@@ -114,8 +120,7 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         name=t.spec.name, kind=t.spec.kind, version=t.spec.version or 0, args=t.spec.args_dict,
         data_fingerprint=parts.data_fingerprint, metric_version=METRIC_VERSION, eps=tuple(config.eps),
         eps_unit=config.eps_unit,
-        counts=Counts(len(groups), t.n_responses, sum(len(g.discrimination_pairs()) for g in groups),
-                      sum(len(g.specificity_pairs()) for g in groups)),
+        counts=Counts(len(groups), t.n_responses, *_pair_counts(groups)),
         sigma=finite_or_none(reward_sigma(scored.rewards)) if len(scored.rewards) else None, metrics=records,
         skipped_rows=SkippedRows(len(t.bad_rows), tuple(SkippedRow(e.path, e.line, e.field, str(e))
                                                         for e in t.bad_rows[:REPORTED_BAD_ROWS])),
