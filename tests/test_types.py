@@ -113,7 +113,8 @@ def test_pair_index_of_rewrites_lists_pairs_forms_and_flips_in_order():
     assert idx.diff_cross.tolist() == [False, False, False, True, True, False]
     assert idx.eq_a.tolist() == [0, 3, 4] and idx.eq_b.tolist() == [1, 5, 6]
     assert idx.eq_cross.tolist() == [False, True, True]
-    assert (idx.flip_a.tolist(), idx.flip_b.tolist(), idx.flip_oa.tolist(), idx.flip_ob.tolist()) == ([5], [6], [3], [4])
+    flips = (idx.flip_a.tolist(), idx.flip_b.tolist(), idx.flip_oa.tolist(), idx.flip_ob.tolist())
+    assert flips == ([5], [6], [3], [4])
     assert idx.response_group.tolist() == [0, 0, 0, 1, 1, 1, 1]
     assert idx.response_length.tolist() == [1, 1, 1, 1, 1, 2, 2]
     empty = PairIndex.from_groups([])
