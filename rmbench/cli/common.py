@@ -147,6 +147,17 @@ def _warn(message: str) -> None:
     err_console.print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
+class _UnitColumn(ProgressColumn):
+    """What a task counts: its own ``unit`` field, else the display's."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task) -> Text:
+        return Text(str(task.fields.get("unit", self.unit)))
+
+
 class _RateColumn(ProgressColumn):
     """Items per second of a task, in the task's own ``unit`` field when it has one: rich's
     estimate, else (a task done in one step, such as a fully cached run) items completed over
@@ -180,7 +191,7 @@ def progress_columns(unit: str, width: int) -> tuple[ProgressColumn, ...]:
     columns wide: the description wraps instead of being cut; counts, rate and times stay whole."""
     description = TextColumn("{task.description}", style="progress.description", markup=False,
                              table_column=Column(overflow="fold"))
-    counts = (MofNCompleteColumn(), TextColumn(unit, markup=False), _RateColumn(), TimeElapsedColumn())
+    counts = (MofNCompleteColumn(), _UnitColumn(unit), _RateColumn(), TimeElapsedColumn())
     if width < FULL_PROGRESS_WIDTH:
         return (description, *counts)
     bar = BarColumn(bar_width=None, table_column=Column(max_width=40))
@@ -205,18 +216,19 @@ def progress_display(columns: tuple[ProgressColumn, ...], unit: str, eta=None):
 
 @contextmanager
 def progress_bars(unit: str) -> Iterator:
-    """A progress factory (``factory(description, total)`` -> ``advance(n)``) drawing on stderr
-    that starts with its first bar, so a command that fails before any work prints its one
-    error line and nothing else (a started display ends with a line of its own)."""
+    """A progress factory (``factory(description, total, unit=None)`` -> ``advance(n)``; ``unit``:
+    what this bar counts, ``unit`` by default) drawing on stderr that starts with its first bar,
+    so a command that fails before any work prints its one error line and nothing else (a
+    started display ends with a line of its own)."""
     progress = progress_display(progress_columns(unit, err_console.width), unit)
-    started = False
+    started, default_unit = False, unit
 
-    def factory(description: str, total: int | None):
+    def factory(description: str, total: int | None, unit: str | None = None):
         nonlocal started
         if not started:
             progress.start()
             started = True
-        task_id = progress.add_task(description, total=total)
+        task_id = progress.add_task(description, total=total, unit=unit or default_unit)
         return lambda n: progress.advance(task_id, n)
 
     try:

@@ -286,15 +286,20 @@ def bootstrap_draws(n_units: int, n_resamples: int, seed: int, block: int) -> It
 
 
 def bootstrap_ci_batched(batch: Callable[[IntArray], ArrayLike], n_units: int, n_resamples: int = 1000,
-                         seed: int = 0, level: float = 0.95, block: int = 64) -> tuple[FloatArray, FloatArray]:
+                         seed: int = 0, level: float = 0.95, block: int = 64,
+                         advance: Callable[[int], None] | None = None) -> tuple[FloatArray, FloatArray]:
     """:func:`bootstrap_ci` with a statistic of a block of resamples: ``batch(draws)`` takes the
     draws (resamples x ``n_units``) and returns resamples x values. Same draws, same seed: equal
-    to ``bootstrap_ci`` with a statistic whose rows are those of ``batch``."""
+    to ``bootstrap_ci`` with a statistic whose rows are those of ``batch``. ``advance(k)`` is
+    called after each block of k resamples (a progress bar's)."""
     if n_units == 0 or n_resamples <= 0:
         return np.array([]), np.array([])
-    values = np.concatenate([np.asarray(batch(d), dtype=np.float64)
-                             for d in bootstrap_draws(n_units, n_resamples, seed, max(1, block))])
-    return percentile_ci(values, level)
+    values = []
+    for d in bootstrap_draws(n_units, n_resamples, seed, max(1, block)):
+        values.append(np.asarray(batch(d), dtype=np.float64))
+        if advance is not None:
+            advance(len(d))
+    return percentile_ci(np.concatenate(values), level)
 
 
 def percentile_ci(draws: FloatArray, level: float) -> tuple[FloatArray, FloatArray]:

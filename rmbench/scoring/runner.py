@@ -11,6 +11,7 @@ runs) is in :mod:`rmbench.scoring.config`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -56,8 +57,13 @@ from rmbench.scoring.timeout import BatchDeadline
 __all__ = ["EvalConfig", "evaluate", "parse_eps", "run_plan"]
 """``EvalConfig`` is re-exported: scripts build it beside :func:`evaluate`."""
 
-ProgressFactory = Callable[[str, int], Callable[[int], None]]
-"""``factory(description, total)`` returns a callback that advances by the count it is given."""
+ProgressFactory = Callable[..., Callable[[int], None]]
+"""``factory(description, total)`` returns a callback that advances by the count it is given;
+a factory that also takes ``unit=`` (the CLI's) is told what a bar counts when it is not
+responses (:func:`_progress_bar`)."""
+
+BOOTSTRAP_BAR_FROM = 500_000_000
+"""A task's bootstrap gets a progress bar from this many pairs x resamples (about 3 s here)."""
 
 REPORTED_BAD_ROWS = 5
 """How many skipped rows' errors a run record quotes (it always counts them all)."""
@@ -89,6 +95,17 @@ def _check_lengths(model_name: str, model: RewardModel, loaded: Sequence[LoadedT
     return truncated
 
 
+def _progress_bar(progress: ProgressFactory, description: str, total: int, unit: str) -> Callable[[int], None]:
+    """``progress(description, total, unit=unit)``, or without ``unit`` for a factory that takes none."""
+    try:
+        parameters = list(inspect.signature(progress).parameters.values())
+    except (TypeError, ValueError):  # a callable without a signature: call it plainly
+        parameters = []
+    if any(p.name == "unit" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return progress(description, total, unit=unit)
+    return progress(description, total)
+
+
 def _pair_counts(groups: Sequence[ComparisonGroup]) -> tuple[int, int]:
     """How many discrimination and specificity pairs ``groups`` hold."""
     arrays = [g.pair_arrays() for g in groups]
@@ -96,11 +113,18 @@ def _pair_counts(groups: Sequence[ComparisonGroup]) -> tuple[int, int]:
 
 
 def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: RunSpec,
-                 may_abstain: bool = False) -> TaskResult:
+                 may_abstain: bool = False, progress: ProgressFactory | None = None,
+                 model_name: str = "") -> TaskResult:
     """Metrics of one task; an error in them fails this task only, with the error recorded.
     Responses without a reward (NaN: a judge's unparsed answer) are left out of the pairs and
-    the official scores (:func:`~rmbench.core.unscored.drop_unscored`) and counted."""
+    the official scores (:func:`~rmbench.core.unscored.drop_unscored`) and counted. A large
+    task's bootstrap (:data:`BOOTSTRAP_BAR_FROM`) shows a bar of resamples through ``progress``."""
     groups, parts = t.groups, t.key_parts(config)
+    pair_counts = _pair_counts(groups)
+    bar = None
+    if progress is not None and sum(pair_counts) * config.n_bootstrap >= BOOTSTRAP_BAR_FROM:
+        def bar(total: int) -> Callable[[int], None]:
+            return _progress_bar(progress, f"{model_name} on {t.spec.name}: 95% CIs", total, "resamples")
     scored = drop_unscored(groups, rewards)
     status: TaskStatus = "success"
     error: str | None = None
@@ -112,7 +136,7 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         records = tuple(summarize(t.spec.name, scored.groups, scored.rewards, config.eps, config.eps_unit,
                                   group_units=t.task.bootstrap_units(scored.groups),
                                   extra_metrics=t.task.extra_metrics(scored.groups, scored.rewards),
-                                  n_bootstrap=config.n_bootstrap, seed=config.seed))
+                                  n_bootstrap=config.n_bootstrap, seed=config.seed, progress=bar))
     except (RMBenchError, ValueError) as exc:  # a task's own scores that these rewards cannot give: this task fails
         status, error = "error", f"{type(exc).__name__}: {exc}"
     headline = tuple(t.task.headline)
@@ -120,7 +144,7 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         name=t.spec.name, kind=t.spec.kind, version=t.spec.version or 0, args=t.spec.args_dict,
         data_fingerprint=parts.data_fingerprint, metric_version=METRIC_VERSION, eps=tuple(config.eps),
         eps_unit=config.eps_unit,
-        counts=Counts(len(groups), t.n_responses, *_pair_counts(groups)),
+        counts=Counts(len(groups), t.n_responses, *pair_counts),
         sigma=finite_or_none(reward_sigma(scored.rewards)) if len(scored.rewards) else None, metrics=records,
         skipped_rows=SkippedRows(len(t.bad_rows), tuple(SkippedRow(e.path, e.line, e.field, str(e))
                                                         for e in t.bad_rows[:REPORTED_BAD_ROWS])),
@@ -219,7 +243,8 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
 
     bounds = np.cumsum([0] + [t.n_responses for t in loaded])
     per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
-    tasks = tuple(_task_result(t, r, n, measured, model.may_abstain) for t, r, n in zip(loaded, per_task, truncated))
+    tasks = tuple(_task_result(t, r, n, measured, model.may_abstain, progress, model_spec.name)
+                  for t, r, n in zip(loaded, per_task, truncated))
     execution_record = Execution(runtime={**dataclasses.asdict(execution.runtime),
                                           "score_timeout": execution.score_timeout},
                                  model=model.describe(), backend=backend.describe(),

@@ -10,7 +10,7 @@ groups) and holds sigma at that value, so every slice and resample shares one ep
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +49,8 @@ def _slices(groups: Sequence[ComparisonGroup]) -> list[_Slice]:
 def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatArray, eps: Sequence[float],
               eps_unit: EpsUnit = "sigma", group_units: IntArray | None = None,
               extra_metrics: TaskScores | Mapping[str, ExtraMetric] | None = None,
-              n_bootstrap: int = 1000, seed: int = 0, method: str = "weighted") -> list[MetricRecord]:
+              n_bootstrap: int = 1000, seed: int = 0, method: str = "weighted",
+              progress: Callable[[int], Callable[[int], None]] | None = None) -> list[MetricRecord]:
     """Every metric of the task, overall and per slice, with percentile bootstrap 95% CIs: per
     slice one record per entry of its statistic (:mod:`rmbench.results.statistics.slice_statistic`:
     every declared computed metric, per eps for D and Spec, and on the overall slice the task's
@@ -63,17 +64,22 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatA
     ``group_units``: bootstrap unit of each group (default: each group its own unit).
     ``extra_metrics``: task-level statistics of resampled units (e.g. ``ties_score``, or an
     official score with its subset scores), reported on the overall slice only.
+    ``progress(total)``: called once with the resamples to run (``n_bootstrap`` x slices, the
+    weighted method), it returns a callback advanced by each block's resamples.
     """
     rewards = np.asarray(rewards, dtype=np.float64)
     sigma = M.reward_sigma(rewards)
     index = PairIndex.from_groups(groups)
     records: list[MetricRecord] = []
     extra_metrics = as_task_scores(extra_metrics, len(groups))
-    for sl in _slices(groups):
+    slices = _slices(groups)
+    advance = (progress(n_bootstrap * len(slices)) if progress is not None and n_bootstrap > 0 and _weighted(method)
+               else None)
+    for sl in slices:
         extras = extra_metrics if sl.subset is None and sl.shift is None else None
         stat = slice_statistic(groups, rewards, eps, eps_unit, group_units, extras, sl.group_ids, index)
         point = stat.statistic(np.arange(stat.n_units))
-        low, high = _ci(stat, n_bootstrap, seed, method)
+        low, high = _ci(stat, n_bootstrap, seed, method, advance)
         if low.size == 0:
             low = high = np.full(point.size, np.nan)
         for j, entry in enumerate(stat.entries):
@@ -96,11 +102,12 @@ def _weighted(method: str) -> bool:
     return method == "weighted"
 
 
-def _ci(stat: SliceStatistic, n_bootstrap: int, seed: int, method: str) -> tuple[FloatArray, FloatArray]:
+def _ci(stat: SliceStatistic, n_bootstrap: int, seed: int, method: str,
+        advance: Callable[[int], None] | None = None) -> tuple[FloatArray, FloatArray]:
     """The percentile bootstrap CI of every entry of ``stat``, by ``method`` (see :func:`summarize`):
     per entry j, the 2.5% and 97.5% quantiles of statistic_j over the resamples where it is not nan."""
     if _weighted(method):
-        return M.bootstrap_ci_batched(stat.batch, stat.n_units, n_bootstrap, seed, block=stat.block)
+        return M.bootstrap_ci_batched(stat.batch, stat.n_units, n_bootstrap, seed, block=stat.block, advance=advance)
     return M.bootstrap_ci(stat.statistic, stat.n_units, n_bootstrap, seed)
 
 
