@@ -87,8 +87,9 @@ def test_unparsed_ratings_are_left_out_or_scored_as_rewardbench_does(tmp_path):
     pairs = write_pairs(tmp_path / "p.jsonl", [(f"q{i}", f"good score={8 - i % 3}", f"bad score={2 + i % 2}")
                                                for i in range(5)] + [("q5", "good score=9", "I refuse to answer")])
     with ScriptedServer(reply=rating_reply) as server:
-        skip, folder = run(server, tmp_path, ("preference",), data=(("preference", str(pairs)),))
+        skip, folder = run(server, tmp_path, ("preference",), data=(("preference", str(pairs)),), unparsed="skip")
         t = skip.tasks[0]
+        assert t.judge_replies is not None and t.judge_replies.left_out == 1 and t.judge_replies.no_verdict == 1
         assert t.unparsed == 1 and t.status == "success"
         assert t.metric("pairwise_accuracy").n == 5  # the pair with the unparsed answer is left out
         assert t.metric("pairwise_accuracy").value == 1.0
@@ -97,9 +98,13 @@ def test_unparsed_ratings_are_left_out_or_scored_as_rewardbench_does(tmp_path):
         unparsed = [j for j in judgments(folder) if j["parsed"] is None]
         assert len(unparsed) == 1 and unparsed[0]["text"] == "I will not rate this."
 
-        rb, folder_rb = run(server, tmp_path, ("preference",), data=(("preference", str(pairs)),), out="rb",
-                            unparsed="rewardbench")
-        assert rb.tasks[0].metric("pairwise_accuracy").n == 6  # scored -1, as RewardBench 2 does
+        # the default (fidelity official, unparsed official): scored -1, as RewardBench 2 does, and still counted
+        rb, folder_rb = run(server, tmp_path, ("preference",), data=(("preference", str(pairs)),), out="rb")
+        assert rb.tasks[0].metric("pairwise_accuracy").n == 6
+        replies = rb.tasks[0].judge_replies
+        assert rb.tasks[0].unparsed == 1 and replies is not None
+        assert (replies.fidelity, replies.calls, replies.no_verdict, replies.left_out) == ("official", 12, 1, 0)
+        assert "-1" in replies.no_verdict_scored
         assert {r["reward"] for r in rewards(folder_rb) if r["group_id"] == "6"} == {9.0, -1.0}
 
 
@@ -148,7 +153,8 @@ def test_pairwise_judge_plays_both_orders_and_combines_them(tmp_path):
     rows = [("q0", "score=9 a", "score=1 b"), ("q1", "score=2 a", "score=7 b"), ("q2", "score=5 a", "score=5 b")]
     pairs = write_pairs(tmp_path / "p.jsonl", rows)
     with ScriptedServer(reply=vanilla_reply) as server:
-        record, folder = run(server, tmp_path, ("preference",), data=(("preference", str(pairs)),), mode="pairwise")
+        record, folder = run(server, tmp_path, ("preference",), data=(("preference", str(pairs)),), mode="pairwise",
+                             unparsed="skip")
         assert len(server.chat_requests()) == 6  # two games per pair, shared by the pair's two responses
         firsts = [r["messages"][-1]["content"].split("# Output (a):\n")[1].split("\n")[0]
                   for r in server.chat_requests()]
@@ -433,7 +439,7 @@ def test_a_ties_row_that_loses_all_its_correct_answers_is_left_out_whole(tmp_pat
     path = tmp_path / "ties.jsonl"
     path.write_text("".join(json.dumps({**r, "num_correct": len(r["chosen"])}) + "\n" for r in rows))
     with ScriptedServer(reply=rating_reply) as server:
-        record, _ = run(server, tmp_path, ("ties",), data=(("ties", str(path)),))
+        record, _ = run(server, tmp_path, ("ties",), data=(("ties", str(path)),), unparsed="skip")
     task = record.tasks[0]
     assert task.status == "success" and task.unparsed == 5  # every row's "no2 refuse" and ref:1's correct answer
     assert task.metric("ties_score").n == 3  # tied:0, ref:0, tied:1: ref:1 kept no correct answer and is left out

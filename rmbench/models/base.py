@@ -26,6 +26,7 @@ import numpy as np
 from rmbench import __version__
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.choices import TRUNCATION_SIDES, DType, TruncationSide, choice, device_choice, dtype_choice
+from rmbench.core.judge_replies import JudgeReplies
 from rmbench.core.types import Prompt, prompt_to_json
 from rmbench.errors import ConfigError
 
@@ -315,6 +316,11 @@ class CallingModel(ABC):
     @abstractmethod
     def judgments(self, requests: Sequence[ScoreRequest]) -> list[dict[str, Any]]:
         """The calls behind the scores of ``requests`` (scored in this process), one JSON row per call."""
+
+    def reply_counts(self, rows: Sequence[Mapping[str, Any]], left_out: int) -> JudgeReplies | None:
+        """How one task's replies (its :meth:`judgments` rows) were read and scored; ``left_out``:
+        the responses given no reward. Default: None (nothing to say)."""
+        return None
 
 
 def parts(model: RewardModel) -> Iterator[RewardModel]:

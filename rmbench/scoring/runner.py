@@ -22,6 +22,7 @@ import numpy as np
 from rmbench import __version__
 from rmbench.catalog import Catalog
 from rmbench.core.choices import TaskStatus
+from rmbench.core.judge_replies import JudgeReplies
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.core.types import ComparisonGroup, split_by_group
@@ -114,10 +115,11 @@ def _pair_counts(groups: Sequence[ComparisonGroup]) -> tuple[int, int]:
 
 def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: RunSpec,
                  may_abstain: bool = False, progress: ProgressFactory | None = None,
-                 model_name: str = "") -> TaskResult:
+                 model_name: str = "", replies: Callable[[int], JudgeReplies | None] | None = None) -> TaskResult:
     """Metrics of one task; an error in them fails this task only, with the error recorded.
     Responses without a reward (NaN: a judge's unparsed answer) are left out of the pairs and
-    the official scores (:func:`~rmbench.core.unscored.drop_unscored`) and counted. A large
+    the official scores (:func:`~rmbench.core.unscored.drop_unscored`) and counted; ``replies``
+    gives a judge's reply counts from the number left out. A large
     task's bootstrap (:data:`BOOTSTRAP_BAR_FROM`) shows a bar of resamples through ``progress``."""
     groups, parts = t.groups, t.key_parts(config)
     pair_counts = _pair_counts(groups)
@@ -140,6 +142,10 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
     except (RMBenchError, ValueError) as exc:  # a task's own scores that these rewards cannot give: this task fails
         status, error = "error", f"{type(exc).__name__}: {exc}"
     headline = tuple(t.task.headline)
+    judged = replies(scored.unscored_responses) if replies is not None else None
+    unparsed = scored.unscored_responses if may_abstain else None
+    if judged is not None:  # responses with a reply of no verdict, whether left out or scored officially
+        unparsed = max(judged.responses_no_verdict, scored.unscored_responses)
     return TaskResult(
         name=t.spec.name, kind=t.spec.kind, version=t.spec.version or 0, args=t.spec.args_dict,
         data_fingerprint=parts.data_fingerprint, metric_version=METRIC_VERSION, eps=tuple(config.eps),
@@ -149,7 +155,7 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         skipped_rows=SkippedRows(len(t.bad_rows), tuple(SkippedRow(e.path, e.line, e.field, str(e))
                                                         for e in t.bad_rows[:REPORTED_BAD_ROWS])),
         truncated_texts=n_truncated, headline=headline, official=t.task.official,
-        status=status, error=error, unparsed=scored.unscored_responses if may_abstain else None)
+        status=status, error=error, unparsed=unparsed, judge_replies=judged)
 
 
 def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:
@@ -243,7 +249,8 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
 
     bounds = np.cumsum([0] + [t.n_responses for t in loaded])
     per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
-    tasks = tuple(_task_result(t, r, n, measured, model.may_abstain, progress, model_spec.name)
+    tasks = tuple(_task_result(t, r, n, measured, model.may_abstain, progress, model_spec.name,
+                               _replies_of(model, judgments, t.spec.name))
                   for t, r, n in zip(loaded, per_task, truncated))
     execution_record = Execution(runtime={**dataclasses.asdict(execution.runtime),
                                           "score_timeout": execution.score_timeout},
@@ -282,6 +289,15 @@ def _judgments(model: RewardModel, loaded: Sequence[LoadedTask]) -> list[dict]:
         for row in model.judgments(model_requests(model, t.groups)):
             rows.append({"task": t.spec.name, **row, "utility": utility[(row["group_id"], row["response_index"])]})
     return rows
+
+
+def _replies_of(model: RewardModel, judgments: list[dict] | None, task: str
+                ) -> Callable[[int], JudgeReplies | None] | None:
+    """A judge's reply counts on ``task`` (from its judgment rows), given the responses left out."""
+    if judgments is None or not isinstance(model, CallingModel):
+        return None
+    rows = [j for j in judgments if j["task"] == task]
+    return lambda left_out: model.reply_counts(rows, left_out)
 
 
 def _stats(stats: EngineStats, threads: ThreadGovernor | None, model: RewardModel) -> EngineStats:

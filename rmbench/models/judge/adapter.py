@@ -7,9 +7,11 @@
   holds the key; a server without auth needs none. The key itself is read when the first call
   is made and is never written anywhere (identity, results, caches, judgments, logs, errors);
 * ``mode``: ``rating``, ``pairwise`` or ``fourway``; ``prompt``: a named protocol or a template
-  file (:mod:`rmbench.models.judge.protocol`); ``max_tokens``, ``temperature`` (0), ``n``
-  (ratings averaged), ``seed`` (0), ``score`` (``rating`` or ``expected``), ``unparsed``
-  (``skip`` or ``rewardbench``);
+  file (:mod:`rmbench.models.judge.protocol`); ``fidelity`` (``official``, the default for a
+  named protocol: requests, parses and unparsed answers as the official client; ``strict``);
+  ``max_tokens`` (the official client's), ``temperature`` (0), ``n`` (ratings averaged),
+  ``seed`` (none: not sent), ``score`` (``rating`` or ``expected``), ``unparsed``
+  (``official`` or ``skip``; by default ``official`` under fidelity official);
 * ``concurrency`` (16), ``timeout`` (seconds per request, 120): how it runs, not its identity;
 * ``revision``: pins a version where the served name does not; ``price_in``/``price_out``: US$
   per million prompt/completion tokens, for the cost in results.json.
@@ -22,12 +24,13 @@ served elsewhere shares cached calls.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from rmbench.core.canonical import canonical_json, sha256_hex
+from rmbench.core.judge_replies import JudgeReplies, count_replies
 from rmbench.errors import ConfigError
 from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest
 from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats
@@ -59,8 +62,9 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV,
                  mode: str = "rating", prompt: str | None = None, max_tokens: int | None = None,
-                 temperature: float = 0.0, n: int = 1, seed: int = 0, score: str = "rating",
-                 unparsed: str = "skip", concurrency: int = 16, timeout: float = 120.0,
+                 temperature: float = 0.0, n: int = 1, seed: int | None = None, score: str = "rating",
+                 unparsed: str | None = None, fidelity: str | None = None, concurrency: int = 16,
+                 timeout: float = 120.0,
                  revision: str | None = None, price_in: float | None = None, price_out: float | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("judge: give the served model's name, judge:MODEL")
@@ -73,7 +77,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"judge concurrency must be a positive integer, got {concurrency!r}")
         self.model_name, self.base_url, self.api_key_env = model, str(base_url), str(api_key_env)
-        self.protocol = Protocol.make(mode, prompt, max_tokens, temperature, n, seed, score, unparsed)
+        self.protocol = Protocol.make(mode, prompt, max_tokens, temperature, n, seed, score, unparsed, fidelity)
         self.concurrency, self.timeout, self.revision = concurrency, float(timeout), revision
         self.prices = (price_in, price_out)
         self._client: ChatClient | None = None
@@ -122,6 +126,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
 
     def describe(self) -> dict[str, Any]:
         return {"judge": self.model_name, "mode": self.protocol.mode, "prompt": self.protocol.prompt,
+                "fidelity": self.protocol.fidelity, "official_client": self.protocol.official_client,
                 "concurrency": self.concurrency, "timeout": self.timeout}
 
     # --- scoring ----------------------------------------------------------------------------
@@ -132,41 +137,54 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         return sha256_hex(canonical_json({"judge": self.call_fingerprint(), "request": request.body(self.model_name)}))
 
     def _answers(self, wanted: dict[str, ChatRequest]) -> tuple[dict[str, ChatReply], set[str]]:
-        """The replies to ``wanted`` (key -> request): from the call store, the rest from the
-        server, each stored as it arrives. Also the keys that were called now."""
+        """The replies to ``wanted`` (key -> request) and to the follow-ups the protocol asks after
+        them: from the call store, the rest from the server, each stored as it arrives. A fresh
+        call's follow-up runs in the call's own slot (no second round). Also the keys called now."""
         known = self._store.get_many(list(wanted))
         todo = [k for k in wanted if k not in known]
         fresh: dict[str, dict[str, Any]] = {}
 
-        def keep(i: int, reply: ChatReply) -> None:
+        def keep(key: str, reply: ChatReply) -> None:
             value = reply.to_json()
-            self._store.put(todo[i], value)
-            fresh[todo[i]] = value
+            self._store.put(key, value)
+            fresh[key] = value
 
         if todo:
-            self.client.complete([wanted[k] for k in todo], on_reply=keep)
-        self.counters["calls"] += len(todo)
+            self.client.complete([wanted[k] for k in todo], on_reply=lambda i, reply: keep(todo[i], reply),
+                                 follow=lambda i, request, reply: self.protocol.continuation(request, reply),
+                                 on_follow=lambda i, request, reply: keep(self._call_key(request), reply))
+        self.counters["calls"] += len(fresh)
         self.counters["cached_calls"] += len(wanted) - len(todo)
-        return {k: ChatReply.from_json(v) for k, v in {**known, **fresh}.items()}, set(todo)
+        return {k: ChatReply.from_json(v) for k, v in {**known, **fresh}.items()}, set(fresh)
+
+    def _chains(self, heads: list[list[ChatRequest]]) -> tuple[list[list[list[str]]], dict[str, ChatReply], set[str]]:
+        """Each call's chain of keys (the call, then its follow-ups), the replies to all of them,
+        and the keys called now. Follow-ups of cached replies that the store lacks are asked in
+        another round."""
+        chains = [[[self._call_key(c)] for c in calls] for calls in heads]
+        requests = {chain[0]: c for calls, ks in zip(heads, chains) for chain, c in zip(ks, calls)}
+        wanted = dict(requests)
+        replies: dict[str, ChatReply] = {}
+        called: set[str] = set()
+        while wanted:
+            got, now = self._answers(wanted)
+            replies.update(got)
+            called |= now
+            wanted = {}
+            for chain in (chain for ks in chains for chain in ks):
+                while chain[-1] in replies and (more := self.protocol.continuation(requests[chain[-1]],
+                                                                                   replies[chain[-1]])) is not None:
+                    chain.append(self._call_key(more))
+                    requests[chain[-1]] = more
+                if chain[-1] not in replies:
+                    wanted[chain[-1]] = requests[chain[-1]]
+        return chains, replies, called
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
         """Each request's calls (a follow-up where the protocol asks again), then its value:
         ``[value, 1]``, or ``[0, 0]`` for an answer that did not parse."""
         plans = [self.protocol.calls(r) for r in batch]
-        chains = [[[self._call_key(c)] for c in calls] for calls, _ in plans]
-        requests = {k[0]: c for (calls, _), ks in zip(plans, chains) for k, c in zip(ks, calls)}
-        replies, called = self._answers(requests)
-        follow: dict[str, ChatRequest] = {}
-        for (calls, _), ks in zip(plans, chains):
-            for call, chain in zip(calls, ks):
-                more = self.protocol.continuation(call, replies[chain[0]])
-                if more is not None:
-                    chain.append(self._call_key(more))
-                    follow[chain[-1]] = more
-        if follow:
-            more_replies, more_called = self._answers(follow)
-            replies.update(more_replies)
-            called |= more_called
+        chains, replies, called = self._chains([calls for calls, _ in plans])
         out = np.zeros((len(batch), 2))
         for row, (req, (_, facts), ks) in enumerate(zip(batch, plans, chains)):
             value, parsed = self.protocol.value(req, [[replies[k] for k in chain] for chain in ks])
@@ -205,6 +223,11 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     def judgments(self, requests: Sequence[ScoreRequest]) -> list[dict[str, Any]]:
         return [{"group_id": r.group_id, "response_index": r.index, **j}
                 for r in requests for j in self._judgments.get(r.key(), [])]
+
+    def reply_counts(self, rows: Sequence[Mapping[str, Any]], left_out: int) -> JudgeReplies:
+        p = self.protocol
+        fidelity = "template" if p.template is not None else p.fidelity
+        return count_replies(rows, left_out, fidelity, p.reading(), p.no_verdict_scored())
 
     def ran_with(self) -> dict[str, Any]:
         stats: ClientStats | None = self._client.stats if self._client is not None else self._closed_stats

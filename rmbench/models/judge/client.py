@@ -50,6 +50,9 @@ from rmbench.models.judge.wire import (
 
 _DONE = object()  # the worker thread's last message to the calling thread
 
+Follow = Callable[[int, ChatRequest, ChatReply], "ChatRequest | None"]
+"""``follow(i, request, reply)``: the follow-up to send after ``reply`` to request ``i``, or None."""
+
 
 class _Secret:
     """Holds the API key so that no repr or ``vars()`` of the client shows it."""
@@ -195,10 +198,18 @@ class ChatClient:
             raise self._error("answered GET /models without a list of models") from None
 
     def complete(self, requests: Sequence[ChatRequest],
-                 on_reply: Callable[[int, ChatReply], None] | None = None) -> list[ChatReply]:
+                 on_reply: Callable[[int, ChatReply], None] | None = None,
+                 follow: Follow | None = None,
+                 on_follow: Callable[[int, ChatRequest, ChatReply], None] | None = None) -> list[ChatReply]:
         """The replies to ``requests``, in order; ``on_reply(i, reply)`` runs in this thread as each
         finishes. The requests run on a private event loop in a worker thread (so this works with
-        or without an event loop running here); an error or Ctrl-C cancels those in flight."""
+        or without an event loop running here); an error or Ctrl-C cancels those in flight.
+
+        ``follow(i, request, reply)``, when given, may return a follow-up request (a judge asked
+        again): it runs at once in the same slot, as a client that awaits its follow-up inside the
+        request's task does, and its reply goes to ``on_follow(i, follow_up, reply)``; ``follow``
+        is asked again about the follow-up's reply. ``follow`` runs in the worker thread: keep it
+        pure."""
         requests = list(requests)
         if not all(isinstance(r, ChatRequest) for r in requests):
             raise TypeError("ChatClient.complete takes ChatRequest objects")
@@ -207,11 +218,15 @@ class ChatClient:
         every = progress_every() if self.progress and len(requests) > 1 else None
         inbox: queue.SimpleQueue = queue.SimpleQueue()
         start = time.perf_counter()
-        runner = _LoopThread(lambda: self._complete_async(requests, inbox, every, on_reply is not None), inbox)
+        keeping = on_reply is not None or on_follow is not None
+        runner = _LoopThread(lambda: self._complete_async(requests, inbox, every, keeping, follow), inbox)
         try:
             while (item := inbox.get()) is not _DONE:
-                if on_reply is not None:
-                    on_reply(*item)
+                i, request, reply, first = item
+                if first and on_reply is not None:
+                    on_reply(i, reply)
+                elif not first and on_follow is not None:
+                    on_follow(i, request, reply)
             if runner.error is not None:
                 raise runner.error
             return runner.value
@@ -223,7 +238,7 @@ class ChatClient:
             self.stats.seconds += time.perf_counter() - start
 
     async def _complete_async(self, requests: list[ChatRequest], inbox: queue.SimpleQueue, every: float | None,
-                              keeping: bool) -> list[ChatReply]:
+                              keeping: bool, follow: Follow | None = None) -> list[ChatReply]:
         """All requests through ``concurrency`` workers sharing one connection pool; each reply
         goes to ``inbox`` as it finishes. The first error cancels the rest."""
         run = _Run(total=len(requests), keeping=keeping, start=time.perf_counter())
@@ -234,8 +249,13 @@ class ChatClient:
         async def worker(http: httpx.AsyncClient) -> None:
             """Take the next request until none is left."""
             for i in todo:  # shared: each index goes to one worker
-                replies[i] = await self._call(http, i, requests[i], run)
-                inbox.put((i, replies[i]))
+                replies[i] = reply = await self._call(http, i, requests[i], run)
+                inbox.put((i, requests[i], reply, True))
+                request = requests[i]
+                while follow is not None and (more := follow(i, request, reply)) is not None:
+                    run.total += 1  # a follow-up in the same slot: no second round
+                    request, reply = more, await self._call(http, i, more, run)
+                    inbox.put((i, request, reply, False))
 
         async with httpx.AsyncClient(headers=self._headers(), timeout=self.timeout, limits=limits,
                                      verify=self._ssl) as http:

@@ -15,10 +15,20 @@ Values are what :class:`~rmbench.models.judge.adapter.JudgeRM` returns as reward
   placed in slots by a seeded permutation of the group's texts; the value is 1 for the
   response in the chosen slot, 0 for the others.
 
-An answer that does not parse (also a reasoning judge cut off by ``max_tokens``:
-``finish_reason: length``) gives no value (None), unless ``unparsed: rewardbench``, which
-scores an unparsed rating -1 and an unparsed best-of-4 answer as no winner (every value 0), as
-RewardBench 2's scripts do.
+How a reply is read depends on ``fidelity``:
+
+* ``official`` (the default for the named protocols): request for request and reply for reply as
+  the official client (RewardBench 2's ``run_generative_v2.py``, JudgeBench's ``run_judge.py``):
+  its ``max_tokens``, temperature, ``n``/``top_p`` where it sends them, no ``seed`` unless one
+  is given; every reply parsed as its code parses the reply's content, whatever the finish
+  reason and ``<think>`` text included; arena_hard asked once more when no label is found; and
+  an answer with no verdict scored as its score does (``unparsed: official``: a rating -1, a
+  best-of-4 row with no winner, a JudgeBench game with no decision);
+* ``strict``: rmbench's stricter reading: a reply cut off by ``max_tokens``
+  (``finish_reason: length``) is never a verdict, and only the text after a reasoning judge's
+  last ``</think>`` is read; an answer with no verdict is left out (``unparsed: skip``).
+
+A template file is always read strictly, by its mode's rule.
 """
 
 from __future__ import annotations
@@ -37,6 +47,10 @@ from rmbench.models.judge import rewardbench2 as RB2
 from rmbench.models.judge.client import ChatReply, ChatRequest
 
 MODES = ("rating", "pairwise", "fourway")
+FIDELITIES = ("official", "strict")
+UNPARSED = ("official", "skip")
+"""``official``: an answer with no verdict scored as the official client scores it; ``skip``: left
+out. ``rewardbench`` (the older name) reads as ``official``."""
 DEFAULT_PROMPT = {"rating": "rewardbench2", "pairwise": "vanilla", "fourway": "rewardbench2"}
 NAMED_PROMPTS = {"rating": ("rewardbench2",), "pairwise": JB.PROTOCOLS, "fourway": ("rewardbench2",)}
 FILE_FIELDS = {"rating": ("question", "answer"), "pairwise": ("question", "answer_a", "answer_b"),
@@ -60,10 +74,35 @@ def _hash(*parts: Any) -> str:
     return hashlib.sha256("\x00".join(str(p) for p in parts).encode()).hexdigest()
 
 
-def answer_text(reply: ChatReply) -> str:
-    """The part of a reply that holds the verdict: after a reasoning judge's ``<think>`` block,
-    or the content when the server returns the reasoning apart; "" for an answer cut off by
-    ``max_tokens`` (never a verdict)."""
+@dataclass(frozen=True)
+class Official:
+    """What an official client sends for one named protocol (besides the messages)."""
+
+    client: str
+    max_tokens: int
+    top_p: float | None = None
+    n: int | None = None
+
+
+OFFICIAL: dict[tuple[str, str], Official] = {
+    ("rating", "rewardbench2"): Official("RewardBench 2 run_generative_v2.py (ratings)", 1024),
+    ("fourway", "rewardbench2"): Official("RewardBench 2 run_generative_v2.py (best-of-4)", 2048, n=1),
+    ("pairwise", "arena_hard"): Official("JudgeBench run_judge.py (arena_hard)", 4096),
+    ("pairwise", "vanilla"): Official("JudgeBench run_judge.py (vanilla)", 1024, top_p=1.0),
+}
+"""Per (mode, named prompt): ``rewardbench/generative_v2.py`` at reward-bench 05a9005
+(``get_single_rating``: ``max_tokens=1024``; ``run_judge_four`` -> ``chat_completion_openai``:
+``n=1, max_tokens=2048``) and JudgeBench's ``utils/judges.py`` at e2c52c2 (``ArenaHard``:
+``max_tokens=4096``; ``Vanilla``: ``top_p=1.0, max_tokens=1024``); all at temperature 0, no seed."""
+
+
+def answer_text(reply: ChatReply, fidelity: str = "strict") -> str:
+    """The part of a reply that holds the verdict. ``official``: the reply's content as it is (the
+    official clients read ``message.content``, whatever the finish reason). ``strict``: after a
+    reasoning judge's last ``</think>``, or the content when the server returns the reasoning
+    apart; "" for an answer cut off by ``max_tokens`` (never a verdict)."""
+    if fidelity == "official":
+        return reply.text
     if reply.finish_reason == "length":
         return ""
     return JB.strip_reasoning(reply.text, reply.reasoning)
@@ -79,37 +118,85 @@ class Protocol:
     max_tokens: int
     temperature: float
     n: int
-    seed: int
+    seed: int | None
     score: str
     unparsed: str
+    fidelity: str
+    top_p: float | None = None
+    n_key: int | None = None
 
     @classmethod
-    def make(cls, mode: str, prompt: str | None, max_tokens: int | None, temperature: float, n: int, seed: int,
-             score: str, unparsed: str) -> Protocol:
+    def make(cls, mode: str, prompt: str | None, max_tokens: int | None, temperature: float, n: int,
+             seed: int | None, score: str, unparsed: str | None, fidelity: str | None = None) -> Protocol:
         if mode not in MODES:
             raise ConfigError(f"judge mode must be one of {', '.join(MODES)}, got {mode!r}")
         prompt = prompt or DEFAULT_PROMPT[mode]
         template = None
         if prompt not in NAMED_PROMPTS[mode]:
             template = _read_template(prompt, mode)
+        official = OFFICIAL.get((mode, prompt)) if template is None else None
+        fidelity = _fidelity(fidelity, official is not None, prompt)
         if score not in ("rating", "expected") or (score == "expected" and mode != "rating"):
             raise ConfigError(f"judge score must be 'rating' or, in mode rating, 'expected', got {score!r}")
-        if unparsed not in ("skip", "rewardbench"):
-            raise ConfigError(f"judge unparsed must be 'skip' (leave the response out) or 'rewardbench' "
-                              f"(score it as RewardBench 2 does), got {unparsed!r}")
+        unparsed = "official" if unparsed == "rewardbench" else unparsed
+        if unparsed is None:
+            unparsed = "official" if fidelity == "official" else "skip"
+        if unparsed not in UNPARSED:
+            raise ConfigError(f"judge unparsed must be 'official' (score an answer with no verdict as the official "
+                              f"client does; 'rewardbench' is the older name) or 'skip' (leave the response out), "
+                              f"got {unparsed!r}")
         if isinstance(n, bool) or not isinstance(n, int) or n < 1 or (n > 1 and mode != "rating"):
             raise ConfigError(f"judge n (ratings averaged) must be a positive integer, and 1 outside mode rating; "
                               f"got {n!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ConfigError(f"judge seed must be an integer, got {seed!r}")
+        if seed is None and n > 1:
+            seed = 0  # n samples of one prompt are told apart by their seeds: seed .. seed+n-1
         if max_tokens is None:
-            max_tokens = 2048 if mode != "rating" else 1024
-        return cls(mode, prompt, template, int(max_tokens), float(temperature), n, int(seed), score, unparsed)
+            max_tokens = official.max_tokens if official else (2048 if mode != "rating" else 1024)
+        top_p = official.top_p if official and fidelity == "official" else None
+        n_key = official.n if official and fidelity == "official" else None
+        return cls(mode, prompt, template, int(max_tokens), float(temperature), n, seed, score, unparsed, fidelity,
+                   top_p, n_key)
+
+    @property
+    def order_seed(self) -> int:
+        """The seed of the pair order and the best-of-4 slots (0 when no seed is given)."""
+        return self.seed if self.seed is not None else 0
 
     def identity(self) -> dict[str, Any]:
-        """The prompt's text (a named protocol by name and its module's text hash) and the sampling."""
-        return {"mode": self.mode, "prompt": self.prompt if self.template is None else {"template": self.template},
-                "prompt_sha256": _hash(self.template if self.template is not None else self._named_text()),
-                "max_tokens": self.max_tokens, "temperature": self.temperature, "n": self.n, "seed": self.seed,
-                "score": self.score, "unparsed": self.unparsed}
+        """The prompt's text (a named protocol by name and its module's text hash), the sampling
+        and the reading (``fidelity``)."""
+        out = {"mode": self.mode, "prompt": self.prompt if self.template is None else {"template": self.template},
+               "prompt_sha256": _hash(self.template if self.template is not None else self._named_text()),
+               "max_tokens": self.max_tokens, "temperature": self.temperature, "n": self.n, "seed": self.seed,
+               "score": self.score, "unparsed": self.unparsed, "fidelity": self.fidelity}
+        if self.top_p is not None:
+            out["top_p"] = self.top_p
+        return out
+
+    @property
+    def official_client(self) -> str | None:
+        """The official client this protocol reproduces (fidelity official), else None."""
+        official = OFFICIAL.get((self.mode, self.prompt)) if self.template is None else None
+        return official.client if official is not None and self.fidelity == "official" else None
+
+    def reading(self) -> str:
+        """How a cut-off reply and a ``<think>`` block are read, in words (for results.json)."""
+        if self.fidelity == "official":
+            return (f"as {self.official_client} reads them: the reply's content parsed whatever the finish reason, "
+                    f"<think> text included")
+        return "strictly: a reply cut off by max_tokens is no verdict; only the text after the last </think> is read"
+
+    def no_verdict_scored(self) -> str:
+        """How an answer with no verdict is scored, in words (for results.json)."""
+        if self.unparsed == "skip":
+            return "left out of the pairs and the official scores"
+        if self.mode == "rating":
+            return "rated -1, as RewardBench 2's client does"
+        if self.mode == "fourway":
+            return "no winner (every value 0; RewardBench 2's 0.25 for the row), as RewardBench 2's client does"
+        return "no decision for the game (a pair with none is not correct), as JudgeBench does"
 
     def _named_text(self) -> str:
         if self.mode == "rating":
@@ -119,9 +206,9 @@ class Protocol:
         return repr(JB.pair_messages(self.prompt, "{question}", "{answer_a}", "{answer_b}"))
 
     # --- requests -----------------------------------------------------------------------------
-    def _request(self, messages: Sequence[tuple[str, str]], seed: int) -> ChatRequest:
+    def _request(self, messages: Sequence[tuple[str, str]], seed: int | None) -> ChatRequest:
         return ChatRequest(tuple(messages), self.max_tokens, self.temperature, seed,
-                           top_logprobs=20 if self.score == "expected" else None)
+                           top_logprobs=20 if self.score == "expected" else None, top_p=self.top_p, n=self.n_key)
 
     def calls(self, req: ScoreRequest) -> tuple[list[ChatRequest], dict[str, Any]]:
         """The chat requests behind ``req``'s value, and what the judgments record about them
@@ -129,7 +216,8 @@ class Protocol:
         q = question_text(req.prompt)
         if self.mode == "rating":
             messages = self._rating_messages(q, req.response, req.subset in TIES_SUBSETS)
-            return [self._request(messages, self.seed + i) for i in range(self.n)], {}
+            seeds = [self.seed + i for i in range(self.n)] if self.seed is not None else [None]
+            return [self._request(messages, seed) for seed in seeds], {}
         if self.mode == "pairwise":
             first, second = self.pair_order(req)
             return [self._request(self._pair_messages(q, first, second), self.seed),
@@ -158,7 +246,7 @@ class Protocol:
             raise ConfigError(f"judge mode pairwise judges groups of two responses; group {req.group_id!r} has "
                               f"{len(req.context) + 1} (use mode rating, or fourway for groups of four)")
         a, b = req.response, req.context[0]
-        return (a, b) if _hash(self.seed, a) <= _hash(self.seed, b) else (b, a)
+        return (a, b) if _hash(self.order_seed, a) <= _hash(self.order_seed, b) else (b, a)
 
     def fourway_texts(self, req: ScoreRequest) -> list[str]:
         """The group's four texts in their slots (A-D), as RewardBench 2 places them: the row's
@@ -172,7 +260,7 @@ class Protocol:
             raise ConfigError(f"group {req.group_id!r} is a Ties row, which RewardBench 2 scores by rating only: use "
                               f"mode rating")
         row = [*req.context[:req.index], req.response, *req.context[req.index:]]  # the group's order
-        slots = RB2.fourway_slots(4, _hash(req.prompt, *row), self.seed)
+        slots = RB2.fourway_slots(4, _hash(req.prompt, *row), self.order_seed)
         placed = [""] * 4
         for text, slot in zip(row, slots):
             placed[slot] = text
@@ -181,13 +269,17 @@ class Protocol:
     # --- values -------------------------------------------------------------------------------
     def continuation(self, call: ChatRequest, reply: ChatReply) -> ChatRequest | None:
         """The follow-up JudgeBench's arena_hard judge sends when a reply holds no verdict label:
-        the reply as the assistant's turn and a request to finish (asked once), else None."""
-        if self.mode != "pairwise" or not JB.needs_continuation(self._verdict_rule(), answer_text(reply)):
+        the reply as the assistant's turn and a request to finish (asked once), else None.
+        ``official``: whatever the finish reason, the label searched in the whole reply (as
+        ``ArenaHard.get_judgment`` does); ``strict``: never after a cut-off reply."""
+        if self.mode != "pairwise" or len(call.messages) > 2:
+            return None  # not arena_hard's rule, or already a follow-up
+        if not JB.needs_continuation(self._verdict_rule(), "\n" + answer_text(reply, self.fidelity)):
             return None
-        if reply.finish_reason == "length" or len(call.messages) > 2:
-            return None  # cut off (never a verdict), or already a follow-up
+        if self.fidelity != "official" and reply.finish_reason == "length":
+            return None  # cut off: never a verdict, not asked again
         return ChatRequest(JB.continue_messages(call.messages, reply.text), call.max_tokens, call.temperature,
-                           call.seed, call.top_logprobs)
+                           call.seed, call.top_logprobs, call.top_p, call.n)
 
     def value(self, req: ScoreRequest, chains: Sequence[Sequence[ChatReply]]) -> tuple[float | None, list[Any]]:
         """``req``'s value from the replies to its calls (one chain per call: the reply, and a
@@ -197,36 +289,56 @@ class Protocol:
         if self.mode == "pairwise":
             first, _ = self.pair_order(req)
             # JudgeBench parses a game's replies accumulated as "\n" + reply_1 + "\n" + reply_2.
-            verdicts = [JB.parse_verdict(self._verdict_rule(), "".join("\n" + answer_text(r) for r in chain))
-                        for chain in chains]
+            verdicts = [self._game_verdict(chain) for chain in chains]
             v = JB.combine_games(verdicts[0], verdicts[1])
             if v is None:
-                if self.unparsed != "rewardbench":
+                if self.unparsed != "official":
                     return None, verdicts
                 v = 0  # as JudgeBench counts a pair without a verdict: not correct
-            return (0.5 * v if req.response == first else -0.5 * v), verdicts
-        slot = RB2.parse_fourway(answer_text(chains[0][0]))
+            return (0.5 * v if req.response == first else -0.5 * v) + 0.0, verdicts  # + 0.0: no -0.0
+        slot = RB2.parse_fourway(answer_text(chains[0][0], self.fidelity))
         if slot is None:
-            return (0.0 if self.unparsed == "rewardbench" else None), [slot]
+            return (0.0 if self.unparsed == "official" else None), [slot]
         texts = self.fourway_texts(req)
         return float(texts[RB2.FOURWAY_SLOTS.index(slot)] == req.response), [slot]
 
     def _verdict_rule(self) -> str:
         return self.prompt if self.template is None else "arena_hard"
 
+    def _game_verdict(self, chain: Sequence[ChatReply]) -> str | None:
+        """One game's decision from its replies (a follow-up's after the first), read as JudgeBench
+        accumulates them: ``"\n" + reply_1 + "\n" + reply_2``."""
+        return JB.parse_verdict(self._verdict_rule(), "".join("\n" + answer_text(r, self.fidelity) for r in chain))
+
     def _rating_value(self, replies: Sequence[ChatReply]) -> tuple[float | None, list[Any]]:
         parsed: list[float | None] = []
         for r in replies:
             if self.score == "expected":
-                parsed.append(None if r.finish_reason == "length" or r.top_logprobs is None
-                              else RB2.expected_rating(r.top_logprobs))
+                cut = r.finish_reason == "length" and self.fidelity != "official"
+                parsed.append(None if cut or r.top_logprobs is None else RB2.expected_rating(r.top_logprobs))
             else:
-                rating = RB2.parse_rating(answer_text(r))
+                rating = RB2.parse_rating(answer_text(r, self.fidelity))
                 parsed.append(None if rating is None else float(rating))
-        if self.unparsed == "rewardbench":
-            parsed = [-1.0 if p is None else p for p in parsed]
-        values = [p for p in parsed if p is not None]
+        # unparsed official: a rating with no verdict is -1, as RewardBench 2 records it (the
+        # judgment keeps None: no verdict was read)
+        values = [p if p is not None else -1.0 for p in parsed] if self.unparsed == "official" else \
+            [p for p in parsed if p is not None]
         return (sum(values) / len(values) if values else None), parsed
+
+
+def _fidelity(fidelity: str | None, has_official: bool, prompt: str) -> str:
+    """The reading: ``official`` by default for a named protocol, ``strict`` for a template file
+    (which has no official client to follow)."""
+    if fidelity is None:
+        return "official" if has_official else "strict"
+    if fidelity not in FIDELITIES:
+        raise ConfigError(f"judge fidelity must be 'official' (read and score replies as the official client does) "
+                          f"or 'strict' (a cut-off reply or a label inside <think> is never a verdict), got "
+                          f"{fidelity!r}")
+    if fidelity == "official" and not has_official:
+        raise ConfigError(f"judge fidelity=official: the prompt {prompt!r} is a template file, which has no official "
+                          f"client to follow; leave fidelity out (a template is read strictly)")
+    return fidelity
 
 
 def _read_template(prompt: str, mode: str) -> str:

@@ -38,6 +38,10 @@ class ChatRequest:
     temperature: float = 0.0
     seed: int | None = None
     top_logprobs: int | None = None
+    top_p: float | None = None
+    n: int | None = None
+    """``top_p`` and ``n`` are sent only when set (an official client that sends them: JudgeBench's
+    vanilla sends ``top_p: 1.0``, RewardBench 2's best-of-4 ``n: 1``)."""
 
     def __post_init__(self) -> None:
         """Accept lists for the pairs; check every pair is two strings."""
@@ -50,6 +54,10 @@ class ChatRequest:
         """The JSON body POSTed to ``{base_url}/chat/completions``."""
         body: dict[str, Any] = {"model": model, "messages": [{"role": r, "content": c} for r, c in self.messages],
                                 "max_tokens": self.max_tokens, "temperature": self.temperature}
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
+        if self.n is not None:
+            body["n"] = self.n
         if self.seed is not None:
             body["seed"] = self.seed
         if self.top_logprobs is not None:

@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rmbench.core.judge_replies import JudgeReplies
 from rmbench.core.metric_registry import OfficialLayout, metric_def
 from rmbench.errors import ConfigError
 from rmbench.results.publishing.leaderboard_tables import (
@@ -188,6 +189,19 @@ def _sorted_rows(rows: list, higher_is_better: bool, column: int = 0) -> list:
     return sorted(rows, key=key)
 
 
+def _reply_notes(label: str, task: str, responses: int, r: JudgeReplies) -> list[str]:
+    """What a judge's replies on a task were, and how they were read (fidelity) and scored."""
+    notes = []
+    if r.fidelity == "strict":
+        notes.append(f"{label} on {task}: the judge's replies are read strictly (fidelity=strict), not as the "
+                     f"official client reads them: {r.reading}")
+    if r.cut_off or r.think or r.no_verdict:
+        notes.append(f"{label} on {task}: of {r.calls} judge replies, {r.cut_off} were cut off by max_tokens and "
+                     f"{r.think} held a <think> block, read {r.reading}; {r.no_verdict} gave no verdict "
+                     f"({r.responses_no_verdict} of {responses} responses), {r.no_verdict_scored}")
+    return notes
+
+
 def run_notes(label: str, rec: RunRecord) -> list[str]:
     """Footnotes for a run: failed tasks, skipped bad rows and truncated texts, where non-zero."""
     notes = []
@@ -203,7 +217,9 @@ def run_notes(label: str, rec: RunRecord) -> list[str]:
             how = f" to {rec.config.max_length} tokens on the {side}" if rec.config.max_length else ""
             notes.append(f"{label} on {t.name}: {t.truncated_texts} of {t.counts.responses} texts "
                          f"truncated{how} (--max-length)")
-        if t.unparsed:
+        if t.judge_replies is not None:
+            notes += _reply_notes(label, t.name, t.counts.responses, t.judge_replies)
+        elif t.unparsed:
             notes.append(f"{label} on {t.name}: {t.unparsed} of {t.counts.responses} responses have no reward (the "
                          f"judge's answer did not parse): left out of the pairs and the official scores")
     mode = rec.model.verdicts

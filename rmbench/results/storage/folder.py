@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rmbench.core.choices import EPS_UNITS, RUN_STATUSES, TASK_STATUSES, TRUNCATION_SIDES
+from rmbench.core.judge_replies import JudgeReplies
 from rmbench.core.metric_registry import (
     DEFAULT_HEADLINE,
     RB1_LAYOUT,
@@ -76,6 +77,7 @@ def task_to_json(t: TaskResult) -> dict:
         "eps_unit": t.eps_unit, "counts": vars(t.counts).copy(), "sigma": t.sigma,
         "skipped_rows": {"count": t.skipped_rows.count, "first": [vars(r).copy() for r in t.skipped_rows.first]},
         "truncated_texts": t.truncated_texts, **({"unparsed": t.unparsed} if t.unparsed is not None else {}),
+        **({"judge_replies": t.judge_replies.to_json()} if t.judge_replies is not None else {}),
         "headline": list(t.headline),
         "official": t.official.to_json() if t.official else None,
         "metrics": [m.to_json() for m in t.metrics],
@@ -235,7 +237,7 @@ def _task(f: Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None) 
         sigma=f.opt_number("sigma"), metrics=records,
         skipped_rows=SkippedRows(skipped.integer("count", 0), first),
         truncated_texts=f.opt_integer("truncated_texts"), headline=headline, official=layout, status=status,
-        error=f.opt_string("error"), unparsed=f.opt_integer("unparsed"))
+        error=f.opt_string("error"), unparsed=f.opt_integer("unparsed"), judge_replies=_judge_replies(f))
     recorded = f.data.get("comparability_key")
     if metrics is None and recorded is not None and recorded != task.comparability_key:
         raise f.fail("comparability_key", "does not match the task's fields (the file was edited?)")
@@ -388,3 +390,14 @@ def load_rewards(path: str | Path) -> list[RewardRow]:
             except (ValueError, KeyError, TypeError) as exc:
                 raise ConfigError(f"{file}, line {n}: not a reward row ({type(exc).__name__}: {exc})") from None
     return rows
+
+
+def _judge_replies(f: Fields) -> JudgeReplies | None:
+    """A task's ``judge_replies`` (absent in files of models that call no judge, and in older files)."""
+    if f.data.get("judge_replies") is None:
+        return None
+    r = f.obj("judge_replies")
+    return JudgeReplies(fidelity=r.string("fidelity"), calls=r.integer("calls"), cut_off=r.integer("cut_off"),
+                        think=r.integer("think"), no_verdict=r.integer("no_verdict"),
+                        responses_no_verdict=r.integer("responses_no_verdict"), left_out=r.integer("left_out"),
+                        reading=r.string("reading", ""), no_verdict_scored=r.string("no_verdict_scored", ""))

@@ -17,6 +17,7 @@ from typing import Any
 
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.choices import EpsUnit, RunStatus, TaskStatus, TruncationSide
+from rmbench.core.judge_replies import JudgeReplies
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
 from rmbench.errors import ConfigError
 from rmbench.results.storage.engine_stats import EngineStats
@@ -165,8 +166,12 @@ class TaskResult:
     status: TaskStatus = "success"
     error: str | None = None
     unparsed: int | None = None
-    """Responses the model gave no reward (an LLM judge's unparsed answers), left out of the pairs
-    and official scores (:mod:`rmbench.core.unscored`); None for a model that always gives one."""
+    """Responses an LLM judge's replies gave no verdict for (never 0 when a reply did not parse):
+    left out of the pairs and official scores (:mod:`rmbench.core.unscored`), or scored as the
+    official client scores them (``judge_replies`` says which); None for a model that always gives one."""
+    judge_replies: JudgeReplies | None = None
+    """An LLM judge's replies on this task: cut off, with a ``<think>`` block, with no verdict,
+    and how each was read and scored; None for other models (and for files written before it was recorded)."""
 
     @property
     def task_key(self) -> str:
