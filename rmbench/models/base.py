@@ -151,9 +151,9 @@ class RewardModel(ABC):
     runner then leaves that response out of the task's pairs and official scores
     (:func:`rmbench.core.unscored.drop_unscored`) and counts it."""
     max_batch: int | None = None  # an adapter's own cap on requests per batch, if any
-    preferred_batch: ClassVar[int | None] = None
+    preferred_batch: int | None = None
     """Requests per batch the adapter wants when the run sets none (an LLM judge sends a batch's
-    requests concurrently, so it wants many); None: the device's default."""
+    requests concurrently, so it wants many; a batch-mode judge sets it per instance); None: the device's default."""
     _init_args: dict[str, Any] | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any):

@@ -13,6 +13,12 @@
   ``seed`` (none: not sent), ``score`` (``rating`` or ``expected``), ``unparsed``
   (``official`` or ``skip``; by default ``official`` under fidelity official);
 * ``concurrency`` (16), ``timeout`` (seconds per request, 120): how it runs, not its identity;
+* ``batch`` (off): ``openai`` (the Files + Batches API of ``base_url``), ``anthropic`` (Message
+  Batches; ``base_url`` defaults to Anthropic's, ``api_key_env`` to ``ANTHROPIC_API_KEY``) or
+  ``vllm`` (vLLM's offline ``run_batch`` on ``batch_model``, default the model's name, with
+  ``batch_args``); ``batch_poll`` (seconds between polls, 30), ``batch_wait`` (seconds to wait
+  before stopping; the batch runs on and a re-run re-attaches): how it runs, not its identity
+  (:mod:`rmbench.models.judge.batch`). The same requests, parses and scores as without;
 * ``revision``: pins a version where the served name does not; ``price_in``/``price_out``: US$
   per million prompt/completion tokens, for the cost in results.json.
 
@@ -24,19 +30,27 @@ served elsewhere shares cached calls.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.judge_replies import JudgeReplies, count_replies
-from rmbench.errors import ConfigError
+from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest
+from rmbench.models.judge.batch import DEFAULT_BASE_URLS, BatchExecutor, BatchOutcome, make_batch_executor
+from rmbench.models.judge.batch import KINDS as BATCH_KINDS
 from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats
 from rmbench.models.judge.protocol import Protocol
+from rmbench.paths import user_cache_dir
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+BATCH_ROWS = 50_000
+"""Requests per provider batch in batch mode (OpenAI's cap; Anthropic's is 100,000): the engine
+hands the judge up to this many at once, so a task goes out as one batch, not one per 1,024."""
 
 
 class MemoryCallStore:
@@ -65,18 +79,32 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
                  temperature: float = 0.0, n: int = 1, seed: int | None = None, score: str = "rating",
                  unparsed: str | None = None, fidelity: str | None = None, concurrency: int = 16,
                  timeout: float = 120.0,
-                 revision: str | None = None, price_in: float | None = None, price_out: float | None = None) -> None:
+                 revision: str | None = None, price_in: float | None = None, price_out: float | None = None,
+                 batch: str | None = None, batch_poll: float = 30.0, batch_wait: float | None = None,
+                 batch_model: str | None = None, batch_args: str = "") -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("judge: give the served model's name, judge:MODEL")
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
+        if batch is not None and batch not in BATCH_KINDS:
+            raise ConfigError(f"judge batch must be one of {', '.join(BATCH_KINDS)} (or left out: no batch), got "
+                              f"{batch!r}{did_you_mean(str(batch), BATCH_KINDS)}")
+        if batch == "anthropic" and api_key_env == DEFAULT_KEY_ENV:
+            api_key_env = "ANTHROPIC_API_KEY"
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") if batch != "anthropic" else base_url
+        base_url = base_url or (DEFAULT_BASE_URLS["anthropic"] if batch == "anthropic" else None)
+        if not base_url and batch != "vllm":
             raise ConfigError("judge: no server address: give --model-arg base_url=http://HOST:PORT/v1 or set "
                               "OPENAI_BASE_URL")
-        if not str(base_url).startswith(("http://", "https://")):
+        if base_url and not str(base_url).startswith(("http://", "https://")):
             raise ConfigError(f"judge base_url must start with http:// or https://, got {base_url!r}")
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"judge concurrency must be a positive integer, got {concurrency!r}")
-        self.model_name, self.base_url, self.api_key_env = model, str(base_url), str(api_key_env)
+        self.model_name, self.base_url, self.api_key_env = model, str(base_url or ""), str(api_key_env)
+        self.batch, self.batch_model, self.batch_args = batch, batch_model, str(batch_args or "")
+        self.batch_poll, self.batch_wait = float(batch_poll), None if batch_wait is None else float(batch_wait)
+        self._executor: BatchExecutor | None = None
+        self._batches: list[BatchOutcome] = []
+        if batch is not None:
+            self.preferred_batch = BATCH_ROWS
         self.protocol = Protocol.make(mode, prompt, max_tokens, temperature, n, seed, score, unparsed, fidelity)
         self.concurrency, self.timeout, self.revision = concurrency, float(timeout), revision
         self.prices = (price_in, price_out)
@@ -89,21 +117,44 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         self.counters = {"calls": 0, "cached_calls": 0, "unparsed": 0}
 
     # --- the server -------------------------------------------------------------------------
+    def _key(self) -> str | None:
+        """The API key, read from the environment now (never kept beyond the client)."""
+        key = os.environ.get(self.api_key_env) or None if self.api_key_env else None
+        if key is None and self.api_key_env and self.api_key_env != DEFAULT_KEY_ENV:
+            raise ConfigError(f"judge: api_key_env names {self.api_key_env!r}, which is not set in the "
+                              f"environment (export it, or leave api_key_env out for a server without auth)")
+        return key
+
     @property
     def client(self) -> ChatClient:
         if self._client is None:
-            key = os.environ.get(self.api_key_env) or None if self.api_key_env else None
-            if key is None and self.api_key_env and self.api_key_env != DEFAULT_KEY_ENV:
-                raise ConfigError(f"judge: api_key_env names {self.api_key_env!r}, which is not set in the "
-                                  f"environment (export it, or leave api_key_env out for a server without auth)")
-            self._client = ChatClient(self.base_url, self.model_name, key, concurrency=self.concurrency,
+            self._client = ChatClient(self.base_url, self.model_name, self._key(), concurrency=self.concurrency,
                                       timeout=self.timeout, description=f"judge {self.model_name}")
         return self._client
+
+    @property
+    def executor(self) -> BatchExecutor:
+        """The batch executor (``batch=...``); its state files live beside the call cache."""
+        if self._executor is None:
+            assert self.batch is not None
+            path = getattr(self._store, "path", None)
+            state_dir = Path(path).parent / "judge-batches" if path is not None else user_cache_dir() / "judge-batches"
+            vllm = self.batch == "vllm"
+            self._executor = make_batch_executor(
+                self.batch, base_url=self.base_url or None, model=(self.batch_model or self.model_name) if vllm
+                else self.model_name, api_key=None if vllm else self._key(), state_dir=state_dir,
+                poll_interval=self.batch_poll, timeout=self.timeout, wait_limit=self.batch_wait,
+                description=f"judge {self.model_name}", served_name=self.model_name if vllm else None,
+                extra_args=shlex.split(self.batch_args) if vllm else ())
+        return self._executor
 
     def served(self) -> dict[str, Any]:
         """What the server reports for this model (``/v1/models``): its id, and the weights it
         serves (``root``) where the server says (vLLM does). A server that does not list the
         name (some load a model on its first request) reports the name alone."""
+        if self._served is None and self.batch in ("anthropic", "vllm"):  # no OpenAI-style /models to ask
+            root = (self.batch_model or self.model_name) if self.batch == "vllm" else None
+            self._served = {"id": self.model_name, **({"root": root} if root else {})}
         if self._served is None:
             entries = self.client.model_entries()  # one line if the server cannot be reached
             entry = next((e for e in entries if str(e.get("id")) == self.model_name), {})
@@ -127,11 +178,14 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     def describe(self) -> dict[str, Any]:
         return {"judge": self.model_name, "mode": self.protocol.mode, "prompt": self.protocol.prompt,
                 "fidelity": self.protocol.fidelity, "official_client": self.protocol.official_client,
-                "concurrency": self.concurrency, "timeout": self.timeout}
+                "concurrency": self.concurrency, "timeout": self.timeout,
+                **({"batch": self.batch} if self.batch is not None else {})}
 
     # --- scoring ----------------------------------------------------------------------------
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
-        return [1] * len(batch)  # a batch's calls run concurrently: its size, not its tokens, is what counts
+        # a batch's calls run concurrently: its size, not its tokens, is what counts; in batch mode
+        # nothing but BATCH_ROWS limits it (a task goes out as one provider batch)
+        return [0 if self.batch is not None else 1] * len(batch)
 
     def _call_key(self, request: ChatRequest) -> str:
         return sha256_hex(canonical_json({"judge": self.call_fingerprint(), "request": request.body(self.model_name)}))
@@ -149,7 +203,10 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
             self._store.put(key, value)
             fresh[key] = value
 
-        if todo:
+        if todo and self.batch is not None:  # follow-ups go in the next batch (_chains asks for them)
+            self._batches.append(self.executor.complete([wanted[k] for k in todo], todo,
+                                                        lambda i, reply: keep(todo[i], reply)))
+        elif todo:
             self.client.complete([wanted[k] for k in todo], on_reply=lambda i, reply: keep(todo[i], reply),
                                  follow=lambda i, request, reply: self.protocol.continuation(request, reply),
                                  on_follow=lambda i, request, reply: keep(self._call_key(request), reply))
@@ -233,15 +290,23 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         stats: ClientStats | None = self._client.stats if self._client is not None else self._closed_stats
         out: dict[str, Any] = {"calls": self.counters["calls"], "cached_calls": self.counters["cached_calls"],
                                "unparsed": self.counters["unparsed"]}
+        tokens = [0, 0]
         if stats is not None:
             out.update(retries=stats.retries, failures=stats.failures, prompt_tokens=stats.prompt_tokens,
                        completion_tokens=stats.completion_tokens, seconds=round(stats.seconds, 3))
             if stats.seconds > 0 and stats.calls:
                 out["calls_per_s"] = round(stats.calls / stats.seconds, 3)
-            price_in, price_out = self.prices
-            if price_in is not None or price_out is not None:
-                out["cost_usd"] = round((stats.prompt_tokens * float(price_in or 0)
-                                         + stats.completion_tokens * float(price_out or 0)) / 1e6, 6)
+            tokens = [stats.prompt_tokens, stats.completion_tokens]
+        batch_tokens = [sum(b.prompt_tokens for b in self._batches), sum(b.completion_tokens for b in self._batches)]
+        if self._batches:
+            out["batches"] = [b.to_json() for b in self._batches]
+            out["prompt_tokens"], out["completion_tokens"] = (t + b for t, b in zip(tokens, batch_tokens))
+        price_in, price_out = self.prices
+        if (price_in is not None or price_out is not None) and (stats is not None or self._batches):
+            factor = self._executor.price_factor if self._executor is not None else 1.0
+            sync = (tokens[0] * float(price_in or 0) + tokens[1] * float(price_out or 0)) / 1e6
+            batched = (batch_tokens[0] * float(price_in or 0) + batch_tokens[1] * float(price_out or 0)) / 1e6
+            out["cost_usd"] = round(sync + factor * batched, 6)  # a batch at its provider's batch price
         return {"judge_calls": out}
 
     def close(self) -> None:

@@ -1,0 +1,265 @@
+"""A real batch-API server on 127.0.0.1 for the batch executors' tests, with a scripted life:
+
+    with BatchServer(reply=lambda body: "A", expire=[1], fail=[3]) as server:
+        make_batch_executor("openai", base_url=server.base_url, ...).complete(...)
+
+It is a :class:`judge_server.ScriptedServer` (so ``POST /v1/chat/completions`` answers the
+synchronous retries, with the same ``reply`` and faults) that also serves
+
+* OpenAI's Files and Batches: ``POST /v1/files`` (multipart, ``purpose=batch``), ``POST
+  /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/files/{id}/content``;
+* Anthropic's Message Batches: ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``
+  and its ``results_url`` (``.../results``).
+
+Each status GET moves a batch one step: OpenAI ``validating``, ``in_progress`` (``in_progress_polls``
+times, counts growing), ``finalizing``, then ``completed`` (``expired`` when ``expire`` names
+requests); Anthropic ``in_progress`` (``in_progress_polls`` times), then ``ended``. The replies are
+made when the batch ends, by ``reply`` (a string, or a function of the chat body giving a string or
+a dict with ``content``, ``reasoning_content``, ``finish_reason``; an Anthropic request is shown to
+it as the equivalent chat body, its system text first).
+
+Script: ``expire``/``fail``: input line numbers (0-based) that come out expired / as error lines
+(``expired_lines=False``: the expired ones are simply missing from the output, as when OpenAI's
+window runs out); ``fail_batch=True``: the whole batch fails at validation; ``status_faults``:
+HTTP codes answered to the next status polls; ``create_faults``: to the next batch creations.
+Counters: ``batches_created``, ``uploads``, ``polls``. ``require_key``: the Bearer key (OpenAI) or
+``x-api-key`` (Anthropic) every call must carry.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import json
+import re
+import time
+from typing import Any
+
+from judge_server import ScriptedServer
+
+
+class BatchServer(ScriptedServer):
+    """An OpenAI Files+Batches and Anthropic Message Batches server with a script; a context manager."""
+
+    def __init__(self, reply: Any = "ok", *, expire=(), fail=(), expired_lines: bool = True,
+                 fail_batch: bool = False, in_progress_polls: int = 1, status_faults=(), create_faults=(),
+                 require_key: str | None = None, model_id: str = "judge-model") -> None:
+        super().__init__(reply=reply, model_id=model_id, require_key=require_key)
+        self.expire, self.fail, self.expired_lines = set(expire), set(fail), expired_lines
+        self.fail_batch, self.in_progress_polls = fail_batch, in_progress_polls
+        self.status_faults, self.create_faults = list(status_faults), list(create_faults)
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self.batches_created = self.uploads = self.polls = 0
+        # Same server, same port: the batch routes first, the rest (chat, models) as ScriptedServer.
+        self._httpd.RequestHandlerClass = _batch_handler(self, self._httpd.RequestHandlerClass)
+
+    # --- OpenAI -------------------------------------------------------------------------------
+    def upload(self, form: dict[str, bytes]) -> dict:
+        with self.lock:
+            self.uploads += 1
+            file_id = f"file-{len(self.files) + 1}"
+            self.files[file_id] = form["file"]
+        return {"id": file_id, "object": "file", "purpose": form["purpose"].decode(), "bytes": len(form["file"])}
+
+    def create_openai(self, body: dict) -> tuple[int, dict]:
+        data = self.files.get(body.get("input_file_id"))
+        if data is None or body.get("endpoint") != "/v1/chat/completions":
+            return 400, {"error": {"message": "unknown input_file_id or endpoint", "code": "invalid_request"}}
+        lines = [json.loads(ln) for ln in data.decode().splitlines() if ln.strip()]
+        return 200, self._new({"kind": "openai", "input_file_id": body["input_file_id"], "lines": lines,
+                               "created_at": int(time.time())}, "batch")
+
+    def openai_status(self, batch: dict) -> dict:
+        final = "failed" if self.fail_batch else "expired" if self.expire else "completed"
+        steps = ["validating", final] if self.fail_batch else \
+            ["validating"] + ["in_progress"] * self.in_progress_polls + ["finalizing", final]
+        state = self._step(batch, steps)
+        n = len(batch["lines"])
+        bad = len(self.fail) + len(self.expire)
+        done = {"validating": 0, "finalizing": n - bad, final: n - bad}.get(
+            state, (n - bad) * batch["polls"] // (self.in_progress_polls + 2))
+        out: dict[str, Any] = {"id": batch["id"], "object": "batch", "endpoint": "/v1/chat/completions",
+                               "input_file_id": batch["input_file_id"], "completion_window": "24h", "status": state,
+                               "output_file_id": None, "error_file_id": None, "created_at": batch["created_at"],
+                               "errors": None, "request_counts": {"total": 0 if state == "validating" else n,
+                                                                  "completed": done,
+                                                                  "failed": bad if state == final else 0}}
+        if state == "failed":
+            out["errors"] = {"object": "list", "data": [{"code": "invalid_request", "line": 1,
+                                                         "message": "scripted: the whole batch failed"}]}
+            out["request_counts"] = {"total": n, "completed": 0, "failed": n}
+        elif state == final:
+            out.update(self._openai_files(batch))
+        return out
+
+    def _openai_files(self, batch: dict) -> dict:
+        """The output and error files of an ended batch (made once)."""
+        if "files" not in batch:
+            good, bad = [], []
+            for i, line in enumerate(batch["lines"]):
+                head = {"id": f"batch_req_{i}", "custom_id": line["custom_id"]}
+                if i in self.expire:
+                    if self.expired_lines:
+                        bad.append({**head, "response": None, "error": {
+                            "code": "batch_expired",
+                            "message": "This request could not be executed before the completion window expired."}})
+                elif i in self.fail:
+                    error = {"message": f"scripted failure of line {i}", "type": "server_error"}
+                    bad.append({**head, "error": None,
+                                "response": {"status_code": 500, "request_id": f"r{i}", "body": {"error": error}}})
+                else:
+                    good.append({**head, "error": None, "response": {"status_code": 200, "request_id": f"r{i}",
+                                                                     "body": self.answer(line["body"])}})
+            batch["files"] = {}
+            for name, rows in (("output_file_id", good), ("error_file_id", bad)):
+                if rows:
+                    file_id = f"file-{len(self.files) + 1}"
+                    self.files[file_id] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                    batch["files"][name] = file_id
+        return batch["files"]
+
+    # --- Anthropic ----------------------------------------------------------------------------
+    def create_anthropic(self, body: dict) -> tuple[int, dict]:
+        reqs = body.get("requests")
+        if not isinstance(reqs, list) or not reqs:
+            return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "no requests"}}
+        return 200, self._anthropic_json(self._new({"kind": "anthropic", "requests": reqs,
+                                                    "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ")}, "msgbatch"),
+                                         "in_progress")
+
+    def anthropic_status(self, batch: dict) -> dict:
+        state = self._step(batch, ["in_progress"] * self.in_progress_polls + ["ended"])
+        return self._anthropic_json(batch, state)
+
+    def _anthropic_json(self, batch: dict, state: str) -> dict:
+        n = len(batch["requests"])
+        counts = {"processing": n, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        if state == "ended":
+            counts = {"processing": 0, "succeeded": n - len(self.fail) - len(self.expire),
+                      "errored": len(self.fail), "canceled": 0, "expired": len(self.expire)}
+        return {"id": batch["id"], "type": "message_batch", "processing_status": state, "request_counts": counts,
+                "created_at": batch["created_at"], "results_url":
+                f"http://127.0.0.1:{self.port}/v1/messages/batches/{batch['id']}/results" if state == "ended" else None}
+
+    def anthropic_results(self, batch: dict) -> bytes:
+        rows = []
+        for i, req in enumerate(batch["requests"]):
+            if i in self.expire:
+                result: dict[str, Any] = {"type": "expired"}
+            elif i in self.fail:
+                result = {"type": "errored", "error": {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": f"scripted failure of request {i}"}}}
+            else:
+                result = {"type": "succeeded", "message": self.anthropic_message(req["params"])}
+            rows.append({"custom_id": req["custom_id"], "result": result})
+        return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+    def anthropic_message(self, params: dict) -> dict:
+        """The Message for ``params``, made from the chat answer to the equivalent chat body."""
+        system = [{"role": "system", "content": params["system"]}] if params.get("system") else []
+        body = {"model": params["model"], "messages": system + params["messages"],
+                "max_tokens": params["max_tokens"], "temperature": params.get("temperature")}
+        answer = self.answer(body)
+        choice, usage = answer["choices"][0], answer["usage"]
+        blocks = []
+        if choice["message"].get("reasoning_content"):
+            blocks.append({"type": "thinking", "thinking": choice["message"]["reasoning_content"], "signature": "s"})
+        blocks.append({"type": "text", "text": choice["message"].get("content") or ""})
+        return {"id": "msg_1", "type": "message", "role": "assistant", "model": params["model"], "content": blocks,
+                "stop_reason": "max_tokens" if choice["finish_reason"] == "length" else "end_turn",
+                "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]}}
+
+    # --- shared -------------------------------------------------------------------------------
+    def _new(self, batch: dict, prefix: str) -> dict:
+        with self.lock:
+            self.batches_created += 1
+            batch.update(id=f"{prefix}_{self.batches_created}", polls=0)
+            self.batches[batch["id"]] = batch
+        return batch
+
+    def _step(self, batch: dict, steps: list[str]) -> str:
+        with self.lock:
+            self.polls += 1
+            state = steps[min(batch["polls"], len(steps) - 1)]
+            batch["polls"] += 1
+        return state
+
+    def status_fault(self) -> int | None:
+        with self.lock:
+            return self.status_faults.pop(0) if self.status_faults else None
+
+    def create_fault(self) -> int | None:
+        with self.lock:
+            return self.create_faults.pop(0) if self.create_faults else None
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, bytes]:
+    """The fields of a multipart/form-data body, by name."""
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in msg.iter_parts()}
+
+
+def _batch_handler(server: BatchServer, base: type) -> type:
+    """``base`` (ScriptedServer's handler) with the batch routes in front."""
+
+    class Handler(base):  # type: ignore[misc,valid-type]
+        def authorized(self, anthropic: bool) -> bool:
+            if not server.require_key:
+                return True
+            if anthropic:
+                return self.headers.get("x-api-key") == server.require_key and bool(
+                    self.headers.get("anthropic-version"))
+            return self.headers.get("Authorization") == f"Bearer {server.require_key}"
+
+        def send_raw(self, data: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            path = self.path.split("?")[0]
+            m = re.fullmatch(r"/v1/(batches|files|messages/batches)/([^/]+)(/content|/results)?", path)
+            if not m or server.dead:
+                return super().do_GET()
+            self.record(None)
+            route, item, tail = m.groups()
+            if not self.authorized(route == "messages/batches"):
+                return self.send_json(401, {"error": {"message": "invalid API key"}})
+            if route == "files":
+                return self.send_raw(server.files[item]) if tail == "/content" and item in server.files else \
+                    self.send_json(404, {"error": {"message": f"no file {item}"}})
+            batch = server.batches.get(item)
+            if batch is None:
+                return self.send_json(404, {"error": {"message": f"no batch {item}", "code": "not_found"}})
+            if tail == "/results":
+                return self.send_raw(server.anthropic_results(batch))
+            if (code := server.status_fault()) is not None:
+                return self.send_json(code, {"error": {"message": f"scripted {code}"}})
+            self.send_json(200, server.openai_status(batch) if route == "batches" else server.anthropic_status(batch))
+
+        def do_POST(self) -> None:  # noqa: N802
+            path = self.path.split("?")[0]
+            if path not in ("/v1/files", "/v1/batches", "/v1/messages/batches") or server.dead:
+                return super().do_POST()
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if path == "/v1/files":
+                form = _multipart(self.headers.get("Content-Type", ""), raw)
+                self.record({"purpose": form.get("purpose", b"").decode(), "file": form.get("file", b"").decode()})
+                if not self.authorized(False):
+                    return self.send_json(401, {"error": {"message": "invalid API key"}})
+                return self.send_json(200, server.upload(form))
+            body = json.loads(raw)
+            self.record(body)
+            anthropic = path == "/v1/messages/batches"
+            if not self.authorized(anthropic):
+                return self.send_json(401, {"error": {"message": "invalid API key"}})
+            if (code := server.create_fault()) is not None:
+                return self.send_json(code, {"error": {"message": f"scripted {code}"}})
+            self.send_json(*(server.create_anthropic(body) if anthropic else server.create_openai(body)))
+
+    return Handler
