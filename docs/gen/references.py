@@ -223,7 +223,8 @@ EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of
                                               "files of earlier versions lack it (the reader computes it)"}}}
 """Keys results.json adds to a record, derived from its fields: written by this version, optional
 (rmbench reads files without them and computes them)."""
-OPTIONAL = {("TaskResult", "unparsed"), ("TaskResult", "judge_replies"), ("RunConfig", "limit_sampling"), ("OfficialLayout", "provenance")}
+OPTIONAL = {("TaskResult", "unparsed"), ("TaskResult", "judge_replies"), ("RunConfig", "limit_sampling"),
+            ("OfficialLayout", "provenance")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
 OPEN = {"EngineStats": "other"}
 """Records read leniently (every field optional: an older file lacks some, and no stats are
