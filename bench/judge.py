@@ -18,11 +18,18 @@ of a contender is concurrency / latency requests per second. The contenders are 
 within each repetition; medians over repetitions, ratios from the same run.
 
     python -m bench.judge --n 400 --latency 0.05 --reps 3
+
+``--workload arena_hard`` (bench/judge_followups.py): JudgeBench's arena_hard games, where a
+reply without a verdict label is asked again, through JudgeBench's own client (a checkout named
+by ``--judgebench DIR`` or ``$RMBENCH_JUDGEBENCH_DIR``) and rmbench's judge at equal concurrency:
+
+    python -m bench.judge --workload arena_hard --n 90 --latency 0.05 --reps 3 --concurrency 10
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import subprocess
 import sys
@@ -32,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.results import machine_line, write_section
+from bench.results import RESULTS, machine_line, write_section
 from rmbench import __version__
 from rmbench.models.judge.client import ChatClient, ChatRequest
 
@@ -201,20 +208,33 @@ def report(rates: dict[str, float], n: int, latency: float, reps: int) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=400, help="requests per contender")
+    ap.add_argument("--workload", choices=("plain", "arena_hard"), default="plain",
+                    help="plain: one request per call; arena_hard: JudgeBench's games with follow-ups")
+    ap.add_argument("--n", type=int, default=400, help="requests per contender (arena_hard: games, two a pair)")
     ap.add_argument("--latency", type=float, default=0.05, help="the server's seconds per request")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=10, help="arena_hard: every contender's concurrency")
+    ap.add_argument("--judgebench", default=None, help="arena_hard: a JudgeBench checkout (default: "
+                    "$RMBENCH_JUDGEBENCH_DIR; without one that contender is left out)")
+    ap.add_argument("--conditions", default="quiet", help="arena_hard: comma-separated, of quiet, busy1 (one "
+                    "spinning process started here)")
     ap.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
     args = ap.parse_args(argv)
+    if args.workload == "arena_hard":
+        from bench.judge_followups import run
+
+        return run(args)
     rates = measure(args.n, args.latency, args.reps)
     table = report(rates, args.n, args.latency, args.reps)
     print(table)
     if args.write:
         import httpx
 
+        kept = re.search(r"<!-- judge-arena_hard:start -->.*?<!-- judge-arena_hard:end -->",
+                         RESULTS.read_text() if RESULTS.exists() else "", re.S)  # the arena_hard workload's block
         write_section("judge", f"## Judge client\n\nCommand: `python -m bench.judge --n {args.n} --latency "
                       f"{args.latency:g} --reps {args.reps} --write`\n\nMachine: {machine_line()}, httpx "
-                      f"{httpx.__version__}, rmbench {__version__}.\n\n{table}")
+                      f"{httpx.__version__}, rmbench {__version__}.\n\n{table}" + (f"\n\n{kept[0]}" if kept else ""))
     return 0
 
 
