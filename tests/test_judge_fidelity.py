@@ -8,6 +8,7 @@ are a function of the request, so each judgment is known in advance.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -176,3 +177,29 @@ def test_judge_rm_counts_what_it_read():
     assert (counts.calls, counts.think, counts.cut_off) == (2, 1, 1)
     assert (counts.no_verdict, counts.responses_no_verdict) == (1, 1)
     assert "JudgeBench" in counts.reading and "not correct" in counts.no_verdict_scored
+
+
+def test_a_leaderboard_from_disk_says_which_runs_read_replies_strictly(tmp_path):
+    """The official table's caption names a strict run; the notes count cut-off, <think> and
+    no-verdict replies and say how they were scored (read back from results.json)."""
+    from test_judge import rb2_rows
+
+    from rmbench.results.publishing.leaderboard import build_leaderboard
+    from rmbench.results.storage.folder import load_run
+
+    path = tmp_path / "rb2.jsonl"
+    rows = rb2_rows()
+    rows[0]["chosen"] = ["answer cut score=9"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with ScriptedServer(reply=rating_reply) as server:
+        run(server, tmp_path, ("rewardbench2",), data=(("rewardbench2", str(path)),), out="off")
+        run(server, tmp_path, ("rewardbench2",), data=(("rewardbench2", str(path)),), out="str", fidelity="strict")
+    official = load_run(tmp_path / "off")
+    replies = official.record.tasks[0].judge_replies
+    assert replies is not None and replies.cut_off == 1 and replies.fidelity == "official"
+    lb = build_leaderboard([official, load_run(tmp_path / "str")])
+    table = next(t for t in lb.official if "official layout" in t.title)
+    assert "read strictly (fidelity=strict)" in table.caption and table.caption.count("judge:") == 1
+    notes = " ".join(lb.notes)
+    assert "1 were cut off by max_tokens" in notes and "rated -1, as RewardBench 2's client does" in notes
+    assert "left out of the pairs and the official scores" in notes  # the strict run's

@@ -276,8 +276,12 @@ def _official_table(name: str, task: TaskResult, layout: OfficialLayout, entries
     rows = [((label,), tuple(_cell(rec, c) for c in cols)) for label, rec in entries if rec.has_task(name)]
     total = next((i for i, c in enumerate(layout.columns) if c.subset is None), 0)
     rows = _sorted_rows(rows, metric_def(layout.metric).higher_is_better, total)
+    strict = [label for label, e in entries if e.has_task(name) and (r := e.task(name).judge_replies) is not None
+              and r.fidelity == "strict"]
+    reading = (f"; the judge replies of {', '.join(strict)} are read strictly (fidelity=strict), not as the official "
+               f"client reads them" if strict else "")
     return Table(f"{layout.title} ({name}): official layout", ("model",), tuple(cols), tuple(rows),
-                 f"{layout.title}'s own scores, {layout.provenance}; "
+                 f"{layout.title}'s own scores, {layout.provenance}{reading}; "
                  + ci_caption([e for _, e in entries if e.has_task(name)], "95% bootstrap CIs"))
 
 
