@@ -186,6 +186,10 @@ ARENA_CASES: dict[str, tuple[Callable[[str, str], Reply], Callable[[str, str], R
     "repeat_mixed": (lambda x, y: f"[[{x}>{y}]], and again [[{x}>>{y}]]", None, False),  # two distinct strings
     "trailing": (lambda x, y: f"  [[{y}>{x}]]  \n\n", None, False),
     "position_bias": (lambda x, y: "[[A>B]]", None, False),
+    # content null (a reasoning judge cut off inside its reasoning): JudgeBench's "\n" + None raises, the
+    # game has no decision and nothing is asked again
+    "null_content": (lambda x, y: {"content": None, "reasoning_content": f"Leaning {x}", "finish_reason": "length"},
+                     lambda x, y: f"[[{x}>{y}]]", False),
 }
 
 # JudgeBench vanilla: Vanilla.extract_pairwise_result(output.strip()) is exactly "Output (a)" or
@@ -203,6 +207,8 @@ VANILLA_CASES: dict[str, tuple[Callable[[str, str], Reply], bool]] = {
     "repeat_mixed": (lambda x, y: f"Output ({x}).", False),
     "trailing": (lambda x, y: f"Output ({y})\n\n", False),
     "position_bias": (lambda x, y: {"content": "Output (a)", "reasoning_content": "I compared both."}, False),
+    "null_content": (lambda x, y: {"content": None, "reasoning_content": f"Output ({x})", "finish_reason": "length"},
+                     False),
 }
 
 
@@ -286,7 +292,7 @@ JB_SOURCES = ("mmlu-pro-law", "livebench-reasoning", "livebench-math", "livecode
 def judgebench_rows() -> list[dict]:
     """JudgeBench's schema (``pair_id``, ``original_id``, ``source``, ``question``,
     ``response_model``, ``response_A``, ``response_B``, ``label``): one pair per case of
-    :data:`ARENA_CASES` (the same names key :data:`VANILLA_CASES`), three per source prefix."""
+    :data:`ARENA_CASES` (the same names key :data:`VANILLA_CASES`), over the four source prefixes."""
     rows = []
     for i, case in enumerate(ARENA_CASES):
         good_first = i % 3 != 1

@@ -203,3 +203,22 @@ def test_a_leaderboard_from_disk_says_which_runs_read_replies_strictly(tmp_path)
     notes = " ".join(lb.notes)
     assert "1 were cut off by max_tokens" in notes and "rated -1, as RewardBench 2's client does" in notes
     assert "left out of the pairs and the official scores" in notes  # the strict run's
+
+
+def test_a_reply_with_null_content_fails_an_arena_hard_game_officially_without_asking_again():
+    """JudgeBench adds "\\n" + content: a null content (a reasoning judge cut off inside its
+    reasoning) raises there, so the game has no decision and no follow-up is sent; an empty
+    string is asked again. The reply keeps the difference (``no_content``) through the cache."""
+    from rmbench.models.judge.wire import ChatReply, ChatRequest, parse_reply
+
+    null = parse_reply({"choices": [{"message": {"content": None, "reasoning_content": "A is"},
+                                     "finish_reason": "length"}]}, 0.1, 0)
+    empty = parse_reply({"choices": [{"message": {"content": ""}, "finish_reason": "stop"}]}, 0.1, 0)
+    assert null.no_content and not empty.no_content and null.text == empty.text == ""
+    assert ChatReply.from_json(null.to_json()) == null
+    p = Protocol.make("pairwise", "arena_hard", None, 0.0, 1, None, "rating", None)
+    call = ChatRequest((("system", "s"), ("user", "u")), 4096)
+    assert p.continuation(call, null) is None and p.continuation(call, empty) is not None
+    assert p._game_verdict([null]) is None
+    labelled = parse_reply({"choices": [{"message": {"content": "[[A>B]]"}, "finish_reason": "stop"}]}, 0.1, 0)
+    assert p._game_verdict([labelled]) == "A>B" and p._game_verdict([null, labelled]) is None

@@ -274,6 +274,8 @@ class Protocol:
         ``ArenaHard.get_judgment`` does); ``strict``: never after a cut-off reply."""
         if self.mode != "pairwise" or len(call.messages) > 2:
             return None  # not arena_hard's rule, or already a follow-up
+        if self.fidelity == "official" and reply.no_content:
+            return None  # JudgeBench fails the game on a null content (it adds "\n" + None), asking nothing
         if not JB.needs_continuation(self._verdict_rule(), "\n" + answer_text(reply, self.fidelity)):
             return None
         if self.fidelity != "official" and reply.finish_reason == "length":
@@ -307,7 +309,10 @@ class Protocol:
 
     def _game_verdict(self, chain: Sequence[ChatReply]) -> str | None:
         """One game's decision from its replies (a follow-up's after the first), read as JudgeBench
-        accumulates them: ``"\n" + reply_1 + "\n" + reply_2``."""
+        accumulates them: ``"\n" + reply_1 + "\n" + reply_2``. Officially, a reply with no content
+        at all fails the game (JudgeBench's ``get_judgment`` raises on it: no decision)."""
+        if self.fidelity == "official" and any(r.no_content for r in chain):
+            return None
         return JB.parse_verdict(self._verdict_rule(), "".join("\n" + answer_text(r, self.fidelity) for r in chain))
 
     def _rating_value(self, replies: Sequence[ChatReply]) -> tuple[float | None, list[Any]]:

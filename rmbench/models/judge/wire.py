@@ -78,6 +78,9 @@ class ChatReply:
     latency_s: float
     retries: int
     top_logprobs: TopLogprobs | None
+    no_content: bool = False
+    """The server sent no content at all (``content: null``: a reasoning judge cut off inside its
+    reasoning, or a refusal), as opposed to an empty string; ``text`` is "" either way."""
 
     def to_json(self) -> dict:
         """A JSON-ready dict; :meth:`from_json` gives back an equal reply."""
@@ -94,7 +97,8 @@ class ChatReply:
                    prompt_tokens=int(d.get("prompt_tokens", 0)), completion_tokens=int(d.get("completion_tokens", 0)),
                    latency_s=float(d.get("latency_s", 0.0)), retries=int(d.get("retries", 0)),
                    top_logprobs=None if top is None else tuple(tuple((str(t), float(lp)) for t, lp in alts)
-                                                               for alts in top))
+                                                               for alts in top),
+                   no_content=bool(d.get("no_content", False)))
 
 
 @dataclass
@@ -194,4 +198,5 @@ def parse_reply(data: Any, latency: float, retries: int) -> ChatReply:
         raise Failed("HTTP 200 with malformed usage") from None
     return ChatReply(text=content if isinstance(content, str) else "", reasoning=reasoning,
                      finish_reason=choice.get("finish_reason"), prompt_tokens=tokens[0], completion_tokens=tokens[1],
-                     latency_s=latency, retries=retries, top_logprobs=_top_logprobs(choice.get("logprobs")))
+                     latency_s=latency, retries=retries, top_logprobs=_top_logprobs(choice.get("logprobs")),
+                     no_content=not isinstance(content, str))
