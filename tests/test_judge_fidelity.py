@@ -222,3 +222,16 @@ def test_a_reply_with_null_content_fails_an_arena_hard_game_officially_without_a
     assert p._game_verdict([null]) is None
     labelled = parse_reply({"choices": [{"message": {"content": "[[A>B]]"}, "finish_reason": "stop"}]}, 0.1, 0)
     assert p._game_verdict([labelled]) == "A>B" and p._game_verdict([null, labelled]) is None
+
+
+def test_a_judgment_hashes_the_messages_it_sent_and_the_protocol_apart(tmp_path):
+    from rmbench.core.canonical import canonical_json, sha256_hex
+
+    pairs = write_pairs(tmp_path / "p.jsonl", [("q0", "good score=9", "bad score=2")])
+    with ScriptedServer(reply=rating_reply) as server:
+        run(server, tmp_path, ("preference",), data=(("preference", str(pairs)),), out="a")
+        bodies = server.chat_requests()
+    rows = judgments(tmp_path / "a")
+    sent = {sha256_hex(canonical_json([[m["role"], m["content"]] for m in b["messages"]])) for b in bodies}
+    assert {r["prompt_sha256"] for r in rows} == sent and len(sent) == 2  # one per rendered prompt
+    assert len({r["protocol_sha256"] for r in rows}) == 1  # the same protocol for both

@@ -214,10 +214,11 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         self.counters["cached_calls"] += len(wanted) - len(todo)
         return {k: ChatReply.from_json(v) for k, v in {**known, **fresh}.items()}, set(fresh)
 
-    def _chains(self, heads: list[list[ChatRequest]]) -> tuple[list[list[list[str]]], dict[str, ChatReply], set[str]]:
+    def _chains(self, heads: list[list[ChatRequest]]
+                ) -> tuple[list[list[list[str]]], dict[str, ChatReply], set[str], dict[str, ChatRequest]]:
         """Each call's chain of keys (the call, then its follow-ups), the replies to all of them,
-        and the keys called now. Follow-ups of cached replies that the store lacks are asked in
-        another round."""
+        the keys called now, and every key's request. Follow-ups of cached replies that the store
+        lacks are asked in another round."""
         chains = [[[self._call_key(c)] for c in calls] for calls in heads]
         requests = {chain[0]: c for calls, ks in zip(heads, chains) for chain, c in zip(ks, calls)}
         wanted = dict(requests)
@@ -235,19 +236,20 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
                     requests[chain[-1]] = more
                 if chain[-1] not in replies:
                     wanted[chain[-1]] = requests[chain[-1]]
-        return chains, replies, called
+        return chains, replies, called, requests
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:
         """Each request's calls (a follow-up where the protocol asks again), then its value:
         ``[value, 1]``, or ``[0, 0]`` for an answer that did not parse."""
         plans = [self.protocol.calls(r) for r in batch]
-        chains, replies, called = self._chains([calls for calls, _ in plans])
+        chains, replies, called, requests = self._chains([calls for calls, _ in plans])
         out = np.zeros((len(batch), 2))
         for row, (req, (_, facts), ks) in enumerate(zip(batch, plans, chains)):
             value, parsed = self.protocol.value(req, [[replies[k] for k in chain] for chain in ks])
             out[row] = (value, 1.0) if value is not None else (0.0, 0.0)
             self.counters["unparsed"] += value is None
-            self._judgments[req.key()] = [self._judgment(req, k, replies[k], p, i, attempt, k not in called, facts)
+            self._judgments[req.key()] = [self._judgment(req, k, requests[k], replies[k], p, i, attempt,
+                                                         k not in called, facts)
                                           for i, (chain, p) in enumerate(zip(ks, parsed))
                                           for attempt, k in enumerate(chain, 1)]
         return out
@@ -257,10 +259,14 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         raw = np.asarray(raw, dtype=np.float64).reshape(len(raw), -1)
         return np.where(raw[:, 1] > 0, raw[:, 0], np.nan)
 
-    def _judgment(self, req: ScoreRequest, key: str, reply: ChatReply, parsed: Any, i: int, attempt: int,
-                  cached: bool, facts: dict[str, Any]) -> dict[str, Any]:
+    def _judgment(self, req: ScoreRequest, key: str, call: ChatRequest, reply: ChatReply, parsed: Any, i: int,
+                  attempt: int, cached: bool, facts: dict[str, Any]) -> dict[str, Any]:
+        """One judgments.jsonl row: ``prompt_sha256`` hashes the messages this call sent (rendered),
+        ``protocol_sha256`` the protocol's text (a template's, or a named protocol's prompts)."""
         p = self.protocol
-        row: dict[str, Any] = {"mode": p.mode, "call": key[:16], "prompt_sha256": p.identity()["prompt_sha256"]}
+        row: dict[str, Any] = {"mode": p.mode, "call": key[:16],
+                               "prompt_sha256": sha256_hex(canonical_json([list(m) for m in call.messages])),
+                               "protocol_sha256": p.identity()["prompt_sha256"]}
         if p.mode == "pairwise":
             first, _ = p.pair_order(req)
             row["order"] = ("AB" if (req.response == first) == (i == 0) else "BA")  # where this response stood
