@@ -66,6 +66,20 @@ class MemoryCallStore:
         self.values.setdefault(key, value)
 
 
+def _server_address(base_url: str | None, batch: str | None) -> str | None:
+    """The server's ``/v1`` address: given, else ``$OPENAI_BASE_URL`` (Anthropic's own address for
+    ``batch=anthropic``); none is needed for ``batch=vllm`` (a local subprocess)."""
+    if batch == "anthropic":
+        base_url = base_url or DEFAULT_BASE_URLS["anthropic"]
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+    if not base_url and batch != "vllm":
+        raise ConfigError("judge: no server address: give --model-arg base_url=http://HOST:PORT/v1 or set "
+                          "OPENAI_BASE_URL")
+    if base_url and not str(base_url).startswith(("http://", "https://")):
+        raise ConfigError(f"judge base_url must start with http:// or https://, got {base_url!r}")
+    return base_url
+
+
 class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     kind = "judge"
     target_arg = "model"
@@ -89,13 +103,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
                               f"{batch!r}{did_you_mean(str(batch), BATCH_KINDS)}")
         if batch == "anthropic" and api_key_env == DEFAULT_KEY_ENV:
             api_key_env = "ANTHROPIC_API_KEY"
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") if batch != "anthropic" else base_url
-        base_url = base_url or (DEFAULT_BASE_URLS["anthropic"] if batch == "anthropic" else None)
-        if not base_url and batch != "vllm":
-            raise ConfigError("judge: no server address: give --model-arg base_url=http://HOST:PORT/v1 or set "
-                              "OPENAI_BASE_URL")
-        if base_url and not str(base_url).startswith(("http://", "https://")):
-            raise ConfigError(f"judge base_url must start with http:// or https://, got {base_url!r}")
+        base_url = _server_address(base_url, batch)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"judge concurrency must be a positive integer, got {concurrency!r}")
         self.model_name, self.base_url, self.api_key_env = model, str(base_url or ""), str(api_key_env)
