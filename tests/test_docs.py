@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -87,14 +88,134 @@ def test_the_cli_reference_lists_every_option_of_eval_help():
     assert not missing, f"docs/reference/cli.md lacks {missing}: run `{REFRESH}`"
 
 
-@pytest.mark.slow
-def test_the_site_builds_strict(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site ``mkdocs build --strict`` writes (built once for the tests that read it)."""
     mkdocs = shutil.which("mkdocs") or str(Path(sys.executable).parent / "mkdocs")
     if not Path(mkdocs).exists():
         pytest.skip("MkDocs is not installed (pip install -e '.[docs]')")
-    result = subprocess.run([mkdocs, "build", "--strict", "-d", str(tmp_path / "site")], cwd=REPO,
+    out = tmp_path_factory.mktemp("site")
+    result = subprocess.run([mkdocs, "build", "--strict", "-d", str(out)], cwd=REPO,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_the_site_builds_strict(site):
+    assert (site / "index.html").is_file()
+
+
+class _Sections(HTMLParser):
+    """A built page's h2 sections: {heading text: {"text": the section's text, "rows": [[cell text,
+    ...], ...]}}; text is the page's text as a browser shows it (tags dropped, entities read)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.sections: dict[str, dict] = {}
+        self._heading: list[str] | None = None
+        self._current: dict | None = None
+        self._cell: list[str] | None = None
+        self._skip = 0  # inside a heading's permalink
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "h2":
+            self._heading = []
+        elif tag == "a" and ("class", "headerlink") in attrs:
+            self._skip += 1
+        elif tag == "tr" and self._current is not None:
+            self._current["rows"].append([])
+        elif tag in ("td", "th") and self._current is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "h2" and self._heading is not None:
+            self._current = {"text": [], "rows": []}
+            self.sections[_norm("".join(self._heading))] = self._current
+            self._heading = None
+        elif tag == "a" and self._skip:
+            self._skip -= 1
+        elif tag in ("td", "th") and self._cell is not None:
+            self._current["rows"][-1].append(_norm("".join(self._cell)))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._skip:
+            return
+        if self._heading is not None:
+            self._heading.append(data)
+            return
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._current is not None:
+            self._current["text"].append(data)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _as_help_shows(text: str, markup_mode: str | None) -> str:
+    """A help string as ``--help`` prints it: typer's rich markup mode reads it as rich markup
+    (``\\[x]`` shows ``[x]``); without one (rmbench's plain help) it is printed as written."""
+    if markup_mode == "rich":
+        from rich.text import Text
+
+        return Text.from_markup(text).plain
+    return text
+
+
+@pytest.mark.slow
+def test_the_built_cli_reference_shows_every_option_as_help_does(site):
+    """Every option of every command reads on the built page as ``--help`` prints it: its usage
+    (``--data TASK=[PART=]PATH``) and its help (``runs/<name>__<tasks>``) with every placeholder and
+    bracket intact, no Markdown escape or HTML tag eating one."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    import rmbench.cli.app  # noqa: F401
+    from rmbench.cli.common import app
+
+    parser = _Sections()
+    parser.feed((site / "reference" / "cli" / "index.html").read_text(encoding="utf-8"))
+    sections = parser.sections
+
+    def commands(group, path):
+        for name, cmd in group.commands.items():
+            if not getattr(cmd, "hidden", False):
+                yield [*path, name], cmd
+                if hasattr(cmd, "commands"):
+                    yield from commands(cmd, [*path, name])
+
+    checked = 0
+    for path, cmd in commands(typer.main.get_command(app), []):
+        title = " ".join(["rmbench", *path])
+        assert title in sections, f"the built CLI reference has no section {title!r}: run `{REFRESH}`"
+        section = sections[title]
+        shown = _norm("".join(section["text"]))
+        help_output = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"}).output
+        squeezed_help = re.sub(r"\s+", "", help_output)
+        if cmd.help:
+            assert _norm(cmd.help.replace("\b", "")) in shown, (title, cmd.help)
+        if hasattr(cmd, "commands"):
+            continue
+        rows = {row[0]: row[1] for row in section["rows"] if len(row) == 2}
+        ctx = cmd.context_class(cmd, info_name=path[-1])
+        mode = getattr(cmd, "rich_markup_mode", None)
+        for param in cmd.params:
+            record = None if getattr(param, "hidden", False) else param.get_help_record(ctx)
+            if record is None:
+                continue
+            usage, _ = record
+            where = f"{title} {usage}"
+            assert usage in rows, f"{where}: not on the built page, whose rows read {sorted(rows)}"
+            text = rows[usage]
+            if param.help:
+                assert _norm(_as_help_shows(param.help, mode)) in text, f"{where}: the page reads {text!r}"
+            # what the page shows is what --help prints (wrapped there: compared without whitespace)
+            assert re.sub(r"\s+", "", usage + text) in squeezed_help, f"{where}: the page reads {text!r}"
+            checked += 1
+    assert checked >= 60, checked
 
 
 def test_every_test_the_fault_model_names_exists():

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 import types
 import typing
@@ -40,6 +41,38 @@ def _cell(text: Any) -> str:
 
 
 # --- CLI ----------------------------------------------------------------------------------------
+#
+# Help texts are plain text, not Markdown: a placeholder such as ``runs/<name>`` would be read as an
+# HTML tag (and vanish from the page), ``*``/``_`` as emphasis, ``[x][y]`` as a cross-reference. So
+# the generator escapes what Markdown or HTML would read (``_md_text``) and puts each argument's
+# usage (``--data TASK=[PART=]PATH``) in a code span as it is: a code span shows its text literally,
+# a backslash escape included, so nothing in it is escaped (tests/test_docs.py checks the built page
+# against the help click prints).
+
+_MD_ESCAPES = {**{c: "\\" + c for c in "\\`*_[{}|"}, "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def _md_text(text: str) -> str:
+    """``text`` as Markdown that renders as exactly that text (line breaks kept)."""
+    return "".join(_MD_ESCAPES.get(c, c) for c in text)
+
+
+def _code(text: str) -> str:
+    """A code span showing ``text`` literally (fenced by more backticks than ``text`` holds in a row)."""
+    ticks = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _shown_help(param, text: str, markup_mode: str | None) -> str:
+    """The help text ``--help`` shows: with typer's rich markup mode, an option's own help is read as
+    rich markup (``\\[`` shows ``[``), the ``[default: ...]`` click appends to it is not."""
+    if markup_mode != "rich" or not param.help or not text.startswith(param.help):
+        return text
+    from rich.text import Text
+
+    return Text.from_markup(param.help).plain + text[len(param.help):]
+
 
 def _commands(group, prefix: str = "rmbench"):
     """(full name, click command) for every command under ``group``, depth first, in app order."""
@@ -69,7 +102,7 @@ def cli_page() -> str:
         ctx = cmd.context_class(cmd, info_name=full.split()[-1])
         out.append(f"## `{full}`\n\n")
         if cmd.help:
-            out.append(cmd.help.strip().replace("\b\n", "") + "\n\n")
+            out.append(_md_text(cmd.help.strip().replace("\b\n", "")) + "\n\n")
         if hasattr(cmd, "commands"):
             out.append("Subcommands: " + ", ".join(f"`{full} {n}`" for n in cmd.commands) + ".\n\n")
             continue
@@ -81,7 +114,8 @@ def cli_page() -> str:
             if record is None:
                 continue
             usage, text = record
-            rows.append(f"| `{_cell(usage)}` | {_cell(text)} |")
+            text = _shown_help(p, text, getattr(cmd, "rich_markup_mode", None)).replace("\n", " ").strip()
+            rows.append(f"| {_code(usage)} | {_md_text(text)} |")
         if rows:
             out.append("| argument / option | meaning |\n|---|---|\n" + "\n".join(rows) + "\n\n")
     return "".join(out).rstrip() + "\n"
