@@ -487,6 +487,46 @@ def test_bad_rewards_from_a_plugin_class(tmp_path):
     _assert_one_clear_error(result, out, "non-finite reward (nan)", "group 'g1', response 1")
 
 
+PLUGIN_KIND = """
+from rmbench import RewardModel
+
+
+class KeywordRM(RewardModel):
+    def __init__(self, keyword="please"):
+        self.keyword = keyword
+
+    def score(self, batch):
+        return [float(r.response.count(self.keyword)) for r in batch]
+"""
+
+
+def test_a_misspelt_model_arg_is_one_line_naming_the_kind_and_its_keys(tmp_path):
+    """Issue 44: for built-in, wrapper and plugin kinds alike, refused before any weights load or
+    server is called (no such model folder, no server address: the argument is named first)."""
+    (tmp_path / "plug_rm.py").write_text(PLUGIN_KIND)
+    (tmp_path / "kw.yaml").write_text("type: model\nname: kw\nkind: plug_rm.py:KeywordRM\n")
+    cases = [
+        ("judge:x", "concurency=2", "error: model 'judge:x': unknown argument 'concurency' for kind 'judge'; "
+                                    "did you mean 'concurrency'? (it takes: model, base_url, api_key_env, "),
+        ("implicit:no/such/model", "bta=1", "error: model 'implicit:no/such/model': unknown argument 'bta' for kind "
+                                            "'implicit'; did you mean 'beta'? (it takes: model, ref, beta, "),
+        ("discretize:length", "TT=8", "error: model 'discretize:length': unknown argument 'TT' for kind "
+                                      "'discretize'; did you mean 'T'? (it takes: inner, T, p, "),
+        ("discretize:length", "inner={kind: seqcls, args: {model: x, num_label: 2}}",
+         "error: model 'discretize:length', argument 'inner': model 'seqcls': unknown argument 'num_label' for "
+         "kind 'seqcls'; did you mean 'num_labels'?"),
+        ("oracle", "foo=1", "error: model 'oracle': unknown argument 'foo' for kind 'oracle' (it takes no arguments)"),
+        ("kw", "keywrod=thanks", f"error: model 'kw': unknown argument 'keywrod' for kind "
+                                 f"'{tmp_path / 'plug_rm.py'}:KeywordRM'; did you mean 'keyword'? (it takes: keyword)"),
+    ]
+    for model, arg, words in cases:
+        out = tmp_path / "run"
+        result = runner.invoke(app, ["eval", "--include", str(tmp_path), "--model", model, "--model-arg", arg,
+                                     "--tasks", "ties_sample", "--out", str(out)], env={"COLUMNS": "60"})
+        _assert_one_clear_error(result, out, words)
+        assert len(result.output.strip().splitlines()) == 1, result.output  # never wrapped, however narrow
+
+
 @pytest.mark.parametrize("fn, args", [
     (M.pairwise_accuracy, ([1.0, math.nan],)),
     (M.discrimination, ([1.0, math.nan], 0.1)),

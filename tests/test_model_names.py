@@ -11,7 +11,7 @@ import yaml
 from rmbench.catalog import load_catalog
 from rmbench.core.specs import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
-from rmbench.models import parse_model_spec
+from rmbench.models import MODEL_KINDS, parse_model_spec
 from rmbench.models.names import ModelNames, UnknownModel, model_refs, resolve_model
 from rmbench.models.presets import PRESETS
 from rmbench.models.trained import MODEL_ENTRY
@@ -233,3 +233,142 @@ def test_an_unfinished_training_folder_says_so(tmp_path, monkeypatch):
         resolve_model("trained/ex")
     with pytest.raises(UnknownModel, match="unknown model 'trained/none'"):  # not a folder: the usual answer
         resolve_model("trained/none")
+
+
+# --- every kind's arguments are declared: a misspelt key is one line naming the valid ones --------
+
+def _valid_keys(kind: str) -> list[str]:
+    """What the message must list: the kind's signature, less the arguments the run fills."""
+    from rmbench.models.names import RUN_ARGS, kind_factory
+    from rmbench.registry import keyword_parameters
+
+    accepted = keyword_parameters(kind_factory(kind))
+    assert accepted is not None, f"kind {kind!r} takes **kwargs: its arguments are not declared"
+    return [k for k in accepted if k not in RUN_ARGS]
+
+
+def _misspelt(key: str) -> str:
+    return key[:2] + key[1] + key[2:]  # a letter doubled: concurrency -> cooncurrency
+
+
+def _refused(spec: ModelSpec) -> list[str]:
+    """The message of each way a spec reaches its kind: resolved, and built (no weights, no server)."""
+    from rmbench.models import build_model
+
+    messages = []
+    for step in (resolve_model, build_model):
+        with pytest.raises(ConfigError) as info:
+            step(spec)
+        messages.append(str(info.value))
+    return messages
+
+
+@pytest.mark.parametrize("kind", [k for k in MODEL_KINDS.names() if MODEL_KINDS.describe(k)[1] == "built-in"])
+def test_a_misspelt_argument_of_every_kind_is_one_line_naming_the_valid_keys(kind):
+    from rmbench.models.names import target_arg
+
+    valid = _valid_keys(kind)
+    args = {target_arg(kind): "no/such/model"} if target_arg(kind) in valid else {}
+    if not valid:  # oracle: a kind that takes nothing says so
+        for message in _refused(ModelSpec.make(kind, kind, {"foo": 1})):
+            assert message == f"model {kind!r}: unknown argument 'foo' for kind {kind!r} (it takes no arguments)"
+        return
+    key = max(valid, key=len)
+    for message in _refused(ModelSpec.make(kind, kind, {**args, _misspelt(key): 1})):
+        assert message == (f"model {kind!r}: unknown argument {_misspelt(key)!r} for kind {kind!r}; did you mean "
+                           f"{key!r}? (it takes: {', '.join(valid)})"), message
+        assert "\n" not in message and "runtime" not in message and "truncation" not in message
+    # a key nothing resembles: the same line, no hint
+    for message in _refused(ModelSpec.make(kind, kind, {**args, "zzzzzzzz": 1})):
+        assert "unknown argument 'zzzzzzzz'" in message and "did you mean" not in message and key in message
+
+
+def test_the_reported_misspellings_name_the_right_keys():
+    """Issue 44's two examples, and several wrong keys at once (all named, the first hint given)."""
+    judge = ModelSpec.make("judge:x", "judge", {"model": "x", "concurency": 2})
+    assert _refused(judge)[0].startswith("model 'judge:x': unknown argument 'concurency' for kind 'judge'; "
+                                         "did you mean 'concurrency'? (it takes: model, base_url, ")
+    implicit = ModelSpec.make("implicit:x", "implicit", {"model": "x", "bta": 1})
+    assert _refused(implicit)[0].startswith("model 'implicit:x': unknown argument 'bta' for kind 'implicit'; "
+                                            "did you mean 'beta'? (it takes: model, ref, beta, ")
+    with pytest.raises(ConfigError, match=r"unknown arguments 'qqq', 'tmeout' for kind 'judge'; did you mean "
+                                          r"'timeout'\?"):
+        resolve_model("judge:x", overrides={"tmeout": 1, "qqq": 2})
+    with pytest.raises(ConfigError, match=r"unknown argument 'runtime' for kind 'implicit'"):  # the run's, not a key
+        resolve_model("implicit:x", overrides={"runtime": "cpu"})
+
+
+def test_wrapper_kinds_check_their_own_and_their_inner_models_arguments(catalog):
+    with pytest.raises(ConfigError, match=r"^model 'discretize:my-avg': unknown argument 'TT' for kind 'discretize'; "
+                                          r"did you mean 'T'\? \(it takes: inner, T, p, variant, "):
+        resolve_model("discretize:my-avg", catalog.models, overrides={"TT": 8})
+    inner = {"kind": "implicit", "args": {"model": "x", "bta": 1}}
+    nested = (r"^model 'discretize:x', argument 'inner': model 'implicit': unknown argument 'bta' for kind "
+              r"'implicit'; did you mean 'beta'\?")
+    with pytest.raises(ConfigError, match=nested):  # as --model-arg inner={...} reaches it
+        resolve_model("discretize:x", overrides={"inner": inner})
+    with pytest.raises(ConfigError, match=r"model 'my-bad': unknown argument 'unti' for kind 'length'; "
+                                          r"did you mean 'unit'\?"):  # an --include entry's key
+        resolve_model("discretize:my-bad", {**catalog.models, "my-bad": ModelSpec.make("my-bad", "length",
+                                                                                       {"unti": "words"})})
+    from rmbench.models import build_model
+
+    with pytest.raises(ConfigError, match=r"model 'implicit': unknown argument 'bta' for kind 'implicit'"):
+        build_model(ModelSpec.make("d", "discretize", {"inner": inner}))  # built without resolving first
+
+
+PLUGIN_RM = '''
+from rmbench import RewardModel
+
+
+class KeywordRM(RewardModel):
+    def __init__(self, keyword="please", weight=1.0):
+        self.keyword, self.weight = keyword, weight
+
+    def score(self, batch):
+        return [self.weight * r.response.count(self.keyword) for r in batch]
+
+
+class AnyArgs(RewardModel):
+    def __init__(self, **options):
+        self.options = options
+
+    def score(self, batch):
+        return [0.0] * len(batch)
+
+
+class Plain:  # not a RewardModel: wrapped; a plain function's keywords are read alike
+    def score(self, batch):
+        return [0.0] * len(batch)
+
+
+def make_rm(scale=1.0):
+    return Plain()
+'''
+
+
+def test_plugin_kinds_get_the_same_message_from_their_signature(tmp_path):
+    import rmbench
+    from rmbench.models import build_model
+
+    (tmp_path / "plug_rm.py").write_text(PLUGIN_RM)
+    module = f"{tmp_path / 'plug_rm.py'}"
+    try:
+        rmbench.register_model_kind("names-test-keyword", f"{module}:KeywordRM")
+        rmbench.register_model_kind("names-test-factory", f"{module}:make_rm")
+        rmbench.register_model_kind("names-test-plain", f"{module}:Plain")
+        rmbench.register_model_kind("names-test-any", f"{module}:AnyArgs")
+        cases = [("names-test-keyword", {"keywrod": "x"}, "; did you mean 'keyword'? (it takes: keyword, weight)"),
+                 ("names-test-factory", {"sclae": 2}, "; did you mean 'scale'? (it takes: scale)"),
+                 ("names-test-plain", {"scale": 2}, " (it takes no arguments)"),
+                 (f"{module}:KeywordRM", {"wieght": 2}, "; did you mean 'weight'? (it takes: keyword, weight)")]
+        for kind, args, tail in cases:
+            bad = next(iter(args))
+            for message in _refused(ModelSpec.make("p", kind, args)):
+                assert message == f"model 'p': unknown argument {bad!r} for kind {kind!r}{tail}"
+        # a factory taking **kwargs is not checked: it takes what it is given
+        assert build_model(ModelSpec.make("p", "names-test-any", {"anything": 1})).options == {"anything": 1}
+        assert build_model(resolve_model("names-test-keyword", overrides={"weight": 2})).weight == 2
+    finally:
+        for name in ("names-test-keyword", "names-test-factory", "names-test-plain", "names-test-any"):
+            MODEL_KINDS._entries.pop(name, None)

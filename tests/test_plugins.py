@@ -133,6 +133,17 @@ def test_installed_entry_point_plugin(plugin_site, tmp_path):
 
 
 @pytest.mark.slow
+def test_an_installed_plugin_kind_refuses_a_misspelt_argument_naming_its_own(plugin_site, tmp_path):
+    """Issue 44: an entry-point kind's arguments are read from its signature, as a built-in kind's are."""
+    result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--model-arg", "keywrod=thanks",
+                     "--tasks", "demo_pairs", "--out", str(tmp_path / "r"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == ("error: model 'keyword-rm': unknown argument 'keywrod' for kind 'keyword-rm'; "
+                                     "did you mean 'keyword'? (it takes: keyword)"), result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
 def test_broken_plugin_fails_loudly(plugin_site, tmp_path):
     (plugin_site / "rmbench_plugin_demo" / "__init__.py").write_text("raise ImportError('half-installed')\n")
     try:

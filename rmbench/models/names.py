@@ -19,7 +19,9 @@ turn); a mapping is checked and its references resolved. Names that lead back to
 are a :class:`~rmbench.errors.ConfigError` that shows the chain. (Arguments that name weights
 rather than models, such as the implicit adapter's ``ref``, are not references.)
 
-Every unknown name gets the same message: the did-you-mean hint and the known names.
+Every unknown name gets the same message: the did-you-mean hint and the known names. So does an
+argument a kind does not take (:func:`check_model_args`, as each spec is resolved, nested ones
+too): the kind, the did-you-mean hint and the arguments the kind's signature names.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from rmbench.core.specs import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models.trained import MODEL_ENTRY, is_trained_folder, load_trained_entry
-from rmbench.registry import RegistryError, import_target
+from rmbench.registry import RegistryError, check_arguments, import_target
 
 if TYPE_CHECKING:
     from rmbench.registry import Registry
@@ -46,6 +48,10 @@ MAPPING_KEYS = ("name", "kind", "args", "type", "description", "version")
 UNRESOLVED = "unresolved"
 """Key of the placeholder :func:`rmbench.models.parse_model_spec` leaves for a reference it
 could not resolve: ``{"unresolved": NAME, "error": MESSAGE}``; resolving it raises MESSAGE."""
+
+RUN_ARGS = ("runtime", "truncation")
+"""Arguments a model's factory gets from the run (:func:`rmbench.models.build_model`), never from its spec."""
+
 
 class UnknownModel(ConfigError):
     """A name that names no model; the message has the did-you-mean hint and the known names."""
@@ -93,6 +99,16 @@ def model_refs(kind: str, kinds: Registry | None = None) -> tuple[str, ...]:
     """The arguments of a kind that name other models."""
     refs = getattr(kind_factory(kind, kinds), "model_refs", ())
     return (refs,) if isinstance(refs, str) else tuple(refs)
+
+
+def check_model_args(spec: ModelSpec, kinds: Registry | None = None) -> None:
+    """Refuse, in one line, an argument that the spec's kind does not take (a misspelt
+    ``--model-arg`` or entry key), naming the kind, a did-you-mean and the keys it takes, read
+    from its factory's signature (plugins' kinds too; one taking ``**kwargs`` is not checked).
+    A kind that cannot be loaded is left to building the model, which says why."""
+    factory = kind_factory(spec.kind, kinds)
+    if factory is not None:
+        check_arguments(factory, spec.args, what="model", name=spec.name, kind=spec.kind, reserved=RUN_ARGS)
 
 
 def is_import_target(text: str) -> bool:
@@ -216,6 +232,7 @@ class ModelNames:
                               f"got {type(ref).__name__} {ref!r}")
         if overrides:
             spec = ModelSpec.make(spec.name, spec.kind, {**spec.args, **overrides}, spec.version)
+        check_model_args(spec, self.kinds)  # before any weights load or server is called
         return self._resolve_refs(spec, chain, defer)
 
     def _resolve_refs(self, spec: ModelSpec, chain: tuple[str, ...], defer: bool) -> ModelSpec:
@@ -252,5 +269,5 @@ def resolve_model(ref: Any, named: Mapping[str, ModelSpec] | None = None, *,
     return ModelNames(named).resolve(ref, overrides=overrides)
 
 
-__all__ = ["MAX_DEPTH", "ModelNames", "UnknownModel", "is_import_target", "kind_factory", "model_kinds",
-           "model_refs", "resolve_model", "spec_mapping", "target_arg"]
+__all__ = ["MAX_DEPTH", "RUN_ARGS", "ModelNames", "UnknownModel", "check_model_args", "is_import_target",
+           "kind_factory", "model_kinds", "model_refs", "resolve_model", "spec_mapping", "target_arg"]

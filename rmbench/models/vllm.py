@@ -113,10 +113,16 @@ class VLLMImplicitRM(_VLLMRM, CompositeModel):
     description = "implicit RM beta*log(pi/pi_ref) through vLLM prompt_logprobs (GPU; pip install 'rmbench[vllm]')"
 
     def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, runtime: Runtime | None = None,
-                 truncation: Truncation | None = None, **kwargs: Any) -> None:
-        super().__init__(model, runtime, truncation=truncation, **kwargs)
+                 revision: str | None = None, template: str = "auto", system_prompt: str | None = None,
+                 max_length: int | None = None, gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
+                 truncation: Truncation | None = None) -> None:
+        # Every argument named (none through **kwargs), so a misspelt one is refused, naming these.
+        shared: dict[str, Any] = dict(revision=revision, template=template, system_prompt=system_prompt,
+                                      max_length=max_length, gpu_memory_utilization=gpu_memory_utilization,
+                                      tensor_parallel_size=tensor_parallel_size)
+        super().__init__(model, runtime, truncation=truncation, **shared)
         self.beta = float(beta)
-        self.reference = (VLLMImplicitRM(ref, runtime=runtime, truncation=truncation, **kwargs) if ref is not None
+        self.reference = (VLLMImplicitRM(ref, runtime=runtime, truncation=truncation, **shared) if ref is not None
                           else None)
 
     def children(self) -> list[RewardModel]:
