@@ -86,12 +86,15 @@ def test_runs_with_other_eps_lists_share_the_cells_they_have(runs, tmp_path):
 def test_runs_on_other_data_get_columns_of_their_own_with_a_note(runs):
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(runs["length-limit"])])
     headers = [c.header for c in lb.main.columns]
-    assert "ties_sample acc" in headers and "ties_sample#2 acc" in headers
-    assert any(n.startswith("ties_sample#2 (length-limit) cannot share cells with ties_sample (oracle): data "
-                            "fingerprint "
+    # headed by what differs (--limit 5); the column group's key stays ties_sample#2
+    assert "ties_sample acc" in headers and "ties_sample (limit 5) acc" in headers
+    assert lb.names == {"ties_sample": "ties_sample", "ties_sample#2": "ties_sample (limit 5)"}
+    assert {c.task for c in lb.main.columns} == {"ties_sample", "ties_sample#2"} and "ties_sample#2" in lb.eps
+    assert any(n.startswith("ties_sample (limit 5) of length-limit cannot share cells with ties_sample of oracle: "
+                            "data fingerprint "
                             "0bee14202bc0 vs ") for n in lb.notes), lb.notes
     rows = dict((r[0][0], r[1]) for r in lb.main.rows)
-    acc, acc2 = headers.index("ties_sample acc"), headers.index("ties_sample#2 acc")
+    acc, acc2 = headers.index("ties_sample acc"), headers.index("ties_sample (limit 5) acc")
     assert rows["oracle"][acc] is not None and rows["oracle"][acc2] is None
     assert rows["length"][acc] is None and rows["length"][acc2] is not None
 

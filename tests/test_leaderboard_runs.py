@@ -32,11 +32,11 @@ def test_two_runs_of_one_model_on_other_data_are_two_rows_everywhere(rb2_runs, l
     assert set(labels) == {"length (full)", "length (first20)"}
     official = {t.title: [r[0][0] for r in t.rows] for t in lb.official}
     assert official == {"RewardBench 2 (rewardbench2): official layout": ["length (full)"],
-                        "RewardBench 2 (rewardbench2#2): official layout": ["length (first20)"]}, official
+                        "RewardBench 2 (rewardbench2, limit 20): official layout": ["length (first20)"]}, official
     for t in lb.tables:  # never a table with headers alone
         assert t.rows and all(any(c is not None for c in cells) for _, cells in t.rows), t.title
     md = render(lb, "md")
-    assert "rewardbench2#2 (first20) cannot share cells with rewardbench2 (full): data fingerprint" in md
+    assert "rewardbench2 (limit 20) of first20 cannot share cells with rewardbench2 of full: data fingerprint" in md
 
 
 def test_the_same_numbers_from_two_folders_still_fold(rb2_runs, tmp_path):
@@ -77,7 +77,7 @@ def test_several_models_on_other_data_are_a_row_each_in_each_variant(rb2_runs, t
     official = {t.title: sorted(r[0][0] for r in t.rows) for t in lb.official}
     assert official == {
         "RewardBench 2 (rewardbench2): official layout": ["length (full)", "oracle (oracle_full)"],
-        "RewardBench 2 (rewardbench2#2): official layout": ["length (first20)", "oracle (oracle_first20)"]}
+        "RewardBench 2 (rewardbench2, limit 20): official layout": ["length (first20)", "oracle (oracle_first20)"]}
     assert sorted(r[0][0] for r in lb.main.rows) == ["length (first20)", "length (full)", "oracle (oracle_first20)",
                                                      "oracle (oracle_full)"]
 

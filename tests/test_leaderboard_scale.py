@@ -4,6 +4,9 @@ one table per task, only the metrics each task fills, identical rows folded, lin
 import csv
 import io
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -97,10 +100,10 @@ def test_csv_json_and_html_hold_the_same_per_task_rows(runs_folder):
 def test_the_legend_says_what_a_second_column_group_is(runs_folder, tmp_path):
     evaluate(EvalConfig(model="length", tasks=("ties_sample",), limit=5, n_bootstrap=20), out_dir=tmp_path / "lim")
     lb = build_leaderboard(find_runs([runs_folder, tmp_path / "lim"]))
-    assert "ties_sample#2" in [t.title for t in lb.headline]
-    second = [line for line in lb.legend if line.startswith("ties_sample#2: ")]
+    assert "ties_sample (limit 5)" in [t.title for t in lb.headline]  # the column group ties_sample#2
+    second = [line for line in lb.legend if line.startswith("ties_sample (limit 5): ")]
     # --limit 5 keeps whole tied:K/ref:K units: 6 groups
-    assert second and "'ties_sample'" in second[0] and "(6 groups)" in second[0]
+    assert second and "rb2_ties task v1" in second[0] and "(6 groups)" in second[0]
 
 
 def test_cli_layout_option_and_a_bad_layout(runs_folder, tmp_path):
@@ -125,14 +128,31 @@ def test_eps_reads_like_the_other_eps_values(runs_folder):
     assert not any("sigma" in row[2] for row in grid.rows)
 
 
-def test_shipped_tables_are_of_the_current_metric_version_and_say_how_they_were_made():
-    from pathlib import Path
+def shipped_tables(repo: Path) -> list[Path]:
+    """The tables git tracks under ``leaderboards/`` (what a clone ships): a file a user wrote
+    there and never committed is not shipped. Skips outside a git checkout, saying why."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--", "leaderboards/"], cwd=repo, capture_output=True,
+                                text=True, timeout=60)
+    except OSError as e:
+        pytest.skip(f"git cannot be run ({e}): which tables are shipped is what git tracks")
+    if listed.returncode != 0:
+        pytest.skip(f"{repo} is not a git checkout: which tables are shipped is what git tracks "
+                    f"({listed.stderr.strip()[:200]})")
+    tracked = [repo / name for name in listed.stdout.split("\0") if name]
+    if repo / "leaderboards" / "README.md" not in tracked:
+        pytest.skip(f"{repo} is no git checkout of rmbench (git tracks no leaderboards/README.md there): which "
+                    f"tables are shipped is what git tracks")
+    return sorted(p for p in tracked if p.name != "README.md")
 
+
+def test_shipped_tables_are_of_the_current_metric_version_and_say_how_they_were_made():
     from rmbench.core.metrics import METRIC_VERSION
 
-    folder = Path(__file__).resolve().parents[1] / "leaderboards"
+    repo = Path(__file__).resolve().parents[1]
+    folder = repo / "leaderboards"
     readme = (folder / "README.md").read_text()
-    shipped = sorted(p for p in folder.iterdir() if p.name != "README.md")
+    shipped = shipped_tables(repo)
     assert shipped
     for path in shipped:
         assert f"`{path.name}`" in readme.split("## Not shipped")[0], path.name  # with its command
@@ -140,6 +160,24 @@ def test_shipped_tables_are_of_the_current_metric_version_and_say_how_they_were_
         assert f"metric version {METRIC_VERSION}" in text, path.name
         assert "metric version 1" not in text and "Task keys (comparability)" not in text, path.name
 
+
+def test_a_file_git_does_not_track_is_not_a_shipped_table(tmp_path):
+    """What a user wrote into leaderboards/ (a tutorial's output, say) is no shipped table; outside
+    a git checkout the shipped-tables test skips, saying why."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    folder = tmp_path / "leaderboards"
+    folder.mkdir()
+    for name in ("README.md", "ties_baselines.md", "mine.html"):
+        (folder / name).write_text("a table\n")
+    with pytest.raises(pytest.skip.Exception, match="git checkout"):
+        shipped_tables(tmp_path)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    with pytest.raises(pytest.skip.Exception, match="git checkout"):
+        shipped_tables(tmp_path)  # a checkout, but not of rmbench: no leaderboards/README.md tracked
+    subprocess.run(["git", "add", "leaderboards/README.md", "leaderboards/ties_baselines.md"], cwd=tmp_path,
+                   check=True)
+    assert shipped_tables(tmp_path) == [folder / "ties_baselines.md"]
 
 def test_a_caption_other_than_the_ci_one_is_said_once_too(tmp_path):
     evaluate(EvalConfig(model="length", tasks=TASKS[:2], n_bootstrap=0), out_dir=tmp_path / "nob")

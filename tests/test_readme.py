@@ -1,7 +1,9 @@
 """README and tutorials, run as a user would: the README's Quick start main job, then every
 ``rmbench`` command of the tutorials (docs/tutorials/, in the site's nav order) that runs
-offline, in order, in one fresh folder; at the end the Quick start's run folders and leaderboard
-are intact (no later command replaced them).
+offline, in order, in a fresh clone of the repository; at the end the Quick start's run folders
+and leaderboard are intact (no later command replaced them), ``git status`` shows nothing (every
+output went to an ignored folder: ``runs/``) and the shipped-tables test still passes there.
+Every example of the tutorials, the how-to pages and the READMEs writes under ``runs/`` (not slow).
 
 The commands are read from README.md and the tutorial pages themselves, so the docs and this
 test cannot drift apart. Commands that need a model hub, a placeholder path, a rewriting server
@@ -63,8 +65,48 @@ def using_it_commands() -> list[list[str]]:
     return out
 
 
-def _copy_examples(cwd: Path) -> None:
-    shutil.copytree(EXAMPLES, cwd / "examples")
+def _git(args: list[str], cwd: Path) -> str:
+    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"git {shlex.join(args)}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+    return result.stdout
+
+
+def fresh_clone(dest: Path) -> Path:
+    """A user's fresh clone of the repository at ``dest``: the files git has of the working tree
+    (tracked ones and new ones it does not ignore, as they are now, so the docs and .gitignore
+    under test are this tree's) committed in a new repository. Skips outside a git checkout."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed: a fresh clone needs it")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    if listed.returncode != 0:
+        pytest.skip(f"{REPO} is not a git checkout: {listed.stderr.strip()[:200]}")
+    for name in filter(None, listed.stdout.split("\0")):
+        source = REPO / name
+        if source.is_file() or source.is_symlink():  # not a tracked file deleted in the working tree
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name, follow_symlinks=False)
+    _git(["init", "-q"], dest)
+    _git(["add", "-A", "-f"], dest)
+    _git(["-c", "user.name=rmbench tests", "-c", "user.email=tests@rmbench.invalid", "-c", "commit.gpgsign=false",
+          "commit", "-q", "--no-verify", "-m", "fresh clone"], dest)
+    return dest
+
+
+def written_paths(page: Path) -> list[tuple[str, str]]:
+    """(command, path) for each path an ``rmbench`` command of ``page`` writes by name
+    (``--out``, ``-o``, ``--dir``, a shell redirection): in its bash blocks and inline code."""
+    text = page.read_text(encoding="utf-8")
+    commands = [line for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+                for line in block.replace("\\\n", " ").splitlines()]
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    commands += [span.replace("\n", " ") for span in re.findall(r"`([^`]*)`", prose)]
+    out = []
+    for command in commands:
+        for part in re.split(r"&&|;|\|", command.split("  #")[0]):
+            if re.search(r"(^|[\s/])rmbench\s", part):
+                out += [(part.strip(), path) for path in re.findall(r"(?<!\S)(?:--out|-o|--dir|>)[ =]?(\S+)", part)]
+    return out
 
 
 def local_inputs(command: list[str]) -> list[str]:
@@ -79,6 +121,22 @@ def local_inputs(command: list[str]) -> list[str]:
             if re.search(r"\.(jsonl|json|csv|parquet|py)$", piece):
                 found.append(piece)
     return found
+
+
+def test_every_example_writes_under_runs():
+    """Not slow: what the examples of the tutorials, the how-to pages and the READMEs write goes
+    under ``runs/``, which git ignores, so following them leaves a clone as it was (the shipped
+    ``leaderboards/`` included)."""
+    pages = [*sorted((REPO / "docs" / "tutorials").glob("*.md")), *sorted((REPO / "docs" / "how-to").glob("*.md")),
+             README, EXAMPLES / "README.md"]
+    written = [(page.relative_to(REPO), command, path) for page in pages for command, path in written_paths(page)]
+    assert len(written) >= 15, written
+    for where in written:
+        assert where[2].startswith("runs/"), where
+    defaults = ["runs/x/results.json", "plots/x.png", "export/x.json"]  # eval's, plot's and export's default folders
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *defaults], cwd=REPO, capture_output=True, text=True)
+    if ignored.returncode != 128:  # 128: no git checkout here
+        assert ignored.stdout.split() == defaults, f"not in .gitignore: {set(defaults) - set(ignored.stdout.split())}"
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -124,53 +182,65 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     smollm2_gguf()  # the Quick start's model, or skip
     commands = using_it_commands()
     assert len(commands) >= 15 and commands[0] == ["rmbench", "eval"]
-    _copy_examples(tmp_path)
-    quick = _run(quick_start_command(), tmp_path)
-    board = next((tmp_path / "runs").glob("leaderboard__ties_sample__*.md"))
+    clone = fresh_clone(tmp_path / "rmbench")
+    runs = clone / "runs"
+    quick = _run(quick_start_command(), clone)
+    board = next(runs.glob("leaderboard__ties_sample__*.md"))
     assert "smollm2-135m-discrete" in board.read_text() and "smollm2-135m-discrete" in quick.stdout
-    kept = {d.name: json.loads((d / "results.json").read_text()) for d in (tmp_path / "runs").iterdir() if d.is_dir()}
+    kept = {d.name: json.loads((d / "results.json").read_text()) for d in runs.iterdir() if d.is_dir()}
     board_text = board.read_text()
 
     outputs = {}
     for args in commands:
-        outputs[shlex.join(args)] = _run(args, tmp_path).stdout
+        outputs[shlex.join(args)] = _run(args, clone).stdout
 
     # The Quick start's results: the leaderboard untouched, every run folder still its run, same numbers.
     assert board.read_text() == board_text
     for name, doc in kept.items():
-        now = json.loads((tmp_path / "runs" / name / "results.json").read_text())
+        now = json.loads((runs / name / "results.json").read_text())
         assert now["model"] == doc["model"] and now["tasks"] == doc["tasks"], name
     # What the tutorials promise of the other commands.
     rb2 = outputs["rmbench eval --model length --tasks rewardbench2 --data rewardbench2=examples/rb2.jsonl"]
     for column in ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties", "Score"):
         assert column in rb2, column
-    assert (tmp_path / "leaderboards" / "mine.html").is_file() and (tmp_path / "leaderboards" / "all.md").is_file()
-    assert "\\begin{tabular}" in (tmp_path / "leaderboards" / "mine.tex").read_text()  # the format from the suffix
-    assert (tmp_path / "plots" / "ties_sample_ds_curve.png").is_file()
-    assert (tmp_path / "plots" / "ties_sample_ds_curve.svg").is_file()
-    assert len(list((tmp_path / "export").glob("*.json"))) == 2
-    polite = [json.loads(line) for line in (tmp_path / "polite.jsonl").read_text().splitlines()]
-    assert (tmp_path / "report.html").is_file()
-    persona = json.loads((tmp_path / "runs" / "trained_ex__persona" / "results.json").read_text())
+    assert (runs / "mine.html").is_file() and (runs / "all.md").is_file()
+    assert "\\begin{tabular}" in (runs / "mine.tex").read_text()  # the format from the suffix
+    assert (runs / "plots" / "ties_sample_ds_curve.png").is_file()
+    assert (runs / "plots" / "ties_sample_ds_curve.svg").is_file()
+    assert len(list((runs / "export").glob("*.json"))) == 2
+    polite = [json.loads(line) for line in (runs / "polite.jsonl").read_text().splitlines()]
+    assert (runs / "report.html").is_file()
+    persona = json.loads((runs / "trained_ex__persona" / "results.json").read_text())
     assert persona["tasks"][0]["args"].get("part") == "held_out"
-    shift = json.loads((tmp_path / "runs" / "trained_im__token_shift_sample" / "results.json").read_text())
+    shift = json.loads((runs / "trained_im__token_shift_sample" / "results.json").read_text())
     assert any(m["metric"].endswith("_shift_gap") for t in shift["tasks"] for m in t["metrics"])
     assert len(polite) == 16 and polite[0]["chosen"].startswith("Sure! Here is my answer.")
-    invariance = json.loads((tmp_path / "runs" / "length__paraphrase_invariance-polite" / "results.json").read_text())
+    invariance = json.loads((runs / "length__paraphrase_invariance-polite" / "results.json").read_text())
     assert {m["metric"] for m in invariance["tasks"][0]["metrics"]} >= {"rewrite_specificity", "preference_flip_rate"}
-    fr = json.loads((tmp_path / "runs" / "length__translation_shift-pairs_fr" / "results.json").read_text())
+    fr = json.loads((runs / "length__translation_shift-pairs_fr" / "results.json").read_text())
     assert {m["shift"] for m in fr["tasks"][0]["metrics"]} >= {"none", "translation:fr"}
-    everything = (tmp_path / "leaderboards" / "all.md").read_text()
-    assert "smollm2-135m-discrete" in everything and "| trained/im " in everything  # named as typed, as its run folder
+    everything = (runs / "all.md").read_text()
+    assert "smollm2-135m-discrete" in everything and "| runs/trained/im " in everything  # named as typed
     # the published Ties read from the user's copy is its own task, never mixed with the sample's cells
-    mine = json.loads((tmp_path / "runs" / "length__ties-rb2_ties" / "results.json").read_text())
+    mine = json.loads((runs / "length__ties-rb2_ties" / "results.json").read_text())
     assert mine["tasks"][0]["name"] == "ties" and mine["tasks"][0]["args"]["path"].endswith("rb2_ties.jsonl")
     # many runs over many tasks: one table per task (the leaderboard's auto layout), each its own heading
     assert {"### ties", "### ties_sample"} <= set(everything.splitlines())
     # every run folder the tutorials wrote follows the shipped results.json schema (docs/reference/results-schema.md)
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((REPO / "rmbench" / "results" / "storage" / "results.schema.json").read_text())
-    written = list(tmp_path.rglob("results.json"))
+    written = list(runs.rglob("results.json"))
     assert len(written) >= 15
     for results in written:
         jsonschema.validate(json.loads(results.read_text()), schema)
+
+    # Nothing written outside the ignored folders: the clone is as it was, and its shipped tables
+    # (what git tracks under leaderboards/) still pass their test there.
+    status = _git(["status", "--porcelain", "--untracked-files=all"], clone)
+    assert not status, f"the tutorials wrote into the repository, outside the folders git ignores:\n{status}"
+    shipped = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "shipped",
+                              "tests/test_leaderboard_scale.py"], cwd=clone, capture_output=True, text=True,
+                             timeout=600)
+    summary = shipped.stdout.strip().splitlines()[-1] if shipped.stdout.strip() else ""
+    assert shipped.returncode == 0 and " passed" in summary and "skipped" not in summary, shipped.stdout[-3000:]
+    assert not _git(["status", "--porcelain", "--untracked-files=all"], clone)

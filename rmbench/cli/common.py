@@ -251,9 +251,17 @@ def leaderboard_grid(section) -> Grid:
 
 def _print_leaderboard(lb) -> None:
     """The terminal's rendering: the sections of ``lb`` in their order (``lb.sections()``), each
-    fitted to the console's width, what the task names are and the notes after the headline tables."""
+    fitted to the console's width with its failed runs a line each under it (a table of failed
+    runs only is its title and those lines), what the task names are and the notes after the
+    headline tables."""
     for section in lb.sections():
-        print_grid(console, leaderboard_grid(section))
+        table = section.table
+        if table.rows or not table.failed:
+            print_grid(console, leaderboard_grid(section))
+        else:  # every run of this table failed: its title, then a line per run, never an empty grid
+            console.print(table.title, markup=False, highlight=False)
+        for line in table.failed_lines():
+            console.print(f"  {line}", markup=False, highlight=False)
         if section.notes_after:
             for line in lb.legend:
                 console.print(f"legend: {line}", markup=False, highlight=False)

@@ -13,8 +13,10 @@ name in a script other than Latin (CJK, Cyrillic) needs xelatex or lualatex with
 One ``table`` float per section, in the order of
 :meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`: a ``\caption`` with the section's title
 where it is shown, a ``tabular`` (``\toprule``, ``\midrule``, ``\bottomrule``; key columns left,
-numbers right), then a table note in ``\footnotesize``: the section's caption, what bold means
-and, under the last headline table, the legend (what each task name is) and the notes.
+numbers right), then a table note in ``\footnotesize``: the runs of the table's tasks that failed
+(one line each: ``MODEL (run folder F): failed: ERROR``; a table whose every run failed is these
+lines alone, no ``tabular``), the section's caption, what bold means and, under the last headline
+table, the legend (what each task name is) and the notes.
 
 A cell is ``0.712 [0.69, 0.73]`` (option ``ci=brackets``, the default) or ``0.712 $\pm$ 0.02``
 (``ci=pm``: half the CI's width): the value to 3 decimals, the CI to 2; ``--`` where there is no
@@ -124,13 +126,14 @@ def _paragraphs(label: str, lines: Sequence[str]) -> list[str]:
 
 
 def table_note(lb: Leaderboard, section: Section, ci: str = "brackets") -> list[str]:
-    """The note under a section's table: its caption (with ``ci=pm``, what ± is), what bold
-    means, and (after the last headline table) the legend and the notes."""
+    """The note under a section's table: its failed runs, its caption (with ``ci=pm``, what ± is),
+    what bold means, and (after the last headline table) the legend and the notes."""
     pm = r" (shown as value $\pm$ half its width)" if ci == "pm" and "CI" in section.caption else ""
     said = [escape(section.caption) + pm + "."] if section.caption else []
     if any(best_rows(section.table)):
         said.append(r"Bold: the best value of its column.")
-    lines = [" ".join(said) + r"\par"] if said else []
+    lines = _paragraphs("Failed", section.table.failed_lines())
+    lines += [" ".join(said) + r"\par"] if said else []
     if section.notes_after:
         lines += _paragraphs("Tasks", lb.legend) + _paragraphs("Notes", lb.notes)
     if not lines:
@@ -144,6 +147,7 @@ def render_latex(lb: Leaderboard, context: RenderContext | None = None) -> str:
     parts = [r"% rmbench leaderboard: \input{} this file in a document with \usepackage{booktabs}"]
     for section in lb.sections():
         caption = [f"\\caption{{{escape(section.table.title)}}}"] if section.heading else []
-        parts.append("\n".join([r"\begin{table}[htbp]", r"\centering", *caption, *tabular(section.table, ci),
+        table = tabular(section.table, ci) if section.table.rows or not section.table.failed else []
+        parts.append("\n".join([r"\begin{table}[htbp]", r"\centering", *caption, *table,
                                 *table_note(lb, section, ci), r"\end{table}"]))
     return "\n\n".join(parts) + "\n"

@@ -8,23 +8,30 @@ ds_auc), and an original-vs-shifted table for shift tasks. Every number carries 
 Comparability is per cell: a cell is (task key, metric, eps), where the task key covers task
 version, data fingerprint, metric version and eps unit but not the eps list. Runs with
 different eps lists share the D/Spec columns at an eps they all have (a note names a run that
-lacks it); runs whose task keys differ cannot share the task's cells: the later key's columns
-are shown apart as ``TASK#2`` and a note names what differs, with both values.
+lacks it); runs whose task keys differ cannot share the task's cells: each key's columns are
+shown apart (column group ``TASK#2`` inside), headed by what differs in the runs' settings,
+``TASK (limit 10)``, ``TASK (data: mine.jsonl)`` (:mod:`~rmbench.results.publishing.leaderboard_variants`),
+and a note names what differs in the task keys, with both values.
+
+A run whose task failed is no row of empty cells: it is one line under its task's table
+(``MODEL (run folder F): failed: ERROR``), and a table whose every run failed is those lines
+alone. A column empty in every row has a note with the true reason (:func:`undefined_notes`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rmbench.core.judge_replies import JudgeReplies
-from rmbench.core.metric_registry import OfficialLayout, metric_def
+from rmbench.core.metric_registry import Counted, OfficialLayout, metric_def
 from rmbench.errors import ConfigError
 from rmbench.results.publishing.leaderboard_tables import (
     MAX_ONE_TABLE_COLUMNS,
     Column,
+    FailedRun,
     RowSource,
     Section,
     Table,
@@ -34,6 +41,7 @@ from rmbench.results.publishing.leaderboard_tables import (
     split_by_task,
     without_empty_columns,
 )
+from rmbench.results.publishing.leaderboard_variants import display_name, qualifiers
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text
 
@@ -63,6 +71,9 @@ class Leaderboard:
     """Per-task layout: the other tasks' tables, after ``main``."""
     legend: tuple[str, ...] = ()
     """What each task (column group) of the tables is: kind, version, data, metric version, key."""
+    names: dict[str, str] = field(default_factory=dict)
+    """task (column group, as in ``eps`` and ``keys``) -> its name in headings: ``ties#2`` ->
+    ``ties (limit 10)``; the task's name where its runs share one task key."""
 
     @property
     def headline(self) -> tuple[Table, ...]:
@@ -80,8 +91,8 @@ class Leaderboard:
 
 @dataclass
 class _Entry:
-    """One run as a leaderboard row: its label and its tasks under their column names (a task
-    whose key differs from the first run's of that name gets a column group of its own)."""
+    """One run as a leaderboard row: its label and its tasks under their column groups (a task
+    whose key differs from another run's of that name gets a column group of its own)."""
 
     label: str
     record: RunRecord
@@ -95,32 +106,49 @@ class _Entry:
         return self.tasks[name]
 
 
-def _assign_variants(entries: list[_Entry]) -> list[str]:
-    """Put each run's tasks under column names: ``ties`` for the first task key seen, ``ties#2``
-    for a second (other data, version...), with a note naming what differs, both values."""
-    seen: dict[str, list[tuple[str, TaskResult, str]]] = {}
+def _where(e: _Entry) -> str:
+    return e.folder or e.record.model.name
+
+
+def _assign_variants(entries: list[_Entry]) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """Put each run's tasks under column groups, one per task key of a task: ``ties`` for the
+    first, ``ties#2``... for the others, the group of the task's own data and settings first, then
+    in the order of the runs, those that scored before those that failed (tasks too). Returns each group's name
+    (``ties (limit 10)``), what the name says beside the task's (``limit 10``, or ""), and a note
+    per other group naming what differs from the first group's task key, both values."""
+    found: dict[str, list[list[tuple[_Entry, TaskResult]]]] = {}
+    runs = [(e, t) for e in entries for t in e.record.tasks]
+    for e, t in sorted(runs, key=lambda run: run[1].status != "success"):  # tasks in the order they scored
+        groups = found.setdefault(t.name, [])
+        group = next((g for g in groups if g[0][1].task_key == t.task_key), None)
+        if group is None:
+            groups.append([(e, t)])
+        else:
+            group.append((e, t))
+    names: dict[str, str] = {}
+    said: dict[str, str] = {}
     notes = []
-    for e in entries:
-        for t in e.record.tasks:
-            known = seen.setdefault(t.name, [])
-            index = next((i for i, (key, _, _) in enumerate(known) if key == t.task_key), None)
-            if index is None:
-                known.append((t.task_key, t, e.folder or e.record.model.name))
-                index = len(known) - 1
-                if index:
-                    first, where = known[0][1], known[0][2]
-                    notes.append(f"{t.name}#{index + 1} ({e.folder or e.record.model.name}) cannot share cells with "
-                                 f"{t.name} ({where}): {'; '.join(first.differences(t))}; shown apart")
-            e.tasks[t.name if index == 0 else f"{t.name}#{index + 1}"] = t
-    return notes
+    for task, groups in found.items():
+        words = qualifiers(task, [(g[0][0].record.config, g[0][1]) for g in groups])
+        order = sorted(range(len(groups)), key=lambda i: (words[i] != "", i))
+        for rank, i in enumerate(order):
+            key = task if rank == 0 else f"{task}#{rank + 1}"
+            names[key], said[key] = display_name(task, words[i]), words[i]
+            for e, t in groups[i]:
+                e.tasks[key] = t
+            if rank:
+                (e0, first), (e1, other) = groups[order[0]][0], groups[i][0]
+                notes.append(f"{names[key]} of {_where(e1)} cannot share cells with {names[task]} of {_where(e0)}: "
+                             f"{'; '.join(first.differences(other))}; shown apart")
+    return names, said, notes
 
 
-def _entries(runs: Sequence[RunLike]) -> tuple[list[_Entry], list[str]]:
+def _entries(runs: Sequence[RunLike]) -> tuple[list[_Entry], dict[str, str], dict[str, str], list[str]]:
     """Rows: the model name as label, with the folder name where one model has several runs
     (every row has a label of its own: two runs of one model on different data are two rows,
-    each named by its folder, never one)."""
+    each named by its folder, never one); the column groups' names (:func:`_assign_variants`)."""
     entries = [_Entry("", r.record, r.label) if isinstance(r, RunFolder) else _Entry("", r, None) for r in runs]
-    notes = _assign_variants(entries)
+    names, said, notes = _assign_variants(entries)
     count: dict[str, int] = {}
     for e in entries:
         count[e.record.model.name] = count.get(e.record.model.name, 0) + 1
@@ -137,7 +165,7 @@ def _entries(runs: Sequence[RunLike]) -> tuple[list[_Entry], list[str]]:
             if e.label in labels:
                 raise ConfigError(f"two runs of {model!r} on one task are both in folders named {e.folder!r}")
         labels.add(e.label)
-    return entries, notes
+    return entries, names, said, notes
 
 
 def _pick_eps(name: str, tasks: list[tuple[str, TaskResult]], wanted: float | None) -> tuple[float, list[str]]:
@@ -202,25 +230,26 @@ def _reply_notes(label: str, task: str, responses: int, r: JudgeReplies) -> list
     return notes
 
 
-def run_notes(label: str, rec: RunRecord) -> list[str]:
-    """Footnotes for a run: failed tasks, skipped bad rows and truncated texts, where non-zero."""
+def run_notes(label: str, rec: RunRecord, names: Mapping[str, str] | None = None) -> list[str]:
+    """Footnotes for a run: skipped bad rows, truncated texts and judge replies, where non-zero
+    (a failed task is a line under its table, and a note where it leaves a column empty:
+    :func:`undefined_notes`). ``names``: a task's name in the leaderboard (``ties (limit 10)``)."""
     notes = []
     for t in rec.tasks:
-        if t.status != "success":
-            notes.append(f"{label} on {t.name}: the task failed ({t.error}); its cells are empty")
+        name = (names or {}).get(t.name, t.name)
         if t.skipped_rows.count:
             n = t.skipped_rows.count
-            notes.append(f"{label} on {t.name}: {n} bad data row{'s' * (n != 1)} skipped (--skip-bad-rows); "
+            notes.append(f"{label} on {name}: {n} bad data row{'s' * (n != 1)} skipped (--skip-bad-rows); "
                          f"scored on the {t.counts.groups} groups kept")
         if t.truncated_texts:
             side = rec.config.truncation
             how = f" to {rec.config.max_length} tokens on the {side}" if rec.config.max_length else ""
-            notes.append(f"{label} on {t.name}: {t.truncated_texts} of {t.counts.responses} texts "
+            notes.append(f"{label} on {name}: {t.truncated_texts} of {t.counts.responses} texts "
                          f"truncated{how} (--max-length)")
         if t.judge_replies is not None:
-            notes += _reply_notes(label, t.name, t.counts.responses, t.judge_replies)
+            notes += _reply_notes(label, name, t.counts.responses, t.judge_replies)
         elif t.unparsed:
-            notes.append(f"{label} on {t.name}: {t.unparsed} of {t.counts.responses} responses have no reward (the "
+            notes.append(f"{label} on {name}: {t.unparsed} of {t.counts.responses} responses have no reward (the "
                          f"judge's answer did not parse): left out of the pairs and the official scores")
     mode = rec.model.verdicts
     if mode is not None:
@@ -231,30 +260,99 @@ def run_notes(label: str, rec: RunRecord) -> list[str]:
     return notes
 
 
-_NEEDS_EQUAL = ("specificity pairs",)
-"""What a metric's ``n`` counts when it is undefined without pairs of equally good answers."""
+_PAIRS = {"discrimination": "pair of a better and a worse answer", "specificity": "pair of equally good answers"}
+_NEEDS = {Counted.DISCRIMINATION_PAIRS: ("discrimination",), Counted.SPECIFICITY_PAIRS: ("specificity",),
+          Counted.ALL_PAIRS: ("discrimination", "specificity")}
+"""The pairs a metric needs, by what its ``n`` counts (ds_auc and balanced_best: both kinds)."""
 
 
-def undefined_notes(columns: Sequence[Column], rows: Sequence, first: dict[str, TaskResult]) -> list[str]:
-    """Why a task's columns are empty in every row, where its counts say: no pairs of equally good
-    answers (Spec, ds_auc, balanced_best, length correlation) or none of a better and a worse one."""
-    empty: dict[str, list[str]] = {}
-    for j, col in enumerate(columns):
-        if all(row[1][j] is None or not row[1][j].defined for row in rows):
-            empty.setdefault(col.task, []).append(col.header.removeprefix(f"{col.task} "))
+def unrewarded(t: TaskResult) -> int:
+    """Responses the model gave no reward (a judge's reply with no verdict, left out)."""
+    return t.judge_replies.left_out if t.judge_replies is not None else (t.unparsed or 0)
+
+
+def _failed_reason(t: TaskResult) -> str:
+    """Why a failed task has no numbers: the model gave no reward to any (or enough) of its
+    responses, else the task's error."""
+    n, none = t.counts.responses, unrewarded(t)
+    if none and none >= n:
+        r = t.judge_replies
+        replies = f" ({r.no_verdict} of its {r.calls} judge replies gave no verdict)" if r and r.no_verdict else ""
+        return f"the task failed: the model gave no reward to any of its {n} responses{replies}"
+    if none:
+        return (f"the task failed: the model gave no reward to {none} of its {n} responses, which leaves no group "
+                f"to score")
+    return f"the task failed ({t.error or 'no error recorded'})"
+
+
+def _data_reason(t: TaskResult, kinds: Sequence[str]) -> str:
+    """Why a task's data gives no pair of ``kinds``."""
+    d, e = t.counts.discrimination_pairs, t.counts.specificity_pairs
+    if len(kinds) == 2:
+        return "its groups hold no pair of answers (0 discrimination and 0 specificity pairs)"
+    if kinds[0] == "discrimination":
+        return f"its groups hold no {_PAIRS['discrimination']} (0 discrimination pairs, {e} of equally good ones)"
+    why = f"its groups hold no {_PAIRS['specificity']} (0 specificity pairs, {d} of a better and a worse one)"
+    if t.kind == "paired_shift":
+        why += ("; an answer beside its own paraphrase is such a pair: rewrite_specificity on a "
+                "rewrite_invariance task (paraphrase_invariance, in token_shift) measures it")
+    return why
+
+
+def _undefined_reason(col: Column, label: str, t: TaskResult) -> tuple[str | None, str] | None:
+    """Why ``col`` is empty for a run's task: (None, the data's reason) or (the run's label, its
+    own reason: the task failed, the model gave no reward...); None where no count says."""
+    if t.status != "success":
+        return label, _failed_reason(t)
+    m = t.metric(col.metric, col.eps, col.subset)
+    if m is None:  # not reported (an eps the run lacks: its own note)
+        return None
+    d = metric_def(col.metric)
+    kinds = _NEEDS.get(d.counted) if d.counted is not None else None
+    if kinds is None:
+        return (None, f"0 {d.n_counts}") if m.n == 0 and not unrewarded(t) else None
+    counts = {"discrimination": t.counts.discrimination_pairs, "specificity": t.counts.specificity_pairs}
+    empty = [k for k in kinds if counts[k] == 0]
+    if empty:
+        return None, _data_reason(t, empty)
+    if unrewarded(t):
+        need = " or ".join(_PAIRS[k] for k in kinds)
+        return label, (f"the model gave no reward to {unrewarded(t)} of its {t.counts.responses} responses (left out), "
+                       f"which leaves no {need}")
+    return None
+
+
+def undefined_notes(columns: Sequence[Column], having: Mapping[str, Sequence[tuple[str, TaskResult]]],
+                    names: Mapping[str, str] | None = None) -> list[str]:
+    """Why a task's columns are empty in every run that has it, with the true reason: the task
+    failed (its error; every run's, where none succeeded), the model gave no reward to any
+    response or to enough of them (a judge's replies with no verdict, left out), or the data holds
+    no pair of a better and a worse answer (acc, D) or of equally good answers (Spec, ds_auc,
+    balanced_best, length correlation). ``having``: column group -> (row label, task) of each run
+    of it; ``names``: a column group's name in headings (its header prefix)."""
+    names = names or {}
+    reasons: dict[str, dict[tuple[str | None, str], list[str]]] = {}
+    for col in columns:
+        runs = having.get(col.task, ())
+        if any((m := t.metric(col.metric, col.eps, col.subset)) is not None and m.estimate.defined for _, t in runs):
+            continue
+        name = names.get(col.task, col.task)
+        header = col.header.removeprefix(f"{name} ")
+        scored = [(label, t) for label, t in runs if t.status == "success"]
+        for label, t in scored or runs:  # a failed run beside runs that scored is a line under the table
+            why = _undefined_reason(col, label, t)
+            if why is not None:
+                headers = reasons.setdefault(name, {}).setdefault(why, [])
+                if header not in headers:
+                    headers.append(header)
     notes = []
-    for name, headers in empty.items():
-        counts = first[name].counts
-        if counts.specificity_pairs == 0:
-            why = (f"{name}: {', '.join(headers)} undefined: its groups hold no pair of equally good answers "
-                   f"(0 specificity pairs, {counts.discrimination_pairs} of a better and a worse one)")
-            if first[name].kind == "paired_shift":
-                why += ("; an answer beside its own paraphrase is such a pair: rewrite_specificity on a "
-                        "rewrite_invariance task (paraphrase_invariance, in token_shift) measures it")
-            notes.append(why)
-        elif counts.discrimination_pairs == 0:
-            notes.append(f"{name}: {', '.join(headers)} undefined: its groups hold no pair of a better and a "
-                         f"worse answer (0 discrimination pairs)")
+    for name, by_reason in reasons.items():
+        for (who, reason), headers in by_reason.items():
+            if who is None:
+                notes.append(f"{name}: {', '.join(headers)} undefined: {reason}")
+            else:
+                notes.append(f"{who} on {name}: {reason}, so {', '.join(headers)} "
+                             f"{'is' if len(headers) == 1 else 'are'} undefined")
     return notes
 
 
@@ -270,23 +368,27 @@ def ci_caption(entries: Sequence[_Entry], what: str = CAPTION) -> str:
 
 
 def _official_table(name: str, task: TaskResult, layout: OfficialLayout, entries: list[tuple[str, _Entry]],
-                    eps: float) -> Table:
+                    eps: float, said: str = "") -> Table:
+    """The official layout of column group ``name`` (``said``: what its name says beside the
+    task's, ``limit 10``); a run whose task failed has no row (a line under the task's table says so)."""
     cols = [_column(task, layout.metric, eps, "", c.subset, c.label, name) for c in layout.columns]
     cols += [_column(task, m, eps, "", column_task=name) for m in layout.beside]
-    rows = [((label,), tuple(_cell(rec, c) for c in cols)) for label, rec in entries if rec.has_task(name)]
+    rows = [((label,), tuple(_cell(rec, c) for c in cols)) for label, rec in entries
+            if rec.has_task(name) and rec.task(name).status == "success"]
     total = next((i for i, c in enumerate(layout.columns) if c.subset is None), 0)
     rows = _sorted_rows(rows, metric_def(layout.metric).higher_is_better, total)
     strict = [label for label, e in entries if e.has_task(name) and (r := e.task(name).judge_replies) is not None
               and r.fidelity == "strict"]
     reading = (f"; the judge replies of {', '.join(strict)} are read strictly (fidelity=strict), not as the official "
                f"client reads them" if strict else "")
-    return Table(f"{layout.title} ({name}): official layout", ("model",), tuple(cols), tuple(rows),
+    return Table(f"{layout.title} ({', '.join(filter(None, (task.name, said)))}): official layout", ("model",),
+                 tuple(cols), tuple(rows),
                  f"{layout.title}'s own scores, {layout.provenance}{reading}; "
                  + ci_caption([e for _, e in entries if e.has_task(name)], "95% bootstrap CIs"))
 
 
 def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first: dict[str, TaskResult],
-                 eps_by_task: dict[str, tuple[float, str]]) -> Table | None:
+                 eps_by_task: dict[str, tuple[float, str]], names: Mapping[str, str] | None = None) -> Table | None:
     rows = []
     columns: tuple[Column, ...] = ()
     for name in task_order:
@@ -300,7 +402,7 @@ def _shift_table(task_order: list[str], entries: list[tuple[str, _Entry]], first
             if not rec.has_task(name):
                 continue
             for shift in rec.task(name).shifts:
-                rows.append(((label, name, shift_label(rec.task(name), shift)),
+                rows.append(((label, (names or {}).get(name, name), shift_label(rec.task(name), shift)),
                              tuple(_cell(rec, c, shift) for c in cols)))
     if not rows:
         return None
@@ -329,7 +431,8 @@ def shift_label(task: TaskResult, shift: str) -> str:
     return shift
 
 
-def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str, TaskResult]) -> list[str]:
+def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str, TaskResult],
+                         names: Mapping[str, str] | None = None) -> list[str]:
     """A note for each row of an official table that lacks some of the benchmark's subsets (a
     file with RewardBench 2's Ties rows alone): its overall score then averages only the subsets
     present, and is not the benchmark's score."""
@@ -340,10 +443,11 @@ def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str,
         subset_cols = [j for j, c in enumerate(table.columns) if c.subset is not None]
         total = next((c.header for c in table.columns if c.subset is None and c.metric == layout.metric),
                      "score")
+        shown = (names or {}).get(name, name)
         for keys, cells in table.rows:
             missing = [table.columns[j].header for j in subset_cols if cells[j] is None]
             if missing:
-                out.append(f"{name} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subset columns have no rows "
+                out.append(f"{shown} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subset columns have no rows "
                            "in "
                            f"this data ({', '.join(missing)}), so its {total} averages only the subsets present and "
                            f"is not {layout.title}'s score")
@@ -351,9 +455,10 @@ def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str,
 
 
 def task_legend(name: str, task: TaskResult, eps: float) -> str:
-    """What a column group's name stands for, so that a table's ``ties#2`` or a key can be read."""
+    """What a column group's name (``ties``, ``ties (limit 10)``) stands for: kind, version, data,
+    metric version, eps and task key."""
     unit = "σ" if task.eps_unit == "sigma" else " (raw reward units)"
-    what = f"{task.kind} task v{task.version}" + (f" {task.name!r}" if name != task.name else "")
+    what = f"{task.kind} task v{task.version}" + (f" {task.name!r}" if not name.startswith(task.name) else "")
     return (f"{name}: {what}, data {task.data_fingerprint[:12]} "
             f"({task.counts.groups} groups), metric version {task.metric_version}, D/Spec at eps {eps:g}{unit}; "
             f"task key {task.task_key[:12]}")
@@ -366,54 +471,72 @@ def _sources(entries: list[_Entry]) -> dict[str, RowSource]:
 
 def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout: str = "auto") -> Leaderboard:
     """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.results.storage.folder.load_run`);
-    ``layout``: one of :data:`LAYOUTS`. Rows of one model identity with the same numbers are folded."""
+    ``layout``: one of :data:`LAYOUTS`. Rows of one model identity with the same numbers are folded;
+    a run whose task failed is a line under the task's table, never a row of empty cells."""
     if not runs:
         raise ConfigError("no runs given")
     if layout not in LAYOUTS:
         raise ConfigError(f"unknown leaderboard layout {layout!r}; use one of {', '.join(LAYOUTS)}")
-    entries, notes = _entries(runs)
-    task_order = list(dict.fromkeys(name for e in entries for name in e.tasks))
+    entries, names, said, notes = _entries(runs)
+    task_order = list(names)
     first: dict[str, TaskResult] = {}
     eps_by_task: dict[str, tuple[float, str]] = {}
+    scored: set[str] = set()
     for name in task_order:
         having = [(e.label, e.task(name)) for e in entries if e.has_task(name)]
-        first[name] = having[0][1]
-        chosen, eps_notes = _pick_eps(name, having, eps)
+        ok = [(label, t) for label, t in having if t.status == "success"]
+        scored |= {name} if ok else set()
+        first[name] = (ok or having)[0][1]
+        chosen, eps_notes = _pick_eps(names[name], ok or having, eps)
         eps_by_task[name] = (chosen, first[name].eps_unit)
         notes += eps_notes
     columns: list[Column] = []
     for name in task_order:
         metrics = list(dict.fromkeys(m for e in entries if e.has_task(name) for m in e.task(name).headline))
-        columns += [_column(first[name], m, eps_by_task[name][0], f"{name} ", column_task=name) for m in metrics]
+        columns += [_column(first[name], m, eps_by_task[name][0], f"{names[name]} ", column_task=name)
+                    for m in metrics]
+    keep = [j for j, c in enumerate(columns) if c.task in scored]  # a group whose every run failed: lines only
     by_label = {e.label: e for e in entries}
     rows = [((e.label,), tuple(_cell(e, c) for c in columns)) for e in entries]
-    higher = metric_def(columns[0].metric).higher_is_better if columns else True
-    rows = _sorted_rows(rows, higher)
+    rows = _sorted_rows(rows, metric_def(columns[keep[0]].metric).higher_is_better if keep else True,
+                        keep[0] if keep else 0)
     ordered = [(r[0][0], by_label[r[0][0]]) for r in rows]
-    main = Table("rmbench leaderboard", ("model",), tuple(columns), tuple(rows), ci_caption(entries))
+    failed = tuple(FailedRun(e.record.model.name, e.folder, name, names[name], e.task(name).error or "(no error)")
+                   for name in task_order for _, e in ordered if e.has_task(name) and e.task(name).status != "success")
+    caption = ci_caption(entries)
+    one = Table("rmbench leaderboard", ("model",), tuple(columns[j] for j in keep),
+                tuple((k, tuple(cells[j] for j in keep)) for k, cells in rows
+                      if any(cells[j] is not None for j in keep)
+                      or all(t.status == "success" for t in by_label[k[0]].tasks.values())), caption, failed)
     named_official = []
     for name in task_order:
         official_layout = first[name].official
         if official_layout is None or len(official_layout.columns) <= 1:  # a one-number layout is in the main table
             continue
-        table = _official_table(name, first[name], official_layout, ordered, eps_by_task[name][0])
+        table = _official_table(name, first[name], official_layout, ordered, eps_by_task[name][0], said[name])
         if any(any(c is not None for c in cells) for _, cells in table.rows):  # never headers alone
             named_official.append((name, table))
     official = tuple(table for _, table in named_official)
-    notes = [n for label, e in ordered for n in run_notes(label, e.record)] + notes + undefined_notes(columns, rows,
-                                                                                                      first)
-    notes += missing_subset_notes(named_official, first)
-    readings = [metric_def(c.metric).reading for c in columns]
+    having_by_task = {name: [(label, e.task(name)) for label, e in ordered if e.has_task(name)] for name in task_order}
+    notes = ([n for label, e in ordered for n in run_notes(label, e.record, _run_names(e, names))] + notes
+             + undefined_notes(columns, having_by_task, names))
+    notes += missing_subset_notes(named_official, first, names)
+    readings = [metric_def(columns[j].metric).reading for j in keep]
     notes += list(dict.fromkeys(r for r in readings if r))
     keys = {name: first[name].task_key for name in task_order}
-    legend = tuple(task_legend(name, first[name], eps_by_task[name][0]) for name in task_order)
+    legend = tuple(task_legend(names[name], first[name], eps_by_task[name][0]) for name in task_order)
     sources = _sources(entries)
     per_task = layout == "per-task" or (layout == "auto" and len(task_order) > 1
-                                        and len(columns) > MAX_ONE_TABLE_COLUMNS)
-    headline = split_by_task(main) if per_task and columns else (main,)
+                                        and len(keep) > MAX_ONE_TABLE_COLUMNS)
+    full = Table(one.title, one.key_headers, tuple(columns), tuple(rows), caption, failed)
+    headline = split_by_task(full, names) if per_task and columns else (one,)
     headline = tuple(fold_rows(t, sources) for t in headline)
-    shifts = _shift_table(task_order, ordered, first, eps_by_task)
+    shifts = _shift_table(task_order, ordered, first, eps_by_task, names)
     return Leaderboard(headline[0], tuple(fold_rows(t, sources) for t in official),
                        None if shifts is None else fold_rows(without_empty_columns(shifts), sources), eps_by_task, keys,
-                       tuple(notes),
-                       headline[1:], legend)
+                       tuple(notes), headline[1:], legend, names)
+
+
+def _run_names(e: _Entry, names: Mapping[str, str]) -> dict[str, str]:
+    """A run's tasks by their names in the leaderboard (``ties`` -> ``ties (limit 10)``)."""
+    return {t.name: names[key] for key, t in e.tasks.items()}

@@ -3,7 +3,10 @@ HTML page (every text escaped; with matplotlib installed, the D-Spec curves embe
 
 Each is the render function of a format registered in :mod:`rmbench.results.publishing.formats`
 (``render(lb, context) -> str``), and walks the leaderboard's sections
-(:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`)."""
+(:meth:`~rmbench.results.publishing.leaderboard.Leaderboard.sections`). A run whose task failed
+is a line under its table (:meth:`~rmbench.results.publishing.leaderboard_tables.Table.failed_lines`),
+and a table whose every run failed is those lines alone, never headers without rows; the CSV
+gives such a run a row with its ``failed`` error and the JSON a ``failed`` list per table."""
 
 from __future__ import annotations
 
@@ -48,13 +51,17 @@ def legend_lines(lb: Leaderboard) -> list[str]:
 
 
 def render_md(lb: Leaderboard, context: RenderContext | None = None) -> str:
-    """The sections in their order: the headline tables (one, or one per task), then what their
-    names mean and the notes, then the official layouts and the shifts table."""
+    """The sections in their order: the headline tables (one, or one per task), each with its
+    failed runs listed under it, then what their names mean and the notes, then the official
+    layouts and the shifts table."""
     parts = []
     for section in lb.sections():
-        head = f"### {section.table.title}\n\n" if section.heading else ""
+        table = section.table
+        head = f"### {table.title}\n\n" if section.heading else ""
+        body = to_frame(table).to_markdown(index=False) + "\n" if table.rows or not table.failed else ""
+        failed = "".join(f"* {line}\n" for line in table.failed_lines())
         caption = f"\n{section.caption}.\n" if section.caption else ""
-        parts.append(head + to_frame(section.table).to_markdown(index=False) + "\n" + caption)
+        parts.append(head + body + ("\n" if body and failed else "") + failed + caption)
         if section.notes_after:
             parts[-1] += "\nTasks:\n\n" + "".join(f"* {line}\n" for line in legend_lines(lb))
             if lb.notes:
@@ -67,7 +74,9 @@ def _value(x: float | None) -> float | None:
 
 
 def render_json(lb: Leaderboard, context: RenderContext | None = None) -> str:
-    """Every section's cells, one object per cell; the legend (``tasks``) and the notes beside."""
+    """Every section's cells, one object per cell, and its failed runs (``failed``: model, run
+    folder, task, its name and the error); the legend (``tasks``), the column groups' names
+    (``task_names``: ``ties#2`` -> ``ties (limit 10)``) and the notes beside."""
     tables = []
     for section in lb.sections():
         table = section.table
@@ -79,36 +88,53 @@ def render_json(lb: Leaderboard, context: RenderContext | None = None) -> str:
                 rows.append({**dict(zip(table.key_headers, keys)), "task": col.task or keys[-2], "metric": col.metric,
                              "subset": col.subset, "eps": col.eps, "eps_unit": col.eps_unit, "header": col.header,
                              "value": _value(cell.value), "ci_low": cell.ci_low, "ci_high": cell.ci_high})
+        failed = [{"model": f.model, "folder": f.folder, "task": f.task, "task_name": f.task_name, "error": f.error}
+                  for f in table.failed]
         tables.append({"title": table.title, "columns": [c.header for c in table.columns], "rows": rows,
-                       "caption": section.caption})
+                       "caption": section.caption, **({"failed": failed} if failed else {})})
     return json.dumps({"tables": tables, "eps": {t: {"eps": e, "unit": u} for t, (e, u) in lb.eps.items()},
-                       "task_keys": lb.keys, "tasks": legend_lines(lb), "notes": list(lb.notes)}, indent=2,
-                       ensure_ascii=False) + "\n"
+                       "task_keys": lb.keys, "task_names": lb.names, "tasks": legend_lines(lb),
+                       "notes": list(lb.notes)}, indent=2, ensure_ascii=False) + "\n"
 
 
-CSV_KEYS = ("model", "task", "shift", "table")
-"""The CSV's first columns, where present: what names a row."""
+CSV_KEYS = ("model", "task", "shift", "table", "failed")
+"""The CSV's first columns, where present: what names a row (``failed``: a failed run's error)."""
+
+
+def _with_failed(table: Table, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` and a row per failed run of ``table``: its model (and run folder), task and error."""
+    if not table.failed:
+        return frame
+    rows = pd.DataFrame.from_records([{table.key_headers[0]: f.model + (f" ({f.folder})" if f.folder else ""),
+                                       "task": f.task, "failed": f.error} for f in table.failed])
+    return pd.concat([frame, rows], ignore_index=True, sort=False) if len(frame) else rows
+
+
+def _keys_first(frame: pd.DataFrame) -> pd.DataFrame:
+    keys = [c for c in CSV_KEYS if c in frame.columns]
+    return frame[keys + [c for c in frame.columns if c not in keys]]
 
 
 def render_csv(lb: Leaderboard, context: RenderContext | None = None) -> str:
     """One numeric column per value and CI bound. A lone table as it is; several sections' rows
     one under the other, in their order, each with a ``table`` column (its title) and a ``task``
-    column where its columns are of one task (a table per task, an official layout)."""
+    column where its columns are of one task (a table per task, an official layout). A failed run
+    is a row with its ``task`` and its error in ``failed``, and no values."""
     found = lb.sections()
     if len(found) == 1:
-        return to_frame(found[0].table, wide_ci=True).to_csv(index=False)
+        table = found[0].table
+        return _keys_first(_with_failed(table, to_frame(table, wide_ci=True))).to_csv(index=False)
     frames = []
     for section in found:
         table = section.table
         frame = to_frame(table, wide_ci=True)
-        tasks = {c.task for c in table.columns if c.task}
+        tasks = {c.task for c in table.columns if c.task} | {f.task for f in table.failed}
         if "task" not in frame.columns and len(tasks) == 1:
             frame.insert(len(table.key_headers), "task", tasks.pop())
+        frame = _with_failed(table, frame)
         frame.insert(len(table.key_headers) + ("task" in frame.columns), "table", table.title)
         frames.append(frame)
-    merged = pd.concat(frames, ignore_index=True, sort=False)
-    keys = [c for c in CSV_KEYS if c in merged.columns]
-    return merged[keys + [c for c in merged.columns if c not in keys]].to_csv(index=False)
+    return _keys_first(pd.concat(frames, ignore_index=True, sort=False)).to_csv(index=False)
 
 
 SORT_JS = """
@@ -133,8 +159,14 @@ document.querySelectorAll('th').forEach(function (th) {
 
 
 def html_table(table: Table, heading: bool = True, caption: str = "") -> str:
-    """A sortable table; the key columns (model, task, shift), headers and cells, left-aligned."""
+    """A sortable table; the key columns (model, task, shift), headers and cells, left-aligned;
+    its failed runs in a list under it (the list alone where every run failed)."""
     e = html.escape
+    title = f"<h2>{e(table.title)}</h2>" if heading else ""
+    lines = table.failed_lines()
+    failed = f'<ul class="failed">{"".join(f"<li>{e(line)}</li>" for line in lines)}</ul>' if lines else ""
+    if not table.rows and failed:
+        return title + failed + (f"<p>{e(caption)}</p>" if caption else "")
     head = "".join([f'<th class="key">{e(h)}</th>' for h in table.key_headers]
                    + [f"<th>{e(c.header)}</th>" for c in table.columns])
     body = []
@@ -144,8 +176,7 @@ def html_table(table: Table, heading: bool = True, caption: str = "") -> str:
             v = "" if cell is None or not cell.defined else repr(cell.value)
             tds.append(f'<td data-v="{e(v)}">{e(format_cell(cell))}</td>')
         body.append("<tr>" + "".join(tds) + "</tr>")
-    title = f"<h2>{e(table.title)}</h2>" if heading else ""
-    return (f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>" + failed
             + (f"<p>{e(caption)}</p>" if caption else ""))
 
 

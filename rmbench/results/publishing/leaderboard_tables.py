@@ -4,9 +4,12 @@ runs: one table per task, identical rows folded.
 A runs folder of a few models on several tasks makes one table of every task's metrics side by
 side: dozens of columns, most cells empty (a run has only its own tasks), and a row per rerun of
 one model even when the numbers are the same. :func:`split_by_task` makes one table per task
-column group (``ties``, ``ties#2``) with only the rows that ran it and only the columns some row
-fills; :func:`fold_rows` merges rows of one model identity whose cells are all equal into one row
-that counts them and names their folders.
+column group (``ties``, ``ties#2``, titled by what differs: ``ties (limit 10)``) with only the
+rows that ran it and only the columns some row fills; :func:`fold_rows` merges rows of one model
+identity whose cells are all equal into one row that counts them and names their folders.
+
+A run whose task failed is no row of empty cells: it is a :class:`FailedRun`, one line under its
+task's table (:meth:`Table.failed_lines`); a table whose every run failed is those lines alone.
 
 :func:`sections`: the tables of a leaderboard in the one order every format renders them, with
 the one caption rule.
@@ -34,14 +37,40 @@ class Column:
 
 
 @dataclass(frozen=True)
+class FailedRun:
+    """A run whose task failed (its status is not ``success``): a line under the task's table."""
+
+    model: str
+    folder: str | None
+    """The run folder's name (None for a record)."""
+    task: str
+    """The task's column group (:attr:`Column.task`: ``ties``, ``ties#2``)."""
+    task_name: str
+    """What the column group is called in headings (``ties (limit 10)``)."""
+    error: str
+
+    def line(self, with_task: bool = False) -> str:
+        """``MODEL (run folder F): failed: ERROR``; ``with_task``: ``... on TASK: failed: ...``."""
+        who = self.model + (f" (run folder {self.folder})" if self.folder else "")
+        return f"{who}{f' on {self.task_name}' if with_task else ''}: failed: {' '.join(self.error.split())}"
+
+
+@dataclass(frozen=True)
 class Table:
-    """Rows of cells under ``columns``; ``keys`` name each row (model, or model/task/shift)."""
+    """Rows of cells under ``columns``; ``keys`` name each row (model, or model/task/shift);
+    ``failed``: the runs of its tasks that failed, each a line under it (never a row)."""
 
     title: str
     key_headers: tuple[str, ...]
     columns: tuple[Column, ...]
     rows: tuple[tuple[tuple[str, ...], tuple[Estimate | None, ...]], ...]
     caption: str = ""
+    failed: tuple[FailedRun, ...] = ()
+
+    def failed_lines(self) -> list[str]:
+        """A line per failed run, naming its task where the table holds several."""
+        tasks = {c.task for c in self.columns} | {f.task for f in self.failed}
+        return [f.line(with_task=len(tasks) > 1) for f in self.failed]
 
 
 MAX_ONE_TABLE_COLUMNS = 10
@@ -65,19 +94,24 @@ def defined_cell(cell: Estimate | None) -> bool:
     return cell is not None and cell.defined
 
 
-def split_by_task(table: Table) -> tuple[Table, ...]:
+def split_by_task(table: Table, names: Mapping[str, str] | None = None) -> tuple[Table, ...]:
     """One table per task of ``table`` (in column order): its columns, headers without the task
-    prefix, the rows with a cell in them, and no column that is empty in every row."""
-    tasks = list(dict.fromkeys(c.task for c in table.columns))
+    prefix, the rows with a cell in them, no column that is empty in every row, and the runs of
+    the task that failed. ``names``: a column group's title (and header prefix) by its key,
+    ``ties#2`` -> ``ties (limit 10)``; a key not in it is its own title."""
+    names = names or {}
+    tasks = list(dict.fromkeys([c.task for c in table.columns] + [f.task for f in table.failed]))
     out = []
     for task in tasks:
+        title = names.get(task, task)
         index = [j for j, c in enumerate(table.columns) if c.task == task]
         rows = [(keys, tuple(cells[j] for j in index)) for keys, cells in table.rows
                 if any(cells[j] is not None for j in index)]
         filled = [k for k in range(len(index)) if any(defined_cell(cells[k]) for _, cells in rows)]
-        columns = tuple(_unprefixed(table.columns[index[k]]) for k in filled)
+        columns = tuple(_unprefixed(table.columns[index[k]], title) for k in filled)
         rows = [(keys, tuple(cells[k] for k in filled)) for keys, cells in rows]
-        out.append(Table(task, table.key_headers, columns, tuple(rows), table.caption))
+        out.append(Table(title, table.key_headers, columns if rows else (), tuple(rows), table.caption,
+                         tuple(f for f in table.failed if f.task == task)))
     return tuple(out)
 
 
@@ -88,8 +122,8 @@ def without_empty_columns(table: Table) -> Table:
                    rows=tuple((keys, tuple(cells[j] for j in keep)) for keys, cells in table.rows))
 
 
-def _unprefixed(col: Column) -> Column:
-    return replace(col, header=col.header.removeprefix(f"{col.task} "))
+def _unprefixed(col: Column, title: str) -> Column:
+    return replace(col, header=col.header.removeprefix(f"{title} "))
 
 
 def fold_rows(table: Table, sources: Mapping[str, RowSource]) -> Table:
@@ -152,12 +186,16 @@ class Section:
 
 def sections(lb: _Tables, said: str = "") -> tuple[Section, ...]:
     """The tables of ``lb`` in the one order (headline tables, official layouts, original vs
-    shifted). The caption rule: a table's caption is shown once, under the first table, then only
-    where it says something else than the first's; ``said``: a caption the document has already
-    given (a page's introduction), which no table then repeats."""
+    shifted). The caption rule: a table's caption is shown once, under the first table with rows,
+    then only where it says something else than the first's; a table of failed runs alone (no
+    cells) has none; ``said``: a caption the document has already given (a page's introduction),
+    which no table then repeats."""
     out = []
+    main_said = False
     for i, table in enumerate(lb.tables):
-        shown = bool(table.caption) and table.caption != said and (i == 0 or table.caption != lb.main.caption)
+        shown = (bool(table.rows) and bool(table.caption) and table.caption != said
+                 and not (main_said and table.caption == lb.main.caption))
+        main_said = main_said or (shown and table.caption == lb.main.caption)
         out.append(Section(table, heading=i > 0 or bool(lb.more), caption=table.caption if shown else "",
                            notes_after=i == len(lb.headline) - 1))
     return tuple(out)
