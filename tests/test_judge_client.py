@@ -82,12 +82,14 @@ def test_transient_faults_are_retried(faults):
     assert reply.text == "A" and reply.retries == len(faults) and c.stats.retries == len(faults)
 
 
-def test_a_hang_past_the_timeout_is_retried():
+def test_a_hang_past_the_timeout_is_retried_and_the_progress_line_says_it_gave_up(capsys):
     with ScriptedServer(reply="A") as server:
         server.faults.append(("hang", 3.0))
         t0 = time.perf_counter()
-        [reply] = client(server, timeout=0.3).complete([ask("x")])
-    assert reply.retries == 1 and time.perf_counter() - t0 < 2.0
+        first, second = client(server, timeout=0.3, progress=True).complete([ask("y"), ask("x")])
+    assert first.retries + second.retries == 1 and time.perf_counter() - t0 < 2.0
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "1 retries, 1 timed out (given up, connection closed" in last and "raise timeout" in last
 
 
 def test_400_is_not_retried():

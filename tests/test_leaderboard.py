@@ -179,3 +179,13 @@ def test_html_page_embeds_the_d_spec_curves(runs, tmp_path):
     assert len(images) == 1  # one task, one curve
     svg = base64.b64decode(images[0]).decode("utf-8")
     assert svg.startswith("<svg") and "</svg>" in svg
+
+
+def test_a_model_served_from_an_absolute_path_is_labelled_by_its_folder_name():
+    from rmbench.results.publishing.leaderboard import model_label
+
+    assert model_label("judge:/srv/models/SmolLM2-135M-Instruct") == "judge:SmolLM2-135M-Instruct"
+    assert model_label("judge:/srv/models/SmolLM2-135M-Instruct/") == "judge:SmolLM2-135M-Instruct"
+    assert model_label("/home/me/rm") == "rm" and model_label("seqcls:~/rms/big") == "seqcls:big"
+    for kept in ("judge:Qwen/Qwen3-8B", "judge:runs/SmolLM2-135M-Instruct", "smollm2-135m", "python:my_rm.py:score"):
+        assert model_label(kept) == kept

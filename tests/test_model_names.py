@@ -372,3 +372,13 @@ def test_plugin_kinds_get_the_same_message_from_their_signature(tmp_path):
     finally:
         for name in ("names-test-keyword", "names-test-factory", "names-test-plain", "names-test-any"):
             MODEL_KINDS._entries.pop(name, None)
+
+
+def test_models_export_names_the_embedded_models_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from rmbench.cli.app import app
+
+    result = CliRunner().invoke(app, ["models", "export", "smollm2", "--out", str(tmp_path / "m")])
+    assert result.exit_code != 0 and not (tmp_path / "m").exists()
+    assert "no embedded model 'smollm2'" in result.output and "did you mean 'smollm2-135m-instruct'" in result.output

@@ -53,11 +53,18 @@ def quick_start_command() -> list[str]:
     return shlex.split(part.replace(".venv/bin/rmbench", "rmbench"))
 
 
+SERVERS = ("transformers serve", "vllm serve")
+"""A block that starts a judge's server runs in the server tier (tests/test_judge_serve.py), whole."""
+
+
 def using_it_commands() -> list[list[str]]:
-    """Every offline ``rmbench`` command of the tutorials' bash blocks, in order."""
+    """Every offline ``rmbench`` command of the tutorials' bash blocks, in order (a block that
+    starts a server is left out whole: tests/test_judge_serve.py runs it with its server)."""
     out = []
     for page in tutorial_pages():
         for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S):
+            if any(line.strip().startswith(SERVERS) for line in block.splitlines()):
+                continue
             for line in block.splitlines():
                 line = line.split("  #")[0].strip()
                 if line.startswith("rmbench ") and not any(marker in line for marker in NOT_OFFLINE):

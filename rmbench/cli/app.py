@@ -269,6 +269,25 @@ def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR
                                  prose=frozenset({2, 3}), numeric=False, title="models (named entries, then kinds)"))
 
 
+@models_app.command("export")
+def models_export(name: str = typer.Argument(..., help="An embedded model (smollm2-135m-instruct)."),
+                  out: Path = typer.Option(..., "--out", "-o", help="The folder to write (replaced if it exists).")
+                  ) -> None:
+    """Write an embedded model as a folder an inference server loads offline.
+
+    \b
+    transformers serve and vllm serve take the folder as the model:
+      rmbench models export smollm2-135m-instruct --out runs/SmolLM2-135M-Instruct
+      transformers serve runs/SmolLM2-135M-Instruct --host 127.0.0.1 --port 8765 --device cpu
+    """
+    from rmbench.models.embedded import export_servable
+
+    with user_errors():
+        folder = export_servable(name, out)
+        console.print(f"Wrote {folder} (serve it by this path: the served model's name is the path given)",
+                      markup=False, highlight=False)
+
+
 @app.command("shift")
 def shift_command(
     data: str = typer.Option(..., "--data", help="Preference pairs: a JSON Lines file (prompt, chosen, rejected) "

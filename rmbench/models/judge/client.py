@@ -76,6 +76,7 @@ class _Run:
     done: int = 0
     consecutive: int = 0
     retries: int = 0
+    timeouts: int = 0  # attempts given up after ``timeout`` s (the connection closed; a server may go on generating)
     tokens: int = 0
     error: JudgeServerError | None = None  # the first one raised
 
@@ -284,6 +285,7 @@ class ChatClient:
             except Failed as exc:
                 last = self._scrub(exc.reason)
                 run.consecutive += 1
+                run.timeouts += exc.timed_out
                 if not exc.retry or run.consecutive >= self.max_consecutive_failures:
                     self.stats.failures += 1
                     detail = (f"failed request {i} (not retried): {last}" if not exc.retry
@@ -307,7 +309,8 @@ class ChatClient:
         try:
             resp = await http.post(f"{self.base_url}/chat/completions", json=body)
         except httpx.TimeoutException as exc:
-            raise Failed(f"{type(exc).__name__}: no answer within {self.timeout:g} s") from None
+            raise Failed(f"{type(exc).__name__}: no answer within {self.timeout:g} s (gave up: connection closed)",
+                         timed_out=True) from None
         except httpx.RequestError as exc:  # refused, dropped, reset; a bad URL is not worth retrying
             retry = not isinstance(exc, (httpx.UnsupportedProtocol, httpx.LocalProtocolError))
             raise Failed(f"{type(exc).__name__}: {one_line(str(exc)) or 'connection failed'}", retry) from None
@@ -333,11 +336,15 @@ class ChatClient:
             self._report(run, finished=False)
 
     def _report(self, run: _Run, finished: bool) -> None:
-        """One plain progress line on stderr: requests/s and ETA, tokens/s (completion), retries."""
+        """One plain progress line on stderr: requests/s and ETA, tokens/s (completion), retries,
+        and the attempts given up after ``timeout`` (their connections closed), when any."""
         elapsed = time.perf_counter() - run.start
         line = progress_line(self.description, run.done, run.total, "requests", elapsed, finished=finished)
         rate = run.tokens / elapsed if elapsed > 0 else 0.0
-        print(self._scrub(f"{line}, {rate:,.0f} tokens/s, {run.retries} retries"), file=sys.stderr, flush=True)
+        gave_up = (f", {run.timeouts} timed out (given up, connection closed: a server that goes on generating "
+                   f"for them is slower than its timeout; raise timeout or lower max_tokens)") if run.timeouts else ""
+        print(self._scrub(f"{line}, {rate:,.0f} tokens/s, {run.retries} retries{gave_up}"), file=sys.stderr,
+              flush=True)
 
 
 __all__ = ["ChatClient", "ChatReply", "ChatRequest", "ClientStats", "JudgeServerError", "RETRY_AFTER_MAX"]

@@ -119,11 +119,12 @@ class ClientStats:
 
 
 class Failed(Exception):
-    """A failed attempt: ``retry`` whether it is worth another; ``wait``: the server's Retry-After."""
+    """A failed attempt: ``retry`` whether it is worth another; ``wait``: the server's Retry-After;
+    ``timed_out``: no answer within the timeout (the client gave up and closed the connection)."""
 
-    def __init__(self, reason: str, retry: bool = True, wait: float | None = None) -> None:
+    def __init__(self, reason: str, retry: bool = True, wait: float | None = None, timed_out: bool = False) -> None:
         super().__init__(reason)
-        self.reason, self.retry, self.wait = reason, retry, wait
+        self.reason, self.retry, self.wait, self.timed_out = reason, retry, wait, timed_out
 
 
 def one_line(text: str, limit: int = ERROR_CHARS) -> str:

@@ -24,6 +24,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from rmbench.core.judge_replies import JudgeReplies
 from rmbench.core.metric_registry import Counted, OfficialLayout, metric_def
@@ -143,6 +144,16 @@ def _assign_variants(entries: list[_Entry]) -> tuple[dict[str, str], dict[str, s
     return names, said, notes
 
 
+def model_label(name: str) -> str:
+    """A model's name as a table shows it: an absolute path (``judge:/srv/models/SmolLM2`` or
+    ``/srv/models/rm``) by its last part (``judge:SmolLM2``), so that published tables never carry
+    a machine's folders; hub ids and relative names as they are."""
+    kind, sep, target = name.partition(":") if ":" in name and not name.startswith("/") else ("", "", name)
+    if target.startswith(("/", "~")) and target.rstrip("/"):
+        target = PurePath(target.rstrip("/")).name
+    return f"{kind}{sep}{target}"
+
+
 def _entries(runs: Sequence[RunLike]) -> tuple[list[_Entry], dict[str, str], dict[str, str], list[str]]:
     """Rows: the model name as label, with the folder name where one model has several runs
     (every row has a label of its own: two runs of one model on different data are two rows,
@@ -151,11 +162,11 @@ def _entries(runs: Sequence[RunLike]) -> tuple[list[_Entry], dict[str, str], dic
     names, said, notes = _assign_variants(entries)
     count: dict[str, int] = {}
     for e in entries:
-        count[e.record.model.name] = count.get(e.record.model.name, 0) + 1
+        count[model_label(e.record.model.name)] = count.get(model_label(e.record.model.name), 0) + 1
     clash = {model for model, n in count.items() if n > 1}
     labels: set[str] = set()
     for e in entries:
-        model = e.record.model.name
+        model = model_label(e.record.model.name)
         e.label = model
         if model in clash:
             if e.folder is None:
