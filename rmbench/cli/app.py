@@ -107,8 +107,10 @@ def eval_command(
     truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
                                    f"from: {' or '.join(TRUNCATION_SIDES)} (left: drop the prompt's start, keep the "
                                    "response)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>); with "
-                                       "several models, the parent of one folder per model (default: runs)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>, then "
+                                       "__limitN and a --dtype other than auto: runs/length__ties_sample__limit4__"
+                                       "bfloat16); with several models, the parent of one folder per model (default: "
+                                       "runs)."),
     name: str | None = typer.Option(None, "--name", help="The model's display name in tables and results.json, "
                                        "and its run folder's: runs/NAME__<tasks> (default: the --model text, and "
                                        "a folder named by its last path parts). Comma-separated, one per --model."),
