@@ -103,7 +103,7 @@ def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
         if label in paths:
             raise ConfigError(f"--data gives task {spec.name!r} two files for its part {label!r}: {paths[label]} and "
                               f"{d.path}; label them TASK=PART=PATH")
-        paths[label] = _local_or_remote(d.path)
+        paths[label] = _local_or_remote(d.path, spec)
     old = spec.args
     if spec.kind == "rm_bench":
         return TaskSpec.make(name=spec.name, kind=spec.kind, args={"paths": paths}, version=spec.version)
@@ -141,16 +141,31 @@ def _part_label(spec: TaskSpec, d: DataOverride) -> str:
     return label
 
 
-def _local_or_remote(path: str) -> str:
+def _local_or_remote(path: str, spec: TaskSpec | None = None) -> str:
     """A data source as a task's ``path`` takes it: a web file's ``URL#sha256=HEX``, or an
-    existing local file's absolute path ("no such file" otherwise)."""
+    existing local file's absolute path ("no such file" otherwise; a folder: what ``spec``'s
+    task expects instead, :func:`expected_file`)."""
     remote = parse_remote(path)
     if remote is not None:
         return remote.text()
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise DataError(f"is a folder, but {expected_file(spec)}", path=str(p))
     if not p.is_file():
         raise DataError("no such file", path=str(p))
     return str(p.resolve())
+
+
+def expected_file(spec: TaskSpec | None) -> str:
+    """What a ``--data`` path of ``spec``'s task must be: one file, of its kind's rows."""
+    from rmbench.tasks.schemas import KNOWN
+
+    if spec is None:
+        return "--data takes a file"
+    rows = next((s.describe() for s in KNOWN if spec.kind in s.kinds), None)
+    each = "a file per part (--data TASK=PART=FILE, once each)" if spec.kind in MULTI_FILE_KINDS else "one file"
+    return (f"task {spec.name!r} (kind {spec.kind}) reads {each}: a JSON Lines, JSON, CSV or Parquet file"
+            + (f" of {rows}" if rows else "") + f", e.g. --data {spec.name}=FILE.jsonl")
 
 
 def _default_shift(spec: TaskSpec) -> str:
@@ -165,7 +180,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
     """The same task reading a local file, or a web file ``URL#sha256=HEX``, instead of its own
     source (``shift``: its label)."""
     folder = Path(path).expanduser()
-    source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path)
+    source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path, spec)
     old = spec.args
     args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
     if spec.kind == "domain_shift":
