@@ -92,7 +92,8 @@ def eval_command(
                                    help="Read TASK's data from a local file (or URL#sha256=HEX). Repeatable; tasks "
                                    "that read several files take one --data each, PART naming what the file is "
                                    "(a shift task's shift, domain_shift's domain, rm_bench's domain: "
-                                   "--data rm_bench=chat=chat.json --data rm_bench=code=code.json)."),
+                                   "--data rm_bench=chat=chat.json --data rm_bench=code=code.json); an rm_bench "
+                                   "domain may be several files, its PART repeated (safety: its two upstream files)."),
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
     eps_unit: str = typer.Option("sigma", "--eps-unit", help=f"{' or '.join(EPS_UNITS)}: eps times the std of the "
                                  "rewards, or in reward units."),
