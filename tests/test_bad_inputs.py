@@ -343,6 +343,22 @@ def test_empty_parquet_and_missing_file(tmp_path):
     _assert_one_clear_error(result, tmp_path / "run", "none.jsonl: no such file")
 
 
+def test_a_folder_given_to_data_says_it_is_a_folder_and_what_the_task_reads(tmp_path):
+    """Not "no such file": the folder is there, the task wants a file of its rows (issue 44, item 7)."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    result = runner.invoke(app, ["eval", "--model", "length", "--data", f"ties_sample={folder}",
+                                 "--out", str(tmp_path / "run")], env={"COLUMNS": "300"})
+    _assert_one_clear_error(result, tmp_path / "run", f"{folder}: is a folder, but task 'ties_sample'",
+                            "reads one file", "--data ties_sample=FILE.jsonl")
+    assert "no such file" not in result.output
+    result = runner.invoke(app, ["eval", "--model", "length", "--tasks", "rm_bench",
+                                 "--data", f"rm_bench=chat={folder}", "--data", f"rm_bench=code={folder}",
+                                 "--out", str(tmp_path / "run")],
+                           env={"COLUMNS": "300"})
+    _assert_one_clear_error(result, tmp_path / "run", "is a folder", "a file per part", "RM-Bench rows (prompt: text")
+
+
 def test_every_row_bad_fails_even_when_skipping(tmp_path):
     path = _write_case(tmp_path / "data", "jsonl", [b"{", _j(_row(utilities=None)), b"[]"])
     result, out = _cli_eval(path.parent, "--skip-bad-rows")

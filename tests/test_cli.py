@@ -101,9 +101,9 @@ def test_run_folders_never_replace_another_run(tmp_path, monkeypatch):
         assert "Traceback" not in result.output
     assert (tmp_path / "runs" / "length__ties_sample" / "results.json").read_text() == before  # nothing lost
     # several models: every folder is checked before any model is scored
-    other = runner.invoke(app, ["eval", "--model", "oracle,length", "--limit", "4", "--bootstrap", "10"])
+    other = runner.invoke(app, ["eval", "--model", "oracle,length", "--eps", "0,0.5", "--bootstrap", "10"])
     assert other.exit_code == 2
-    assert "runs/length__ties_sample holds another run (task ties_sample: data fingerprint" in other.output
+    assert "runs/length__ties_sample holds another run (task ties_sample: eps 0,0.1 vs 0,0.5" in other.output
     assert not (tmp_path / "runs" / "oracle__ties_sample").exists()
     forced = runner.invoke(app, ["eval", "--model", "oracle", "--bootstrap", "10", "--out", "runs/length__ties_sample",
                                  "--overwrite"])

@@ -27,8 +27,11 @@ def test_parse_takes_several_labelled_files_of_one_task_once_each():
                                                          DataOverride("rm_bench", "code.json", "code"))
     with pytest.raises(ConfigError, match="gives task 'rm_bench' twice"):
         parse_data_overrides(items)  # compare and report take one file per task
-    with pytest.raises(ConfigError, match="gives task 'rm_bench' its part 'chat' twice"):
-        parse_data_overrides(["rm_bench=chat=a.json", "rm_bench=chat=b.json"], several=True)
+    with pytest.raises(ConfigError, match="gives task 'rm_bench' its part 'chat' the file a.json twice"):
+        parse_data_overrides(["rm_bench=chat=a.json", "rm_bench=chat=a.json"], several=True)
+    # a part given again accumulates, in order (whether its kind takes several: task_spec_with_files)
+    assert parse_data_overrides(["rm_bench=safety=a.json", "rm_bench=safety=b.json"], several=True) == (
+        DataOverride("rm_bench", "a.json", "safety"), DataOverride("rm_bench", "b.json", "safety"))
 
 
 def test_rm_bench_reads_each_domain_file_given(tmp_path):
@@ -74,3 +77,26 @@ def test_a_shift_task_takes_one_file_per_shift(tmp_path):
                                      "translation:es"))))
     shifts = {m.shift for m in res.records() if m.metric == "pairwise_accuracy"}
     assert {"translation:fr", "translation:es"} <= shifts
+
+
+def test_a_part_of_several_files_reads_them_in_order_where_the_part_takes_several(tmp_path):
+    """RM-Bench's safety domain is two upstream files, with no domain field and the same ids; a
+    shift task's shift takes one file (issue 44, item 7)."""
+    refuse, response = tmp_path / "safety-refuse_filtered.json", tmp_path / "safety-response_filtered.json"
+    for path in (refuse, response):
+        rows = json.loads(rm_bench_file(path, "x").read_text())
+        path.write_text(json.dumps([{k: v for k, v in r.items() if k != "domain"} for r in rows]))
+    chat = rm_bench_file(tmp_path / "chat.json", "chat")
+    items = [f"rm_bench=safety={refuse}", f"rm_bench=safety={response}", f"rm_bench=chat={chat}"]
+    res = evaluate(EvalConfig(model="length", tasks=("rm_bench",), n_bootstrap=10, use_cache=False,
+                              data=parse_data_overrides(items, several=True)))
+    task = res.tasks[0]
+    assert task.counts.groups == 12
+    assert dict(task.args)["paths"] == {"safety": [str(refuse), str(response)], "chat": str(chat)}
+    assert res.metric("rm_bench", "rm_bench_score", subset="safety").n == 8
+    data = builtin_tasks_dir() / "data" / "token_shift"
+    two = (("translation_shift_sample", str(data / "translation_fr.jsonl"), "translation:fr"),
+           ("translation_shift_sample", str(data / "translation_es.jsonl"), "translation:fr"))
+    with pytest.raises(ConfigError, match="two files for its part 'translation:fr'.*reads one file") as info:
+        evaluate(EvalConfig(model="length", tasks=("translation_shift_sample",), data=two))
+    assert "\n" not in str(info.value)

@@ -63,7 +63,7 @@ def test_quick_start_runs_on_the_core_install(tmp_path):
     assert "Loading weights" not in done.stderr and "de-quantizing" not in done.stderr, done.stderr[-2000:]
     runs = sorted(p.name for p in (work / "runs").iterdir() if p.is_dir())
     models = main_job[main_job.index("--model") + 1].split(",") if "--model" in main_job else ["smollm2-135m"]
-    assert runs == sorted(f"{m}__ties_sample" for m in models)
+    assert runs == sorted(f"{m}__ties_sample__limit2" for m in models)  # --limit ends the name
     for name in runs:
         record = json.loads((work / "runs" / name / "results.json").read_text())
         assert record["status"] == "success" and record["tasks"][0]["counts"]["groups"] == 2, name

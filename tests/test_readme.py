@@ -219,7 +219,7 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     assert (runs / "report.html").is_file()
     persona = json.loads((runs / "trained_ex__persona" / "results.json").read_text())
     assert persona["tasks"][0]["args"].get("part") == "held_out"
-    shift = json.loads((runs / "trained_im__token_shift_sample" / "results.json").read_text())
+    shift = json.loads((runs / "trained_im__token_shift_sample__limit16" / "results.json").read_text())
     assert any(m["metric"].endswith("_shift_gap") for t in shift["tasks"] for m in t["metrics"])
     assert len(polite) == 16 and polite[0]["chosen"].startswith("Sure! Here is my answer.")
     invariance = json.loads((runs / "length__paraphrase_invariance-polite" / "results.json").read_text())

@@ -92,7 +92,8 @@ def eval_command(
                                    help="Read TASK's data from a local file (or URL#sha256=HEX). Repeatable; tasks "
                                    "that read several files take one --data each, PART naming what the file is "
                                    "(a shift task's shift, domain_shift's domain, rm_bench's domain: "
-                                   "--data rm_bench=chat=chat.json --data rm_bench=code=code.json)."),
+                                   "--data rm_bench=chat=chat.json --data rm_bench=code=code.json); an rm_bench "
+                                   "domain may be several files, its PART repeated (safety: its two upstream files)."),
     eps: str = typer.Option("0,0.1", "--eps", help="Comma-separated eps values for D(eps) and Spec(eps)."),
     eps_unit: str = typer.Option("sigma", "--eps-unit", help=f"{' or '.join(EPS_UNITS)}: eps times the std of the "
                                  "rewards, or in reward units."),
@@ -107,8 +108,10 @@ def eval_command(
     truncation: str = typer.Option("left", "--truncation", help="Side texts longer than --max-length lose tokens "
                                    f"from: {' or '.join(TRUNCATION_SIDES)} (left: drop the prompt's start, keep the "
                                    "response)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>); with "
-                                       "several models, the parent of one folder per model (default: runs)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<name>__<tasks>, then "
+                                       "__limitN and a --dtype other than auto: runs/length__ties_sample__limit4__"
+                                       "bfloat16); with several models, the parent of one folder per model (default: "
+                                       "runs)."),
     name: str | None = typer.Option(None, "--name", help="The model's display name in tables and results.json, "
                                        "and its run folder's: runs/NAME__<tasks> (default: the --model text, and "
                                        "a folder named by its last path parts). Comma-separated, one per --model."),

@@ -6,6 +6,10 @@ Where things go (:func:`plan_outputs`), so that no command's results replace ano
 * one model: the run folder is ``--out``, by default ``runs/<name>__<tasks>`` (a task read
   from a ``--data`` file adds the file's stem: ``runs/length__ties-rb2_ties``); its
   leaderboard is ``leaderboard.md`` inside it.
+* what else makes a run differ from the main job's ends the name (:func:`variant_tag`): ``--limit N``
+  adds ``__limitN``, a ``--dtype`` other than ``auto`` adds it
+  (``runs/smollm2-135m__ties_sample__limit4__bfloat16``), so a limited or extended run never
+  meets the full run's folder.
 * several models: each run goes to ``<root>/<name>__<tasks>`` (root: ``--out``, default
   ``runs``), and the leaderboard to ``<root>/leaderboard__<tasks>__<names>.md``, a name only
   the same command writes.
@@ -47,24 +51,31 @@ DEFAULT_ROOT = Path("runs")
 MAX_NAME = 100
 
 
-def _short(name: str) -> str:
-    """``name``, or, when it is too long for a file name, its whole tasks that fit, how many more
-    there are and a hash of the whole: ``m__ties+rm_bench-chat+2more-1a2b3c4d`` (never a word cut
-    in the middle, unless one task's own name is that long)."""
-    if len(name) <= MAX_NAME:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+def _short(name: str, tag: str = "") -> str:
+    """``name`` + ``tag``, or, when it is too long for a file name, ``name``'s whole tasks that fit,
+    how many more there are and a hash of the whole, then ``tag``: ``m__ties+rm_bench-chat+2more-1a2b3c4d``
+    (never a word cut in the middle, unless one task's own name is that long)."""
+    limit = MAX_NAME - len(tag)
+    if len(name) <= limit:
+        return name + tag
+    digest = hashlib.sha256((name + tag).encode()).hexdigest()[:8]
     head, sep, tail = name.partition("__")
     pieces = tail.split("+") if sep else []
-    room = MAX_NAME - len(head) - len(sep) - len(f"+{len(pieces)}more-{digest}")
+    room = limit - len(head) - len(sep) - len(f"+{len(pieces)}more-{digest}")
     kept: list[str] = []
     for piece in pieces:
         if len("+".join(kept + [piece])) > room:
             break
         kept.append(piece)
     if not kept:
-        return f"{name[:MAX_NAME - 10]}-{digest}"
-    return f"{head}{sep}{'+'.join(kept)}+{len(pieces) - len(kept)}more-{digest}"
+        return f"{name[:limit - 10]}-{digest}{tag}"
+    return f"{head}{sep}{'+'.join(kept)}+{len(pieces) - len(kept)}more-{digest}{tag}"
+
+
+def variant_tag(limit: int | None = None, dtype: str = "auto") -> str:
+    """What ends a default run folder's name besides model and tasks: ``__limitN`` for ``--limit N``,
+    ``__<dtype>`` for a ``--dtype`` other than ``auto``; empty for the main job."""
+    return (f"__limit{limit}" if limit is not None else "") + (f"__{safe_file_name(dtype)}" if dtype != "auto" else "")
 
 
 def tasks_slug(tasks: Sequence[str], data: Sequence[DataOverride] = ()) -> str:
@@ -88,9 +99,10 @@ def short_model_name(model: str) -> str:
 
 
 def run_folder_name(model: str, tasks: Sequence[str], data: Sequence[DataOverride] = (),
-                    name: str | None = None) -> str:
-    """``<name>__<tasks>``: ``name`` (``--name``) or :func:`short_model_name` of ``model``."""
-    return _short(f"{safe_file_name(name) if name else short_model_name(model)}__{tasks_slug(tasks, data)}")
+                    name: str | None = None, tag: str = "") -> str:
+    """``<name>__<tasks><tag>``: ``name`` (``--name``) or :func:`short_model_name` of ``model``;
+    ``tag``: :func:`variant_tag`."""
+    return _short(f"{safe_file_name(name) if name else short_model_name(model)}__{tasks_slug(tasks, data)}", tag)
 
 
 def _legacy_folder_name(model: str, tasks: Sequence[str], data: Sequence[DataOverride]) -> str:
@@ -99,11 +111,12 @@ def _legacy_folder_name(model: str, tasks: Sequence[str], data: Sequence[DataOve
 
 
 def _default_run_dir(root: Path, model: str, tasks: Sequence[str], data: Sequence[DataOverride],
-                     name: str | None) -> Path:
-    """``root/<short name>__<tasks>``, or an existing folder of the old long name (see the module docstring)."""
-    new = root / run_folder_name(model, tasks, data, name)
+                     name: str | None, tag: str = "") -> Path:
+    """``root/<short name>__<tasks><tag>``, or an existing folder of the old long name (see the
+    module docstring; never for a tagged run: earlier versions gave it the main job's folder)."""
+    new = root / run_folder_name(model, tasks, data, name, tag)
     old = root / _legacy_folder_name(model, tasks, data)
-    return old if name is None and old != new and old.is_dir() and not new.exists() else new
+    return old if name is None and not tag and old != new and old.is_dir() and not new.exists() else new
 
 
 @dataclass(frozen=True)
@@ -113,25 +126,28 @@ class OutputPlan:
 
 
 def plan_outputs(models: Sequence[str], tasks: Sequence[str], out: Path | None = None,
-                 data: Sequence[DataOverride] = (), names: Sequence[str | None] = ()) -> OutputPlan:
+                 data: Sequence[DataOverride] = (), names: Sequence[str | None] = (),
+                 limit: int | None = None, dtype: str = "auto") -> OutputPlan:
     """Where each run and the leaderboard go (the module docstring); ``names``: each model's
-    ``--name`` (or None)."""
+    ``--name`` (or None); ``limit`` and ``dtype`` (``--limit``, ``--dtype``) end the default names
+    (:func:`variant_tag`)."""
     if not models:
         raise ConfigError("no model given")
     if len(set(models)) != len(models):
         raise ConfigError(f"--model names a model twice: {', '.join(models)}")
     names = tuple(names) or (None,) * len(models)
+    tag = variant_tag(limit, dtype)
     if len(models) == 1:
-        run_dir = out if out is not None else _default_run_dir(DEFAULT_ROOT, models[0], tasks, data, names[0])
+        run_dir = out if out is not None else _default_run_dir(DEFAULT_ROOT, models[0], tasks, data, names[0], tag)
         return OutputPlan((Path(run_dir),), Path(run_dir) / "leaderboard.md")
     root = Path(out) if out is not None else DEFAULT_ROOT
-    dirs = tuple(_default_run_dir(root, m, tasks, data, n) for m, n in zip(models, names))
+    dirs = tuple(_default_run_dir(root, m, tasks, data, n, tag) for m, n in zip(models, names))
     for i, d in enumerate(dirs):
         if d in dirs[:i]:
             raise ConfigError(f"models {models[dirs.index(d)]!r} and {models[i]!r} would share the run folder {d}; "
                               f"give each a name with --name (comma-separated, one per --model)")
     shown = "+".join(safe_file_name(n) if n else short_model_name(m) for m, n in zip(models, names))
-    board = _short(f"leaderboard__{tasks_slug(tasks, data)}__{shown}")
+    board = _short(f"leaderboard__{tasks_slug(tasks, data)}{tag}__{shown}")
     return OutputPlan(dirs, root / f"{board}.md")
 
 
@@ -173,7 +189,7 @@ def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, over
         raise ConfigError("no model given")
     measured = [c.measured for c in configs]
     plan = plan_outputs([m.model for m in measured], measured[0].tasks, out, measured[0].data,
-                        [m.name for m in measured])
+                        [m.name for m in measured], measured[0].limit, configs[0].execution.runtime.dtype)
     # Every run is planned (its data read and checked, its model's adapter built without weights)
     # and its folder locked and checked before any scoring, so neither a model argument that the
     # last model does not take nor its refused folder costs the first models' scoring.

@@ -52,6 +52,11 @@ MULTI_FILE_KINDS = ("paired_shift", "domain_shift", "rm_bench")
 domain shift's domains, RM-Bench's domains."""
 
 
+MULTI_FILE_PART_KINDS = ("rm_bench",)
+"""Task kinds whose parts may each be several files (``--data TASK=PART=PATH`` repeated for one
+part, read in order): RM-Bench's safety domain is two upstream files. Other kinds' parts take one."""
+
+
 FOLDER_KINDS = ("ppe_correctness", "rmb")
 """Task kinds whose ``--data`` may be a folder of files (PPE's correctness sets, a file each; RMB's
 tree of scenario files)."""
@@ -59,8 +64,8 @@ tree of scenario files)."""
 
 def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[DataOverride, ...]:
     """``["ties=path.jsonl", "translation_shift=translation:de=de.jsonl"]`` -> overrides. With
-    ``several`` (``rmbench eval``) a task may be given several files, each part once (which
-    kinds take several: :func:`task_spec_with_files`); else one per task."""
+    ``several`` (``rmbench eval``) a task may be given several files, a part once per file (which
+    kinds take several, and whose parts take several: :func:`task_spec_with_files`); else one per task."""
     out: list[DataOverride] = []
     for item in items:
         task, sep, rest = item.partition("=")
@@ -76,8 +81,8 @@ def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[D
         given = [d for d in out if d.task == task]
         if given and not several:
             raise ConfigError(f"--data gives task {task!r} twice")
-        if any(d.shift == shift if shift is not None else (d.shift is None and d.path == path) for d in given):
-            raise ConfigError(f"--data gives task {task!r}{f' its part {shift!r}' if shift else ' the file ' + path} "
+        if any(d.shift == shift and d.path == path for d in given):
+            raise ConfigError(f"--data gives task {task!r}{f' its part {shift!r}' if shift else ''} the file {path} "
                               f"twice")
         out.append(DataOverride(task, path, shift))
     return tuple(out)
@@ -88,7 +93,9 @@ def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
     """``spec`` reading the files ``--data`` gave it (one: :func:`task_spec_with_data`).
 
     Several files are for the tasks that read several (:data:`MULTI_FILE_KINDS`): each is a part,
-    named by its label or, for RM-Bench, by its rows' ``domain`` (or its file name). Such a task
+    named by its label or, for RM-Bench, by its rows' ``domain`` (or its file name); a part given
+    several files keeps them in order where its kind allows (:data:`MULTI_FILE_PART_KINDS`), and is
+    refused in one line otherwise. Such a task
     reads only the files given; domain shift keeps its own in-domain set only when no file is
     labelled with it, and ``warn`` then says where that set comes from (a download, for the
     published task)."""
@@ -98,15 +105,19 @@ def task_spec_with_files(spec: TaskSpec, files: Sequence[DataOverride],
         raise ConfigError(f"--data gives task {spec.name!r} {len(files)} files, but it reads one (kind {spec.kind}); "
                           f"the tasks that read several are those of kinds {', '.join(MULTI_FILE_KINDS)}")
     paths: dict[str, str] = {}
+    several: dict[str, list[str]] = {}  # a part of several files (MULTI_FILE_PART_KINDS): its files in order
     for d in files:
         label = _part_label(spec, d)
-        if label in paths:
-            raise ConfigError(f"--data gives task {spec.name!r} two files for its part {label!r}: {paths[label]} and "
-                              f"{d.path}; label them TASK=PART=PATH")
-        paths[label] = _local_or_remote(d.path)
+        if label in paths and spec.kind not in MULTI_FILE_PART_KINDS:
+            raise ConfigError(f"--data gives task {spec.name!r} two files for its part {label!r} ({paths[label]} and "
+                              f"{d.path}), but a part of kind {spec.kind} reads one file; label each TASK=PART=PATH")
+        source = _local_or_remote(d.path, spec)
+        several.setdefault(label, []).append(source)
+        paths.setdefault(label, source)
     old = spec.args
     if spec.kind == "rm_bench":
-        return TaskSpec.make(name=spec.name, kind=spec.kind, args={"paths": paths}, version=spec.version)
+        parts = {label: got[0] if len(got) == 1 else got for label, got in several.items()}
+        return TaskSpec.make(name=spec.name, kind=spec.kind, args={"paths": parts}, version=spec.version)
     args: dict[str, Any] = {"paths": paths}
     if spec.kind == "domain_shift":
         in_domain = old.get("in_domain", "chat")
@@ -141,16 +152,31 @@ def _part_label(spec: TaskSpec, d: DataOverride) -> str:
     return label
 
 
-def _local_or_remote(path: str) -> str:
+def _local_or_remote(path: str, spec: TaskSpec | None = None) -> str:
     """A data source as a task's ``path`` takes it: a web file's ``URL#sha256=HEX``, or an
-    existing local file's absolute path ("no such file" otherwise)."""
+    existing local file's absolute path ("no such file" otherwise; a folder: what ``spec``'s
+    task expects instead, :func:`expected_file`)."""
     remote = parse_remote(path)
     if remote is not None:
         return remote.text()
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise DataError(f"is a folder, but {expected_file(spec)}", path=str(p))
     if not p.is_file():
         raise DataError("no such file", path=str(p))
     return str(p.resolve())
+
+
+def expected_file(spec: TaskSpec | None) -> str:
+    """What a ``--data`` path of ``spec``'s task must be: one file, of its kind's rows."""
+    from rmbench.tasks.schemas import KNOWN
+
+    if spec is None:
+        return "--data takes a file"
+    rows = next((s.describe() for s in KNOWN if spec.kind in s.kinds), None)
+    each = "a file per part (--data TASK=PART=FILE, once each)" if spec.kind in MULTI_FILE_KINDS else "one file"
+    return (f"task {spec.name!r} (kind {spec.kind}) reads {each}: a JSON Lines, JSON, CSV or Parquet file"
+            + (f" of {rows}" if rows else "") + f", e.g. --data {spec.name}=FILE.jsonl")
 
 
 def _default_shift(spec: TaskSpec) -> str:
@@ -165,7 +191,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
     """The same task reading a local file, or a web file ``URL#sha256=HEX``, instead of its own
     source (``shift``: its label)."""
     folder = Path(path).expanduser()
-    source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path)
+    source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path, spec)
     old = spec.args
     args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
     if spec.kind == "domain_shift":

@@ -111,6 +111,18 @@ def rm_bench_scores(wins: np.ndarray, domain_of: np.ndarray, n_domains: int) -> 
     return np.concatenate([[total], overall, per_domain])
 
 
+def _file_domain(label: str, path: str, several: bool) -> str | None:
+    """The domain of a ``paths`` file's rows that name none: the label if it is an RM-Bench domain;
+    of a label with several files, the file name's first word (``safety-refuse`` of
+    ``safety-refuse_filtered.json``) when it is a domain of the label's, so two files' ids stay apart."""
+    domain = label if "." not in label and rm_bench_domain(label) else None
+    if several and domain is not None:
+        word = Path(path).name.split("_", 1)[0].split(".", 1)[0]
+        if rm_bench_domain(word) == rm_bench_domain(domain):
+            return word
+    return domain
+
+
 class RMBenchTask(Task):
     """RM-Bench rows (``id``, ``prompt``, ``chosen`` and ``rejected`` lists of three styles,
     ``domain``) as groups of six answers, with RM-Bench's official accuracy (module doc).
@@ -119,7 +131,11 @@ class RMBenchTask(Task):
     ``dataset``/``revision``/``split``/``data_files``: the hub dataset (``THU-KEG/RM-Bench``,
     ``total_dataset.json``); ``domain``: the domain of rows that name none (else the file name's);
     ``paths``: several local files, each under the domain of its rows that name none (a label that
-    is an RM-Bench domain, else the file name's): ``--data rm_bench=chat=chat.json --data rm_bench=code=code.json``.
+    is an RM-Bench domain, else the file name's): ``--data rm_bench=chat=chat.json --data rm_bench=code=code.json``;
+    a domain may be several files, in order (the upstream safety domain:
+    ``--data rm_bench=safety=safety-refuse_filtered.json --data rm_bench=safety=safety-response_filtered.json``),
+    each row then named by its file's own domain
+    (``safety-refuse:7``) when the file's name starts with one of the label's, so the files' ids never meet.
     """
 
     description = ("RM-Bench: chosen vs rejected in three styles each; official hard/normal/easy accuracy, "
@@ -132,11 +148,13 @@ class RMBenchTask(Task):
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "train", data_files: str | None = None, domain: str | None = None,
-                 paths: Mapping[str, str] | None = None) -> None:
+                 paths: Mapping[str, str | Sequence[str]] | None = None) -> None:
         self.sources: list[tuple[dict[str, Any], str | None, str | None]]  # (iter_rows's keywords, domain, file's)
-        if paths:  # several local files (--data rm_bench=chat=FILE ...): label -> file
-            self.sources = [(dict(path=p), label if "." not in label and rm_bench_domain(label) else None,
-                             rm_bench_domain(Path(p).name)) for label, p in paths.items()]
+        if paths:  # several local files (--data rm_bench=chat=FILE ...): label -> file, or files in order
+            self.sources = [(dict(path=p), _file_domain(label, p, several), rm_bench_domain(Path(p).name))
+                            for label, given in paths.items()
+                            for several in [not isinstance(given, str) and len(given) > 1]
+                            for p in ([given] if isinstance(given, str) else given)]
         else:
             self.sources = [(dict(path=path, dataset=dataset, revision=revision, split=split, data_files=data_files),
                              domain, rm_bench_domain(Path(path).name) if path is not None else None)]
