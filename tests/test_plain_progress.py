@@ -66,18 +66,21 @@ def _rmbench(args, cwd, every="0.3"):
 SLOW_RM = "import time\n\ndef score(pairs):\n    time.sleep(0.15)\n    return [float(len(r)) for _, r in pairs]\n"
 
 
+HEAD = ("python:slow_rm.py:score on ties_sample (--limit 3: 4 groups, paired groups kept together; 58 responses): ")
+
+
 @pytest.mark.slow
 def test_eval_on_a_pipe_prints_progress_lines_while_scoring(tmp_path):
     (tmp_path / "slow_rm.py").write_text(SLOW_RM)
     done = _rmbench(["eval", "--model", "python:slow_rm.py:score", "--limit", "3", "--token-budget", "64",
                      "--no-cache", "--bootstrap", "20", "--out", str(tmp_path / "run")], tmp_path)
     assert done.returncode == 0, done.stderr
-    ours = [line for line in done.stderr.splitlines() if line.startswith("python:slow_rm.py:score on ties_sample: ")]
+    ours = [line for line in done.stderr.splitlines() if line.startswith(HEAD)]
     periodic = [m for m in map(LINE.search, ours) if m]
     counts = [int(m.group(1)) for m in periodic]
     assert len(periodic) >= 3 and counts == sorted(counts) and 0 < max(counts) < int(periodic[0].group(2)), ours
-    # --limit 3: two tied:K/ref:K units (paired groups stay together), 58 responses
-    assert ours[-1].startswith("python:slow_rm.py:score on ties_sample: done, 58/58 responses (100%)"), ours
+    # --limit 3: two tied:K/ref:K units (paired groups stay together), 58 responses, as the line says
+    assert ours[-1].startswith(HEAD + "done, 58/58 responses (100%)"), ours
     assert "━" not in done.stderr and "\x1b[" not in done.stderr  # no bar, no terminal codes
 
 

@@ -23,6 +23,7 @@ import rmbench
 from rmbench.catalog import load_catalog
 from rmbench.core.metric_registry import metric_def
 from rmbench.core.rmb import RMB_LAYOUT, RMB_SECTIONS, best_beats_all, rmb_accuracies, section_of_path
+from rmbench.core.splits import LIMIT_SAMPLING_V1
 from rmbench.core.types import Message
 from rmbench.errors import DataError
 from rmbench.tasks import downloads
@@ -380,3 +381,24 @@ def test_a_run_records_rmbs_numbers(tmp_path):
     # rmbench's own accuracy over discrimination pairs counts the two ties 1/2 and a BoN item once per loser
     assert record.value("rmb", "pairwise_accuracy") == pytest.approx((1 + 0 + .5 + 1 + 1 + 0 + 2 + 1.5 + 1 + 1) / 13)
     assert task["args"]["path"] == str(root.resolve()) and task["args"]["set"] == "both"
+
+
+def test_a_limit_keeps_an_item_of_every_section_and_says_when_it_cannot(tmp_path):
+    # RMB at --limit 10 drew no Best-of-N item, so Overall averaged 2 of its 4 columns (issue 44):
+    # many pairwise items, one BoN item per goal; every limit of 4 or more keeps all four sections.
+    pairs = {DOC: [pair(i) for i in range(30)], CHAT: [pair(100 + i, path=CHAT) for i in range(20)],
+             HARM: [pair(200 + i, path=HARM) for i in range(20)]}
+    root = write_tree(tmp_path / "rmb", {**pairs, BON_HELP: [bon(1)], BON_HARM: [bon(2, path=BON_HARM)]})
+    spec = task_spec_with_data(load_catalog().task_spec("rmb"), str(root))
+    for limit in (4, 10, 30):
+        heard: list[str] = []
+        _, groups, _ = load_task(spec, limit, warn=heard.append)
+        assert len(groups) == limit and heard == []
+        assert {section_of_path(str(g.subset)) for g in groups} == set(RMB_SECTIONS), limit
+    _, old, _ = load_task(spec, 10, sampling=LIMIT_SAMPLING_V1)  # the rule before: pairwise items only
+    assert all(g.id.startswith("pairwise:") for g in old)
+    heard = []
+    _, groups, _ = load_task(spec, 2, warn=heard.append)
+    left = sorted(set(RMB_SECTIONS) - {section_of_path(str(g.subset)) for g in groups})
+    assert len(groups) == 2 and len(heard) == 1 and len(left) == 2
+    assert "--limit 2 is too small" in heard[0] and all(s in heard[0].split("left out: ")[1] for s in left)

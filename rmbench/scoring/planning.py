@@ -110,7 +110,7 @@ def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], v
             spec = task_spec_with_args(spec, task_args[name])
         # never score a model on its training rows
         spec = held_out_spec(spec, trained_on, config.model, name in overrides, warn)
-        task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows)
+        task, groups, bad = load_task(spec, config.limit, config.skip_bad_rows, warn=warn)
         if bad:
             where = "; ".join(str(e) for e in bad[:3])
             warn(f"task {name!r}: skipped {len(bad)} bad row{'s' * (len(bad) != 1)} (--skip-bad-rows), "

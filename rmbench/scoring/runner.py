@@ -206,6 +206,18 @@ def _backend(plan: RunPlan) -> Backend:
     return make_backend(execution.engine, execution.backend_options(threads=threads, deadline=deadline))
 
 
+def limit_note(limit: int | None, loaded: Sequence[LoadedTask]) -> str:
+    """What a run scores under ``--limit``, for its progress line: `` (--limit 1: 2 groups, paired
+    groups kept together; 5 responses)``; empty without a limit. Counts are over all its tasks."""
+    if limit is None:
+        return ""
+    n_groups, n_responses = sum(len(t.groups) for t in loaded), sum(t.n_responses for t in loaded)
+    paired = any(len(t.groups) > limit for t in loaded)
+    per_task = " per task" if len(loaded) > 1 else ""
+    return (f" (--limit {limit}{per_task}: {n_groups} group{'s' * (n_groups != 1)}"
+            f"{', paired groups kept together' if paired else ''}; {n_responses} responses)")
+
+
 def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str], None]
            ) -> tuple[RunRecord, list[RewardRow], list[dict] | None]:
     """Score the plan's model on its tasks: the run record, its reward rows and a judge's
@@ -232,7 +244,8 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
         model.use_call_store(call_cache)
     try:
         truncated = _check_lengths(model_spec.name, model, loaded, measured, cache, warn)
-        advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}",
+        advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}"
+                           f"{limit_note(measured.limit, loaded)}",
                            sum(t.n_responses for t in loaded)) if progress else None
         all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory,
                                           name=model_spec.name)

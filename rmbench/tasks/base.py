@@ -15,6 +15,7 @@ import numpy as np
 
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.core.specs import TaskSpec
+from rmbench.core.splits import slice_label
 from rmbench.core.types import ComparisonGroup
 
 ExtraMetric = Callable[[np.ndarray], float]
@@ -77,6 +78,17 @@ class Task(ABC):
         share a unit.
         """
         return np.arange(len(groups))
+
+    def limit_slice(self, group: ComparisonGroup) -> str:
+        """The reported slice ``group`` falls in, of which ``--limit N`` keeps at least one unit when
+        N allows (:func:`rmbench.core.splits.limit_sample`): the official table's column whose subset
+        is the group's subset or a folder above it (RMB's ``BoN_set/Helpfulness``), else the group's
+        subset and shift (:func:`rmbench.core.splits.slice_label`)."""
+        subset = group.subset or ""
+        for column in (self.official.columns if self.official is not None else ()):
+            if column.subset and (subset == column.subset or subset.startswith(column.subset + "/")):
+                return column.subset
+        return slice_label(group)
 
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray
                       ) -> TaskScores | dict[str, ExtraMetric]:

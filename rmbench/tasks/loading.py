@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from rmbench.core.specs import TaskSpec
-from rmbench.core.splits import LIMIT_FIRST, LIMIT_SAMPLING, PARTS, limit_sample, parts_of
+from rmbench.core.splits import (
+    LIMIT_FIRST,
+    LIMIT_RULES,
+    LIMIT_SAMPLING,
+    LIMIT_SAMPLING_V1,
+    PARTS,
+    limit_sample,
+    parts_of,
+)
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError
 from rmbench.tasks import build_task
@@ -264,12 +272,17 @@ def without_part(spec: TaskSpec) -> tuple[TaskSpec, str | None]:
     return TaskSpec.make(name=spec.name, kind=spec.kind, args=rest, version=spec.version), part
 
 
-def load_groups(spec: TaskSpec, limit: int | None = None, sampling: str = LIMIT_SAMPLING
-                ) -> tuple[Task, list[ComparisonGroup]]:
+def load_groups(spec: TaskSpec, limit: int | None = None, sampling: str = LIMIT_SAMPLING,
+                warn: Callable[[str], None] | None = None) -> tuple[Task, list[ComparisonGroup]]:
     """Build the task and read its groups (of its ``part``, if the spec names one), checking ids
     are unique; with ``limit``, the sample of ``limit`` groups that :func:`rmbench.core.splits.limit_sample`
-    takes over every slice (``sampling``: :data:`~rmbench.core.splits.LIMIT_SAMPLING`; ``first``, the first
-    ``limit`` groups in file order, as runs written before the sample existed took them)."""
+    takes over every slice (``sampling``: :data:`~rmbench.core.splits.LIMIT_SAMPLING`;
+    :data:`~rmbench.core.splits.LIMIT_SAMPLING_V1`, as runs written before every reported slice kept a
+    unit sampled; ``first``, the first ``limit`` groups in file order, as runs written before the sample
+    existed took them). ``warn`` hears, in one line, of the reported slices a limit too small leaves out."""
+    if sampling not in LIMIT_RULES:
+        raise DataError(f"task {spec.name!r}: unknown --limit sampling {sampling!r} (a newer rmbench's?); this "
+                        f"rmbench knows {LIMIT_SAMPLING!r}, {LIMIT_SAMPLING_V1!r} and {LIMIT_FIRST!r}")
     first = sampling == LIMIT_FIRST
     spec, part = without_part(spec)
     task = build_task(spec)
@@ -296,12 +309,21 @@ def load_groups(spec: TaskSpec, limit: int | None = None, sampling: str = LIMIT_
     if not groups:
         raise DataError(f"task {spec.name!r} has no comparison groups")
     if limit is not None and not first and len(groups) > limit:
-        keep = limit_sample(groups, task.bootstrap_units(groups), limit)
+        slices = [task.limit_slice(g) for g in groups] if sampling == LIMIT_SAMPLING else None
+        keep = limit_sample(groups, task.bootstrap_units(groups), limit, slices)
+        if slices is not None and warn is not None:
+            kept = {slices[i] for i in keep}
+            left = [s for s in dict.fromkeys(slices) if s not in kept]
+            if left:
+                n_slices = len(set(slices))
+                warn(f"task {spec.name!r}: --limit {limit} is too small to keep a unit (paired groups together) of "
+                     f"each of its {n_slices} reported slices; left out: {', '.join(left)}")
         groups = [groups[i] for i in keep]
     return task, groups
 
 
-def load_groups_skipping(spec: TaskSpec, limit: int | None = None, sampling: str = LIMIT_SAMPLING
+def load_groups_skipping(spec: TaskSpec, limit: int | None = None, sampling: str = LIMIT_SAMPLING,
+                         warn: Callable[[str], None] | None = None
                          ) -> tuple[Task, list[ComparisonGroup], list[DataError]]:
     """:func:`load_groups` that leaves out bad rows (``--skip-bad-rows``) and returns their errors.
 
@@ -314,7 +336,7 @@ def load_groups_skipping(spec: TaskSpec, limit: int | None = None, sampling: str
     with skipping_bad_rows() as bad:
         while True:
             try:
-                task, groups = load_groups(spec, limit, sampling)
+                task, groups = load_groups(spec, limit, sampling, warn)
                 return task, groups, sorted(bad.errors, key=lambda e: (str(e.path), e.line))
             except DataError as exc:
                 if exc.line is None or exc.path is None or (str(exc.path), int(exc.line)) in bad.excluded:
@@ -326,12 +348,13 @@ def load_groups_skipping(spec: TaskSpec, limit: int | None = None, sampling: str
 
 
 def load_task(spec: TaskSpec, limit: int | None = None, skip_bad_rows: bool = False,
-              sampling: str = LIMIT_SAMPLING) -> tuple[Task, list[ComparisonGroup], list[DataError]]:
-    """Task, groups and the bad rows left out (none unless ``skip_bad_rows``); ``limit`` and
-    ``sampling`` as in :func:`load_groups`."""
+              sampling: str = LIMIT_SAMPLING, warn: Callable[[str], None] | None = None
+              ) -> tuple[Task, list[ComparisonGroup], list[DataError]]:
+    """Task, groups and the bad rows left out (none unless ``skip_bad_rows``); ``limit``,
+    ``sampling`` and ``warn`` as in :func:`load_groups`."""
     if skip_bad_rows:
-        return load_groups_skipping(spec, limit, sampling)
-    task, groups = load_groups(spec, limit, sampling)
+        return load_groups_skipping(spec, limit, sampling, warn)
+    task, groups = load_groups(spec, limit, sampling, warn)
     return task, groups, []
 
 

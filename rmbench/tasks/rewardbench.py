@@ -110,6 +110,11 @@ class RewardBenchTask(Task):
                 yield r.group(id=r.string("id", str(line)), prompt=r.prompt(),
                               responses=(r.string("chosen"), r.string("rejected")), utilities=(1, 0), subset=subset)
 
+    def limit_slice(self, group: ComparisonGroup) -> str:
+        """The official section of the group's subset (``Prior Sets`` for those), else its subset."""
+        section = next((sec for sec, tests in RB1_SECTIONS.items() if group.subset in tests), None)
+        return section or ("Prior Sets" if group.subset in RB1_PRIOR_SETS else super().limit_slice(group))
+
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> TaskScores:
         r = np.asarray(rewards).reshape(-1, 2)  # every group is one (chosen, rejected) pair
         correct = (r[:, 0] > r[:, 1]).astype(float)
