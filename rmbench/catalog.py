@@ -74,6 +74,9 @@ class Catalog:
         if name in TASK_KINDS:
             version = getattr(TASK_KINDS.get(name), "version", 1)
             return TaskSpec.make(name=name, kind=name, version=int(version))
+        if name in self.groups:
+            raise ConfigError(f"{name!r} is a group of tasks ({', '.join(self.expand(self.groups[name]))}), not one "
+                              f"task: name one of them")
         choices = sorted(set(self.tasks) | set(self.groups) | set(TASK_KINDS.names()))
         hint = did_you_mean(name, choices)
         raise ConfigError(f"unknown task {name!r}{hint} (known: {', '.join(choices)})")

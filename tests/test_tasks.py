@@ -181,3 +181,12 @@ def test_a_part_argument_splits_any_task_and_limit_applies_within_the_part():
     assert len({key[g.id] for g in sample}) == 1  # one unit: tied:K with its ref:K
     with pytest.raises(ConfigError, match="part must be train or held_out"):
         load_groups(task_spec_with_args(spec, {"part": "test"}))
+
+
+def test_a_task_group_asked_for_as_one_task_names_its_members():
+    from rmbench.catalog import load_catalog
+    from rmbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"'token_shift_sample' is a group of tasks \(paraphrase_shift_sample, "
+                                          r"translation_shift_sample, paraphrase_invariance_sample\), not one task"):
+        load_catalog().task_spec("token_shift_sample")
