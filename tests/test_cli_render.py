@@ -58,7 +58,7 @@ def test_help_of_every_command_keeps_brackets_defaults_and_no_bool(columns):
         if command.help:
             assert _flat(command.help.split("\n\n")[0]) in flat, path
     eval_help = _flat(runner.invoke(app, ["eval", "--help"], env={"COLUMNS": columns}).output)
-    for text in ("pip install 'rmbench[ray]'", "(default: runs/<name>__<tasks>)", "[default: 0,0.1]",
+    for text in ("pip install 'rmbench[ray]'", "(default: runs/<name>__<tasks>, then __limitN", "[default: 0,0.1]",
                  "(default: $XDG_CACHE_HOME/rmbench/scores)", "[default: smollm2-135m]", "[default: 1000]"):
         assert text in eval_help, text
     build = runner.invoke(app, ["leaderboard", "build", "--help"], env={"COLUMNS": columns}).output

@@ -88,7 +88,11 @@ def test_openai_batch_gives_the_replies_of_the_synchronous_client(tmp_path, caps
     upload = next(r["body"] for r in server.requests if r["path"] == "/v1/files")
     lines = [json.loads(ln) for ln in upload["file"].splitlines()]
     assert upload["purpose"] == "batch" and [ln["custom_id"] for ln in lines] == keys_of(reqs)
-    assert [ln["body"] for ln in lines] == sync_bodies and {ln["url"] for ln in lines} == {"/v1/chat/completions"}
+    # (the synchronous server saw them in the order they arrived, not the requests' order)
+    assert [ln["body"] for ln in lines] == [r.body(MODEL) for r in reqs] and {ln["url"] for ln in lines} == \
+        {"/v1/chat/completions"}
+    assert sorted(json.dumps(b, sort_keys=True) for b in sync_bodies) == \
+        sorted(json.dumps(ln["body"], sort_keys=True) for ln in lines)
     assert server.batches_created == 1 and server.chat_requests() == []
     assert (outcome.submitted, outcome.completed, outcome.failed, outcome.expired, outcome.retried_sync) == \
         (6, 6, 0, 0, 0)
