@@ -274,7 +274,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         p = self.protocol
         row: dict[str, Any] = {"mode": p.mode, "call": key[:16],
                                "prompt_sha256": sha256_hex(canonical_json([list(m) for m in call.messages])),
-                               "protocol_sha256": p.identity()["prompt_sha256"]}
+                               "protocol_sha256": p.text_sha256}
         if p.mode == "pairwise":
             first, _ = p.pair_order(req)
             row["order"] = ("AB" if (req.response == first) == (i == 0) else "BA")  # where this response stood

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
 import time
@@ -24,8 +23,9 @@ import httpx
 
 from rmbench.core.progress import progress_line
 from rmbench.errors import ConfigError
-from rmbench.models.judge.client import ChatClient, _Secret
-from rmbench.models.judge.wire import ChatReply, ChatRequest, JudgeServerError, one_line, server_message
+from rmbench.files import atomic_write_text
+from rmbench.models.judge.client import ChatClient
+from rmbench.models.judge.wire import ChatReply, ChatRequest, JudgeServerError, Secret, one_line, server_message
 
 OnReply = Callable[[int, ChatReply], None]
 CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what both OpenAI and Anthropic accept as a custom_id
@@ -97,10 +97,8 @@ class BatchExecutor(ABC):
                  description: str | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"{self.kind} batch: give the model's name")
-        if api_key is not None and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
-            raise ConfigError(f"the API key for the {self.kind} batch has characters an HTTP header cannot carry")
         self.model, self.progress, self.retry_sync = model, bool(progress), bool(retry_sync)
-        self._key = _Secret(api_key) if api_key else None
+        self._key = Secret.of(api_key, f"the {self.kind} batch")
         self.description = description or f"judge {model}"
 
     def __repr__(self) -> str:
@@ -133,7 +131,7 @@ class BatchExecutor(ABC):
 
     def _scrub(self, text: str) -> str:
         """``text`` with the API key masked (a server may echo it)."""
-        return text.replace(self._key.value, "***") if self._key is not None else text
+        return Secret.scrub(self._key, text)
 
     def _say(self, text: str) -> None:
         """One line on stderr."""
@@ -334,10 +332,8 @@ class RemoteBatch(BatchExecutor):
 
     @staticmethod
     def _save(path: Path, state: dict) -> None:
-        """Write the state file atomically (a temporary file, then ``os.replace``)."""
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(state, indent=1) + "\n")
-        os.replace(tmp, path)
+        """Write the state file atomically (never half-written)."""
+        atomic_write_text(path, json.dumps(state, indent=1) + "\n")
 
     # --- HTTP -------------------------------------------------------------------------------
     def _call(self, http: httpx.Client, method: str, url: str, what: str, *, missing_ok: bool = False,

@@ -42,6 +42,7 @@ from rmbench.models.judge.wire import (
     ClientStats,
     Failed,
     JudgeServerError,
+    Secret,
     one_line,
     parse_reply,
     retry_after,
@@ -52,18 +53,6 @@ _DONE = object()  # the worker thread's last message to the calling thread
 
 Follow = Callable[[int, ChatRequest, ChatReply], "ChatRequest | None"]
 """``follow(i, request, reply)``: the follow-up to send after ``reply`` to request ``i``, or None."""
-
-
-class _Secret:
-    """Holds the API key so that no repr or ``vars()`` of the client shows it."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "<secret>"
 
 
 @dataclass
@@ -139,9 +128,7 @@ class ChatClient:
         if concurrency < 1 or max_retries < 0 or max_consecutive_failures < 1 or timeout <= 0 or backoff_base < 0:
             raise ConfigError(f"{description} client: concurrency and max_consecutive_failures must be >= 1, "
                               "max_retries and backoff_base >= 0, timeout > 0")
-        if api_key is not None and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
-            raise ConfigError(f"the API key for {self.base_url} has characters an HTTP header cannot carry")
-        self._key = _Secret(api_key) if api_key else None
+        self._key = Secret.of(api_key, self.base_url)
         self.concurrency, self.timeout, self.max_retries = int(concurrency), float(timeout), int(max_retries)
         self.max_consecutive_failures = int(max_consecutive_failures)
         self.backoff_base, self.backoff_max, self.progress = float(backoff_base), float(backoff_max), progress
@@ -162,7 +149,7 @@ class ChatClient:
 
     def _scrub(self, text: str) -> str:
         """``text`` with the API key masked (a server may echo it)."""
-        return text.replace(self._key.value, "***") if self._key is not None else text
+        return Secret.scrub(self._key, text)
 
     def _error(self, detail: str, run: _Run | None = None) -> JudgeServerError:
         """The one-line error naming the server and the model, and what was kept of ``run`` (the

@@ -33,6 +33,7 @@ A template file is always read strictly, by its mode's rule.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -168,12 +169,17 @@ class Protocol:
         """The prompt's text (a named protocol by name and its module's text hash), the sampling
         and the reading (``fidelity``)."""
         out = {"mode": self.mode, "prompt": self.prompt if self.template is None else {"template": self.template},
-               "prompt_sha256": _hash(self.template if self.template is not None else self._named_text()),
+               "prompt_sha256": self.text_sha256,
                "max_tokens": self.max_tokens, "temperature": self.temperature, "n": self.n, "seed": self.seed,
                "score": self.score, "unparsed": self.unparsed, "fidelity": self.fidelity}
         if self.top_p is not None:
             out["top_p"] = self.top_p
         return out
+
+    @functools.cached_property
+    def text_sha256(self) -> str:
+        """sha256 of the protocol's text (a template's, or a named protocol's prompts), computed once."""
+        return _hash(self.template if self.template is not None else self._named_text())
 
     @property
     def official_client(self) -> str | None:

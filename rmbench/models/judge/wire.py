@@ -24,6 +24,31 @@ ERROR_CHARS = 200  # how much of a server's error message a JudgeServerError quo
 TopLogprobs = tuple[tuple[tuple[str, float], ...], ...]
 
 
+class Secret:
+    """Holds an API key so that no repr or ``vars()`` of its holder shows it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    @classmethod
+    def of(cls, api_key: str | None, where: str) -> Secret | None:
+        """``api_key`` held, or None for none; a key an HTTP header cannot carry is a one-line
+        :class:`ConfigError` naming ``where`` it was for (never the key)."""
+        if api_key is not None and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
+            raise ConfigError(f"the API key for {where} has characters an HTTP header cannot carry")
+        return cls(api_key) if api_key else None
+
+    @staticmethod
+    def scrub(key: Secret | None, text: str) -> str:
+        """``text`` with ``key`` masked (a server may echo it)."""
+        return text.replace(key.value, "***") if key is not None else text
+
+
 class JudgeServerError(ConfigError):
     """The server failed, refused a request or cannot be reached; a one-line message naming the
     server and the model (never the API key)."""
