@@ -33,26 +33,30 @@ def _small() -> Leaderboard:
                        legend=("t_1: a task",), notes=("50% of $ & co",))
 
 
-EXPECTED_LATEX = r"""% rmbench leaderboard: \input{} this file in a document with \usepackage{booktabs}
+EXPECTED_LATEX = r"""% rmbench leaderboard: \input{} this file in a document with \usepackage{booktabs,graphicx,longtable}
+\providecommand{\rmbenchfit}[1]{\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{#1}}
 
 \begin{table}[htbp]
 \centering
-\begin{tabular}{lrr}
+\small\setlength{\tabcolsep}{4pt}
+\rmbenchfit{\begin{tabular}{lrr}
 \toprule
 model & t\_1 acc & t\_1 flips \\
 \midrule
-rm\_a & \textbf{0.712} [0.69, 0.73] & \textbf{0.100} [0.05, 0.15] \\
-5\% \& \#\{x\}\textasciitilde{}\textasciicircum{}\textbackslash{} & \textbf{0.712} [0.70, 0.72] & 0.200 [0.15, 0.25] \\
+rm\_a & \begin{tabular}[t]{@{}r@{}}\textbf{0.712}\\\scriptsize {[}0.69, 0.73{]}\end{tabular} & \begin{tabular}[t]{@{}r@{}}\textbf{0.100}\\\scriptsize {[}0.05, 0.15{]}\end{tabular} \\
+5\% \& \#\{x\}\textasciitilde{}\textasciicircum{}\textbackslash{} & \begin{tabular}[t]{@{}r@{}}\textbf{0.712}\\\scriptsize {[}0.70, 0.72{]}\end{tabular} & \begin{tabular}[t]{@{}r@{}}0.200\\\scriptsize {[}0.15, 0.25{]}\end{tabular} \\
 $\sigma$\_model & 0.500 & -- \\
 \bottomrule
-\end{tabular}
+\end{tabular}}
 \par\smallskip
 {\raggedright\footnotesize
 value {[}95\% bootstrap CI over groups{]}. Bold: the best value of its column.\par
-\textit{Tasks:} t\_1: a task\par
-\textit{Notes:} 50\% of \$ \& co\par
 }
 \end{table}
+{\raggedright\footnotesize
+\textit{Tasks:} t\_\allowbreak{}1: a task\par
+\textit{Notes:} 50\% of \$ \& co\par
+}
 """
 
 
@@ -206,8 +210,8 @@ def test_a_plugin_format_through_the_entry_points(tmp_path, monkeypatch):
 
 def _compile(tmp_path, tex: str) -> None:
     (tmp_path / "board.tex").write_text(tex)
-    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-                                      "\\input{board.tex}\n\\end{document}\n")
+    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs,graphicx,longtable}\n"
+                                      "\\begin{document}\n\\input{board.tex}\n\\end{document}\n")
     done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and (tmp_path / "doc.pdf").is_file(), done.stdout[-3000:]

@@ -176,7 +176,8 @@ def html_table(table: Table, heading: bool = True, caption: str = "") -> str:
             v = "" if cell is None or not cell.defined else repr(cell.value)
             tds.append(f'<td data-v="{e(v)}">{e(format_cell(cell))}</td>')
         body.append("<tr>" + "".join(tds) + "</tr>")
-    return (f"{title}<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>" + failed
+    return (f'{title}<div class="frame"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            "</div>" + failed
             + (f"<p>{e(caption)}</p>" if caption else ""))
 
 
@@ -196,10 +197,14 @@ def html_tables(lb: Leaderboard, said: str = "") -> list[str]:
 
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
-          "th,td{border:1px solid #ccc;padding:4px "
-          "8px;text-align:right;white-space:nowrap}th{cursor:pointer;background:#f4f4f4}"
-          "th.key,td.key{text-align:left}th[data-dir=asc]::after{content:' \\25B2'}"
+          ".frame{max-width:100%;overflow-x:auto;margin-bottom:.5em}"
+          "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}"
+          "th{cursor:pointer;background:#f4f4f4}th.key,td.key{text-align:left}"
+          "td.key{white-space:normal;overflow-wrap:anywhere;min-width:8em;max-width:24em}"
+          "li,p{overflow-wrap:anywhere}th[data-dir=asc]::after{content:' \\25B2'}"
           "th[data-dir=desc]::after{content:' \\25BC'}figure{display:inline-block;margin:1em}")
+"""What fits a page of any width: a table wider than the window scrolls inside its frame, a long
+model label or run folder wraps (at most 24em wide), as do the notes."""
 
 
 def render_html(lb: Leaderboard, context: RenderContext | None = None) -> str:
