@@ -303,7 +303,7 @@ def test_nothing_is_written_outside_out_and_the_cache(tiny, tmp_path):
 SCRIPT = "<script>document.title='pwned-script'</script>"
 IMG = "<img src=x onerror=\"document.title='pwned-img'\">"
 ATTR = "\"><svg onload=\"document.title='pwned-attr'\">"
-SAFE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table", "thead", "tbody", "tr",
+SAFE_TAGS = {"html", "head", "meta", "title", "style", "body", "div", "h1", "h2", "p", "table", "thead", "tbody", "tr",
              "th", "td", "script", "ul", "li", "figure", "figcaption", "img"}
 
 
