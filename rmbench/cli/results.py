@@ -1,5 +1,6 @@
-"""``rmbench`` commands on results already written: leaderboard build, compare, plot, export.
-They read run folders only; no model is loaded."""
+"""``rmbench`` commands on results already written: leaderboard build, compare, verify, plot,
+export, report. They read run folders; only ``verify --against MODEL`` scores a model (on the
+run's tasks, through :mod:`rmbench.scoring.rerun`)."""
 
 from __future__ import annotations
 
@@ -274,7 +275,7 @@ def _print_verification(result) -> None:
         for s in t.scores:
             c = s.comparison
             ci = "" if not c.difference.has_ci else f"[{c.ci_low:.4f}, {c.ci_high:.4f}]"
-            scores.append((t.task, s.slice_name, c.metric, num(c.value_a), num(c.value_b), num(c.diff), ci,
+            scores.append((t.task, s.slice_name, c.metric, _score(c.value_a), _score(c.value_b), _score(c.diff), ci,
                            "" if s.covers_zero else "*"))
     if scores:
         print_grid(console, Grid(headers=("task", "slice", "score", "run", "reference", "run - ref", "95% CI", ""),
@@ -289,13 +290,17 @@ def _print_verification(result) -> None:
     if items:
         print_grid(console, Grid(headers=("task", "listed for", "item", "subset", "max |Δr|", "correct (run)",
                                           "correct (ref)", "order agrees"),
-                                 rows=tuple(items), keys=3, title="items",
-                                 caption="correctness: items whose correctness disagrees (largest |Δr| first); "
-                                         "largest |Δr|: the items whose rewards differ most"))
+                                 rows=tuple(items), keys=4, title="items",
+                                 caption="per task, at most --top of each: correctness = items whose correctness "
+                                         "disagrees (largest |Δr| first); largest |Δr| = the items whose rewards "
+                                         "differ most"))
     for t in result.tasks:
-        more = f" ({t.n_disagreeing} disagree in all)" if t.n_disagreeing > len(t.disagreeing) else ""
-        console.print(f"{t.task}: {t.summary}{more}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"{t.task}: {t.summary}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"verdict: {result.verdict}", markup=False, highlight=False)
+
+
+def _score(v: float) -> str:
+    return "–" if v != v else f"{v:.4f}"
 
 
 def _yes(flag: bool | None) -> str:

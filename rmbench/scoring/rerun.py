@@ -58,5 +58,12 @@ def evaluate_on_run_tasks(run: RunFolder, model: str, out: Path | None = None, t
                        truncation=config.truncation)
     eval_config = EvalConfig(measured, execution or ExecutionSettings())
     plan = plan_run(eval_config, warn=warn, tasks=loaded)
+    for mine, theirs in zip(plan.tasks, loaded):
+        # A model that gives pair verdicts (a pairwise judge) reads its tasks with their verdict
+        # arguments, by name: other data than the run's, which no verification can pair.
+        if mine.fingerprint != theirs.fingerprint:
+            raise ConfigError(f"model {model!r} reads task {theirs.spec.name!r} with other arguments or data than "
+                              f"{run.path} was scored on (its groups differ); score it with 'rmbench eval' on "
+                              f"that data and verify against its run folder")
     evaluate(eval_config, out, progress, warn=warn, overwrite=overwrite, plan=plan)
     return load_run(out)
