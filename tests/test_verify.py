@@ -202,3 +202,16 @@ def test_wrong_inputs_are_one_line(setup, tmp_path):
     (tmp_path / "v.json").write_text("{}")
     assert "pass --force" in _error_line(_verify(str(base / "run"), "--against", "length", "--json",
                                                  str(tmp_path / "v.json")))
+
+
+def test_a_model_is_scored_on_the_runs_limit_sample_and_eps(setup, tmp_path):
+    base, _ = setup
+    data = (("rewardbench2", str(base / "rb2.jsonl")),)
+    evaluate(EvalConfig(model=_model("base_rm"), tasks=("rewardbench2",), data=data, limit=13, eps=(0.2,),
+                        n_bootstrap=0), out_dir=tmp_path / "run")
+    run = load_run(tmp_path / "run")
+    reference = evaluate_on_run_tasks(run, "length", tmp_path / "length")
+    mine, theirs = run.record.task("rewardbench2"), reference.record.task("rewardbench2")
+    assert theirs.comparability_key == mine.comparability_key and theirs.counts.groups == mine.counts.groups < 60
+    assert reference.record.config.limit == 13 and reference.record.config.eps == (0.2,)
+    assert verify_runs(run, reference, n_bootstrap=20).tasks[0].n_items == mine.counts.groups
