@@ -13,7 +13,9 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
 * reading runs: :func:`load_run` (a :class:`RunFolder`: record and rewards), :func:`read_run`
   (the :class:`RunRecord` only), :func:`find_runs`, :func:`load_rewards`, :func:`write_report` with
   :class:`ReportOptions` and :func:`build_report` (the HTML report of runs),
-  :func:`compare_runs` (paired bootstrap differences of two runs);
+  :func:`compare_runs` (paired bootstrap differences of two runs), :func:`verify_runs` (a
+  :class:`Verification`: does a run reproduce a reference?) with :func:`evaluate_on_run_tasks`
+  (any model scored on exactly a run's tasks);
 * the record types: :class:`RunRecord`, :class:`TaskResult`, :class:`MetricRecord`,
   :class:`Estimate`, :class:`RewardRow`; the data model: :class:`ComparisonGroup`,
   :class:`Message`, :class:`TaskSpec`, :class:`ModelSpec`;
@@ -52,6 +54,9 @@ _PUBLIC: dict[str, str] = {
     "load_rewards": "rmbench.results.storage.folder:load_rewards",
     "RunFolder": "rmbench.results.storage.folder:RunFolder",
     "compare_runs": "rmbench.results.statistics.compare:compare_runs",
+    "verify_runs": "rmbench.results.statistics.verify:verify_runs",
+    "Verification": "rmbench.results.statistics.verify:Verification",
+    "evaluate_on_run_tasks": "rmbench.scoring.rerun:evaluate_on_run_tasks",
     "write_report": "rmbench.results.publishing.report:write_report",
     "build_report": "rmbench.results.publishing.report:build_report",
     "ReportOptions": "rmbench.results.publishing.report:ReportOptions",

@@ -12,6 +12,7 @@ from rmbench.models import register_model_kind
 from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
                                  StochasticModel, TokenizedModel, Truncation)
 from rmbench.results.statistics.compare import compare_runs
+from rmbench.results.statistics.verify import Verification, verify_runs
 from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
 from rmbench.results.publishing.formats import FormatOption, OutputFormat, RenderContext, register_format
 from rmbench.results.publishing.report import ReportOptions, build_report, write_report
@@ -20,6 +21,7 @@ from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
 from rmbench.scoring.backends import score_batch
 from rmbench.scoring.engines import Backend, BackendOptions, Engine, register_engine
 from rmbench.scoring.memory import MemoryRetries
+from rmbench.scoring.rerun import evaluate_on_run_tasks
 from rmbench.scoring.runner import evaluate
 from rmbench.scoring.suite import evaluate_models
 from rmbench.tasks import register_task_kind
@@ -42,6 +44,9 @@ __all__ = [
     "load_rewards",
     "RunFolder",
     "compare_runs",
+    "verify_runs",
+    "Verification",
+    "evaluate_on_run_tasks",
     "write_report",
     "build_report",
     "ReportOptions",

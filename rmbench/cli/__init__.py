@@ -2,7 +2,7 @@
 
 * :mod:`~rmbench.cli.app`: the typer app and ``eval``, ``shift``, ``tasks``, ``models``, ``new-task``;
 * :mod:`~rmbench.cli.train`: ``rmbench train``;
-* :mod:`~rmbench.cli.results`: commands on runs already written (leaderboard, compare, plot, export);
+* :mod:`~rmbench.cli.results`: commands on runs already written (leaderboard, compare, verify, plot, export, report);
 * :mod:`~rmbench.cli.common`: what every command shares (consoles, progress bars, user errors);
 * :mod:`~rmbench.cli.tables`: terminal tables that never cut names;
 * :mod:`~rmbench.cli.progress`: plain progress lines when stderr is not a terminal;

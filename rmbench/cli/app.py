@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from rmbench.cli.common import (
+    _parse_model_args,
     _print_leaderboard,
     _warn,
     app,
@@ -49,24 +50,6 @@ def _details_grid(record) -> Grid:
                     title=f"{record.model.name}: all metrics (overall; no CIs: --bootstrap 0)")
     return Grid(headers=("task", "metric", "eps", "value", "95% CI", "n"), rows=tuple(rows), keys=2,
                 title=f"{record.model.name}: all metrics (overall)")
-
-
-def _parse_model_args(items: list[str], option: str = "--model-arg") -> tuple:
-    """``KEY=VALUE`` items -> (key, value) pairs, the value read as YAML (0.1, true, text)."""
-    import yaml
-
-    from rmbench.errors import ConfigError
-
-    out = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
-        try:
-            out.append((key.strip(), yaml.safe_load(value)))  # 0.1 -> float, true -> bool, text -> str
-        except yaml.YAMLError:
-            out.append((key.strip(), value))
-    return tuple(out)
 
 
 def _names(text: str | None, models: list[str]) -> list[str | None]:

@@ -113,6 +113,24 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def _parse_model_args(items: list[str], option: str = "--model-arg") -> tuple:
+    """``KEY=VALUE`` items -> (key, value) pairs, the value read as YAML (0.1, true, text)."""
+    import yaml
+
+    from rmbench.errors import ConfigError
+
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{option} {item!r}: expected KEY=VALUE")
+        try:
+            out.append((key.strip(), yaml.safe_load(value)))  # 0.1 -> float, true -> bool, text -> str
+        except yaml.YAMLError:
+            out.append((key.strip(), value))
+    return tuple(out)
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt (:func:`sigterm_as_interrupt`): the
     same unwinding (the cache's open batch rolled back, the run folder's lock released), the same

@@ -1,5 +1,6 @@
-"""``rmbench`` commands on results already written: leaderboard build, compare, plot, export.
-They read run folders only; no model is loaded."""
+"""``rmbench`` commands on results already written: leaderboard build, compare, verify, plot,
+export, report. They read run folders; only ``verify --against MODEL`` scores a model (on the
+run's tasks, through :mod:`rmbench.scoring.rerun`)."""
 
 from __future__ import annotations
 
@@ -175,3 +176,132 @@ def report_command(
         path = write_report(find_runs(runs), out, options, overwrite=force,
                             warn=lambda m: err_console.print(f"note: {m}", markup=False, highlight=False))
         console.print(f"Wrote {path}", markup=False, highlight=False)
+
+
+@app.command("verify")
+def verify_command(
+    run: Path = typer.Argument(..., help="Run folder to verify (written by 'rmbench eval')."),
+    against: str = typer.Option(..., "--against", metavar="SPEC", help="The reference: another run folder, or any "
+                                "--model spec of 'rmbench eval', scored on exactly RUN's tasks, data, --limit sample "
+                                "and eps into a run folder (--out) through the score cache."),
+    task: list[str] = typer.Option([], "--task", metavar="TASK",
+                                   help="Verify only these tasks (default: every task of RUN). Repeatable."),
+    data: list[str] = typer.Option([], "--data", metavar="TASK=PATH",
+                                   help="TASK=PATH: the file RUN was scored on, if moved."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Where a model SPEC's run goes (default: beside "
+                                       "RUN, RUN__vs__<model>)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace --out if it holds another run."),
+    model_arg: list[str] = typer.Option([], "--model-arg", metavar="KEY=VALUE",
+                                        help="KEY=VALUE overriding an argument of a model SPEC. Repeatable."),
+    tolerance: float = typer.Option(1e-6, "--tolerance", help="Two rewards (or scores) a and b are equal when "
+                                    "|a - b| <= tolerance x max(1, |a|, |b|)."),
+    top: int = typer.Option(5, "--top", help="Items listed per task (largest reward differences; items whose "
+                            "correctness disagrees)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Paired bootstrap resamples of the score differences."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    json_out: Path | None = typer.Option(None, "--json", metavar="FILE", help="Also write the verification as "
+                                            "JSON here."),
+    force: bool = typer.Option(False, "--force", help="Replace --json FILE if it exists."),
+    device: str = typer.Option("auto", "--device", help="A model SPEC's device: cpu, cuda, mps, cuda:N or auto."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir",
+                                          help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
+) -> None:
+    """Does RUN reproduce a reference? Per-item agreement, score differences with paired 95% CIs, and a verdict:
+    equal, within noise or different (exit status 1)."""
+    import json
+
+    from rmbench.cli.common import _parse_model_args, _warn, progress_bars
+    from rmbench.errors import ConfigError
+    from rmbench.files import atomic_write_text
+    from rmbench.results.statistics.verify import verify_runs
+    from rmbench.results.storage.folder import load_run
+    from rmbench.tasks.loading import parse_data_overrides
+
+    with user_errors():
+        overrides = {d.task: d for d in parse_data_overrides(data)}
+        args = _parse_model_args(model_arg)
+        if json_out is not None and json_out.exists() and not force:
+            raise ConfigError(f"--json {json_out} exists; pass --force to replace it")
+        folder = load_run(run)
+        reference_path = Path(against).expanduser()
+        if reference_path.is_dir():
+            if model_arg or out is not None:
+                raise ConfigError(f"--against {against} is a run folder: --model-arg and --out are for a model SPEC")
+            reference = load_run(reference_path)
+        else:
+            reference = _reference_run(folder, against, out, tuple(task), overrides, args, overwrite, device,
+                                       cache_dir, no_cache, progress_bars, _warn)
+        result = verify_runs(folder, reference, task, overrides, bootstrap, seed, tolerance, top)
+        _print_verification(result)
+        if json_out is not None:
+            atomic_write_text(json_out, json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n")
+            err_console.print(f"Wrote {json_out}", markup=False, highlight=False)
+    if result.verdict == "different":
+        raise typer.Exit(1)
+
+
+def _reference_run(folder, spec, out, tasks, data, model_args, overwrite, device, cache_dir, no_cache, bars, warn):
+    """``spec`` (a model) scored on ``folder``'s tasks, its run folder (one error line for an unknown model)."""
+    from rmbench.models import Runtime
+    from rmbench.scoring.config import ExecutionSettings
+    from rmbench.scoring.rerun import evaluate_on_run_tasks
+
+    execution = ExecutionSettings(runtime=Runtime(device=device), cache_dir=str(cache_dir) if cache_dir else None,
+                                  use_cache=not no_cache)
+    with bars("responses") as progress:
+        reference = evaluate_on_run_tasks(folder, spec, out, tasks, data, model_args, execution, overwrite, progress,
+                                          warn)
+    err_console.print(f"Wrote the reference run {reference.path}", markup=False, highlight=False, soft_wrap=True)
+    return reference
+
+
+def _print_verification(result) -> None:
+    """The agreement table, the score differences, the items named, then a verdict line per task and overall."""
+    def num(v: float) -> str:
+        return "–" if v != v else f"{v:.4g}"
+
+    agreement = [(t.task, str(t.n_items), f"{t.correctness_agrees}/{t.n_judged}", f"{t.order_agrees}/{t.n_items}",
+                  f"{t.rewards_equal}/{t.n_responses}", num(t.max_abs_diff), t.verdict) for t in result.tasks]
+    print_grid(console, Grid(
+        headers=("task", "items", "correctness agrees", "order agrees", "rewards equal", "max |Δr|", "verdict"),
+        rows=tuple(agreement), title=f"{result.model_run} (run) vs {result.model_reference} (reference)",
+        caption=f"per item: correct = every better response outscores every worse one; order = every pair of its "
+                f"responses ranked alike (blind to reward scales); rewards equal within {result.tolerance:g} "
+                f"(relative above 1); |Δr| = |r_run - r_ref| in raw reward units, which two different models "
+                f"need not share"))
+    scores = []
+    for t in result.tasks:
+        for s in t.scores:
+            c = s.comparison
+            ci = "" if not c.difference.has_ci else f"[{c.ci_low:.4f}, {c.ci_high:.4f}]"
+            scores.append((t.task, s.slice_name, c.metric, _score(c.value_a), _score(c.value_b), _score(c.diff), ci,
+                           "" if s.covers_zero else "*"))
+    if scores:
+        print_grid(console, Grid(headers=("task", "slice", "score", "run", "reference", "run - ref", "95% CI", ""),
+                                 rows=tuple(scores), keys=3, title="score differences",
+                                 caption="paired bootstrap 95% CI over the task's units; * = CI excludes 0"))
+    items = []
+    for t in result.tasks:
+        for why, listed in (("correctness", t.disagreeing), ("largest |Δr|", t.largest)):
+            for i in listed:
+                items.append((t.task, why, i.item, i.subset or "", num(i.max_abs_diff), _yes(i.correct_run),
+                              _yes(i.correct_reference), _yes(i.order_agrees)))
+    if items:
+        print_grid(console, Grid(headers=("task", "listed for", "item", "subset", "max |Δr|", "correct (run)",
+                                          "correct (ref)", "order agrees"),
+                                 rows=tuple(items), keys=4, title="items",
+                                 caption="per task, at most --top of each: correctness = items whose correctness "
+                                         "disagrees (largest |Δr| first); largest |Δr| = the items whose rewards "
+                                         "differ most"))
+    for t in result.tasks:
+        console.print(f"{t.task}: {t.summary}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"verdict: {result.verdict}", markup=False, highlight=False)
+
+
+def _score(v: float) -> str:
+    return "–" if v != v else f"{v:.4f}"
+
+
+def _yes(flag: bool | None) -> str:
+    return "–" if flag is None else "yes" if flag else "no"

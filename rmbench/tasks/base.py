@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from rmbench.core.items import item_correct
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import slice_label
-from rmbench.core.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup, PairIndex
 
 ExtraMetric = Callable[[np.ndarray], float]
 """A task-specific statistic of the resampling units (see :meth:`Task.bootstrap_units`)."""
@@ -95,6 +96,13 @@ class Task(ABC):
         """Task-specific metrics of resampled unit numbers: a :class:`TaskScores`, or a dict of
         name -> function of units (one number each, reported for the whole task)."""
         return {}
+
+    def item_correct(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> np.ndarray:
+        """Whether each group (an item) is correct under ``rewards``: 1.0, 0.0, or nan where the
+        task has no notion of it for that group. Default: every discrimination pair ordered right,
+        strictly (:func:`rmbench.core.items.item_correct`), which is RewardBench 1's and 2's (a
+        best-of-n row: the chosen answer outscores every rejected one) and Ties' ``accurate``."""
+        return item_correct(PairIndex.from_groups(groups), rewards)
 
 
 def units_by_source(groups: Sequence[ComparisonGroup]) -> np.ndarray:

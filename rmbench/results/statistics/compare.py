@@ -22,7 +22,7 @@ from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
 from rmbench.results.statistics.slice_statistic import SliceStatistic, slice_statistic
 from rmbench.results.statistics.summary import paired_diff
-from rmbench.results.storage.folder import RunFolder
+from rmbench.results.storage.folder import RewardRow, RunFolder
 from rmbench.results.storage.record import Estimate, eps_text
 from rmbench.results.storage.reload import TaskData, aligned_rewards, reload_task, scored_as_recorded
 from rmbench.tasks.loading import DataOverride
@@ -64,8 +64,7 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
                  data: Mapping[str, DataOverride | str] | None = None, n_bootstrap: int = 1000,
                  seed: int = 0) -> list[Comparison]:
     """A - B for every pooled metric of every task both runs share (or of ``tasks``)."""
-    if n_bootstrap < 0:
-        raise ConfigError(f"--bootstrap must be a whole number >= 0 (0: no CIs), got {n_bootstrap}")
+    check_bootstrap(n_bootstrap)
     a, b = run_a.record, run_b.record
     names = list(tasks) or [n for n in a.task_names if b.has_task(n)]
     if not names:
@@ -74,30 +73,62 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] = (),
     rewards_a, rewards_b = run_a.rewards(), run_b.rewards()
     out: list[Comparison] = []
     for name in names:
-        if not (a.has_task(name) and b.has_task(name)):
-            raise ConfigError(f"task {name!r} is not in both runs")
-        ta, tb = a.task(name), b.task(name)
-        if ta.task_key != tb.task_key:
-            raise ConfigError(f"task {name!r}: the runs are not comparable ({'; '.join(ta.differences(tb))}); "
-                              f"rerun them on the same task version and data")
-        eps = shared_eps(ta.eps, tb.eps)
-        if not eps:
-            raise ConfigError(f"task {name!r}: the runs share no eps (A: {eps_text(ta.eps)}, B: {eps_text(tb.eps)}); "
-                              f"rerun one with --eps {eps_text(ta.eps)}")
-        td = reload_task(ta, a.config.limit, data, a.config.limit_sampling)
-        rewards = [aligned_rewards(folder, name, td.groups, rows)
-                   for folder, rows in ((run_a, rewards_a), (run_b, rewards_b))]
-        # A response either run's judge gave no reward (an unparsed answer) is left out of both.
-        scored = scored_as_recorded([ta, tb], td.groups, rewards[0] + 0 * rewards[1])
-        td = dataclasses.replace(td, groups=scored.groups)
-        rewards = [r[scored.kept] for r in rewards]
-        units = td.task.bootstrap_units(td.groups)
-        index = PairIndex.from_groups(td.groups)  # one index for the whole task and every slice
-        stats = [slice_statistic(td.groups, r, eps, ta.eps_unit, units, td.task.extra_metrics(td.groups, r),
-                                 index=index) for r in rewards]
-        out += _rows(name, None, stats[0], stats[1], ta.eps_unit, n_bootstrap, seed)
-        out += _shift_rows(name, td, units, index, rewards, eps, ta.eps_unit, n_bootstrap, seed)
+        out += compare_task(paired_task(run_a, run_b, name, data, (rewards_a, rewards_b)), n_bootstrap, seed)
     return out
+
+
+def check_bootstrap(n_bootstrap: int) -> None:
+    if n_bootstrap < 0:
+        raise ConfigError(f"--bootstrap must be a whole number >= 0 (0: no CIs), got {n_bootstrap}")
+
+
+@dataclass(frozen=True)
+class PairedTask:
+    """One task of two runs, as both runs' metrics saw it: the reloaded groups (without the
+    responses either run gave no reward) and each run's rewards for them, in group order."""
+
+    name: str
+    data: TaskData
+    rewards_a: FloatArray
+    rewards_b: FloatArray
+    eps: tuple[float, ...]
+    """The eps both runs have."""
+
+
+def paired_task(run_a: RunFolder, run_b: RunFolder, name: str, data: Mapping[str, DataOverride | str] | None = None,
+                rows: tuple[Sequence[RewardRow], Sequence[RewardRow]] | None = None) -> PairedTask:
+    """Task ``name`` of both runs, checked comparable (same task key, an eps in common) and reloaded
+    once from A's record (``data``: files moved since; ``rows``: both runs' reward rows, if read)."""
+    a, b = run_a.record, run_b.record
+    if not (a.has_task(name) and b.has_task(name)):
+        raise ConfigError(f"task {name!r} is not in both runs")
+    ta, tb = a.task(name), b.task(name)
+    if ta.task_key != tb.task_key:
+        raise ConfigError(f"task {name!r}: the runs are not comparable ({'; '.join(ta.differences(tb))}); "
+                          f"rerun them on the same task version and data")
+    eps = shared_eps(ta.eps, tb.eps)
+    if not eps:
+        raise ConfigError(f"task {name!r}: the runs share no eps (A: {eps_text(ta.eps)}, B: {eps_text(tb.eps)}); "
+                          f"rerun one with --eps {eps_text(ta.eps)}")
+    rows_a, rows_b = rows if rows is not None else (run_a.rewards(), run_b.rewards())
+    td = reload_task(ta, a.config.limit, data, a.config.limit_sampling)
+    rewards = [aligned_rewards(folder, name, td.groups, r) for folder, r in ((run_a, rows_a), (run_b, rows_b))]
+    # A response either run's judge gave no reward (an unparsed answer) is left out of both.
+    scored = scored_as_recorded([ta, tb], td.groups, rewards[0] + 0 * rewards[1])
+    td = dataclasses.replace(td, groups=scored.groups)
+    return PairedTask(name, td, rewards[0][scored.kept], rewards[1][scored.kept], eps)
+
+
+def compare_task(paired: PairedTask, n_bootstrap: int = 1000, seed: int = 0) -> list[Comparison]:
+    """A - B for every pooled metric of one paired task (whole task, then each shift slice)."""
+    td, name, eps, eps_unit = paired.data, paired.name, paired.eps, paired.data.result.eps_unit
+    rewards = [paired.rewards_a, paired.rewards_b]
+    units = td.task.bootstrap_units(td.groups)
+    index = PairIndex.from_groups(td.groups)  # one index for the whole task and every slice
+    stats = [slice_statistic(td.groups, r, eps, eps_unit, units, td.task.extra_metrics(td.groups, r),
+                             index=index) for r in rewards]
+    return (_rows(name, None, stats[0], stats[1], eps_unit, n_bootstrap, seed)
+            + _shift_rows(name, td, units, index, rewards, eps, eps_unit, n_bootstrap, seed))
 
 
 SLICE_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_margin")

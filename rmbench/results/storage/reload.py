@@ -30,6 +30,10 @@ class TaskData:
     task: Task
     result: TaskResult
     groups: list[ComparisonGroup]
+    spec: TaskSpec | None = None
+    """The spec the groups were read with (None: not given)."""
+    bad_rows: tuple[DataError, ...] = ()
+    """The rows left out, as the run left them out (``--skip-bad-rows``)."""
 
 
 def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOverride | str] | None = None,
@@ -49,7 +53,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
     skip = result.skipped_rows.count > 0
     recorded = spec
     try:
-        task, groups, _ = load_task(spec, limit, skip, sampling)
+        task, groups, bad = load_task(spec, limit, skip, sampling)
     except DataError as missing:
         catalog = load_catalog()
         if override is not None or result.name not in catalog.tasks:
@@ -58,7 +62,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
         # A built-in task recorded with another install's path: use this install's copy
         # (the fingerprint check below makes sure it is the same data).
         spec = catalog.task_spec(result.name)
-        task, groups, _ = load_task(spec, limit, skip, sampling)
+        task, groups, bad = load_task(spec, limit, skip, sampling)
     if data_fingerprint(groups) != result.data_fingerprint:
         where = _source(spec)
         if spec is not recorded:  # the recorded source failed and this install's copy differs
@@ -67,7 +71,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
                             f"differs); pass that file with --data {result.name}=PATH")
         raise DataError(f"task {result.name!r}: the data at {where} is not the data the run used (fingerprint "
                         f"differs); pass that file with --data {result.name}=PATH")
-    return TaskData(task, result, groups)
+    return TaskData(task, result, groups, spec, tuple(bad))
 
 
 def _source(spec: TaskSpec):
