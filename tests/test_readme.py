@@ -44,7 +44,8 @@ def _bash_blocks(section: str) -> list[str]:
     text = README.read_text(encoding="utf-8")
     start = text.index(f"## {section}")
     end = text.find("\n## ", start + 1)
-    return re.findall(r"```bash\n(.*?)```", text[start:end if end > 0 else None], flags=re.S)
+    blocks = re.findall(r"```bash\n(.*?)```", text[start:end if end > 0 else None], flags=re.S)
+    return [re.sub(r"\\\n\s*", " ", block) for block in blocks]  # a command continued over lines, as one
 
 
 def quick_start_command() -> list[str]:

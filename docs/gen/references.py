@@ -126,24 +126,26 @@ def cli_page() -> str:
 def metrics_page() -> str:
     from rmbench.core import metric_registry as reg
 
-    rows = []
+    rows, definitions = [], []
     for m in sorted(reg.METRICS.values(), key=lambda m: m.name):
         # getattr with defaults: robust to declarations that gain or lose optional fields
         higher, per_eps = getattr(m, "higher_is_better", True), getattr(m, "eps_dependent", False)
-        rows.append(f"| `{m.name}` | {_cell(getattr(m, 'label', ''))} | {_cell(getattr(m, 'description', ''))} | "
+        rows.append(f"| [`{m.name}`](#{m.name}) | {_cell(getattr(m, 'label', ''))} | "
                     f"{'higher' if higher else 'lower'} | {'yes' if per_eps else ''} | "
                     f"{_cell(getattr(m, 'n_counts', ''))} | {'yes' if getattr(m, 'official', False) else ''} |")
+        definitions.append(f"### `{m.name}` {{#{m.name}}}\n\n{getattr(m, 'description', '')}\n")
     readings = [(m.name, m.reading) for m in sorted(reg.METRICS.values(), key=lambda m: m.name)
                 if getattr(m, "reading", None)]
     out = [HEADER, "# Metrics reference\n\n",
            "Every metric rmbench declares (`rmbench/core/metric_registry.py`): its name in results.json, the "
-           "label leaderboards show, its definition, which direction is better, whether it is reported per "
-           "eps, what its `n` counts, and whether it is a benchmark's official score. A shift task also "
-           f"reports `X{reg.GAP_SUFFIX}` for a metric X: X on the shifted groups minus X on their originals, "
-           "with a paired bootstrap CI. Plugins declare their own with `rmbench.register_metric`. What the "
-           "numbers mean: [Discrimination and specificity](../explanation/discrimination-specificity.md).\n\n",
-           "| metric | label | definition | better | per eps | n counts | official |\n|---|---|---|---|---|---|---|\n",
-           "\n".join(rows), "\n"]
+           "label leaderboards show, which direction is better, whether it is reported per eps, what its "
+           "`n` counts, and whether it is a benchmark's official score; its definition under the table. A "
+           f"shift task also reports `X{reg.GAP_SUFFIX}` for a metric X: X on the shifted groups minus X on "
+           "their originals, with a paired bootstrap CI. Plugins declare their own with "
+           "`rmbench.register_metric`. What the numbers mean: "
+           "[Discrimination and specificity](../explanation/discrimination-specificity.md).\n\n",
+           "| metric | label | better | per eps | n counts | official |\n|---|---|---|---|---|---|\n",
+           "\n".join(rows), "\n\n## Definitions\n\n", "\n".join(definitions)]
     if readings:
         out.append("\n## Reading notes\n\nLeaderboards that show these metrics print the note under the table.\n\n")
         out += [f"* `{name}`: {reading}\n" for name, reading in readings]
