@@ -245,7 +245,7 @@ def test_a_rerun_replaces_its_own_results(runs):
 
 
 def test_bad_requests(runs, tmp_path):
-    assert FORMATS == ("every-eval-ever",)
+    assert FORMATS[0] == "every-eval-ever"
     with pytest.raises(ConfigError, match="every-eval-ever"):
         export_runs([runs["len"]], tmp_path, fmt="csv")
     with pytest.raises(ConfigError, match="one model"):
@@ -261,3 +261,14 @@ def test_models_with_one_name_get_separate_files(runs, tmp_path):
     paths = export_runs([runs["len"], other], tmp_path)
     assert len(paths) == 2 and len(set(paths)) == 2
     assert all(p.name.startswith("length-") for p in paths)
+
+
+def test_a_file_with_other_content_is_never_replaced_silently(runs, tmp_path):
+    first = export_runs([runs["len"]], tmp_path)
+    assert export_runs([runs["len"]], tmp_path) == first  # the same content: written again is no change
+    first[0].write_text("{}")
+    with pytest.raises(ConfigError, match="--force"):
+        export_runs([runs["len"]], tmp_path)
+    assert first[0].read_text() == "{}"
+    export_runs([runs["len"]], tmp_path, overwrite=True)
+    assert json.loads(first[0].read_text())["model_info"]["name"] == "length"

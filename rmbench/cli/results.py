@@ -11,6 +11,7 @@ import typer
 from rmbench.cli.common import _print_leaderboard, app, console, err_console, leaderboard_app, user_errors
 from rmbench.cli.tables import Grid, print_grid
 from rmbench.errors import RMBenchError
+from rmbench.results.publishing.export_formats import export_formats_help
 from rmbench.results.publishing.formats import formats_help, options_help
 
 
@@ -142,16 +143,28 @@ def plot_command(
 @app.command("export")
 def export_command(
     runs: list[Path] = typer.Argument(..., help="Run folders (or folders holding them)."),
-    fmt: str = typer.Option("every-eval-ever", "--format", "-f", help="every-eval-ever (one EvaluationLog JSON "
-                            "per model)."),
+    fmt: str = typer.Option("every-eval-ever", "--format", "-f", help=f"{export_formats_help()}."),
     out: Path = typer.Option(Path("export"), "--out", "-o", help="Folder for the exported files."),
+    force: bool = typer.Option(False, "--force", help="Replace exported files already in --out whose content "
+                               "differs (without it the export stops and writes nothing)."),
+    source_url: str | None = typer.Option(None, "--source-url", metavar="URL", help="hf-eval-results: where the "
+                                          "runs can be seen (a repo or page), written as each entry's source."),
+    data: list[str] = typer.Option([], "--data", metavar="TASK=PATH",
+                                   help="TASK=PATH: the file the runs were scored on, if moved (formats with "
+                                   "per-item files reload it)."),
 ) -> None:
-    """Export runs to a community results schema (Every Eval Ever), one file per model."""
+    """Export runs to a community results format (Every Eval Ever, the Hub's eval results, RewardBench 2's
+    results layout)."""
     from rmbench.results.publishing.export import export_runs
+    from rmbench.results.publishing.export_formats import ExportOptions
     from rmbench.results.storage.folder import find_runs
+    from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
-        for path in export_runs(find_runs(runs), out, fmt):
+        options = ExportOptions(source_url=source_url, data={d.task: d for d in parse_data_overrides(data)})
+        paths = export_runs(find_runs(runs), out, fmt, overwrite=force, options=options,
+                            warn=lambda m: err_console.print(f"note: {m}", markup=False, highlight=False))
+        for path in paths:
             console.print(f"Wrote {path}", markup=False, highlight=False)
 
 

@@ -40,15 +40,23 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeGuard
 
 from rmbench.core.canonical import canonical_json
 from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError
-from rmbench.files import atomic_write_text, safe_file_name
+from rmbench.files import safe_file_name
+from rmbench.results.publishing.export_formats import (
+    Export,
+    ExportFile,
+    ExportOptions,
+    export_format,
+    export_format_names,
+    write_export,
+)
 from rmbench.results.publishing.export_names import (
     RANGES,
     UNBOUNDED,
@@ -61,7 +69,7 @@ from rmbench.results.publishing.export_names import (
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import MetricRecord, RunRecord, TaskResult
 
-FORMATS = ("every-eval-ever",)
+FORMATS = export_format_names()
 
 EEE_SCHEMA_VERSION = "0.3.0"
 """The Every Eval Ever schema version these logs follow (``eval.schema.json`` ``version``)."""
@@ -310,19 +318,27 @@ def _file_names(groups: list[tuple[str, str]]) -> list[str]:
     return [f"{n}.json" for n in final]
 
 
-def export_runs(folders: Sequence[RunFolder], out_dir: Path, fmt: str = "every-eval-ever") -> list[Path]:
-    """Write one file per model of ``folders`` into ``out_dir``; returns the paths, in the order
-    the models first appear. ``fmt`` is one of :data:`FORMATS`."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
+def every_eval_ever_export(folders: Sequence[RunFolder], options: ExportOptions) -> Export:
+    """``{model}.json`` per model of ``folders`` (runs grouped by model name and fingerprint), in
+    the order the models first appear."""
     groups: dict[tuple[str, str], list[RunRecord]] = {}
     for f in folders:
         groups.setdefault((f.record.model.name, f.record.model.fingerprint), []).append(f.record)
-    logs = [to_every_eval_ever(records) for records in groups.values()]  # all built before any is written
-    out = Path(out_dir)
-    paths = []
-    for name, log in zip(_file_names(list(groups)), logs):
-        path = out / name
-        atomic_write_text(path, json.dumps(log, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-        paths.append(path)
-    return paths
+    logs = [to_every_eval_ever(records) for records in groups.values()]
+    return Export(tuple(ExportFile(PurePosixPath(name), json.dumps(log, indent=2, ensure_ascii=False,
+                                                                    allow_nan=False) + "\n")
+                        for name, log in zip(_file_names(list(groups)), logs)))
+
+
+def export_runs(folders: Sequence[RunFolder], out_dir: Path, fmt: str = "every-eval-ever", *,
+                overwrite: bool = False, options: ExportOptions | None = None,
+                warn: Callable[[str], None] | None = None) -> list[Path]:
+    """Export ``folders`` in format ``fmt`` (one of :data:`FORMATS`) into ``out_dir``; returns the
+    files' paths. Every file is built before any is written; a file already there with other
+    content is refused unless ``overwrite`` (:func:`~rmbench.results.publishing.export_formats.write_export`).
+    ``warn`` gets one line per run or task the format left out."""
+    export = export_format(fmt).build(folders, options or ExportOptions())
+    for line in export.skipped:
+        if warn is not None:
+            warn(line)
+    return write_export(export, Path(out_dir), overwrite)

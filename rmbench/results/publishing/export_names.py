@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from rmbench.core.canonical import canonical_json
 from rmbench.core.metric_registry import RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT
+from rmbench.files import safe_file_name
 from rmbench.results.storage.record import RunRecord, TaskResult
 
 RB2_HF_DATASET = "allenai/reward-bench-2"
@@ -210,3 +212,35 @@ def source_data(task: TaskResult, record: RunRecord, dataset_name: str) -> dict:
         out["additional_details"] = extra
         return out
     return {"dataset_name": dataset_name, "source_type": "other", "additional_details": extra}
+
+
+def model_repo(record: RunRecord) -> tuple[str, str]:
+    """(organisation, name) of the model's repository: its Hub id, ``rmbench/{name}`` for a
+    baseline, ``local/{name}`` otherwise (the name made one safe file name: a ``python:``
+    model's name holds a path)."""
+    org, _, name = str(model_info(record)["id"]).partition("/")
+    return org, safe_file_name(name, "model")
+
+
+def hub_dataset(task: TaskResult) -> str | None:
+    """The task's benchmark dataset on the Hub: its ``dataset`` argument; for a task scored on a
+    local copy (``--data TASK=PATH``), the dataset of the built-in task of that name and kind;
+    else None (the offline samples, web files)."""
+    dataset = task.args.get("dataset")
+    if isinstance(dataset, str) and _HF_ID.match(dataset):
+        return dataset
+    if "path" in task.args:
+        return _builtin_datasets().get((task.name, task.kind))
+    return None
+
+
+@lru_cache(maxsize=1)
+def _builtin_datasets() -> dict[tuple[str, str], str]:
+    from rmbench.catalog import load_catalog
+
+    out = {}
+    for name, spec in load_catalog().tasks.items():
+        dataset = spec.args_dict.get("dataset")
+        if isinstance(dataset, str) and _HF_ID.match(dataset):
+            out[(name, spec.kind)] = dataset
+    return out

@@ -1,0 +1,132 @@
+"""The formats of ``rmbench export RUNS --format NAME --out DIR``, in one registry, and the one
+writer every format's files go through.
+
+A format is one registration (:class:`ExportFormat`): its name, a one-line description (the
+CLI's help) and a build function ``build(folders, options) -> Export``, given lazily as
+``"module:function"``. The function only *builds* (the files' relative paths and texts, and a
+line for each run or task it left out and why); :func:`write_export` then writes them:
+
+* nothing is written until every file is built (a bad run leaves no half export behind);
+* a file that already exists with other content is never replaced silently: the export
+  stops, naming it, unless ``overwrite`` (``--force``); one with the same content is left as it is;
+* each file is written atomically (:func:`rmbench.files.atomic_write_text`).
+
+Adding a format: one module with its build function, one line in :data:`EXPORT_FORMATS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from rmbench.errors import ConfigError, did_you_mean
+from rmbench.files import atomic_write_text, safe_file_name
+from rmbench.registry import import_target
+
+if TYPE_CHECKING:  # the CLI imports this module for its help text: nothing heavy at run time
+    from rmbench.results.storage.folder import RunFolder
+    from rmbench.tasks.loading import DataOverride
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    """One file of an export: its path relative to ``--out`` (``/``-separated) and its text."""
+
+    path: PurePosixPath
+    text: str
+
+
+@dataclass(frozen=True)
+class Export:
+    """What a format built: its files, and one line per run or task it left out (and why)."""
+
+    files: tuple[ExportFile, ...]
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What a format may use besides the runs. ``source_url``: where the runs can be seen (the
+    Hub format's ``source.url``); ``data``: the files tasks were scored on, if moved (formats
+    that write per-item files reload the tasks' data)."""
+
+    source_url: str | None = None
+    data: Mapping[str, DataOverride] = field(default_factory=dict)
+
+
+Build = Callable[[Sequence["RunFolder"], ExportOptions], Export]
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    name: str
+    description: str
+    target: str
+    """``"module:function"``, the build function (imported on first use)."""
+
+    def build(self, folders: Sequence[RunFolder], options: ExportOptions) -> Export:
+        fn: Build = import_target(self.target)
+        return fn(folders, options)
+
+
+EXPORT_FORMATS: tuple[ExportFormat, ...] = (
+    ExportFormat("every-eval-ever", "one Every Eval Ever EvaluationLog JSON per model",
+                 "rmbench.results.publishing.export:every_eval_ever_export"),
+    ExportFormat("hf-eval-results", "per model, a model repo folder of Hugging Face Hub .eval_results/*.yaml "
+                 "(one file per benchmark)", "rmbench.results.publishing.hf_eval_results:hf_eval_results_export"),
+    ExportFormat("rewardbench2-results", "RewardBench 2's results layout: eval-set/{org}/{model}.json and "
+                 "eval-set-scores/{org}/{model}.json per model",
+                 "rmbench.results.publishing.rb2_results:rb2_results_export"),
+)
+
+
+def export_format_names() -> tuple[str, ...]:
+    return tuple(f.name for f in EXPORT_FORMATS)
+
+
+def export_format(name: str) -> ExportFormat:
+    for f in EXPORT_FORMATS:
+        if f.name == name:
+            return f
+    names = export_format_names()
+    raise ConfigError(f"unknown export format {name!r}{did_you_mean(name, names)} (known: {', '.join(names)})")
+
+
+def export_formats_help() -> str:
+    return "; ".join(f"{f.name} ({f.description})" for f in EXPORT_FORMATS)
+
+
+def safe_parts(*parts: str) -> PurePosixPath:
+    """A relative path of ``parts``, each made a safe file name (never ``..`` or absolute)."""
+    return PurePosixPath(*(safe_file_name(p, "x") for p in parts))
+
+
+def write_export(export: Export, out_dir: Path, overwrite: bool = False) -> list[Path]:
+    """Write ``export``'s files under ``out_dir``; returns their paths, in order. A file there
+    with other content is refused (one ``ConfigError`` naming it, nothing written) unless
+    ``overwrite``."""
+    out = Path(out_dir)
+    targets = [(out / Path(*f.path.parts), f) for f in export.files]
+    seen: set[Path] = set()
+    for path, _ in targets:
+        if path in seen:  # two files of one export at one path: a format's bug, never a silent loss
+            raise ConfigError(f"the export would write {path} twice")
+        seen.add(path)
+    changed = [path for path, f in targets if path.exists() and not _holds(path, f.text)]
+    if changed and not overwrite:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise ConfigError(f"{changed[0]} exists with other content{more}; nothing was written: pass --force to "
+                          f"replace, or choose another --out")
+    for path, f in targets:
+        if path in changed or not path.exists():
+            atomic_write_text(path, f.text)
+    return [path for path, _ in targets]
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.is_file() and path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
