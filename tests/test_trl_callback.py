@@ -102,6 +102,20 @@ def test_reward_trainer_logs_what_rmbench_eval_gives_for_the_checkpoint(tiny, tm
         assert load_run(result.folder).record.model_name == f"rm@step-{step:06d}"
     # the two steps' models differ: the evaluation saw the weights move
     assert _rewards(callback.results[0].folder) != _rewards(callback.results[1].folder)
+    _plots_over_steps(tmp_path / "rm" / "rmbench", [2, 4], tmp_path / "plots")
+
+
+def _plots_over_steps(folder, steps, out) -> None:
+    """rmbench plot draws the step folders as one training: D and Spec over its steps."""
+    pytest.importorskip("matplotlib")
+    from rmbench.results.publishing.plot import plot_runs
+    from rmbench.results.publishing.plot_steps import training_series
+    from rmbench.results.storage.folder import find_runs
+
+    runs = find_runs([folder])
+    [series] = training_series(runs)
+    assert [s for s, _ in series.steps] == steps
+    assert out / f"{TASK}_steps.svg" in plot_runs(runs, out, ("svg",))
 
 
 def test_a_second_run_into_the_same_folder_is_refused_before_training(tiny, tmp_path):
