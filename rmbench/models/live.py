@@ -24,6 +24,7 @@ from typing import Any
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, Truncation
+from rmbench.models.hf import HFRewardModel
 from rmbench.models.implicit import ImplicitRM
 from rmbench.models.seqcls import LinearHeadRM, SeqClsRM, _TextRM
 
@@ -56,13 +57,9 @@ def evaluating(*modules) -> Iterator[None]:
             m.train(was_training)
 
 
-class _Live:
-    """What the live adapters share: the module, a copy of the tokenizer, the label as weights."""
-
-    _model: Any
-    _device: str | None
-    _weights_id: str | None
-    front: Any
+class _Live(HFRewardModel):
+    """What the live adapters share: the module, a copy of the tokenizer, the label as weights
+    (mixed in before a file-backed adapter class)."""
 
     def _attach(self, module, tokenizer, label: str) -> None:
         self._model = module
@@ -74,7 +71,7 @@ class _Live:
         return self._model  # attached in __init__: nothing to load
 
     def identity(self) -> dict[str, Any]:
-        out = super().identity()  # type: ignore[misc]  # the adapter class this is mixed into
+        out = super().identity()
         return {**out, "args": {k: v for k, v in out["args"].items() if k not in LIVE_ARGS}}
 
 
