@@ -69,6 +69,19 @@ class _Modes:
         self.callback = Recorder()
 
 
+def _wrapped_modules(callback) -> list:
+    """The modules of every adapter the callback builds (its own method, wrapped to record them)."""
+    seen = []
+    build = callback._adapter
+
+    def recording(*args, **kwargs):
+        adapter, modules, spec = build(*args, **kwargs)
+        seen.append((adapter.model, *modules))
+        return adapter, modules, spec
+    callback._adapter = recording
+    return seen
+
+
 def test_reward_trainer_logs_what_rmbench_eval_gives_for_the_checkpoint(tiny, tmp_path):
     pytest.importorskip("trl")
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -81,11 +94,13 @@ def test_reward_trainer_logs_what_rmbench_eval_gives_for_the_checkpoint(tiny, tm
     trainer = RewardTrainer(model=model, args=_args(RewardConfig, tmp_path / "rm"), train_dataset=_preferences(),
                             processing_class=tokenizer)
     callback = RMBenchCallback(tasks=[TASK], every_n_steps=2, limit=LIMIT).attach(trainer)
+    wrapped = _wrapped_modules(callback)
     modes = _Modes()
     trainer.add_callback(modes.callback)
     trainer.train()
 
     assert [r.step for r in callback.results] == [2, 4]
+    assert wrapped and all(m is model for w in wrapped for m in w)  # the trainer's own module, no copy
     assert modes.modes == [True] * 4  # back in training mode after each evaluation
     for result in callback.results:
         step = result.step
@@ -151,7 +166,11 @@ def test_dpo_trainer_is_scored_as_the_implicit_rm_of_its_checkpoint(tiny, tmp_pa
     trainer = DPOTrainer(model=policy, ref_model=ref, args=_args(DPOConfig, tmp_path / "dpo", beta=0.5),
                          train_dataset=_preferences(), processing_class=AutoTokenizer.from_pretrained(tiny["causal"]))
     callback = RMBenchCallback(tasks=[TASK], every_n_steps=4, limit=LIMIT, trainer=trainer)
+    wrapped = _wrapped_modules(callback)
     trainer.train()
+    assert [w[:2] for w in wrapped] == [(policy, policy)] and wrapped[0][2] is trainer.ref_model
+    logged = next(e for e in trainer.state.log_history if f"eval_rmbench/{TASK}/pairwise_accuracy" in e)
+    assert logged["step"] == 4 and not any(k.startswith("eval_") and "rmbench" not in k for k in logged)
 
     [result] = callback.results
     assert result.step == 4 and result.record.model.spec["args"]["beta"] == 0.5
@@ -182,3 +201,17 @@ def test_rmbench_train_eval_every_writes_the_trained_models_numbers(tiny, tmp_pa
         evaluate(config, tmp_path / kind)
         _assert_same_numbers(out / "eval" / kind / steps[-1], tmp_path / kind)
         assert load_run(out / "eval" / kind / steps[0]).record.model.spec["args"]["step"] == 1
+
+
+def test_rmbench_train_eval_options_need_eval_tasks(tmp_path):
+    from typer.testing import CliRunner
+
+    from rmbench.cli import app
+
+    result = CliRunner().invoke(app, ["train", "--base", "smollm2-135m-instruct", "--data", TASK, "--out",
+                                      str(tmp_path), "--eval-every", "5"])
+    assert result.exit_code == 2 and "--eval-every and --eval-limit apply only with --eval-tasks" in result.output
+    result = CliRunner().invoke(app, ["train", "--base", "smollm2-135m-instruct", "--data", TASK, "--out",
+                                      str(tmp_path), "--eval-tasks", "no_such_task"])
+    assert result.exit_code == 2 and "no_such_task" in result.output
+    assert not list(tmp_path.iterdir())  # refused before any training
