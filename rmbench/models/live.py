@@ -31,7 +31,7 @@ from rmbench.models.seqcls import LinearHeadRM, SeqClsRM, _TextRM
 IN_MEMORY = "(in memory)"
 """The adapters' ``model`` argument: no folder or hub id (their weights are the module given)."""
 
-LIVE_ARGS = frozenset({"module", "tokenizer", "label", "reference", "backbone", "weight", "bias", "pooling"})
+LIVE_ARGS = frozenset({"module", "tokenizer", "label", "reference", "backbone", "weight", "bias"})
 """Constructor arguments that are objects in memory, left out of an identity (the label stands for them)."""
 
 
@@ -100,10 +100,9 @@ class LiveLinearRM(_Live, LinearHeadRM):
         self.weight, self.bias = weight, bias  # read at each score: the head as it is now
         self._attach(backbone, tokenizer, label)
 
-    def identity(self) -> dict[str, Any]:  # LinearHeadRM's would hash a head file
+    def identity(self) -> dict[str, Any]:  # LinearHeadRM's would hash a head file, which this has not
         out = _TextRM.identity(self)
-        args = {k: v for k, v in out["args"].items() if k not in LIVE_ARGS}
-        return {**out, "kind": "linear", "args": {**args, "pooling": self.pooling}}
+        return {**out, "args": {k: v for k, v in out["args"].items() if k not in LIVE_ARGS}}
 
     def _head(self, enc, hidden):
         import torch
@@ -126,12 +125,8 @@ class LiveImplicitRM(_Live, ImplicitRM):
                          max_length, truncation)
         self._attach(module, tokenizer, label)
         if reference is not None:
-            self.reference = LiveImplicitRM(reference, tokenizer, f"{label} (reference)", None, 1.0, normalize,
+            self.reference = LiveImplicitRM(reference, tokenizer, f"reference of {label}", None, 1.0, normalize,
                                             template, system_prompt, max_length, truncation)
-
-    def modules(self) -> tuple:
-        """The policy and the reference module: those :func:`evaluating` must switch."""
-        return (self._model, self.reference._model if self.reference is not None else None)
 
 
 __all__ = ["IN_MEMORY", "LiveImplicitRM", "LiveLinearRM", "LiveSeqClsRM", "evaluating", "live_runtime"]
