@@ -9,7 +9,8 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
 
 * evaluating: :func:`evaluate` (one model, a list of tasks, a written run), :class:`EvalConfig`
   (the pair of :class:`RunSpec`, what a run measures, and :class:`ExecutionSettings`, how it
-  runs), :func:`evaluate_models` (several models and their leaderboard);
+  runs), :func:`evaluate_models` (several models and their leaderboard), :class:`RMBenchCallback`
+  (evaluation during TRL training; loading it imports transformers);
 * reading runs: :func:`load_run` (a :class:`RunFolder`: record and rewards), :func:`read_run`
   (the :class:`RunRecord` only), :func:`find_runs`, :func:`load_rewards`, :func:`write_report` with
   :class:`ReportOptions` and :func:`build_report` (the HTML report of runs),
@@ -48,6 +49,7 @@ _PUBLIC: dict[str, str] = {
     "RunSpec": "rmbench.scoring.config:RunSpec",
     "ExecutionSettings": "rmbench.scoring.config:ExecutionSettings",
     "evaluate_models": "rmbench.scoring.suite:evaluate_models",
+    "RMBenchCallback": "rmbench.integrations.trl:RMBenchCallback",
     "load_run": "rmbench.results.storage.folder:load_run",
     "read_run": "rmbench.results.storage.folder:read_run",
     "find_runs": "rmbench.results.storage.folder:find_runs",

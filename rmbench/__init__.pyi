@@ -8,6 +8,7 @@ from rmbench.core.metric_registry import MetricDef, OfficialLayout, register_met
 from rmbench.core.specs import ModelSpec, TaskSpec
 from rmbench.core.types import ComparisonGroup, Message
 from rmbench.errors import ConfigError, DataError, RMBenchError
+from rmbench.integrations.trl import RMBenchCallback
 from rmbench.models import register_model_kind
 from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
                                  StochasticModel, TokenizedModel, Truncation)
@@ -38,6 +39,7 @@ __all__ = [
     "RunSpec",
     "ExecutionSettings",
     "evaluate_models",
+    "RMBenchCallback",
     "load_run",
     "read_run",
     "find_runs",

@@ -156,6 +156,13 @@ def train_command(
     split: str = typer.Option("train", "--split", help="train: only the train part of the data (80%, a hash split "
                               "of group ids; rmbench eval of the model on the same data scores the other 20%); "
                               "all: every group."),
+    eval_tasks: str | None = typer.Option(None, "--eval-tasks", help="Comma-separated tasks to evaluate during "
+                                          "training with the model being trained, a run folder per evaluation in "
+                                          "OUT/eval/KIND/step-NNNNNN (rmbench plot and leaderboard read them)."),
+    eval_every: int | None = typer.Option(None, "--eval-every", help="Evaluate --eval-tasks every N update steps "
+                                          "(and after the last step; default: after the last step only)."),
+    eval_limit: int | None = typer.Option(None, "--eval-limit", help="Groups per task in those evaluations (as "
+                                          "eval's --limit)."),
 ) -> None:
     """Train an EX-RM (linear head) and/or an IM-RM (DPO) from one base on the same pairs."""
     from rmbench.catalog import load_catalog
@@ -176,6 +183,7 @@ def train_command(
         kinds = ["ex", "im"] if kind == "both" else [kind]
         pairs = preference_pairs(groups)
         n_pairs, n_texts = len(pairs) // 2, len(distinct_responses(pairs))
+        during = _evaluation(eval_tasks, eval_every, eval_limit, include, split_record, config, n_pairs)
         err_console.print(plan_line(kinds, n_pairs, n_texts, config), markup=False, highlight=False, soft_wrap=True)
         err_console.print(split_line(split_record), markup=False, highlight=False, soft_wrap=True)
         try:
@@ -184,12 +192,52 @@ def train_command(
                 job = _JobProgress(progress, kinds, n_pairs, n_texts, epochs)
                 for k in kinds:
                     card = train_one(k, config, groups, out / k, job, allow_pickle=allow_pickle, threads=threads,
-                                     split=split_record)
+                                     split=split_record, on_step=during(k, out) if during else None)
                     console.print(f"{k.upper()}-RM: loss per epoch "
                                   f"{', '.join(f'{x:.4f}' for x in card['loss_per_epoch'])}; evaluate with: "
                                   f"rmbench eval --model {out / k}", markup=False, highlight=False)
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: stopped at a safe point (TrainingStopped) or at once
             _interrupted(exc)
+
+
+def _evaluation(tasks: str | None, every: int | None, limit: int | None, include: list[Path], split: dict,
+                config, n_pairs: int):
+    """``--eval-tasks``: a factory ``during(kind, out) -> on_step`` of the evaluation hook that
+    ``train_one`` calls after every update (None without the option)."""
+    from rmbench.errors import ConfigError
+    from rmbench.scoring.training_eval import TrainingEval
+    from rmbench.train.trainer import step_count
+
+    if tasks is None:
+        if every is not None or limit is not None:
+            raise ConfigError("--eval-every and --eval-limit apply only with --eval-tasks")
+        return None
+    if every is not None and every < 1:
+        raise ConfigError(f"--eval-every must be >= 1, got {every}")
+    names = tuple(t.strip() for t in tasks.split(",") if t.strip())
+    last = step_count(config, n_pairs, config.epochs - 1, n_pairs)
+    note = lambda m: err_console.print(f"note: {m}", markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+    # The training data's split record: a task that is the training data is scored on its held-out part.
+    check = TrainingEval(names, limit=limit, include=tuple(str(i) for i in include), trained_on=split, warn=note)
+    check.loaded_tasks()  # a misspelt task or a bad row fails before any training
+
+    def during(kind: str, out: Path):
+        from rmbench.core.specs import ModelSpec
+        from rmbench.scoring.training_eval import step_name
+
+        # A new training run into the same --out replaces its evaluations, as it replaces its models.
+        evaluation = check.writing_to(out / "eval" / kind, overwrite=True)
+        name = str(out / kind)
+
+        def on_step(step: int, trainer) -> None:
+            if step != last and (every is None or step % every):
+                return
+            spec = ModelSpec.make(step_name(name, step), "linear" if kind == "ex" else "implicit",
+                                  {"model": name, "step": step, "trainer": "rmbench train"})
+            result = evaluation.run(trainer.live_adapter(f"{name}@step-{step}"), spec, step, trainer.live_modules())
+            console.print(f"{kind.upper()}-RM step {step}: wrote {result.folder}", markup=False, highlight=False)
+        return on_step
+    return during
 
 
 def _interrupted(exc: KeyboardInterrupt) -> None:

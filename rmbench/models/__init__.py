@@ -16,7 +16,8 @@ point names a factory (class or function) called with the spec's arguments that 
 Layer: beside :mod:`rmbench.tasks`, above :mod:`rmbench.core`. May import :mod:`rmbench.core` and
 the shared top-level modules only (never tasks, catalog, results, scoring, rewrite, train or cli);
 one module per family (``baselines``, ``implicit``, ``seqcls``, ``generative``, ``discretize``,
-``lmeval``, ``vllm``), the transformers machinery in ``hf/``.
+``lmeval``, ``vllm``), the transformers machinery in ``hf/``; ``live``: the transformers
+adapters around weights in memory (a model under training), built in code, not from a spec.
 """
 
 from __future__ import annotations

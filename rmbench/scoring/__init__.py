@@ -11,7 +11,10 @@
 * :mod:`~rmbench.scoring.planning`: ``plan_run``: every check and read before any scoring;
 * :mod:`~rmbench.scoring.runner`: ``evaluate``: one model on a list of tasks -> a run folder;
 * :mod:`~rmbench.scoring.suite`: ``evaluate_models``: several models, every run planned and
-  checked before any scoring, then the leaderboard beside them.
+  checked before any scoring, then the leaderboard beside them;
+* :mod:`~rmbench.scoring.training_eval`: ``TrainingEval``: a model under training evaluated
+  through the same plan and runner, a run folder per step (the TRL callback, ``rmbench train
+  --eval-every``).
 
 May import: :mod:`rmbench.results`, :mod:`rmbench.catalog`, :mod:`rmbench.tasks`,
 :mod:`rmbench.models`, :mod:`rmbench.core` and the shared top-level modules; never rewrite,

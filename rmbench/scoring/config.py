@@ -32,7 +32,7 @@ from rmbench.scoring.engines import BackendOptions, Engine, engine_named
 from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
 from rmbench.tasks.loading import DataOverride
 
-DEFAULT_EPS = (0.0, 0.1)
+DEFAULT_EPS: tuple[float, ...] = (0.0, 0.1)
 DEFAULT_MODEL = "smollm2-135m"
 
 

@@ -14,7 +14,10 @@ Both train the whole backbone, or with ``config.lora`` only LoRA adapters on it
 ``param_groups`` (for the optimizer), ``prepare(pairs, report)`` (work before the first
 update), ``rewards(batch)`` (a differentiable tensor), ``state()``/``load_state()`` (what a
 checkpoint holds: the trainable tensors), ``save(folder, config)`` (the weights and the model
-entry), ``lora_card()`` (the LoRA settings for the model card, None for full fine-tuning).
+entry), ``lora_card()`` (the LoRA settings for the model card, None for full fine-tuning),
+``live_adapter(label)`` (the adapter of the model as it is now, as its saved folder loads,
+around the live weights: :mod:`rmbench.models.live`) with ``live_modules()``, what evaluation
+switches to evaluation mode (``rmbench train --eval-every``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ class _Trainer:
 
             self.lora = add_lora(self.model, config)
         self.trainable = [p for p in self.model.parameters() if p.requires_grad]
+        self.config, self.runtime = config, runtime
+
+    def live_modules(self) -> tuple:
+        """The modules a live adapter runs (:meth:`live_adapter`), for evaluation mode."""
+        return (self.model,)
 
     def prepare(self, pairs: Sequence[ScoreRequest], report) -> None:
         """Work before the first update (none here)."""
@@ -119,6 +127,13 @@ class ExTrainer(_Trainer):
                                        position_ids=enc.position_ids).last_hidden_state
         return self.head(pool(hidden, enc.attention_mask, "last").float())[:, 0]
 
+    def live_adapter(self, label: str):
+        """``linear`` around the backbone and the head as they are now (the saved EX-RM's adapter)."""
+        from rmbench.models.live import LiveLinearRM
+
+        return LiveLinearRM(self.model.base_model, self.head.weight, self.head.bias, self.rm.tokenizer, label,
+                            self.config.template, self.config.max_length)
+
     def save(self, folder: Path, config) -> dict:
         from safetensors.torch import save_file
 
@@ -155,6 +170,7 @@ class ImTrainer(_Trainer):
         self.chunk = REFERENCE_CHUNK * config.batch_size
         self.reference: torch.Tensor | None = None  # log pi_ref(y|x) of each distinct response, float64
         self._index: dict[tuple, int] = {}
+        self._base_model = None  # the base, loaded for evaluation during training (live_adapter)
 
     def reference_logprobs(self, requests: Sequence[ScoreRequest], advance=None):
         """log pi_ref(y|x) summed over each request's response tokens: the frozen base's, which
@@ -213,6 +229,21 @@ class ImTrainer(_Trainer):
 
         idx = torch.tensor([self._index[(r.group_id, r.index)] for r in batch])
         return self.beta * (self._logprob_sums(batch).float() - self.reference[idx].float())
+
+    def live_adapter(self, label: str):
+        """``implicit`` around the policy as it is now, against the base loaded from its files
+        once, as the saved IM-RM's adapter reads it (``ref``: the base): the training's
+        reference log-probs cover only the training responses."""
+        from rmbench.models.implicit import ImplicitRM
+        from rmbench.models.live import LiveImplicitRM
+
+        if self._base_model is None:
+            self._base_model = ImplicitRM(self.config.base, runtime=self.runtime).model
+        return LiveImplicitRM(self.model, self.rm.tokenizer, label, self._base_model, self.beta,
+                              template=self.config.template, max_length=self.config.max_length)
+
+    def live_modules(self) -> tuple:
+        return (self.model, self._base_model)
 
     def save(self, folder: Path, config) -> dict:
         self._save_model(folder)

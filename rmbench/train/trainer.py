@@ -31,9 +31,10 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -51,7 +52,10 @@ from rmbench.tasks.loading import PART_ARG, task_spec_with_args
 from rmbench.train.progress import PhaseReport, quiet_hf_progress
 from rmbench.train.stopping import StopRequest, TrainingStopped, stop_at_safe_points
 
-__all__ = ["MODEL_ENTRY", "TrainConfig", "load_trained_entry", "preference_pairs", "train_one"]
+__all__ = ["MODEL_ENTRY", "OnStep", "TrainConfig", "load_trained_entry", "preference_pairs", "step_count", "train_one"]
+
+OnStep = Callable[[int, Any], None]
+"""Called after every update step with the step number (from 1) and the trainer (:mod:`rmbench.train.models`)."""
 
 
 @dataclass(frozen=True)
@@ -167,11 +171,19 @@ def _save_checkpoint(checkpoint: Path, state: dict) -> None:
         raise
 
 
+def step_count(config: TrainConfig, n_pairs: int, epoch: int, pairs_done: int) -> int:
+    """Update steps done after ``pairs_done`` pairs of epoch ``epoch`` (from 0): every epoch has
+    ceil(n_pairs / batch_size) steps, its last one possibly smaller."""
+    per_epoch = -(-n_pairs // config.batch_size)
+    return epoch * per_epoch + -(-pairs_done // config.batch_size)
+
+
 def _run_epoch(trainer, optimizer, pairs: Sequence[ScoreRequest], config: TrainConfig, at: _Position, advance,
-               stop: StopRequest) -> bool:
+               stop: StopRequest, on_step: OnStep | None = None) -> bool:
     """The rest of epoch ``at.epoch`` from ``at.pairs_done``, in the epoch's seeded order,
-    ``batch_size`` pairs per step, moving ``at`` along; False when a signal asked to stop
-    (after the step under way: a safe point), True at the epoch's end."""
+    ``batch_size`` pairs per step, moving ``at`` along and calling ``on_step(step, trainer)``
+    after each update; False when a signal asked to stop (after the step under way: a safe
+    point), True at the epoch's end."""
     n_pairs = len(pairs) // 2
     order = list(range(n_pairs))
     random.Random(config.seed * 1000 + at.epoch).shuffle(order)
@@ -187,6 +199,8 @@ def _run_epoch(trainer, optimizer, pairs: Sequence[ScoreRequest], config: TrainC
         at.step_losses.append(float(loss.detach()))
         at.pairs_done = s + len(idx)
         advance(len(idx))
+        if on_step is not None:
+            on_step(step_count(config, n_pairs, at.epoch, at.pairs_done), trainer)
     return True
 
 
@@ -242,7 +256,7 @@ def training_data(data: str, split: str, catalog) -> tuple[TaskSpec, dict]:
 
 def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
               progress=None, allow_pickle: bool = False, threads: int | None = None,
-              split: dict | None = None) -> dict:
+              split: dict | None = None, on_step: OnStep | None = None) -> dict:
     """Train one kind into ``out``; returns its model card (with the loss per epoch).
 
     ``progress``: None, a factory ``progress(description, total) -> advance(n)`` or an object
@@ -252,15 +266,19 @@ def train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup],
     machine's load leaves free at the start, kept for the whole run; see
     :mod:`rmbench.models.threads`), recorded in the card. ``split``: which part of which data
     ``groups`` are (:func:`training_data`), recorded in the card for ``rmbench eval``.
+    ``on_step``: called as ``on_step(step, trainer)`` after every update (steps counted from 1
+    over the epochs, :func:`step_count`), the trainer in training mode; ``rmbench train
+    --eval-every`` evaluates there (``trainer.live_adapter``, :mod:`rmbench.train.models`).
     """
     governor = prepare_threads(check_threads(threads))  # before torch loads OpenMP where it can (the wait policy)
     with quiet_hf_progress():
         return _train_one(kind, config, groups, Path(out), PhaseReport(progress, kind), allow_pickle, governor,
-                          split)
+                          split, on_step)
 
 
 def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup], out: Path,
-               report: PhaseReport, allow_pickle: bool, governor: ThreadGovernor, split: dict | None = None) -> dict:
+               report: PhaseReport, allow_pickle: bool, governor: ThreadGovernor, split: dict | None = None,
+               on_step: OnStep | None = None) -> dict:
     import torch
 
     from rmbench.train.models import make_trainer
@@ -295,7 +313,7 @@ def _train_one(kind: str, config: TrainConfig, groups: Sequence[ComparisonGroup]
         while at.epoch < config.epochs:
             description = f"{kind}-rm epoch {at.epoch + 1}/{config.epochs}"
             advance = report.begin("train", description, n_pairs - at.pairs_done)
-            if not _run_epoch(trainer, optimizer, pairs, config, at, advance, stop):
+            if not _run_epoch(trainer, optimizer, pairs, config, at, advance, stop, on_step):
                 assert stop.signum is not None  # _run_epoch stops early only when a signal asked it to
                 save()
                 raise TrainingStopped(stop.signum, out, at.epoch + 1, config.epochs, at.pairs_done, n_pairs)

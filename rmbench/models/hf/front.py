@@ -35,12 +35,16 @@ class TokenizerFront:
     @property
     def tokenizer(self):
         if self._tokenizer is None:
-            tok = load_tokenizer(self.model_name, self.source, self.runtime)
-            tok.padding_side = self.padding_side
-            tok.truncation_side = self.truncation.side
-            self._formatter = Formatter(tok, self.template, self.system_prompt)
-            self._tokenizer = tok
+            self.adopt(load_tokenizer(self.model_name, self.source, self.runtime))
         return self._tokenizer
+
+    def adopt(self, tok) -> None:
+        """Tokenise with ``tok`` (set to this front's padding and truncation sides): the loaded
+        tokenizer, or the one a model in memory was trained with (:mod:`rmbench.models.live`)."""
+        tok.padding_side = self.padding_side
+        tok.truncation_side = self.truncation.side
+        self._formatter = Formatter(tok, self.template, self.system_prompt)
+        self._tokenizer = tok
 
     @property
     def formatter(self) -> Formatter:

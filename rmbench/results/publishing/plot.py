@@ -43,6 +43,7 @@ from rmbench.results.publishing.plot_marks import (
     linestyle,
     marker,
 )
+from rmbench.results.publishing.plot_steps import draw_steps, training_series
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import TaskResult
 
@@ -390,7 +391,9 @@ def ds_curve_svg(folders: Sequence[RunFolder], task: str) -> str:
 def plot_runs(folders: Sequence[RunFolder], out_dir: Path, formats: Sequence[str] = DEFAULT_FORMATS,
               tasks: Sequence[str] | None = None, warn: Callable[[str], None] | None = None) -> list[Path]:
     """Every figure of the runs, in ``out_dir``: ``{task}_ds_curve.{fmt}`` for each task (all
-    tasks of the runs, or ``tasks``) and ``{task}_shift.{fmt}`` for tasks with shifts.
+    tasks of the runs, or ``tasks``), ``{task}_shift.{fmt}`` for tasks with shifts and
+    ``{task}_steps.{fmt}`` where the runs are two or more evaluated steps of one training
+    (:mod:`rmbench.results.publishing.plot_steps`).
 
     A task on which no run has a D-Spec curve (no specificity pairs, as in paired shift tasks)
     gets no curve file; ``warn`` (default: :func:`warnings.warn`) says so. Returns the paths written.
@@ -416,6 +419,11 @@ def plot_runs(folders: Sequence[RunFolder], out_dir: Path, formats: Sequence[str
                 warn(f"task {task!r}: no D-Spec curve (no run has both discrimination and specificity pairs)")
             if any(f.record.task(task).shifts for f in _with_task(folders, task)):
                 paths += _save(shift_figure(folders, task), out_dir / f"{task}_shift", formats)
+            series = [s for s in training_series(folders) if len(s.with_task(task)) > 1]
+            if series:
+                fig = _new_figure(8.0, 4.4)
+                draw_steps(fig, series, task, _colour)
+                paths += _save(fig, out_dir / f"{task}_steps", formats)
     return paths
 
 
