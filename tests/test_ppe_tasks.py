@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_rmb_task import leaderboard_from_disk
 
 import rmbench
 from rmbench.catalog import load_catalog
@@ -36,8 +37,16 @@ from rmbench.core.metric_registry import metric_def
 from rmbench.core.types import Message
 from rmbench.errors import DataError
 from rmbench.tasks.loading import load_groups, load_task, task_spec_with_args, task_spec_with_data
-from rmbench.tasks.ppe import PPE_DATASETS, PPECorrectnessTask, parse_subsets, set_from_columns, set_from_name
-from rmbench.tasks.ppe_human import PPE_HUMAN_DATASET, PPEHumanTask
+from rmbench.tasks.ppe import (
+    PPE_DATASETS,
+    PPE_SETS,
+    PPECorrectnessTask,
+    parse_subsets,
+    ppe_correctness_layout,
+    set_from_columns,
+    set_from_name,
+)
+from rmbench.tasks.ppe_human import PPE_HUMAN_DATASET, PPE_HUMAN_LAYOUT, PPEHumanTask
 from rmbench.tasks.sources import data_status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -427,6 +436,8 @@ def test_a_correctness_run_records_ppe_numbers_as_computed_by_hand(tmp_path):
     assert sets["math"][0] == 0.75 and sets["gpqa"][0] == 0.5
     assert sets["math"][1][0] == pytest.approx((2 / 4 + 2 / 3) / 2)  # K=1: the mean correctness of each row
     record = rmbench.read_run(out)
+    assert record.task("ppe_correctness").official.provenance == ppe_correctness_layout(tuple(PPE_SETS)).provenance
+    assert record.task("ppe_correctness").official.provenance in leaderboard_from_disk(out)
     value = {(m.metric, m.subset): m.value for m in record.task("ppe_correctness").metrics}
     assert value[("ppe_accuracy", "math")] == 0.75 and value[("ppe_accuracy", "gpqa")] == 0.5
     assert value[("ppe_accuracy", None)] == pytest.approx(5 / 8, abs=1e-15)
@@ -477,6 +488,8 @@ def test_a_human_preference_run_records_accuracy_per_category_and_language(tmp_p
     # Spec over the two tied battles: 4's rewards are equal, 5's are not
     assert record.metric("ppe_human", "specificity", eps=0.0).value == pytest.approx(0.5)
     assert [c.label for c in record.task("ppe_human").official.columns][:2] == ["Overall", "Hard"]
+    assert record.task("ppe_human").official == PPE_HUMAN_LAYOUT  # its provenance too, read back from disk
+    assert PPE_HUMAN_LAYOUT.provenance in leaderboard_from_disk(out)
     res = rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("ppe_human",), data=(("ppe_human", str(path)),),
                                               eps=(0.0,), task_args=(("bothbad", "exclude"),), n_bootstrap=0))
     assert res.value("ppe_human", "specificity", eps=0.0) == pytest.approx(1.0)

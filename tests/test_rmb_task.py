@@ -21,7 +21,7 @@ from test_downloads import server  # noqa: F401 - the local HTTP server fixture,
 
 import rmbench
 from rmbench.catalog import load_catalog
-from rmbench.core.metric_registry import metric_def
+from rmbench.core.metric_registry import CHECKED_AGAINST_CODE, metric_def
 from rmbench.core.rmb import RMB_LAYOUT, RMB_SECTIONS, best_beats_all, rmb_accuracies, section_of_path
 from rmbench.core.splits import LIMIT_SAMPLING_V1
 from rmbench.core.types import Message
@@ -36,6 +36,17 @@ CHAT = "Pairwise_set/Helpfulness/Chat/Discussion"
 HARM = "Pairwise_set/Harmlessness/S3"
 BON_HELP = "BoN_set/Helpfulness/Chat/Discussion"
 BON_HARM = "BoN_set/Harmlessness/S3"
+
+
+def leaderboard_from_disk(folder: Path) -> str:
+    """The Markdown leaderboard of the runs under ``folder``, read back from their results.json."""
+    from rmbench.results.publishing.leaderboard import build_leaderboard
+    from rmbench.results.publishing.leaderboard_render import render
+    from rmbench.results.storage.folder import find_runs
+
+    text = render(build_leaderboard(find_runs([folder])), "md")
+    assert CHECKED_AGAINST_CODE not in text, "a layout of another provenance captioned as checked against the code"
+    return text
 
 
 def said(text, role="user"):
@@ -376,7 +387,9 @@ def test_a_run_records_rmbs_numbers(tmp_path):
         assert got[subset]["ci_low"] <= got[subset]["value"] <= got[subset]["ci_high"]
     assert got[None]["n"] == 10 and got["Pairwise_set/Helpfulness"]["n"] == 4 and got[DOC]["n"] == 3
     record = rmbench.read_run(out)
+    assert record.task("rmb").official == RMB_LAYOUT  # its provenance too, read back from disk
     assert record.task("rmb").official.metric == "rmb_score"
+    assert RMB_LAYOUT.provenance in leaderboard_from_disk(out)  # the caption says how the scores were computed
     assert [c.label for c in record.task("rmb").official.columns] == [c.label for c in RMB_LAYOUT.columns]
     # rmbench's own accuracy over discrimination pairs counts the two ties 1/2 and a BoN item once per loser
     assert record.value("rmb", "pairwise_accuracy") == pytest.approx((1 + 0 + .5 + 1 + 1 + 0 + 2 + 1.5 + 1 + 1) / 13)

@@ -158,6 +158,31 @@ def metrics_page() -> str:
     return "".join(out)
 
 
+# --- output formats -----------------------------------------------------------------------------
+
+def formats_page() -> str:
+    """The built-in leaderboard formats (``rmbench.results.publishing.formats``) and export formats
+    (``rmbench.results.publishing.export_formats``), as their registries hold them."""
+    from rmbench.results.publishing import formats
+    from rmbench.results.publishing.export_formats import EXPORT_FORMATS
+
+    board = []
+    for name in formats._BUILTIN:
+        f = formats.output_format(name)
+        options = "; ".join(f"`{o.name}`: " + " or ".join(f"`{c}`" for c in o.choices) + f" ({_cell(o.help)})"
+                            for o in f.options)
+        board.append(f"| `{f.name}` | `{f.suffix}` | {_cell(f.description)} | {options} |")
+    export = [f"| `{f.name}` | {_cell(f.description)} |" for f in EXPORT_FORMATS]
+    return "".join([
+        HEADER, "# Output formats\n\n",
+        "What `rmbench leaderboard build --format` writes (by default the one whose suffix `--out` has; "
+        "options with `--format-option NAME=VALUE`, the first choice the default) and what `rmbench export "
+        "--format` writes. A plugin adds a leaderboard format through the `rmbench.formats` entry points "
+        "([Publish a leaderboard](../how-to/publish.md), CONTRIBUTING.md).\n\n",
+        "## Leaderboard formats\n\n| format | suffix | what | options |\n|---|---|---|---|\n",
+        "\n".join(board), "\n\n## Export formats\n\n| format | what |\n|---|---|\n", "\n".join(export), "\n"])
+
+
 # --- tasks and models ---------------------------------------------------------------------------
 
 def _builtin_kinds(registry) -> list[tuple[str, str]]:
@@ -431,6 +456,7 @@ def generate() -> dict[Path, str]:
     return {
         REFERENCE / "cli.md": cli_page(),
         REFERENCE / "metrics.md": metrics_page(),
+        REFERENCE / "formats.md": formats_page(),
         REFERENCE / "tasks.md": tasks_page(),
         REFERENCE / "models.md": models_page(),
         REFERENCE / "results-schema.md": schema_page(schema),

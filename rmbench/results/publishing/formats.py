@@ -172,7 +172,7 @@ for _fmt in (
     OutputFormat("json", ".json", "every cell with its task, metric, eps and CI", _RENDER + "render_json"),
     OutputFormat("html", ".html", "a sortable page with the D-Spec curves", _RENDER + "render_html"),
     OutputFormat("latex", ".tex", "booktabs tables for a paper", "rmbench.results.publishing.latex:render_latex",
-                 (FormatOption("ci", ("brackets", "pm"), "CIs as 0.712 [0.69, 0.73] or 0.712 ± 0.02"),)),
+                 (FormatOption("ci", ("brackets", "pm"), "CIs as 0.712 over [0.69, 0.73] or 0.712 ± 0.02"),)),
 ):
     register_format(_fmt, origin="built-in")
     _BUILTIN.append(_fmt.name)
