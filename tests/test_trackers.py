@@ -9,6 +9,7 @@ documented naming rule (docs/how-to/trackers.md), not by the code under test.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
@@ -24,6 +25,13 @@ from rmbench.results.storage.record import Estimate, MetricRecord
 from rmbench.results.trackers.payload import metric_key, safe_part
 
 runner = CliRunner()
+SECRET = "rmbench-test-secret-4f1c9e7d2b"  # an API key in the environment, which no tracker file may hold
+
+
+def _holds_no_secret(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
 EVAL = ["eval", "--tasks", "ties_sample", "--eps", "0,0.1", "--bootstrap", "20"]
 
 
@@ -51,7 +59,8 @@ def expected_numbers(doc: dict) -> dict[str, float]:
                 continue
             parts = [task["name"]] + (["subset", m["subset"]] if m["subset"] is not None else []) \
                 + (["shift", m["shift"]] if m["shift"] is not None else [])
-            eps = f"_eps{m['eps']:g}" if m["metric"] in ("discrimination", "specificity") else ""
+            eps = f"_eps{m['eps']:g}" if m["metric"].removesuffix("_shift_gap") in ("discrimination", "specificity") \
+                else ""
             key = "/".join(part(p) for p in parts + [m["metric"] + eps])
             for suffix, field in (("", "value"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
                 if m[field] is not None:
@@ -110,7 +119,7 @@ def wandb_records(path: Path) -> list:
 def test_wandb_offline_logs_config_metrics_table_and_report(tmp_path, monkeypatch):
     pytest.importorskip("wandb", reason="the wandb tracker needs pip install 'rmbench[wandb]'")
     for name, value in (("WANDB_MODE", "offline"), ("WANDB_DIR", str(tmp_path / "w")), ("WANDB_SILENT", "true"),
-                        ("WANDB_PROJECT", "rmbench-test")):
+                        ("WANDB_PROJECT", "rmbench-test"), ("WANDB_API_KEY", SECRET)):
         monkeypatch.setenv(name, value)
     (tmp_path / "w").mkdir()
     out, doc = _eval(tmp_path, "length", "--log-to", "wandb")
@@ -134,6 +143,7 @@ def test_wandb_offline_logs_config_metrics_table_and_report(tmp_path, monkeypatc
     table = json.loads((run_dir / "files" / history["leaderboard", "path"]).read_text())
     assert table["data"][0][0] == "length" and "ties_sample D@0.1σ ci_low" in table["columns"]
     assert "<html" in (run_dir / "files" / history["report", "path"]).read_text().lower()
+    _holds_no_secret(tmp_path)
 
 
 # --- MLflow file store ----------------------------------------------------------------------
@@ -145,6 +155,7 @@ def test_mlflow_file_store_logs_config_metrics_table_and_artifacts(tmp_path, mon
     uri = (tmp_path / "mlruns").as_uri()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps its file store behind this
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", SECRET)
     out, doc = _eval(tmp_path, "length", "--log-to", "mlflow", "--log-arg", "mlflow.experiment=rm-evals")
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("rm-evals")
@@ -159,6 +170,7 @@ def test_mlflow_file_store_logs_config_metrics_table_and_artifacts(tmp_path, mon
     a = _overall(doc, "pairwise_accuracy")
     assert list(table["model"]) == ["length"]
     assert abs(table["ties_sample acc"][0] - a["value"]) <= 5e-11  # MLflow writes its tables' JSON to 10 places
+    _holds_no_secret(tmp_path)
 
 
 def test_mlflow_file_store_refused_before_scoring(tmp_path, monkeypatch):
@@ -168,6 +180,11 @@ def test_mlflow_file_store_refused_before_scoring(tmp_path, monkeypatch):
     result = runner.invoke(app, [*EVAL, "--model", "length", "--out", str(tmp_path / "r"), "--log-to", "mlflow"])
     assert result.exit_code == 2 and "error: --log-to mlflow:" in result.output
     assert "MLFLOW_ALLOW_FILE_STORE" in result.output and not (tmp_path / "r").exists()
+    if importlib.util.find_spec("sqlalchemy") is None:  # mlflow-skinny: no database store
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+        result = runner.invoke(app, [*EVAL, "--model", "length", "--out", str(tmp_path / "r"), "--log-to", "mlflow"])
+        assert result.exit_code == 2 and not (tmp_path / "r").exists()
+        assert "is a database, which needs the full mlflow package (mlflow-skinny lacks sqlalchemy)" in result.output
 
 
 # --- TensorBoard event files ------------------------------------------------------------------
@@ -207,8 +224,8 @@ def test_a_failing_tracker_keeps_the_run_and_rmbench_log_logs_it_again(tmp_path)
     blocker = tmp_path / "not_a_folder"
     blocker.write_text("x")
     out = tmp_path / "run"
-    result = runner.invoke(app, [*EVAL, "--model", "length", "--out", str(out), "--log-to", "tensorboard",
-                                 "--log-arg", f"tensorboard.logdir={blocker}"])
+    result = runner.invoke(app, [*EVAL, "--model", "length", "--tasks", "translation_shift_sample", "--out", str(out),
+                                 "--log-to", "tensorboard", "--log-arg", f"tensorboard.logdir={blocker}"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     [line] = [x for x in result.output.splitlines() if x.startswith("error:")]
     assert line.startswith(f"error: tensorboard: logging the run in {out} failed (")
@@ -216,7 +233,12 @@ def test_a_failing_tracker_keeps_the_run_and_rmbench_log_logs_it_again(tmp_path)
     doc = json.loads((out / "results.json").read_text())  # written first, untouched
     again = runner.invoke(app, ["log", str(out), "--to", "tensorboard"])
     assert again.exit_code == 0, again.output
-    assert _events(out / "tensorboard")[0] == expected_numbers(doc)
+    numbers, texts = _events(out / "tensorboard")
+    assert numbers == expected_numbers(doc)  # every slice: the shifts and their gaps
+    [gap] = [m for m in doc["tasks"][0]["metrics"] if m["metric"] == "pairwise_accuracy_shift_gap"
+             and m["shift"] == "translation:fr"]
+    assert numbers["translation_shift_sample/shift/translation_fr/pairwise_accuracy_shift_gap"] == gap["value"]
+    assert "translation:fr" in texts["leaderboard/original_vs_shifted"]
 
 
 # --- trackio local --------------------------------------------------------------------------
@@ -264,3 +286,19 @@ def test_bad_tracker_names_and_options_are_one_line(tmp_path):
         result = runner.invoke(app, [*EVAL, "--model", "length", "--out", str(tmp_path / "r"), *args])
         assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, args
         assert not (tmp_path / "r").exists()
+
+
+def test_a_run_whose_report_cannot_be_made_is_one_line_per_tracker(tmp_path, monkeypatch):
+    pytest.importorskip("tensorboard", reason="the tensorboard tracker needs pip install 'rmbench[tensorboard]'")
+    import rmbench.results.publishing.report as report
+
+    out, _ = _eval(tmp_path, "length")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no report today")
+
+    monkeypatch.setattr(report, "build_report", broken)
+    result = runner.invoke(app, ["log", str(out), "--to", "tensorboard"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"error: tensorboard: logging the run in {out} failed (RuntimeError: no report today)" in result.output
+    assert (out / "results.json").is_file() and not (out / "tensorboard").exists()

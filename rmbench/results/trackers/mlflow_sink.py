@@ -16,6 +16,7 @@ before any model is scored (:meth:`MlflowSink.check`).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from itertools import islice
@@ -25,6 +26,7 @@ from rmbench.results.trackers.payload import TrackedRun, flat_config
 from rmbench.results.trackers.sink import TrackerSink
 
 DEFAULT_EXPERIMENT = "rmbench"
+_DATABASES = ("sqlite", "postgresql", "mysql", "mssql")  # SQLAlchemy stores
 _BATCH_METRICS, _BATCH_PARAMS = 1000, 100  # MLflow's limits per log_batch call
 
 
@@ -47,14 +49,15 @@ class MlflowSink(TrackerSink):
         from mlflow import MlflowClient
         from mlflow.exceptions import MlflowException
 
+        uri = self._uri()
+        if uri.partition(":")[0].split("+")[0] in _DATABASES and importlib.util.find_spec("sqlalchemy") is None:
+            raise ConfigError(f"--log-to mlflow: the tracking store {uri} is a database, which needs the full mlflow "
+                              f"package (mlflow-skinny lacks sqlalchemy): pip install mlflow, or set "
+                              f"MLFLOW_TRACKING_URI to a server (http://...) or a file: store")
         try:
-            return MlflowClient(tracking_uri=self.settings.get("tracking_uri"))  # builds the store: no request yet
+            return MlflowClient(tracking_uri=uri)  # builds the store: no request yet
         except MlflowException as exc:
             raise ConfigError(f"--log-to mlflow: {' '.join(exc.message.split())}") from None
-        except ModuleNotFoundError as exc:  # sqlite:// and other database stores need the full mlflow
-            raise ConfigError(f"--log-to mlflow: the tracking store {self._uri()} needs {exc.name}, which "
-                              f"mlflow-skinny lacks: pip install mlflow, or set MLFLOW_TRACKING_URI to a server "
-                              f"(http://...) or a file: store") from None
 
     def _uri(self) -> str:
         from mlflow.tracking import get_tracking_uri

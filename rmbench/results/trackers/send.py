@@ -53,13 +53,19 @@ def log_runs(folders: Sequence[RunFolder], sinks: Sequence[TrackerSink], step: i
     if not sinks:
         return failures
     for folder in folders:
-        with tracked_run(folder) as run:
-            for sink in sinks:
-                try:
-                    where = sink.log(run, step)
-                except Exception as exc:  # any library's error: the run's own files stand
-                    failures.append(TrackerFailure(sink.name, str(folder.path), _error_text(exc)))
-                    continue
-                if said is not None:
-                    said(Logged(sink.name, run.name, where))
+        done: set[str] = set()
+        try:
+            with tracked_run(folder) as run:
+                for sink in sinks:
+                    done.add(sink.name)
+                    try:
+                        where = sink.log(run, step)
+                    except Exception as exc:  # any library's error: the run's own files stand
+                        failures.append(TrackerFailure(sink.name, str(folder.path), _error_text(exc)))
+                        continue
+                    if said is not None:
+                        said(Logged(sink.name, run.name, where))
+        except Exception as exc:  # what every tracker logs could not be made (the report): each is told
+            failures += [TrackerFailure(s.name, str(folder.path), _error_text(exc)) for s in sinks
+                         if s.name not in done]
     return failures
