@@ -23,6 +23,7 @@ from rmbench.cli.app import app
 from rmbench.core.metric_registry import metric_def
 from rmbench.results.storage.record import Estimate, MetricRecord
 from rmbench.results.trackers.payload import metric_key, safe_part
+from rmbench.results.trackers.sink import without_credentials
 
 runner = CliRunner()
 SECRET = "rmbench-test-secret-4f1c9e7d2b"  # an API key in the environment, which no tracker file may hold
@@ -86,6 +87,8 @@ def test_keys_follow_the_documented_rule():
         "rb2/shift/translation_fr/discrimination_shift_gap_eps0.1"
     assert metric_key(rec("balanced_best", eps=0.754)) == "rb2/balanced_best"  # eps reached, not asked: no eps
     assert [safe_part(p) for p in ("a/b", "..", "", "σ", "x.y-z w")] == ["a_b", "_", "_", "_", "x.y-z w"]
+    shown = without_credentials("no http://me:key@host:5000/api at file:/a@b")
+    assert shown == "no http://***@host:5000/api at file:/a@b"
     assert metric_def("discrimination").eps_dependent and not metric_def("balanced_best").eps_dependent
 
 

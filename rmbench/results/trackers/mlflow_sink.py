@@ -23,7 +23,7 @@ from itertools import islice
 
 from rmbench.errors import ConfigError
 from rmbench.results.trackers.payload import TrackedRun, flat_config
-from rmbench.results.trackers.sink import TrackerSink
+from rmbench.results.trackers.sink import TrackerSink, without_credentials
 
 DEFAULT_EXPERIMENT = "rmbench"
 _DATABASES = ("sqlite", "postgresql", "mysql", "mssql")  # SQLAlchemy stores
@@ -51,13 +51,13 @@ class MlflowSink(TrackerSink):
 
         uri = self._uri()
         if uri.partition(":")[0].split("+")[0] in _DATABASES and importlib.util.find_spec("sqlalchemy") is None:
-            raise ConfigError(f"--log-to mlflow: the tracking store {uri} is a database, which needs the full mlflow "
-                              f"package (mlflow-skinny lacks sqlalchemy): pip install mlflow, or set "
-                              f"MLFLOW_TRACKING_URI to a server (http://...) or a file: store")
+            raise ConfigError(f"--log-to mlflow: the tracking store {without_credentials(uri)} is a database, which "
+                              f"needs the full mlflow package (mlflow-skinny lacks sqlalchemy): pip install mlflow, or "
+                              f"set MLFLOW_TRACKING_URI to a server (http://...) or a file: store")
         try:
             return MlflowClient(tracking_uri=uri)  # builds the store: no request yet
         except MlflowException as exc:
-            raise ConfigError(f"--log-to mlflow: {' '.join(exc.message.split())}") from None
+            raise ConfigError(f"--log-to mlflow: {without_credentials(' '.join(exc.message.split()))}") from None
 
     def _uri(self) -> str:
         from mlflow.tracking import get_tracking_uri
@@ -94,4 +94,4 @@ class MlflowSink(TrackerSink):
             status = "FINISHED"
         finally:
             client.set_terminated(run_id, status)
-        return f"{self._uri()}, experiment {name!r}, run {run_id}"
+        return f"{without_credentials(self._uri())}, experiment {name!r}, run {run_id}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.trackers.payload import tracked_run
-from rmbench.results.trackers.sink import TrackerSink
+from rmbench.results.trackers.sink import TrackerSink, without_credentials
 
 MAX_ERROR = 300
 
@@ -41,7 +41,7 @@ class TrackerFailure:
 
 
 def _error_text(exc: BaseException) -> str:
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    text = without_credentials(" ".join(f"{type(exc).__name__}: {exc}".split()))
     return text if len(text) <= MAX_ERROR else text[:MAX_ERROR - 3] + "..."
 
 

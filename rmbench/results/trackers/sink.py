@@ -11,6 +11,7 @@ neither reads, logs nor writes it.
 from __future__ import annotations
 
 import importlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import ModuleType
@@ -20,6 +21,12 @@ from rmbench.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:  # the payload imports pandas and the publishing layer: only when a run is logged
     from rmbench.results.trackers.payload import TrackedRun
+
+
+def without_credentials(text: str) -> str:
+    """``text`` (a URI, or a message holding some) as it may be shown: each URI's
+    ``user:password@`` becomes ``***@``."""
+    return re.sub(r"\b([a-z][a-z0-9+.-]*://)[^/@\s]*@", r"\1***@", text, flags=re.IGNORECASE)
 
 
 def install_line(extra: str) -> str:
