@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from rmbench.cli.app import app
 from rmbench.core.metric_registry import metric_def
+from rmbench.results.storage.folder import find_runs
 from rmbench.results.storage.record import Estimate, MetricRecord
 from rmbench.results.trackers.payload import metric_key, safe_part
 from rmbench.results.trackers.sink import without_credentials
@@ -168,7 +169,8 @@ def test_mlflow_file_store_logs_config_metrics_table_and_artifacts(tmp_path, mon
     assert run.data.params["model.name"] == "length" and json.loads(run.data.params["config.eps"]) == [0.0, 0.1]
     assert run.data.tags["rmbench.model"] == "length"
     files = {f.path for f in client.list_artifacts(run.info.run_id)}
-    assert {"results.json", "report.html", "config.json", "leaderboard.json"} <= files
+    assert {"rmbench-results.json", "report.html", "config.json", "leaderboard.json"} <= files
+    assert [f.path for f in find_runs([tmp_path])] == [out]  # the store holds no folder with a results.json
     table = client.load_table(experiment.experiment_id, "leaderboard.json", run_ids=[run.info.run_id])
     a = _overall(doc, "pairwise_accuracy")
     assert list(table["model"]) == ["length"]
@@ -216,7 +218,8 @@ def test_tensorboard_event_files_read_back_and_a_rerun_replaces_them(tmp_path):
     undefined = [m for m in doc["tasks"][0]["metrics"] if m["value"] is None]
     assert undefined and all(not math.isnan(v) for v in numbers.values())  # a nan is left out, never logged
     assert "| constant" in texts["leaderboard"] and '"name": "constant"' in texts["config"]
-    assert {p.name for p in (out / "tensorboard").iterdir()} >= {"results.json", "report.html"}
+    assert {p.name for p in (out / "tensorboard").iterdir()} >= {"rmbench-results.json", "report.html"}
+    assert [f.path for f in find_runs([tmp_path])] == [out]  # never a second run folder inside the run
     _eval(tmp_path, "constant", "--log-to", "tensorboard")  # the same run again: its folder replaced
     assert len(list((out / "tensorboard").glob("events.out.tfevents.*"))) == 1
     assert _events(out / "tensorboard")[0] == numbers

@@ -4,7 +4,7 @@ The run is named by the run folder and tagged with the model; the config is logg
 flat parameters (``model.name``, ``config.eps``, ``tasks.ties.comparability_key`` ...) and whole
 as ``config.json``; the metrics at one step (exact); each leaderboard section as an MLflow table
 (``leaderboard.json``, ``leaderboard/<section>.json``, which MLflow writes to 10 decimal places);
-results.json and report.html as artifacts.
+``rmbench-results.json`` (the run's results.json) and report.html as artifacts.
 
 Settings: MLflow's own environment (``MLFLOW_TRACKING_URI``, ``MLFLOW_EXPERIMENT_NAME``,
 ``MLFLOW_TRACKING_TOKEN`` ...) or the options below; the experiment is ``rmbench`` where neither

@@ -11,7 +11,10 @@
   An undefined value (nan) or a missing CI bound (``--bootstrap 0``) is left out, never logged as 0;
 * **tables**: the run's leaderboard, one table per section (the headline table; an official
   layout; original vs shifted), value and CI bounds in numeric columns;
-* **files**: results.json and the HTML report (``rmbench report``), rendered afresh.
+* **files**: results.json, as ``rmbench-results.json`` (a tracker's local store, ``mlruns/`` or
+  a TensorBoard log folder under ``runs/``, must not hold a folder with a ``results.json``:
+  ``rmbench leaderboard build runs`` would read it as one more run), and the HTML report
+  (``rmbench report``), rendered afresh.
 
 Keys (:func:`metric_key`): ``TASK/METRIC`` for a task's pooled number, ``TASK/subset/SUBSET/METRIC``
 and ``TASK/shift/SHIFT/METRIC`` for a slice, with ``_epsE`` after an eps-dependent metric
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -41,6 +45,7 @@ from rmbench.results.storage.record import MetricRecord, RunRecord, TaskResult
 
 CI_SUFFIXES = ("_ci_low", "_ci_high")
 REPORT_FILE = "report.html"
+RESULTS_COPY = "rmbench-results.json"
 _UNSAFE = re.compile(r"[^\w.\- ]", re.ASCII)
 
 
@@ -175,15 +180,17 @@ class TrackedRun:
 
 @contextmanager
 def tracked_run(folder: RunFolder) -> Iterator[TrackedRun]:
-    """The :class:`TrackedRun` of ``folder``, its report rendered into a temporary folder that
-    is removed afterwards (never into the run folder: it would replace a report the user wrote)."""
+    """The :class:`TrackedRun` of ``folder``, its files (its report rendered, its results.json
+    copied as ``rmbench-results.json``) in a temporary folder removed afterwards (never in the run
+    folder: the report would replace one the user wrote)."""
     from rmbench.results.publishing.report import build_report
     from rmbench.results.publishing.report_html import render_report
 
     with tempfile.TemporaryDirectory(prefix="rmbench-tracker-") as tmp:
         report = Path(tmp) / REPORT_FILE
         report.write_text(render_report(build_report([folder])), encoding="utf-8")
+        results = Path(tmp) / RESULTS_COPY
+        shutil.copyfile(folder.path / RESULTS_FILE, results)
         yield TrackedRun(folder.label, folder.path, folder.record, run_config(folder),
-                         tracked_metrics(folder.record), leaderboard_tables(folder), folder.path / RESULTS_FILE,
-                         report)
+                         tracked_metrics(folder.record), leaderboard_tables(folder), results, report)
 

@@ -5,7 +5,8 @@ named by its folder), or ``<logdir>/<run folder name>/`` with ``--log-arg tensor
 Each number is a scalar at one step, stored as a float64 tensor (the scalars plugin reads it;
 the older float32 ``simple_value`` would round it); the config and each leaderboard section are
 text (Markdown: TensorBoard's Text tab draws the tables); TensorBoard has no artifacts, so
-results.json and report.html are copied beside the event files. A rerun that replaces the run
+report.html and ``rmbench-results.json`` (the run's results.json) are copied beside the event
+files. A rerun that replaces the run
 replaces its event files too (the earlier ones are removed once the new ones are written), so
 the folder never shows two runs' numbers as one.
 

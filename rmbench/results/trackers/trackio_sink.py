@@ -1,7 +1,8 @@
 """trackio (``--log-to trackio``): one trackio run per rmbench run, in a trackio project.
 
 The run is named by the run folder, its config is the run's, the metrics are logged at one
-step, each leaderboard section is a ``trackio.Table``, and results.json and report.html are
+step, each leaderboard section is a ``trackio.Table``, and ``rmbench-results.json`` (the run's
+results.json) and report.html are
 artifacts (type ``rmbench-run``). Where: trackio's local database (``$TRACKIO_DIR``, by default
 ``~/.cache/huggingface/trackio``; trackio reads it once, when it is imported, so it is set in the
 environment, not as an option), or a Hugging Face Space (``TRACKIO_SPACE_ID`` or the

@@ -2,7 +2,8 @@
 
 The run is named by the run folder, its config is the run's (:mod:`~rmbench.results.trackers.payload`),
 the metrics are logged at one step (their last value is the run's summary), each leaderboard
-section is a ``wandb.Table``, the report a ``wandb.Html`` panel, and results.json with the report
+section is a ``wandb.Table``, the report a ``wandb.Html`` panel, and ``rmbench-results.json`` (the
+run's results.json) with the report
 an artifact of type ``rmbench-run``. Settings: W&B's own environment (``WANDB_MODE=offline``,
 ``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_DIR``, ``WANDB_API_KEY`` ...), or the options below;
 the project is ``rmbench`` where neither names one.
