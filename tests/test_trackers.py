@@ -123,7 +123,10 @@ def wandb_records(path: Path) -> list:
 def test_wandb_offline_logs_config_metrics_table_and_report(tmp_path, monkeypatch):
     pytest.importorskip("wandb", reason="the wandb tracker needs pip install 'rmbench[wandb]'")
     for name, value in (("WANDB_MODE", "offline"), ("WANDB_DIR", str(tmp_path / "w")), ("WANDB_SILENT", "true"),
-                        ("WANDB_PROJECT", "rmbench-test"), ("WANDB_API_KEY", SECRET)):
+                        ("WANDB_PROJECT", "rmbench-test"), ("WANDB_API_KEY", SECRET),
+                        # W&B's staging, cache and settings folders: here, not in the user's home
+                        ("WANDB_DATA_DIR", str(tmp_path / "data")), ("WANDB_CACHE_DIR", str(tmp_path / "cache")),
+                        ("WANDB_CONFIG_DIR", str(tmp_path / "config"))):
         monkeypatch.setenv(name, value)
     (tmp_path / "w").mkdir()
     out, doc = _eval(tmp_path, "length", "--log-to", "wandb")
