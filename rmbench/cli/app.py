@@ -29,6 +29,7 @@ from rmbench.cli.common import (
     user_errors,
 )
 from rmbench.cli.tables import Grid, print_grid
+from rmbench.cli.trackers import LOG_ARG_HELP, LOG_TO_HELP, log_command, log_to_trackers, open_log_to, print_errors
 from rmbench.core.choices import DEVICES, DTYPE_ALIASES, DTYPES, EPS_UNITS, TRUNCATION_SIDES, DType
 from rmbench.scoring.engines import engines_help
 
@@ -135,6 +136,8 @@ def eval_command(
                                                   "when one batch takes longer (--engine local; default: no limit); "
                                                   "the batches before it stay in the score cache."),
     report: bool = typer.Option(False, "--report", help="Also write report.html (rmbench report) in each run folder."),
+    log_to: list[str] = typer.Option([], "--log-to", metavar="TRACKER", help=LOG_TO_HELP),
+    log_arg: list[str] = typer.Option([], "--log-arg", metavar="TRACKER.KEY=VALUE", help=LOG_ARG_HELP),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
     from rmbench.core.choices import EpsUnit, TruncationSide
@@ -163,6 +166,7 @@ def eval_command(
                                       use_cache=not no_cache, engine=engine, workers=workers, ray_address=ray_address,
                                       worker_cpus=worker_cpus, worker_gpus=worker_gpus, score_timeout=score_timeout)
         configs = [EvalConfig(m, execution) for m in measured]
+        trackers = open_log_to(log_to, log_arg)  # a missing extra: one line, before any scoring
         main = execution.engine_kind.is_main()
         try:
             with sigterm_as_interrupt(), progress_bars("responses") as progress:
@@ -181,10 +185,12 @@ def eval_command(
                       highlight=False, soft_wrap=True)  # a path on a line of its own, never broken, to copy
         if report:
             _write_reports(suite.plan.run_dirs)
+        not_logged = log_to_trackers(trackers, suite.plan.run_dirs)  # after the runs are written: never loses them
         failed = [f"{r.model.name} on {t.name}: {t.error}" for r in suite.records for t in r.tasks
                   if t.status != "success"]
-        if failed:
-            err_console.print("[bold red]error:[/] " + escape("; ".join(failed)), highlight=False, soft_wrap=True)
+        print_errors(["; ".join(failed)] if failed else [])
+        print_errors(not_logged)
+        if failed or not_logged:
             raise typer.Exit(1)
 
 
@@ -337,6 +343,8 @@ from rmbench.cli import train as cli_train  # noqa: E402,F401
 
 # isort: split
 from rmbench.cli import results as cli_results  # noqa: E402,F401
+
+app.command("log")(log_command)  # runs already written, to trackers: after the results commands in --help
 
 
 def main() -> None:  # console-script entry point

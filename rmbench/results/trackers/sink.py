@@ -1,0 +1,83 @@
+"""The sink a tracker implements (:class:`TrackerSink`), its options, and the missing-extra error.
+
+A sink names the library it imports (only when used: ``import rmbench`` never imports wandb),
+the extra that installs it (``pip install 'rmbench[wandb]'``) and the options it takes by
+``--log-arg NAME.KEY=VALUE``, each beside the environment variable the library reads without it.
+Credentials are never options: an API key is read by the tracker's library from its own
+environment variable (``WANDB_API_KEY``, ``MLFLOW_TRACKING_TOKEN``, ``HF_TOKEN`` ...), and rmbench
+neither reads, logs nor writes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, ClassVar
+
+from rmbench.errors import ConfigError, did_you_mean
+
+if TYPE_CHECKING:  # the payload imports pandas and the publishing layer: only when a run is logged
+    from rmbench.results.trackers.payload import TrackedRun
+
+
+def without_credentials(text: str) -> str:
+    """``text`` (a URI, or a message holding some) as it may be shown: each URI's
+    ``user:password@`` becomes ``***@``."""
+    return re.sub(r"\b([a-z][a-z0-9+.-]*://)[^/@\s]*@", r"\1***@", text, flags=re.IGNORECASE)
+
+
+def install_line(extra: str) -> str:
+    return f"pip install 'rmbench[{extra}]'"
+
+
+def require(module: str, tracker: str, package: str, extra: str) -> ModuleType:
+    """Import ``module`` for ``--log-to tracker``; absent: one ConfigError line with the install command."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        top = module.split(".")[0]
+        if exc.name is not None and (exc.name == top or module.startswith(exc.name + ".")):
+            raise ConfigError(f"--log-to {tracker} needs the {package} package, which is not installed: "
+                              f"{install_line(extra)}") from None
+        raise ConfigError(f"--log-to {tracker}: {module} failed to import ({exc}); reinstall it with "
+                          f"{install_line(extra)}") from None
+    except ImportError as exc:
+        raise ConfigError(f"--log-to {tracker}: {module} failed to import ({exc}); reinstall it with "
+                          f"{install_line(extra)}") from None
+
+
+class TrackerSink(ABC):
+    """One tracker: :meth:`check` before any model is scored, :meth:`log` once per run."""
+
+    name: ClassVar[str]
+    library: ClassVar[str]
+    """The module imported to log (``wandb``; ``tensorboard`` for TensorBoard's event files)."""
+    package: ClassVar[str]
+    """What pip installs (``mlflow-skinny``)."""
+    extra: ClassVar[str]
+    options: ClassVar[Mapping[str, str]]
+    """``--log-arg NAME.KEY=VALUE`` keys, each with what it sets (and its environment variable)."""
+    credentials: ClassVar[str]
+    """Where the library reads its credentials (named in the error for an option that would be one)."""
+
+    def __init__(self, options: Mapping[str, str] | None = None) -> None:
+        options = dict(options or {})
+        for key in options:
+            if key not in self.options:
+                known = ", ".join(self.options) or "none"
+                raise ConfigError(f"--log-arg {self.name}.{key}: {self.name} takes no option {key!r}"
+                                  f"{did_you_mean(key, self.options)} (its options: {known}); credentials are "
+                                  f"never options: {self.credentials}")
+        self.settings = options
+
+    def check(self) -> None:
+        """Before any scoring: the library imports (else the install line); a sink that can check
+        its settings without a network call does so too (overriding this, after it)."""
+        require(self.library, self.name, self.package, self.extra)
+
+    @abstractmethod
+    def log(self, run: TrackedRun, step: int = 0) -> str:
+        """Log ``run`` as one tracker run (metrics at ``step``); returns where it went (a URL or a path)."""

@@ -1,0 +1,64 @@
+"""TensorBoard (``--log-to tensorboard``): event files, one TensorBoard run per rmbench run.
+
+Where: ``<run folder>/tensorboard/`` (so ``tensorboard --logdir runs`` shows every run, each
+named by its folder), or ``<logdir>/<run folder name>/`` with ``--log-arg tensorboard.logdir=DIR``.
+Each number is a scalar at one step, stored as a float64 tensor (the scalars plugin reads it;
+the older float32 ``simple_value`` would round it); the config and each leaderboard section are
+text (Markdown: TensorBoard's Text tab draws the tables); TensorBoard has no artifacts, so
+report.html and ``rmbench-results.json`` (the run's results.json) are copied beside the event
+files. A rerun that replaces the run
+replaces its event files too (the earlier ones are removed once the new ones are written), so
+the folder never shows two runs' numbers as one.
+
+The writer is ``torch.utils.tensorboard`` (torch is rmbench's own dependency); it needs the
+``tensorboard`` package (the ``tensorboard`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from rmbench.results.trackers.payload import TrackedRun
+from rmbench.results.trackers.sink import TrackerSink
+
+EVENTS_GLOB = "events.out.tfevents.*"
+
+
+def _indented(text: str) -> str:
+    """A Markdown code block (indented: TensorBoard's Markdown reads it as preformatted text)."""
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+class TensorBoardSink(TrackerSink):
+    name = "tensorboard"
+    library = "tensorboard"
+    package = "tensorboard"
+    extra = "tensorboard"
+    options = {"logdir": "the parent of one folder per run (default: each run folder's tensorboard/)"}
+    credentials = "TensorBoard writes local files and takes none"
+
+    def logdir(self, run: TrackedRun) -> Path:
+        base = self.settings.get("logdir")
+        return Path(base) / run.name if base else run.folder / "tensorboard"
+
+    def log(self, run: TrackedRun, step: int = 0) -> str:
+        from torch.utils.tensorboard import SummaryWriter
+
+        where = self.logdir(run)
+        earlier = set(where.glob(EVENTS_GLOB)) if where.is_dir() else set()
+        writer = SummaryWriter(log_dir=str(where))
+        try:
+            for key, value in run.scalars().items():
+                writer.add_scalar(key, value, step, new_style=True, double_precision=True)
+            writer.add_text("config", _indented(json.dumps(run.config, indent=2, default=str)), step)
+            for key, frame in run.tables:
+                writer.add_text(key, frame.to_markdown(index=False), step)
+        finally:
+            writer.close()
+        for path in run.files:
+            shutil.copyfile(path, where / path.name)
+        for old in earlier:
+            old.unlink(missing_ok=True)
+        return str(where)
