@@ -261,3 +261,162 @@ def test_cli_errors_are_one_line(rb2_published, tmp_path):
                         cwd=tmp_path)
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and says in lines[0], lines
+
+
+# --- JudgeBench -------------------------------------------------------------------------------
+
+JB_SOURCES = ("mmlu-pro-law", "livebench-reasoning", "livebench-math", "livecodebench", "mmlu-pro-math")
+
+
+def judgebench_pairs() -> list[dict]:
+    """Pairs in JudgeBench's data layout (data/dataset=judgebench,response_model=*.jsonl)."""
+    return [{"pair_id": f"p{i}", "original_id": i, "source": JB_SOURCES[i % 5], "question": f"Question {i}?",
+             "response_model": "gpt-4o-2024-05-13", "response_A": f"answer A{i}", "response_B": f"answer B{i}",
+             "label": "A>B" if i % 3 else "B>A"} for i in range(10)]
+
+
+def judgebench_output(pairs: list[dict], judgments: list[list]) -> str:
+    """The lines run_judge.py's judge_pairs writes: the pair, ``judge_name`` and ``judgments`` (one per
+    game), ``json.dumps(pair, ensure_ascii=False)`` per line."""
+    return "".join(json.dumps({**p, "judge_name": "reward_model", "judgments": j}, ensure_ascii=False) + "\n"
+                   for p, j in zip(pairs, judgments))
+
+
+def rm_game(a: float, b: float) -> dict:
+    """A reward-model judgment as utils/judges.py's reward-model judges return it."""
+    return {"judgment": {"judge_model": "org/rm", "scores": [a, b]}, "decision": "A>B" if a > b else "B>A"}
+
+
+def _judgebench_eval(tmp_path: Path, output: str, pairs: list[dict]):
+    out_file = tmp_path / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=x,judge_model=org_rm.jsonl"
+    out_file.write_text(output, encoding="utf-8")
+    return evaluate(EvalConfig(model="published:judgebench", model_args=(("path", str(out_file)),),
+                               tasks=("judgebench",), data=(("judgebench", str(write_jsonl(tmp_path / "jb.jsonl",
+                                                                                          pairs))),),
+                               n_bootstrap=0, use_cache=False), out_dir=tmp_path / "run")
+
+
+def test_judgebench_two_games_of_a_reward_model_replay_its_scores(tmp_path):
+    pairs = judgebench_pairs()
+    rewards = [(0.5 + i, 0.1 * i) if i % 2 else (0.1, 0.2 + i) for i in range(10)]
+    rewards[4] = (0.3, 0.3)  # a tie: "B>A" in each game, so the two games disagree: wrong whatever the label
+    record = _judgebench_eval(tmp_path, judgebench_output(pairs, [[rm_game(a, b), rm_game(b, a)] for a, b in rewards]),
+                              pairs)
+    assert record.execution.model["rewards"] == "scores" and record.execution.model["games"] == 2
+    # by hand: A wins the odd pairs; labels: A>B where i % 3; pair 4 (a tie) is wrong
+    correct = [(a > b and p["label"] == "A>B") or (a < b and p["label"] == "B>A") for p, (a, b) in zip(pairs, rewards)]
+    assert correct == [True, True, False, False, False, True, True, True, False, False]
+    ours = _official(record, "judgebench_score")
+    assert ours[None] == pytest.approx(sum(correct) / 10)
+    assert ours["knowledge"] == pytest.approx((correct[0] + correct[4] + correct[5] + correct[9]) / 4)
+    assert ours["coding"] == pytest.approx((correct[3] + correct[8]) / 2)
+    task = record.tasks[0]
+    assert task.args["single_game"] is False  # scored by both games' rule
+
+
+def test_judgebench_verdicts_replay_as_verdicts(tmp_path):
+    """A judge that gives decisions only (arena_hard), one game with A=B and a failed game."""
+    pairs = judgebench_pairs()
+    decisions = ["A>B", "A>B", "B>A", "A=B", None, "B>A", "A>B", "B>A", "A>B", "A>B"]
+    games = [[{"judgment": {"judge_model": "j", "response": "..."}, "decision": d} if d else None] for d in decisions]
+    record = _judgebench_eval(tmp_path, judgebench_output(pairs, games), pairs)
+    assert record.execution.model["rewards"] == "verdicts"
+    # compute_final_metrics, one game: correct iff the decision equals the label
+    assert _official(record, "judgebench_score")[None] == pytest.approx(
+        sum(d == p["label"] for d, p in zip(decisions, pairs)) / 10)
+
+
+def _judgebench_checkout() -> Path:
+    folder = os.environ.get("RMBENCH_JUDGEBENCH_DIR")
+    if not folder or not (Path(folder) / "utils" / "metrics.py").is_file():
+        pytest.skip("JudgeBench's code and outputs are not here: set RMBENCH_JUDGEBENCH_DIR to a checkout of "
+                    "github.com/ScalerLab/JudgeBench at e2c52c2 (no licence, so never copied into this repository)")
+    return Path(folder)
+
+
+def test_judgebench_replay_of_its_own_outputs_equals_its_own_metrics(tmp_path):
+    """Every file of the checkout's outputs/ replayed through the judgebench task gives what
+    JudgeBench's compute_final_metrics gives on it, overall and per category."""
+    import importlib.util
+
+    checkout = _judgebench_checkout()
+    spec = importlib.util.spec_from_file_location("judgebench_metrics", checkout / "utils" / "metrics.py")
+    assert spec is not None and spec.loader is not None
+    metrics = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(metrics)
+    prefixes = {"knowledge": "mmlu-pro", "reasoning": "livebench-reasoning", "math": "livebench-math",
+                "coding": "livecodebench", None: ""}
+    outputs = sorted((checkout / "outputs").glob("*.jsonl"))
+    assert outputs
+    for n, path in enumerate(outputs):
+        pairs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for p in pairs:  # the repository's files hold the judgments list as its Python repr
+            p["judgments"] = ast.literal_eval(p["judgments"]) if isinstance(p["judgments"], str) else p["judgments"]
+        two_games = len(pairs[0]["judgments"]) == 2
+        response_model = path.name.split("response_model=")[1].split(",")[0]
+        data = checkout / "data" / f"dataset=judgebench,response_model={response_model}.jsonl"
+        split = "claude" if response_model.startswith("claude") else "gpt"
+        record = evaluate(EvalConfig(model="published:judgebench", model_args=(("path", str(path)),),
+                                     tasks=("judgebench",), data=(("judgebench", str(data)),),
+                                     task_args=(("split", split),), n_bootstrap=0, use_cache=False),
+                          out_dir=tmp_path / f"run{n}")
+        ours = _official(record, "judgebench_score")
+        for category, prefix in prefixes.items():
+            theirs = metrics.compute_final_metrics(pairs, two_games,
+                                                   include_fn=lambda x, s=prefix: x["source"].startswith(s))
+            assert 100 * ours[category] == pytest.approx(theirs, abs=1e-9), (path.name, category)
+
+
+# --- RMB --------------------------------------------------------------------------------------
+
+def test_rmb_result_file_replays_its_accuracy(tmp_path):
+    """A file laid out as eval/scripts/my_run_rm.py's add_feature writes it (the dataset row without
+    its texts, plus chosen_reward, reject_reward, is_correct; json.dump of the list)."""
+    scenario = "Pairwise_set/Helpfulness/Code/Documentation"
+    items = [{"pair_uid": str(100 + i), "conversation_input": [{"role": "user", "content": f"q{i}", "language": "en"}],
+              "chosen": {"llm_name": "a", "answer": f"good {i}"}, "reject": {"llm_name": "b", "answer": f"bad {i}"},
+              "category_path": scenario} for i in range(6)]
+    data = tmp_path / "Documentation.json"
+    data.write_text(json.dumps(items))
+    rewards = [(1.0, 0.5), (0.2, 0.9), (0.4, 0.4), (2.0, -1.0), (0.0, 0.1), (3.0, 2.9)]
+    result = [{"pair_uid": it["pair_uid"], "category_path": scenario, "chosen_reward": c, "reject_reward": r,
+               "is_correct": 1 if c > r else 0} for it, (c, r) in zip(items, rewards)]
+    published = tmp_path / "some-rm_result.json"
+    published.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    record = evaluate(EvalConfig(model=f"published:rmb:{published}", tasks=("rmb",), data=(("rmb", str(data)),),
+                                 n_bootstrap=0, use_cache=False), out_dir=tmp_path / "run")
+    model_acc = sum(r["is_correct"] for r in result) / len(result)  # my_run_rm.py: sum(results) / len(results)
+    assert model_acc == pytest.approx(0.5)
+    assert _official(record, "rmb_score")[scenario] == pytest.approx(model_acc)
+
+
+RMB_COMMIT = "2be3180857f2190b7ffa929d43190835627f1f4d"
+RMB_RESULT = (f"https://raw.githubusercontent.com/Zhou-Zoey/RMB-Reward-Model-Benchmark/{RMB_COMMIT}/eval/result/"
+              "ArmoRM-Llama3-8B-v0.1_result.json#sha256=18720ad7ea64544762e4bd433b3b31d3a01ffddc04d49f2999e15b53eb20622b")
+"""RMB's one published result file (849 pairs of one scenario, ArmoRM-Llama3-8B-v0.1), pinned."""
+RMB_SCENARIO = "Pairwise_set/Helpfulness/Brainstorming/Idea Development"
+
+
+def test_rmb_published_result_replays_the_accuracy_it_records(tmp_path):
+    """RMB's real result file and its scenario's data, through RMBENCH_MIRROR (or the download
+    cache): the replayed scenario accuracy is my_run_rm.py's ``sum(results) / len(results)``."""
+    from rmbench.tasks.downloads import fetch, parse_remote
+    from rmbench.tasks.rmb import RMB_GIT_BLOBS, fetch_git_blob, parse_git_blob
+
+    data_source = RMB_GIT_BLOBS[RMB_SCENARIO]
+    try:
+        remote = parse_remote(RMB_RESULT)
+        assert remote is not None
+        result = fetch(remote)
+        fetch_git_blob(*parse_git_blob(data_source))
+    except DataError as exc:
+        pytest.skip(f"RMB's result file or its scenario's data cannot be had here (set RMBENCH_MIRROR to a mirror "
+                    f"that serves raw.githubusercontent.com/Zhou-Zoey/RMB-Reward-Model-Benchmark/{RMB_COMMIT}/...): "
+                    f"{exc}")
+    items = json.loads(result.read_text(encoding="utf-8"))
+    record = evaluate(EvalConfig(model="published:rmb", model_args=(("path", str(result)),), tasks=("rmb",),
+                                 task_args=(("set", "pairwise"), ("paths", {}),
+                                            ("git_blobs", {RMB_SCENARIO: data_source})),
+                                 n_bootstrap=0, use_cache=False), out_dir=tmp_path / "run")
+    assert _official(record, "rmb_score")[RMB_SCENARIO] == pytest.approx(
+        sum(x["is_correct"] for x in items) / len(items), abs=1e-12)
