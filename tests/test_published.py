@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import rb_official
-from rmbench.errors import ConfigError, DataError, ModelError
+
+from rmbench.errors import DataError, ModelError
 from rmbench.models.published_files import verdict_rewards
 from rmbench.scoring.runner import EvalConfig, evaluate
 
@@ -196,13 +196,14 @@ def test_a_file_that_does_not_match_the_data_is_one_line(rb2_published, tmp_path
     message = str(err.value)
     assert "\n" not in message
     assert f"matches {len(rows) - 2} of {len(rows)} items of the task's data" in message
-    assert "the first that does not: group 'Fact-3' (Factuality): the file has 4 scores, the task 3 responses" in message
+    assert ("the first that does not: group 'Fact-3' (Factuality): the file has 4 scores, the task 3 responses"
+            in message)
     assert not (tmp_path / "run").exists()
 
 
 def _rmbench(*args, cwd: Path, **env):
-    full = {**os.environ, "COLUMNS": "200", **env,
-            "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH")) if p)}
+    paths = (str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH"))
+    full = {**os.environ, "COLUMNS": "200", **env, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     return subprocess.run([sys.executable, "-m", "rmbench", *args], capture_output=True, text=True, env=full, cwd=cwd,
                           timeout=300)
 
@@ -216,7 +217,8 @@ def test_model_list_eval_leaderboard_report_compare(rb2_published, tmp_path):
     _hub_cache(tmp_path / "hub", published, "someorg/some-rm", commit)
     doc = json.loads(published.read_text())
     doc["scores"] = [[-s for s in row] for row in doc["scores"]]  # a second model: the first one negated
-    negated = tmp_path / "hub/datasets--allenai--reward-bench-2-results/snapshots" / commit / "eval-set-scores/other/neg-rm.json"
+    snapshot = tmp_path / "hub/datasets--allenai--reward-bench-2-results/snapshots" / commit
+    negated = snapshot / "eval-set-scores/other/neg-rm.json"
     negated.parent.mkdir(parents=True)
     negated.write_text(json.dumps(doc))
     models = tmp_path / "models.txt"

@@ -45,7 +45,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from rmbench.core.judgebench import A_BETTER, B_BETTER, LABELS, TIE, decision_verdict, judgebench_category
 from rmbench.errors import DataError
@@ -251,7 +251,7 @@ def read_rmb(data: bytes, location: str) -> PublishedScores:
                 if isinstance(row, dict) and "bon_uid" in row else "not a pairwise item with a pair_uid"
             raise DataError(f"{where} is {kind}", path=location)
         chosen, reject = row.get("chosen_reward"), row.get("reject_reward")
-        if not all(_is_number(x) and math.isfinite(x) for x in (chosen, reject)):
+        if not (_is_number(chosen) and _is_number(reject) and math.isfinite(chosen) and math.isfinite(reject)):
             raise DataError(f"{where}: chosen_reward and reject_reward must be finite numbers", path=location,
                             field="chosen_reward")
         key = f"pairwise:{row['pair_uid']}"
@@ -287,7 +287,7 @@ def _json(data: bytes, location: str) -> Any:
         raise DataError(f"not JSON: {exc}", path=location) from None
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: Any) -> TypeGuard[int | float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
