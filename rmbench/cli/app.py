@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import cast
 
+import click
 import typer
 from rich.markup import escape
 
@@ -54,13 +55,13 @@ def _details_grid(record) -> Grid:
 
 
 def _models(model: str | None, model_list: Path | None) -> list[str]:
-    """The models of ``--model`` (comma-separated) and then of ``--model-list``; smollm2-135m when neither is given."""
+    """The models of ``--model`` (comma-separated; None: not given) and then of ``--model-list``."""
     from rmbench.models.model_list import read_model_list
 
     models = [m.strip() for m in (model or "").split(",") if m.strip()]
     if model_list is not None:
         models += read_model_list(model_list)
-    return models or ["smollm2-135m"]
+    return models
 
 
 def _names(text: str | None, models: list[str]) -> list[str | None]:
@@ -79,12 +80,12 @@ def _names(text: str | None, models: list[str]) -> list[str | None]:
 
 @app.command("eval")
 def eval_command(
-    model: str | None = typer.Option(None, "--model", "-m", help="Model spec, or several separated by commas: a "
-                                     "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score "
-                                     "(default: smollm2-135m, unless --model-list names the models)."),
+    ctx: typer.Context,
+    model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
+                              "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
     model_list: Path | None = typer.Option(None, "--model-list", metavar="FILE", help="A file of model specs, one "
                                            "per line (# starts a comment line; never split at commas), scored after "
-                                           "the --model ones."),
+                                           "those --model names (without --model: instead of its default)."),
     tasks: str = typer.Option("ties_sample", "--tasks", "-t", help="Comma-separated task names."),
     data: list[str] = typer.Option([], "--data", metavar="TASK=[PART=]PATH",
                                    help="Read TASK's data from a local file (or URL#sha256=HEX). Repeatable; tasks "
@@ -162,7 +163,8 @@ def eval_command(
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
-        models = _models(model, model_list)
+        given = ctx.get_parameter_source("model") != click.core.ParameterSource.DEFAULT
+        models = _models(model if given or model_list is None else None, model_list)
         names = _names(name, models)
         runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
                           token_budget=token_budget, allow_pickle=allow_pickle, threads=threads)
