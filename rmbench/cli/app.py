@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import cast
 
-import click
 import typer
 from rich.markup import escape
 
@@ -163,7 +162,8 @@ def eval_command(
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
-        given = ctx.get_parameter_source("model") != click.core.ParameterSource.DEFAULT
+        source = ctx.get_parameter_source("model")
+        given = source is not None and source.name != "DEFAULT"  # typer's click or click's own enum
         models = _models(model if given or model_list is None else None, model_list)
         names = _names(name, models)
         runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
