@@ -141,6 +141,9 @@ def test_rb2_by_hub_id_reads_the_results_dataset_at_its_revision(rb2_published, 
     assert by_hub.describe()["dataset"] == "allenai/reward-bench-2-results"
     # the identity is the content: the same file by hub id, commit or path is one model
     assert by_hub.fingerprint() == by_commit.fingerprint() == by_path.fingerprint()
+    changed = tmp_path / "changed.json"
+    changed.write_bytes(published.read_bytes().replace(b'"model": "someorg/some-rm"', b'"model": "someorg/other"'))
+    assert PublishedRM("rewardbench2:someorg/some-rm", path=str(changed)).fingerprint() != by_path.fingerprint()
     record = _eval("published:rewardbench2:someorg/some-rm", "rewardbench2", data, tmp_path / "run")
     assert record.status == "success"
     with pytest.raises(DataError, match=r"cannot get eval-set-scores/someorg/other\.json of the dataset "
