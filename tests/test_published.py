@@ -429,3 +429,43 @@ def test_rmb_published_result_replays_the_accuracy_it_records(tmp_path):
                                  n_bootstrap=0, use_cache=False), out_dir=tmp_path / "run")
     assert _official(record, "rmb_score")[RMB_SCENARIO] == pytest.approx(
         sum(x["is_correct"] for x in items) / len(items), abs=1e-12)
+
+
+RM_SOURCE = '''import hashlib
+
+
+def score(pairs):  # fewer words, higher reward (rb2_rows' chosen answers are the shortest), hash-broken ties
+    return [-len(r.split()) + int(hashlib.sha256(r.encode()).hexdigest()[:8], 16) / 2 ** 32 for _, r in pairs]
+'''
+
+
+@pytest.mark.slow
+def test_verify_a_run_against_its_published_file(rb2_published, tmp_path):
+    """A model's run verified against the RewardBench 2 file of the same scores (written by
+    run_v2.py's code): equal; against a file with the scores outside Ties planted upside down: different."""
+    import hashlib as h
+
+    reason = rb_official.official_unavailable()
+    if reason:
+        pytest.skip(reason)
+    data, _, _ = rb2_published
+    rows = rb2_rows()
+    (tmp_path / "my_rm.py").write_text(RM_SOURCE)
+    scores = [[-len(r.split()) + int(h.sha256(r.encode()).hexdigest()[:8], 16) / 2 ** 32
+               for r in row["chosen"] + row["rejected"]] for row in rows]
+    (tmp_path / "same").mkdir()
+    (tmp_path / "planted").mkdir()
+    rb_official.rb2_official(rows, scores, write_scores_to=tmp_path / "same", model_name="org/my-rm")
+    planted = [[-s for s in sc] if row["subset"] != "Ties" else sc for row, sc in zip(rows, scores)]
+    rb_official.rb2_official(rows, planted, write_scores_to=tmp_path / "planted", model_name="org/my-rm")
+    done = _rmbench("eval", "--model", "python:my_rm.py:score", "--tasks", "rewardbench2", "--data",
+                    f"rewardbench2={data}", "--bootstrap", "50", "--out", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    verdicts = {}
+    for name in ("same", "planted"):
+        published = tmp_path / name / "results" / "eval-set-scores" / "org" / "my-rm.json"
+        done = _rmbench("verify", "run", "--against", "published:rewardbench2:org/my-rm", "--model-arg",
+                        f"path={published}", "--out", f"ref-{name}", "--bootstrap", "200", "--json", f"{name}.json",
+                        cwd=tmp_path)
+        verdicts[name] = (done.returncode, json.loads((tmp_path / f"{name}.json").read_text())["verdict"])
+    assert verdicts == {"same": (0, "equal"), "planted": (1, "different")}, verdicts
