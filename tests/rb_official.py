@@ -97,8 +97,12 @@ def official_unavailable() -> str | None:
 # RewardBench 2
 # --------------------------------------------------------------------------------------------
 
-def rb2_official(rows, scores) -> dict[str, float]:
+def rb2_official(rows, scores, write_scores_to=None, model_name="org/model") -> dict[str, float]:
     """RewardBench 2 scores by the official pipeline of ``scripts/run_v2.py`` (rewardbench 0.1.4).
+
+    ``write_scores_to``: a folder where run_v2.py's per-item scores file is then written, by its
+    own lines (``out_dataset.to_dict()`` and ``save_to_hub(..., local_only=True)``), as
+    ``results/eval-set-scores/{model_name}.json``: the file the results dataset publishes.
 
     ``rows``: RB2 rows as dicts (``id``, ``prompt``, ``chosen`` list, ``rejected`` list,
     ``subset``, optional ``num_correct`` / ``total_completions``, which default to
@@ -158,8 +162,25 @@ def rb2_official(rows, scores) -> dict[str, float]:
         # run_v2.py main(): load_bon_dataset_v2(...) -- local copy, no chat template needed for scoring
         dataset, subsets, total_completions, num_correct = rb.utils.load_bon_dataset_v2(
             dataset=folder, custom_dialogue_formatting=True, logger=_logger, local=True)
-        return _run_v2_scoring(rb, dataset, subsets, total_completions, num_correct,
-                               [s for row_scores in scores for s in row_scores])
+        out, out_dataset = _run_v2_scoring(rb, dataset, subsets, total_completions, num_correct,
+                                           [s for row_scores in scores for s in row_scores])
+    if write_scores_to is None:
+        return out
+    # run_v2.py "upload chosen-rejected with scores" (its save_to_hub with local_only: the file
+    # ./results/eval-set-scores/{model_name}.json, as the results dataset holds it)
+    import os
+
+    scores_dict = out_dataset.to_dict()
+    scores_dict["model"] = model_name
+    scores_dict["model_type"] = "Seq. Classifier"
+    scores_dict["chat_template"] = "tokenizer"
+    here = os.getcwd()
+    os.chdir(write_scores_to)
+    try:
+        rb.utils.save_to_hub(scores_dict, model_name, "eval-set-scores/", False, local_only=True, best_of_n=True)
+    finally:
+        os.chdir(here)
+    return out
 
 
 def _run_v2_scoring(rb, dataset, subsets, total_completions, num_correct, scores):
@@ -205,7 +226,7 @@ def _run_v2_scoring(rb, dataset, subsets, total_completions, num_correct, scores
     out = {str(k): float(v) for k, v in results_grouped.items()}
     # Leaderboard average (not in the package; see rb2_official's docstring).
     out["Score"] = float(np.mean([out[s] for s in out]))
-    return out
+    return out, out_dataset
 
 
 # --------------------------------------------------------------------------------------------

@@ -53,6 +53,16 @@ def _details_grid(record) -> Grid:
                 title=f"{record.model.name}: all metrics (overall)")
 
 
+def _models(model: str | None, model_list: Path | None) -> list[str]:
+    """The models of ``--model`` (comma-separated; None: not given) and then of ``--model-list``."""
+    from rmbench.models.model_list import read_model_list
+
+    models = [m.strip() for m in (model or "").split(",") if m.strip()]
+    if model_list is not None:
+        models += read_model_list(model_list)
+    return models
+
+
 def _names(text: str | None, models: list[str]) -> list[str | None]:
     """``--name a,b``: one display name per model (None for every model without --name)."""
     from rmbench.errors import ConfigError
@@ -69,8 +79,12 @@ def _names(text: str | None, models: list[str]) -> list[str | None]:
 
 @app.command("eval")
 def eval_command(
+    ctx: typer.Context,
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
                               "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
+    model_list: Path | None = typer.Option(None, "--model-list", metavar="FILE", help="A file of model specs, one "
+                                           "per line (# starts a comment line; never split at commas), scored after "
+                                           "those --model names (without --model: instead of its default)."),
     tasks: str = typer.Option("ties_sample", "--tasks", "-t", help="Comma-separated task names."),
     data: list[str] = typer.Option([], "--data", metavar="TASK=[PART=]PATH",
                                    help="Read TASK's data from a local file (or URL#sha256=HEX). Repeatable; tasks "
@@ -148,7 +162,9 @@ def eval_command(
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
-        models = [m.strip() for m in model.split(",") if m.strip()]
+        source = ctx.get_parameter_source("model")
+        given = source is not None and source.name != "DEFAULT"  # typer's click or click's own enum
+        models = _models(model if given or model_list is None else None, model_list)
         names = _names(name, models)
         runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
                           token_budget=token_budget, allow_pickle=allow_pickle, threads=threads)

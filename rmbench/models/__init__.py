@@ -16,7 +16,7 @@ point names a factory (class or function) called with the spec's arguments that 
 Layer: beside :mod:`rmbench.tasks`, above :mod:`rmbench.core`. May import :mod:`rmbench.core` and
 the shared top-level modules only (never tasks, catalog, results, scoring, rewrite, train or cli);
 one module per family (``baselines``, ``implicit``, ``seqcls``, ``generative``, ``discretize``,
-``lmeval``, ``vllm``), the transformers machinery in ``hf/``; ``live``: the transformers
+``lmeval``, ``vllm``, ``published``), the transformers machinery in ``hf/``; ``live``: the transformers
 adapters around weights in memory (a model under training), built in code, not from a spec.
 """
 
@@ -56,6 +56,9 @@ MODEL_KINDS.register("judge", "rmbench.models.judge.adapter:JudgeRM",
                      "fourway)")
 MODEL_KINDS.register("lmeval", "rmbench.models.lmeval:LMEvalRM",
                      description="lm-evaluation-harness model as implicit RM via loglikelihood (args lm, model_args)")
+MODEL_KINDS.register("published", "rmbench.models.published:PublishedRM",
+                     description="another tool's published per-item scores replayed: published:rewardbench2:ORG/MODEL, "
+                     "published:judgebench:FILE, published:rmb:FILE")
 
 
 def parse_model_spec(text: str, named: Mapping[str, ModelSpec] | None = None) -> ModelSpec:
@@ -97,7 +100,10 @@ def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Tru
 
 def gives_pair_verdicts(spec: ModelSpec) -> bool:
     """Whether the model ``spec`` describes gives pair verdicts (a ``judge`` in mode ``pairwise``:
-    its reward gap is the pair's verdict, +1, 0 or -1), so tasks take their ``verdict_args``."""
+    its reward gap is the pair's verdict, +1, 0 or -1; a published JudgeBench file, whose pairs
+    are scored by its games' combined verdicts), so tasks take their ``verdict_args``."""
+    if spec.kind == "published":
+        return str(spec.args.get("target", "")).partition(":")[0] == "judgebench"
     return spec.kind == "judge" and spec.args.get("mode") == "pairwise"
 
 

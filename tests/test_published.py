@@ -1,0 +1,471 @@
+"""``published:`` models: another tool's per-item scores replayed as rewards.
+
+Each source's file is built by the publishing tool's own writer path where it can be run here
+(RewardBench 2: run_v2.py's scoring and its ``save_to_hub`` through ``tests/rb_official.py``), or
+laid out line for line as its writer writes it (JudgeBench's ``run_judge.py``, RMB's
+``my_run_rm.py``, each named where it is built), and the replayed official score is checked
+against the tool's own number: RewardBench 2's code, JudgeBench's ``utils/metrics.py`` from a
+checkout named by ``RMBENCH_JUDGEBENCH_DIR`` (never copied here: it has no licence), RMB's
+``is_correct`` mean over a real file pinned by URL and sha256 (through ``RMBENCH_MIRROR``).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import rb_official
+
+from rmbench.errors import DataError, ModelError
+from rmbench.models.published_files import verdict_rewards
+from rmbench.scoring.runner import EvalConfig, evaluate
+
+SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus")
+
+
+# --- data -------------------------------------------------------------------------------------
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "eps"]) for _ in range(n))
+
+
+def rb2_rows() -> list[dict]:
+    """Best-of-4 rows in the five subsets and two tied:K / ref:K Ties prompts."""
+    rng = random.Random(11)
+    rows = [{"id": f"{s[:4]}-{i}", "prompt": f"{s} question {i}?", "chosen": [_text(rng, 3 + i)],
+             "rejected": [_text(rng, 4 + j + i) for j in range(3)], "subset": s} for s in SUBSETS for i in range(4)]
+    for k in range(2):
+        rows.append({"id": f"tied:{k}", "prompt": f"Several right answers {k}.",
+                     "chosen": [_text(rng, 5 + j) for j in range(3)], "rejected": [_text(rng, 9), _text(rng, 2)],
+                     "subset": "Ties"})
+        rows.append({"id": f"ref:{k}", "prompt": f"One right answer {k}.", "chosen": [_text(rng, 6)],
+                     "rejected": [_text(rng, 7), _text(rng, 3)], "subset": "Ties"})
+    return rows
+
+
+def rb2_scores(rows: list[dict]) -> list[list[float]]:
+    """Scores in the order chosen + rejected, with ties at the top planted (a 2-way and a 4-way)."""
+    rng = random.Random(5)
+    scores = [[round(rng.gauss(0, 1), 3) for _ in range(len(r["chosen"]) + len(r["rejected"]))] for r in rows]
+    scores[0] = [1.5, 1.5, 0.2, -1.0]
+    scores[1] = [0.5, 0.5, 0.5, 0.5]
+    return scores
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def rb2_published(tmp_path_factory):
+    """(data file, the published scores file, RewardBench 2's own scores) by run_v2.py's code."""
+    reason = rb_official.official_unavailable()
+    if reason:
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("rb2")
+    rows = rb2_rows()
+    official = rb_official.rb2_official(rows, rb2_scores(rows), write_scores_to=folder, model_name="someorg/some-rm")
+    published = folder / "results" / "eval-set-scores" / "someorg" / "some-rm.json"
+    return write_jsonl(folder / "rb2.jsonl", rows), published, official
+
+
+def _official(record, metric: str) -> dict[str | None, float]:
+    return {m.subset: m.value for m in record.records() if m.metric == metric and m.shift is None}
+
+
+def _eval(model: str, task: str, data: Path, out: Path, **kw):
+    return evaluate(EvalConfig(model=model, tasks=(task,), data=((task, str(data)),), n_bootstrap=20, use_cache=False,
+                               **kw), out_dir=out)
+
+
+# --- RewardBench 2 ----------------------------------------------------------------------------
+
+def test_rb2_replay_equals_rewardbench2s_own_scores(rb2_published, tmp_path):
+    data, published, official = rb2_published
+    doc = json.loads(published.read_text())
+    assert {"id", "scores", "subset", "num_correct", "results", "text", "model"} <= set(doc)  # run_v2.py's layout
+    record = _eval("published:rewardbench2:someorg/some-rm", "rewardbench2", data, tmp_path / "run",
+                   model_args=(("path", str(published)),))
+    ours = _official(record, "rewardbench2_score")
+    assert set(ours) == {None, *SUBSETS, "Ties"}
+    assert ours[None] == pytest.approx(official["Score"], abs=1e-9)
+    for subset in (*SUBSETS, "Ties"):
+        assert ours[subset] == pytest.approx(official[subset], abs=1e-9), subset
+    described = record.execution.model
+    assert described["rewards"] == "scores" and described["published_model"] == "someorg/some-rm"
+    assert described["sha256"] == hashlib.sha256(published.read_bytes()).hexdigest()
+
+
+def _hub_cache(cache: Path, published: Path, model: str, commit: str) -> None:
+    """A hub cache (the layout huggingface_hub writes) holding the RB2 results dataset at ``commit`` as main."""
+    base = cache / "datasets--allenai--reward-bench-2-results"
+    target = base / "snapshots" / commit / "eval-set-scores" / f"{model}.json"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(published.read_bytes())
+    (base / "refs").mkdir(parents=True)
+    (base / "refs" / "main").write_text(commit)
+
+
+@pytest.fixture
+def offline_hub(tmp_path, monkeypatch):
+    """An unreachable hub (HF_HUB_OFFLINE) and an empty hub cache of this test's own."""
+    from huggingface_hub import constants
+
+    from rmbench import hub
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    hub.unreachable.cache_clear()
+    yield tmp_path / "hub"
+    hub.unreachable.cache_clear()
+
+
+def test_rb2_by_hub_id_reads_the_results_dataset_at_its_revision(rb2_published, offline_hub, tmp_path):
+    from rmbench.models.published import PublishedRM
+
+    data, published, _ = rb2_published
+    commit = "89abcdef0123456789abcdef0123456789abcdef"
+    _hub_cache(offline_hub, published, "someorg/some-rm", commit)
+    by_hub = PublishedRM("rewardbench2:someorg/some-rm")
+    by_commit = PublishedRM("rewardbench2:someorg/some-rm", revision=commit)
+    by_path = PublishedRM("rewardbench2:anything", path=str(published))
+    assert by_hub.describe()["revision"] == by_commit.describe()["revision"] == commit
+    assert by_hub.describe()["dataset"] == "allenai/reward-bench-2-results"
+    # the identity is the content: the same file by hub id, commit or path is one model
+    assert by_hub.fingerprint() == by_commit.fingerprint() == by_path.fingerprint()
+    changed = tmp_path / "changed.json"
+    changed.write_bytes(published.read_bytes().replace(b'"model": "someorg/some-rm"', b'"model": "someorg/other"'))
+    assert PublishedRM("rewardbench2:someorg/some-rm", path=str(changed)).fingerprint() != by_path.fingerprint()
+    record = _eval("published:rewardbench2:someorg/some-rm", "rewardbench2", data, tmp_path / "run")
+    assert record.status == "success"
+    with pytest.raises(DataError, match=r"cannot get eval-set-scores/someorg/other\.json of the dataset "
+                                        r"allenai/reward-bench-2-results at main: the hub is unreachable .*path=FILE"):
+        PublishedRM("rewardbench2:someorg/other")
+
+
+def test_rb2_generative_results_replay_their_official_credit(tmp_path):
+    """run_generative_v2.py's file: outside Ties only ``results`` (1, 1/k, 0) and no scores; Ties rows
+    carry their ratings. The replayed credit of each row is its result."""
+    rows = rb2_rows()
+    non_ties = [r for r in rows if r["subset"] != "Ties"]
+    ties = [r for r in rows if r["subset"] == "Ties"]
+    results = [[1, 0, 0.25, 1 / 3, 0.5][i % 5] for i in range(len(non_ties))]
+    ratings = [[4, 4, 3, 1, 2], [5, 2, 1], [3, 3, 3, 1, 1], [4, 1, 2]]
+    # run_generative_v2.py: concatenate_datasets([non-ties with results, ties with scores]).to_dict()
+    doc = {"id": [r["id"] for r in non_ties + ties], "subset": [r["subset"] for r in non_ties + ties],
+           "num_correct": [len(r["chosen"]) for r in non_ties + ties],
+           "results": results + [None] * len(ties), "scores": [None] * len(non_ties) + ratings,
+           "model": "someorg/judge", "model_type": "Generative RM"}
+    published = tmp_path / "judge.json"
+    published.write_text(json.dumps(doc, indent=4, sort_keys=True))
+    record = _eval("published:rewardbench2:someorg/judge", "rewardbench2", write_jsonl(tmp_path / "rb2.jsonl", rows),
+                   tmp_path / "run", model_args=(("path", str(published)),))
+    ours = _official(record, "rewardbench2_score")
+    for subset in SUBSETS:
+        want = [res for r, res in zip(non_ties, results) if r["subset"] == subset]
+        assert ours[subset] == pytest.approx(sum(want) / len(want), abs=1e-12), subset
+    assert record.execution.model["rewards"] == "mixed"
+    reason = rb_official.official_unavailable()
+    if reason is None:  # the Ties score by RewardBench's own code on those ratings
+        assert ours["Ties"] == pytest.approx(rb_official.rb2_official(ties, ratings)["Ties"], abs=1e-9)
+
+
+def test_verdict_rewards_give_the_recorded_credit():
+    assert verdict_rewards(1.0, 1, 4) == (1.0, 0.0, 0.0, 0.0)
+    assert verdict_rewards(0.5, 1, 4) == (1.0, 1.0, 0.0, 0.0)  # credit 1/2: the first shares the top with one
+    assert verdict_rewards(0.25, 1, 4) == (1.0, 1.0, 1.0, 1.0)  # 4-way comparison failed to parse: a 4-way tie
+    assert verdict_rewards(0.0, 1, 4) == (0.0, 1.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="not 1/k"):
+        verdict_rewards(0.4, 1, 4)
+
+
+def test_a_file_that_does_not_match_the_data_is_one_line(rb2_published, tmp_path):
+    data, published, _ = rb2_published
+    rows = rb2_rows()
+    rows[3]["rejected"] = rows[3]["rejected"][:2]  # one response fewer than the file scored
+    rows.append({**rows[0], "id": "extra-1"})  # a row the file does not hold
+    changed = write_jsonl(tmp_path / "changed.jsonl", rows)
+    with pytest.raises(ModelError) as err:
+        _eval("published:rewardbench2:someorg/some-rm", "rewardbench2", changed, tmp_path / "run",
+              model_args=(("path", str(published)),))
+    message = str(err.value)
+    assert "\n" not in message
+    assert f"matches {len(rows) - 2} of {len(rows)} items of the task's data" in message
+    assert ("the first that does not: group 'Fact-3' (Factuality): the file has 4 scores, the task 3 responses"
+            in message)
+    assert not (tmp_path / "run").exists()
+
+
+def _rmbench(*args, cwd: Path, **env):
+    paths = (str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH"))
+    full = {**os.environ, "COLUMNS": "200", **env, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    return subprocess.run([sys.executable, "-m", "rmbench", *args], capture_output=True, text=True, env=full, cwd=cwd,
+                          timeout=300)
+
+
+@pytest.mark.slow
+def test_model_list_eval_leaderboard_report_compare(rb2_published, tmp_path):
+    """The recipe of docs/how-to/published.md on two models of a hub cache: one eval over a model
+    list, then leaderboard, report and compare on the published runs."""
+    data, published, official = rb2_published
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    _hub_cache(tmp_path / "hub", published, "someorg/some-rm", commit)
+    doc = json.loads(published.read_text())
+    doc["scores"] = [[-s for s in row] for row in doc["scores"]]  # a second model: the first one negated
+    snapshot = tmp_path / "hub/datasets--allenai--reward-bench-2-results/snapshots" / commit
+    negated = snapshot / "eval-set-scores/other/neg-rm.json"
+    negated.parent.mkdir(parents=True)
+    negated.write_text(json.dumps(doc))
+    models = tmp_path / "models.txt"
+    models.write_text("# RewardBench 2 results, two models\npublished:rewardbench2:someorg/some-rm\n\n"
+                      "published:rewardbench2:other/neg-rm\n")
+    env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    done = _rmbench("eval", "--model-list", str(models), "--tasks", "rewardbench2", "--data", f"rewardbench2={data}",
+                    "--bootstrap", "50", "--out", "runs", cwd=tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    runs = sorted(p.parent for p in (tmp_path / "runs").glob("*/results.json"))
+    assert len(runs) == 2
+    scores = {}
+    for run in runs:
+        record = json.loads((run / "results.json").read_text())
+        scores[record["model"]["name"]] = next(m["value"] for t in record["tasks"] for m in t["metrics"]
+                                               if m["metric"] == "rewardbench2_score" and m.get("subset") is None
+                                               and m.get("shift") is None)
+    assert scores["published:rewardbench2:someorg/some-rm"] == pytest.approx(official["Score"], abs=1e-9)
+    board = next((tmp_path / "runs").glob("leaderboard*.md")).read_text()
+    assert "published:rewardbench2:someorg/some-rm" in board and "published:rewardbench2:other/neg-rm" in board
+    done = _rmbench("leaderboard", "build", "runs", "--format", "csv", cwd=tmp_path)
+    assert done.returncode == 0 and "published:rewardbench2:other/neg-rm" in done.stdout, done.stderr
+    done = _rmbench("report", *map(str, runs), "--out", "report.html", cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / "report.html").stat().st_size > 0, done.stderr
+    done = _rmbench("compare", *map(str, runs), "--bootstrap", "50", cwd=tmp_path)
+    assert done.returncode == 0 and "rewardbench2_score" in done.stdout, done.stderr
+
+
+@pytest.mark.slow
+def test_cli_errors_are_one_line(rb2_published, tmp_path):
+    data, _, _ = rb2_published
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n\n")
+    done = _rmbench("eval", "--model-list", str(empty), "--tasks", "rewardbench2", "--data", f"rewardbench2={data}",
+                    cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        f"error: --model-list {empty}: names no model (one model spec per line; # starts a comment line)"]
+    for model, says in (("published:rmb:no/such.json", "no/such.json: cannot read the published file"),
+                        ("published:nosuch:x", "the source must be one of rewardbench2, judgebench, rmb"),
+                        ("published:judgebench", "published:judgebench needs FILE")):
+        done = _rmbench("eval", "--model", model, "--tasks", "rewardbench2", "--data", f"rewardbench2={data}",
+                        cwd=tmp_path)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:") and says in lines[0], lines
+
+
+# --- JudgeBench -------------------------------------------------------------------------------
+
+JB_SOURCES = ("mmlu-pro-law", "livebench-reasoning", "livebench-math", "livecodebench", "mmlu-pro-math")
+
+
+def judgebench_pairs() -> list[dict]:
+    """Pairs in JudgeBench's data layout (data/dataset=judgebench,response_model=*.jsonl)."""
+    return [{"pair_id": f"p{i}", "original_id": i, "source": JB_SOURCES[i % 5], "question": f"Question {i}?",
+             "response_model": "gpt-4o-2024-05-13", "response_A": f"answer A{i}", "response_B": f"answer B{i}",
+             "label": "A>B" if i % 3 else "B>A"} for i in range(10)]
+
+
+def judgebench_output(pairs: list[dict], judgments: list[list]) -> str:
+    """The lines run_judge.py's judge_pairs writes: the pair, ``judge_name`` and ``judgments`` (one per
+    game), ``json.dumps(pair, ensure_ascii=False)`` per line."""
+    return "".join(json.dumps({**p, "judge_name": "reward_model", "judgments": j}, ensure_ascii=False) + "\n"
+                   for p, j in zip(pairs, judgments))
+
+
+def rm_game(a: float, b: float) -> dict:
+    """A reward-model judgment as utils/judges.py's reward-model judges return it."""
+    return {"judgment": {"judge_model": "org/rm", "scores": [a, b]}, "decision": "A>B" if a > b else "B>A"}
+
+
+def _judgebench_eval(tmp_path: Path, output: str, pairs: list[dict]):
+    out_file = tmp_path / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=x,judge_model=org_rm.jsonl"
+    out_file.write_text(output, encoding="utf-8")
+    return evaluate(EvalConfig(model="published:judgebench", model_args=(("path", str(out_file)),),
+                               tasks=("judgebench",), data=(("judgebench", str(write_jsonl(tmp_path / "jb.jsonl",
+                                                                                          pairs))),),
+                               n_bootstrap=0, use_cache=False), out_dir=tmp_path / "run")
+
+
+def test_judgebench_two_games_of_a_reward_model_replay_its_scores(tmp_path):
+    pairs = judgebench_pairs()
+    rewards = [(0.5 + i, 0.1 * i) if i % 2 else (0.1, 0.2 + i) for i in range(10)]
+    rewards[4] = (0.3, 0.3)  # a tie: "B>A" in each game, so the two games disagree: wrong whatever the label
+    record = _judgebench_eval(tmp_path, judgebench_output(pairs, [[rm_game(a, b), rm_game(b, a)] for a, b in rewards]),
+                              pairs)
+    assert record.execution.model["rewards"] == "scores" and record.execution.model["games"] == 2
+    # by hand: A wins the odd pairs; labels: A>B where i % 3; pair 4 (a tie) is wrong
+    correct = [(a > b and p["label"] == "A>B") or (a < b and p["label"] == "B>A") for p, (a, b) in zip(pairs, rewards)]
+    assert correct == [True, True, False, False, False, True, True, True, False, False]
+    ours = _official(record, "judgebench_score")
+    assert ours[None] == pytest.approx(sum(correct) / 10)
+    assert ours["knowledge"] == pytest.approx((correct[0] + correct[4] + correct[5] + correct[9]) / 4)
+    assert ours["coding"] == pytest.approx((correct[3] + correct[8]) / 2)
+    task = record.tasks[0]
+    assert task.args["single_game"] is False  # scored by both games' rule
+
+
+def test_judgebench_verdicts_replay_as_verdicts(tmp_path):
+    """A judge that gives decisions only (arena_hard), one game with A=B and a failed game."""
+    pairs = judgebench_pairs()
+    decisions = ["A>B", "A>B", "B>A", "A=B", None, "B>A", "A>B", "B>A", "A>B", "A>B"]
+    games = [[{"judgment": {"judge_model": "j", "response": "..."}, "decision": d} if d else None] for d in decisions]
+    record = _judgebench_eval(tmp_path, judgebench_output(pairs, games), pairs)
+    assert record.execution.model["rewards"] == "verdicts"
+    # compute_final_metrics, one game: correct iff the decision equals the label
+    assert _official(record, "judgebench_score")[None] == pytest.approx(
+        sum(d == p["label"] for d, p in zip(decisions, pairs)) / 10)
+
+
+def _judgebench_checkout() -> Path:
+    folder = os.environ.get("RMBENCH_JUDGEBENCH_DIR")
+    if not folder or not (Path(folder) / "utils" / "metrics.py").is_file():
+        pytest.skip("JudgeBench's code and outputs are not here: set RMBENCH_JUDGEBENCH_DIR to a checkout of "
+                    "github.com/ScalerLab/JudgeBench at e2c52c2 (no licence, so never copied into this repository)")
+    return Path(folder)
+
+
+def test_judgebench_replay_of_its_own_outputs_equals_its_own_metrics(tmp_path):
+    """Every file of the checkout's outputs/ replayed through the judgebench task gives what
+    JudgeBench's compute_final_metrics gives on it, overall and per category."""
+    import importlib.util
+
+    checkout = _judgebench_checkout()
+    spec = importlib.util.spec_from_file_location("judgebench_metrics", checkout / "utils" / "metrics.py")
+    assert spec is not None and spec.loader is not None
+    metrics = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(metrics)
+    prefixes = {"knowledge": "mmlu-pro", "reasoning": "livebench-reasoning", "math": "livebench-math",
+                "coding": "livecodebench", None: ""}
+    outputs = sorted((checkout / "outputs").glob("*.jsonl"))
+    assert outputs
+    for n, path in enumerate(outputs):
+        pairs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for p in pairs:  # the repository's files hold the judgments list as its Python repr
+            p["judgments"] = ast.literal_eval(p["judgments"]) if isinstance(p["judgments"], str) else p["judgments"]
+        two_games = len(pairs[0]["judgments"]) == 2
+        response_model = path.name.split("response_model=")[1].split(",")[0]
+        data = checkout / "data" / f"dataset=judgebench,response_model={response_model}.jsonl"
+        split = "claude" if response_model.startswith("claude") else "gpt"
+        record = evaluate(EvalConfig(model="published:judgebench", model_args=(("path", str(path)),),
+                                     tasks=("judgebench",), data=(("judgebench", str(data)),),
+                                     task_args=(("split", split),), n_bootstrap=0, use_cache=False),
+                          out_dir=tmp_path / f"run{n}")
+        ours = _official(record, "judgebench_score")
+        for category, prefix in prefixes.items():
+            theirs = metrics.compute_final_metrics(pairs, two_games,
+                                                   include_fn=lambda x, s=prefix: x["source"].startswith(s))
+            assert 100 * ours[category] == pytest.approx(theirs, abs=1e-9), (path.name, category)
+
+
+# --- RMB --------------------------------------------------------------------------------------
+
+def test_rmb_result_file_replays_its_accuracy(tmp_path):
+    """A file laid out as eval/scripts/my_run_rm.py's add_feature writes it (the dataset row without
+    its texts, plus chosen_reward, reject_reward, is_correct; json.dump of the list)."""
+    scenario = "Pairwise_set/Helpfulness/Code/Documentation"
+    items = [{"pair_uid": str(100 + i), "conversation_input": [{"role": "user", "content": f"q{i}", "language": "en"}],
+              "chosen": {"llm_name": "a", "answer": f"good {i}"}, "reject": {"llm_name": "b", "answer": f"bad {i}"},
+              "category_path": scenario} for i in range(6)]
+    data = tmp_path / "Documentation.json"
+    data.write_text(json.dumps(items))
+    rewards = [(1.0, 0.5), (0.2, 0.9), (0.4, 0.4), (2.0, -1.0), (0.0, 0.1), (3.0, 2.9)]
+    result = [{"pair_uid": it["pair_uid"], "category_path": scenario, "chosen_reward": c, "reject_reward": r,
+               "is_correct": 1 if c > r else 0} for it, (c, r) in zip(items, rewards)]
+    published = tmp_path / "some-rm_result.json"
+    published.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    record = evaluate(EvalConfig(model=f"published:rmb:{published}", tasks=("rmb",), data=(("rmb", str(data)),),
+                                 n_bootstrap=0, use_cache=False), out_dir=tmp_path / "run")
+    model_acc = sum(r["is_correct"] for r in result) / len(result)  # my_run_rm.py: sum(results) / len(results)
+    assert model_acc == pytest.approx(0.5)
+    assert _official(record, "rmb_score")[scenario] == pytest.approx(model_acc)
+
+
+RMB_COMMIT = "2be3180857f2190b7ffa929d43190835627f1f4d"
+RMB_RESULT = (f"https://raw.githubusercontent.com/Zhou-Zoey/RMB-Reward-Model-Benchmark/{RMB_COMMIT}/eval/result/"
+              "ArmoRM-Llama3-8B-v0.1_result.json#sha256=18720ad7ea64544762e4bd433b3b31d3a01ffddc04d49f2999e15b53eb20622b")
+"""RMB's one published result file (849 pairs of one scenario, ArmoRM-Llama3-8B-v0.1), pinned."""
+RMB_SCENARIO = "Pairwise_set/Helpfulness/Brainstorming/Idea Development"
+
+
+def test_rmb_published_result_replays_the_accuracy_it_records(tmp_path):
+    """RMB's real result file and its scenario's data, through RMBENCH_MIRROR (or the download
+    cache): the replayed scenario accuracy is my_run_rm.py's ``sum(results) / len(results)``."""
+    from rmbench.tasks.downloads import MIRROR_ENV, fetch, is_cached, parse_remote
+    from rmbench.tasks.rmb import RMB_GIT_BLOBS, fetch_git_blob, git_blob_cached_path, parse_git_blob
+
+    data_source = RMB_GIT_BLOBS[RMB_SCENARIO]
+    remote = parse_remote(RMB_RESULT)
+    assert remote is not None
+    if not os.environ.get(MIRROR_ENV) and not (is_cached(remote)
+                                               and git_blob_cached_path(*parse_git_blob(data_source)).is_file()):
+        pytest.skip(f"RMB's result file and its scenario's data are not in the download cache and {MIRROR_ENV} is not "
+                    f"set (tests need no network): point {MIRROR_ENV} at a mirror of raw.githubusercontent.com")
+    try:
+        result = fetch(remote)
+        fetch_git_blob(*parse_git_blob(data_source))
+    except DataError as exc:
+        pytest.skip(f"RMB's result file or its scenario's data cannot be had here (set RMBENCH_MIRROR to a mirror "
+                    f"that serves raw.githubusercontent.com/Zhou-Zoey/RMB-Reward-Model-Benchmark/{RMB_COMMIT}/...): "
+                    f"{exc}")
+    items = json.loads(result.read_text(encoding="utf-8"))
+    record = evaluate(EvalConfig(model="published:rmb", model_args=(("path", str(result)),), tasks=("rmb",),
+                                 task_args=(("set", "pairwise"), ("paths", {}),
+                                            ("git_blobs", {RMB_SCENARIO: data_source})),
+                                 n_bootstrap=0, use_cache=False), out_dir=tmp_path / "run")
+    assert _official(record, "rmb_score")[RMB_SCENARIO] == pytest.approx(
+        sum(x["is_correct"] for x in items) / len(items), abs=1e-12)
+
+
+RM_SOURCE = '''import hashlib
+
+
+def score(pairs):  # fewer words, higher reward (rb2_rows' chosen answers are the shortest), hash-broken ties
+    return [-len(r.split()) + int(hashlib.sha256(r.encode()).hexdigest()[:8], 16) / 2 ** 32 for _, r in pairs]
+'''
+
+
+@pytest.mark.slow
+def test_verify_a_run_against_its_published_file(rb2_published, tmp_path):
+    """A model's run verified against the RewardBench 2 file of the same scores (written by
+    run_v2.py's code): equal; against a file with the scores outside Ties planted upside down: different."""
+    import hashlib as h
+
+    reason = rb_official.official_unavailable()
+    if reason:
+        pytest.skip(reason)
+    data, _, _ = rb2_published
+    rows = rb2_rows()
+    (tmp_path / "my_rm.py").write_text(RM_SOURCE)
+    scores = [[-len(r.split()) + int(h.sha256(r.encode()).hexdigest()[:8], 16) / 2 ** 32
+               for r in row["chosen"] + row["rejected"]] for row in rows]
+    (tmp_path / "same").mkdir()
+    (tmp_path / "planted").mkdir()
+    rb_official.rb2_official(rows, scores, write_scores_to=tmp_path / "same", model_name="org/my-rm")
+    planted = [[-s for s in sc] if row["subset"] != "Ties" else sc for row, sc in zip(rows, scores)]
+    rb_official.rb2_official(rows, planted, write_scores_to=tmp_path / "planted", model_name="org/my-rm")
+    done = _rmbench("eval", "--model", "python:my_rm.py:score", "--tasks", "rewardbench2", "--data",
+                    f"rewardbench2={data}", "--bootstrap", "50", "--out", "run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    verdicts = {}
+    for name in ("same", "planted"):
+        published = tmp_path / name / "results" / "eval-set-scores" / "org" / "my-rm.json"
+        done = _rmbench("verify", "run", "--against", "published:rewardbench2:org/my-rm", "--model-arg",
+                        f"path={published}", "--out", f"ref-{name}", "--bootstrap", "200", "--json", f"{name}.json",
+                        cwd=tmp_path)
+        verdicts[name] = (done.returncode, json.loads((tmp_path / f"{name}.json").read_text())["verdict"])
+    assert verdicts == {"same": (0, "equal"), "planted": (1, "different")}, verdicts
