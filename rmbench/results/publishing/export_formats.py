@@ -95,7 +95,9 @@ def export_format(name: str) -> ExportFormat:
 
 
 def export_formats_help() -> str:
-    return "; ".join(f"{f.name} ({f.description})" for f in EXPORT_FORMATS)
+    """The formats by name, for ``--help`` (what each writes: the generated output formats reference)."""
+    return (", ".join(f.name for f in EXPORT_FORMATS[:-1]) + f" or {EXPORT_FORMATS[-1].name}"
+            + " (what each writes: docs/reference/formats.md)")
 
 
 def safe_parts(*parts: str) -> PurePosixPath:
