@@ -22,7 +22,6 @@ from rmbench.results.statistics.summary import summarize
 from rmbench.tasks.base import TaskScores
 
 
-
 def rounded(metric: str) -> bool:
     """Whether ``metric`` (or the metric ``metric`` is the shift gap of) declares an inexact
     weighted bootstrap (equal to float rounding only)."""

@@ -71,6 +71,9 @@ class MetricDef:
 _BY_WORDS: dict[str, Counted] = {c.value: c for c in Counted}
 
 
+UNKNOWN_FORMULA = "declared by the run's process (a plugin not loaded here): as the run recorded it"
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """What a run records of a metric's declaration, so that what reads the run later (a
@@ -90,10 +93,11 @@ class MetricSpec:
     def of(cls, d: MetricDef) -> MetricSpec:
         return cls(d.name, d.label, d.higher_is_better, d.eps_dependent, d.n_counts, d.official, d.reading)
 
-    def definition(self) -> MetricDef:
-        """The declaration as the run recorded it (its formula: "as recorded by the run")."""
+    def definition(self, description: str = UNKNOWN_FORMULA) -> MetricDef:
+        """The declaration as the run recorded it, with ``description`` (the formula, which the
+        run does not record: the registry's where this process declares the metric too)."""
         return MetricDef(self.name, self.label, self.higher_is_better, self.eps_dependent, self.n_counts,
-                         "as recorded by the run", self.official, self.reading)
+                         description, self.official, self.reading)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "label": self.label, "higher_is_better": self.higher_is_better,

@@ -119,18 +119,21 @@ def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], v
             where = "; ".join(str(e) for e in bad[:3])
             warn(f"task {name!r}: skipped {len(bad)} bad row{'s' * (len(bad) != 1)} (--skip-bad-rows), "
                  f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
-        headline = shown_metrics(name, tuple(task.headline), catalog.headlines.get(name), config.metrics)
+        headline = shown_metrics(catalog.origins.get(("task", name), name), tuple(task.headline),
+                                 catalog.headlines.get(name), config.metrics)
         loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups), headline))
     return loaded
 
 
-def shown_metrics(task: str, kinds: tuple[str, ...], entry: tuple[str, ...] | None,
+def shown_metrics(entry_file: str, kinds: tuple[str, ...], entry: tuple[str, ...] | None,
                   extra: tuple[str, ...]) -> tuple[str, ...]:
     """The metrics a task shows: its entry's ``headline:`` (else its kind's, ``kinds``), then the
     ``extra`` (``--metrics``) they lack. A name the entry or ``--metrics`` gives must be a
     declared metric (the task's kind has declared its own scores by now), else one error with a
-    did-you-mean; a kind's own headline may name a plugin's undeclared score."""
-    for m, where in [(m, f"task {task!r}: field 'headline'") for m in entry or ()] + [(m, "--metrics") for m in extra]:
+    did-you-mean naming ``entry_file`` (the task's entry) or ``--metrics``; a kind's own headline
+    may name a plugin's undeclared score."""
+    wrong = [(m, f"{entry_file}: field 'headline'") for m in entry or ()] + [(m, "--metrics") for m in extra]
+    for m, where in wrong:
         if not is_declared(m):
             raise ConfigError(f"{where}: {m!r} is not a declared metric{did_you_mean(m, METRICS)} "
                               f"(docs/reference/metrics.md lists them)")

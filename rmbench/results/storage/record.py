@@ -18,7 +18,14 @@ from typing import Any
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.choices import EpsUnit, RunStatus, TaskStatus, TruncationSide
 from rmbench.core.judge_replies import JudgeReplies
-from rmbench.core.metric_registry import DEFAULT_HEADLINE, MetricDef, MetricSpec, OfficialLayout, metric_def
+from rmbench.core.metric_registry import (
+    DEFAULT_HEADLINE,
+    MetricDef,
+    MetricSpec,
+    OfficialLayout,
+    is_declared,
+    metric_def,
+)
 from rmbench.errors import ConfigError
 from rmbench.results.storage.engine_stats import EngineStats
 
@@ -181,10 +188,11 @@ class TaskResult:
     def metric_def(self, metric: str) -> MetricDef:
         """The declaration of ``metric``: the run's own record of it, else the registry's
         (:func:`rmbench.core.metric_registry.metric_def`)."""
+        known = metric_def(metric)
         for spec in self.metric_specs:
             if spec.name == metric:
-                return spec.definition()
-        return metric_def(metric)
+                return spec.definition(known.description) if is_declared(metric) else spec.definition()
+        return known
 
     @property
     def task_key(self) -> str:
