@@ -30,8 +30,7 @@ from rmbench.core.metric_def import Counted, MetricDef, MetricSpec
 
 __all__ = ["COMPUTED", "GAP_SUFFIX", "LENGTH_CORRELATION_READING", "LENGTH_GAP_READING", "METRICS", "TIES_READING",
            "ComputedMetric", "Counted", "MetricDef", "MetricSpec", "OfficialColumn", "OfficialLayout",
-           "computed_metrics",
-           "is_declared", "metric_def", "register_metric"]
+           "computed_metrics", "is_declared", "metric_def", "register_metric"]
 
 GAP_SUFFIX = "_shift_gap"
 

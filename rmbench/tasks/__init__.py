@@ -1,9 +1,12 @@
 """Task kinds: the registry and building a task from a spec.
 
-A *kind* is a Task class (or factory) registered here, with what it declares (its scores and row
-schemas), or by a third-party package through the
+A *kind* is a Task class (or factory) registered here, with what its class declares (its own
+scores as metrics, the row schemas it reads), or by a third-party package through the
 ``rmbench.tasks`` entry-point group. A *named task* (``ties``) is a YAML/TOML entry that
-instantiates a kind with arguments; see :mod:`rmbench.catalog`.
+instantiates a kind with arguments; see :mod:`rmbench.catalog`. The built-in kinds are
+registered with their classes at the end of this module: their modules import numpy and
+:mod:`rmbench.core` only, and what they declare must be known before any task is built (the
+metrics reference, a leaderboard of older runs, which schema a row looks like).
 
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
