@@ -20,7 +20,8 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
 * the record types: :class:`RunRecord`, :class:`TaskResult`, :class:`MetricRecord`,
   :class:`Estimate`, :class:`RewardRow`; the data model: :class:`ComparisonGroup`,
   :class:`Message`, :class:`TaskSpec`, :class:`ModelSpec`;
-* writing a task: :class:`Task`, :class:`TaskScores`, :class:`RowReader`, :func:`iter_rows`,
+* writing a task: :class:`Task`, :class:`TaskScores` and :func:`grouped` (a score per category
+  and in total), :class:`RowSchema`, :class:`RowReader`, :func:`iter_rows`,
   :func:`load_groups`, :func:`load_catalog`, :class:`OfficialLayout`;
 * writing a model: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`,
   :class:`Truncation` and the declared capabilities :class:`TokenizedModel`,
@@ -73,6 +74,8 @@ _PUBLIC: dict[str, str] = {
     "ModelSpec": "rmbench.core.specs:ModelSpec",
     "Task": "rmbench.tasks.base:Task",
     "TaskScores": "rmbench.tasks.base:TaskScores",
+    "grouped": "rmbench.tasks.grouped:grouped",
+    "RowSchema": "rmbench.tasks.schemas:RowSchema",
     "RowReader": "rmbench.tasks.rows:RowReader",
     "iter_rows": "rmbench.tasks.sources:iter_rows",
     "load_groups": "rmbench.tasks.loading:load_groups",

@@ -27,6 +27,8 @@ from rmbench.scoring.runner import evaluate
 from rmbench.scoring.suite import evaluate_models
 from rmbench.tasks import register_task_kind
 from rmbench.tasks.base import Task, TaskScores
+from rmbench.tasks.grouped import grouped
+from rmbench.tasks.schemas import RowSchema
 from rmbench.tasks.loading import load_groups
 from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
@@ -63,6 +65,8 @@ __all__ = [
     "ModelSpec",
     "Task",
     "TaskScores",
+    "grouped",
+    "RowSchema",
     "RowReader",
     "iter_rows",
     "load_groups",

@@ -42,7 +42,7 @@ from rmbench.tasks import TASK_KINDS
 from rmbench.tasks.downloads import is_web_source
 
 ENTRY_SUFFIXES = (".yaml", ".yml", ".toml")
-_KEYS = {"type", "name", "kind", "version", "description", "args", "group"}
+_KEYS = {"type", "name", "kind", "version", "description", "args", "group", "headline"}
 
 
 def builtin_tasks_dir() -> Path:
@@ -57,6 +57,8 @@ class Catalog:
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     descriptions: dict[tuple[str, str], str] = field(default_factory=dict)
     origins: dict[tuple[str, str], str] = field(default_factory=dict)
+    headlines: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """A task entry's ``headline:``: the metrics its leaderboard columns show, instead of its kind's."""
 
     def expand(self, names) -> list[str]:
         """Task names with every group replaced by its members (each task once, in order)."""
@@ -114,6 +116,8 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, TaskSpec | ModelSpec, str]
     entry_type = data.get("type", "task")
     if entry_type not in ("task", "model"):
         raise ConfigError(f"{path}: field 'type': must be 'task' or 'model', got {entry_type!r}")
+    if entry_type == "model" and "headline" in data:
+        raise ConfigError(f"{path}: field 'headline': a model entry has none (a task entry's metrics)")
     for key in ("name", "kind"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise ConfigError(f"{path}: field {key!r}: missing or not a string")
@@ -153,6 +157,16 @@ def _entry_spec(path: Path, data: dict) -> tuple[str, TaskSpec | ModelSpec, str]
     return entry_type, spec, str(data.get("description", ""))
 
 
+def _headline(path: Path, value: Any) -> tuple[str, ...]:
+    """A task entry's ``headline:``: a non-empty list of metric names, each once (whether each is
+    a declared metric is checked when the task is loaded, once its kind has declared its own)."""
+    if not isinstance(value, list) or not value or not all(isinstance(m, str) and m for m in value):
+        raise ConfigError(f"{path}: field 'headline': must be a non-empty list of metric names")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"{path}: field 'headline': names a metric twice")
+    return tuple(value)
+
+
 def entry_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise ConfigError(f"{folder}: not a folder of task/model entries")
@@ -169,7 +183,8 @@ def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Ca
     folders = ([builtin_tasks_dir()] if builtin else []) + [Path(p).expanduser() for p in include]
     for folder in folders:
         for path in entry_files(folder):
-            entry_type, spec, description = _entry_spec(path, _parse_file(path))
+            data = _parse_file(path)
+            entry_type, spec, description = _entry_spec(path, data)
             if entry_type == "group":
                 if spec.name in catalog.groups or spec.name in catalog.tasks:
                     raise ConfigError(f"{path}: duplicate task or group name {spec.name!r}")
@@ -183,6 +198,8 @@ def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Ca
                                   f"already defined in {catalog.origins[(entry_type, spec.name)]}")
             if isinstance(spec, TaskSpec):
                 catalog.tasks[spec.name] = spec
+                if "headline" in data:
+                    catalog.headlines[spec.name] = _headline(path, data["headline"])
             else:
                 catalog.models[spec.name] = spec
             catalog.descriptions[(entry_type, spec.name)] = description

@@ -24,8 +24,8 @@ MEAN_GAP = ComputedMetric(
               "mean_i (r(better_i) - r(worse_i)) over pairs with u(a) > u(b)"),
     pooled=lambda p, k: float(np.mean(p.pairs.diff)) if p.pairs.diff.size else math.nan,
     weighted=lambda b, k: ratio(b.total(GAP), b.total(C.DIFF_PAIRS)),
-    columns=(GAP, C.DIFF_PAIRS), shift_gap=True)
-"""A float mean: equal by both methods to rounding, as reward_margin."""
+    columns=(GAP, C.DIFF_PAIRS), shift_gap=True, exact=False)
+"""A float mean: equal by both methods to rounding, as reward_margin (so declared not exact)."""
 
 AT_LEAST = PairColumn("x >= e", PairSet.DIFF, lambda p, e: p.diff >= e, per_eps=True)
 DISCRIMINATION_AT_LEAST = ComputedMetric(
@@ -116,3 +116,28 @@ def test_what_n_counts_is_words_and_a_count_kind():
     own = MetricDef("x", "x", True, False, "rows", "own words")
     assert own.n_counts == "rows" and own.counted is None
     assert {d.counted for d in R.computed_metrics()} <= set(Counted)
+
+
+def test_pair_columns_belong_to_the_metrics_that_declare_them():
+    """A plugin's column named like a built-in one (``x > 0``: DIFF_POSITIVE's name, another value)
+    is its own column: neither metric reads the other's sums, whatever the names."""
+    at_least_zero = PairColumn(C.DIFF_POSITIVE.name, PairSet.DIFF, lambda p, e: p.diff >= 0)
+    not_below = ComputedMetric(
+        MetricDef("not_below", "x>=0", True, False, Counted.DISCRIMINATION_PAIRS, "P(r(a) >= r(b) | u(a) > u(b))"),
+        pooled=lambda p, k: float(np.mean(p.pairs.diff >= 0)) if p.pairs.diff.size else math.nan,
+        weighted=lambda b, k: ratio(b.total(at_least_zero), b.total(C.DIFF_PAIRS)),
+        columns=(at_least_zero, C.DIFF_PAIRS))
+    R.register_metric(not_below)
+    try:
+        groups, rewards = random_groups(6, 30)
+        for method in ("resample", "weighted"):
+            records = {(r.metric, r.subset): r for r in summarize("t", groups, rewards, (0.0,), n_bootstrap=30, seed=4,
+                                                                  method=method) if r.shift is None}
+            gaps = np.concatenate([[rewards[o + b] - rewards[o + w] for b, w in g.discrimination_pairs()]
+                                   for g, o in zip(groups, np.cumsum([0] + [len(g.responses) for g in groups]))])
+            assert records[("not_below", None)].estimate.value == pytest.approx(np.mean(gaps >= 0), abs=1e-15)
+            accuracy = np.mean((gaps > 0) + 0.5 * (gaps == 0))
+            assert records[("pairwise_accuracy", None)].estimate.value == pytest.approx(accuracy, abs=1e-15)
+            assert np.mean(gaps >= 0) != accuracy  # ties: the two columns differ
+    finally:
+        del R.COMPUTED["not_below"], R.METRICS["not_below"]

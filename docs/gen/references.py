@@ -130,6 +130,7 @@ def cli_page() -> str:
 # --- metrics ------------------------------------------------------------------------------------
 
 def metrics_page() -> str:
+    import rmbench.tasks  # noqa: F401  (registering the task kinds declares their scores)
     from rmbench.core import metric_registry as reg
 
     rows, definitions = [], []
@@ -143,7 +144,8 @@ def metrics_page() -> str:
     readings = [(m.name, m.reading) for m in sorted(reg.METRICS.values(), key=lambda m: m.name)
                 if getattr(m, "reading", None)]
     out = [HEADER, "# Metrics reference\n\n",
-           "Every metric rmbench declares (`rmbench/core/metric_registry.py`): its name in results.json, the "
+           "Every metric rmbench declares (the computed ones in `rmbench/core/computed_metrics.py`, a task kind's "
+           "own scores on its class, `Task.scores`): its name in results.json, the "
            "label leaderboards show, which direction is better, whether it is reported per eps, what its "
            "`n` counts, and whether it is a benchmark's official score; its definition under the table. A "
            f"shift task also reports `X{reg.GAP_SUFFIX}` for a metric X: X on the shifted groups minus X on "
@@ -291,7 +293,8 @@ EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of
 """Keys results.json adds to a record, derived from its fields: written by this version, optional
 (rmbench reads files without them and computes them)."""
 OPTIONAL = {("TaskResult", "unparsed"), ("TaskResult", "judge_replies"), ("RunConfig", "limit_sampling"),
-            ("OfficialLayout", "provenance")}
+            ("OfficialLayout", "provenance"), ("TaskResult", "metric_specs"), ("MetricSpec", "official"),
+            ("MetricSpec", "reading")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
 OPEN = {"EngineStats": "other"}
 """Records read leniently (every field optional: an older file lacks some, and no stats are

@@ -152,6 +152,9 @@ def eval_command(
     report: bool = typer.Option(False, "--report", help="Also write report.html (rmbench report) in each run folder."),
     log_to: list[str] = typer.Option([], "--log-to", metavar="TRACKER", help=LOG_TO_HELP),
     log_arg: list[str] = typer.Option([], "--log-arg", metavar="TRACKER.KEY=VALUE", help=LOG_ARG_HELP),
+    metrics: str = typer.Option("", "--metrics", metavar="NAME,...", help="More leaderboard columns, after each "
+                                "task's headline (recorded in results.json): any declared metric the task reports "
+                                "(docs/reference/metrics.md), e.g. length_bias_gap,reward_margin."),
 ) -> None:
     """Score models on tasks; write results.json, rewards.jsonl and a leaderboard; print the leaderboard."""
     from rmbench.core.choices import EpsUnit, TruncationSide
@@ -176,7 +179,7 @@ def eval_command(
                             task_args=_parse_model_args(task_arg, "--task-arg"),
                             skip_bad_rows=skip_bad_rows, max_length=max_length,
                             truncation=cast(TruncationSide, truncation),  # checked by RunSpec
-                            name=n)
+                            name=n, metrics=tuple(dict.fromkeys(x.strip() for x in metrics.split(",") if x.strip())))
                     for m, n in zip(models, names)]
         execution = ExecutionSettings(runtime=runtime, cache_dir=str(cache_dir) if cache_dir else None,
                                       use_cache=not no_cache, engine=engine, workers=workers, ray_address=ray_address,

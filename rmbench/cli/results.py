@@ -31,6 +31,9 @@ def leaderboard_build(
     layout: str = typer.Option("auto", "--layout", help="one (a single table of every task's metrics), per-task "
                                "(a table per task) or auto (per task when one table would have more than 10 "
                                "metric columns)."),
+    metrics: str = typer.Option("", "--metrics", metavar="NAME,...", help="More metric columns, after each task's "
+                                "headline: any metric the runs report for a task (docs/reference/metrics.md), e.g. "
+                                "length_bias_gap,reward_margin."),
 ) -> None:
     """Merge runs into one leaderboard (main table, official layouts, shifts); cells are shared by comparable runs."""
     from rmbench.files import atomic_write_text
@@ -42,7 +45,7 @@ def leaderboard_build(
         name = fmt if fmt is not None else format_for_path(out) if out is not None else "md"
         options = output_format(name).resolve_options(format_option)  # a bad name or option: before any work
         folders = find_runs(runs)
-        lb = build_leaderboard(folders, eps=eps, layout=layout)
+        lb = build_leaderboard(folders, eps=eps, layout=layout, metrics=_metric_names(metrics))
         if out is None and fmt is None:
             _print_leaderboard(lb)
             return
@@ -318,3 +321,8 @@ def _score(v: float) -> str:
 
 def _yes(flag: bool | None) -> str:
     return "–" if flag is None else "yes" if flag else "no"
+
+
+def _metric_names(text: str) -> tuple[str, ...]:
+    """``--metrics a,b``: the names, each once, in order."""
+    return tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))

@@ -121,7 +121,8 @@ BUILTIN: tuple[ComputedMetric, ...] = (
         reached_at=Computation(lambda p, k: p.shared(_balanced_best)[1], lambda b, k: b.order["balanced_eps"])),
     ComputedMetric(
         MetricDef("reward_margin", "margin", True, False, DIFF, "mean |r(better) - r(worse)| / sigma"),
-        lambda p, k: M.reward_margin(p.pairs.diff, p.sigma), _margin, (C.DIFF_PAIRS, C.ABS_GAP), shift_gap=True),
+        lambda p, k: M.reward_margin(p.pairs.diff, p.sigma), _margin, (C.DIFF_PAIRS, C.ABS_GAP), shift_gap=True,
+        exact=False),
     ComputedMetric(
         MetricDef("discrimination", "D", True, True, DIFF, "D(eps) = P(r(a) > r(b) + eps | u(a) > u(b))"),
         lambda p, k: M.discrimination(p.pairs.diff, p.eps[k]),

@@ -49,6 +49,10 @@ class ComputedMetric:
     ``shift_gap``: also reported as ``NAME_shift_gap``, shifted groups minus their originals.
     ``reached_at``: the raw eps where the value is reached (balanced_best), reported as the
     record's eps in the run's eps unit.
+    ``exact``: the weighted form is bit-equal to the pooled one (ratios of integer counts, order
+    statistics); False for a mean of float values (reward_margin), which the two forms sum in
+    another order and so agree to float rounding only (relative ~1e-15). Its ``NAME_shift_gap``
+    is exact when it is. ``tests/test_weighted_bootstrap.py`` reads it.
     """
 
     definition: MetricDef
@@ -58,6 +62,7 @@ class ComputedMetric:
     needs_forms: bool = False
     shift_gap: bool = False
     reached_at: Computation | None = None
+    exact: bool = True
 
     def __post_init__(self) -> None:
         d = self.definition

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class Counted(StrEnum):
@@ -68,3 +69,41 @@ class MetricDef:
 
 
 _BY_WORDS: dict[str, Counted] = {c.value: c for c in Counted}
+
+
+UNKNOWN_FORMULA = "declared by the run's process (a plugin not loaded here): as the run recorded it"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What a run records of a metric's declaration, so that what reads the run later (a
+    leaderboard built in another process, without the plugin that declared the metric) takes
+    its label, direction and eps dependence from the run, never a guess: :class:`MetricDef`
+    less its description (the formula, which the metrics reference holds)."""
+
+    name: str
+    label: str
+    higher_is_better: bool
+    eps_dependent: bool
+    n_counts: str
+    official: bool = False
+    reading: str | None = None
+
+    @classmethod
+    def of(cls, d: MetricDef) -> MetricSpec:
+        return cls(d.name, d.label, d.higher_is_better, d.eps_dependent, d.n_counts, d.official, d.reading)
+
+    def definition(self, description: str = UNKNOWN_FORMULA) -> MetricDef:
+        """The declaration as the run recorded it, with ``description`` (the formula, which the
+        run does not record: the registry's where this process declares the metric too)."""
+        return MetricDef(self.name, self.label, self.higher_is_better, self.eps_dependent, self.n_counts,
+                         description, self.official, self.reading)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "label": self.label, "higher_is_better": self.higher_is_better,
+                               "eps_dependent": self.eps_dependent, "n_counts": self.n_counts}
+        if self.official:
+            out["official"] = True
+        if self.reading is not None:
+            out["reading"] = self.reading
+        return out

@@ -68,7 +68,10 @@ class PairColumn:
     (an indicator, or a float such as |gap|); ``per_eps``: one column per eps of the run
     (``eps`` in raw reward units; otherwise ``value`` gets 0.0 and ignores it).
 
-    Columns are told apart by ``name``; a column over ``FLIP`` (or one that reads
+    A column is known by its declaration (this object, which the metrics that read it list in
+    their ``columns``), never by its ``name`` alone: ``name`` labels it, and the columns of one
+    name declared by two metrics (a built-in's and a plugin's ``"x"``) are two columns, each
+    summed for and read by the metrics that list it. A column over ``FLIP`` (or one that reads
     ``pairs.rewrites``) belongs to metrics that need rewrites.
     """
 
@@ -93,8 +96,7 @@ class WeightedSlice:
         n_groups = len(group_unit)
         self.group_unit, self.identity = group_unit, bool(np.array_equal(group_unit, np.arange(n_units)))
         self.pairs, self.n_groups, self.eps, self.sigma = pairs, n_groups, tuple(eps_raw), float(sigma)
-        self.position: dict[tuple[str, int], int] = {}
-        self.declared: dict[str, PairColumn] = {}
+        self.position: dict[tuple[PairColumn, int], int] = {}
         by_group = []
         for over, groups in ((PairSet.DIFF, pairs.diff_group), (PairSet.EQ, pairs.eq_group),
                              (PairSet.FLIP, pairs.rewrites.group if pairs.forms is not None else None)):
@@ -109,17 +111,14 @@ class WeightedSlice:
                                 axis=1) if per_group.shape[1] else np.zeros((n_units, 0)))
 
     def _columns(self, columns: Sequence[PairColumn]) -> list[AnyArray]:
-        """The values of ``columns`` (each name once; per eps for ``per_eps``), their places noted."""
+        """The values of ``columns`` (each declaration once, however many metrics list it; per eps
+        for ``per_eps``), their places noted under the declaration itself, not its name."""
         out: list[AnyArray] = []
         for c in columns:
-            known = self.declared.get(c.name)
-            if known is not None:
-                if known != c:
-                    raise ValueError(f"two pair columns are named {c.name!r}: {known} and {c}")
+            if (c, 0) in self.position:
                 continue
-            self.declared[c.name] = c
             for k, e in enumerate(self.eps if c.per_eps else (0.0,)):
-                self.position[(c.name, k)] = len(self.position)
+                self.position[(c, k)] = len(self.position)
                 out.append(c.value(self.pairs, e))
         return out
 
@@ -151,10 +150,10 @@ class WeightedBlock(Shared):
 
     def total(self, column: PairColumn, k: int = 0) -> FloatArray:
         """The weighted sum of ``column`` (at the run's k-th eps for a ``per_eps`` one), per resample."""
-        place = self.slice.position.get((column.name, k))
+        place = self.slice.position.get((column, k))
         if place is None:
             raise KeyError(f"pair column {column.name!r} is not declared by any metric of this slice: "
-                           f"add it to the columns of the metric that reads it")
+                           f"add this very column to the columns of the metric that reads it")
         return self.T[:, place]
 
     @cached_property

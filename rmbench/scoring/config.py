@@ -61,6 +61,10 @@ class RunSpec:
     name: str | None = None
     """``--name``: the model's display name (tables, records) and its run folder's name; default
     the ``--model`` text (and a short folder name, :func:`rmbench.scoring.suite.short_model_name`)."""
+    metrics: tuple[str, ...] = ()
+    """``--metrics``: declared metrics each task shows beside its headline (leaderboard columns,
+    recorded in the task's ``headline``), where the task reports them; every metric is computed
+    and recorded whatever this says."""
 
     def __post_init__(self) -> None:
         data = tuple(d if isinstance(d, DataOverride) else DataOverride(*d) for d in self.data)
@@ -81,6 +85,8 @@ class RunSpec:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
         Truncation(self.max_length, self.truncation)  # checks --max-length and --truncation
+        if any(not isinstance(m, str) or not m for m in self.metrics) or len(set(self.metrics)) != len(self.metrics):
+            raise ConfigError(f"--metrics must name metrics, each once, got {','.join(map(str, self.metrics))!r}")
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
             raise ConfigError(f"--name must be a non-empty name, got {self.name!r}")
 

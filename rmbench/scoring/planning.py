@@ -16,6 +16,7 @@ from types import EllipsisType
 from typing import Any
 
 from rmbench.catalog import Catalog, load_catalog
+from rmbench.core.metric_registry import METRICS, is_declared
 from rmbench.core.metrics import METRIC_VERSION
 from rmbench.core.specs import ModelSpec, TaskSpec
 from rmbench.core.types import ComparisonGroup, data_fingerprint
@@ -60,6 +61,9 @@ class LoadedTask:
     bad_rows: list[DataError]
     fingerprint: str
     """of the groups kept (:func:`rmbench.core.types.data_fingerprint`)"""
+    headline: tuple[str, ...] | None = None
+    """The metrics the task shows (its entry's ``headline:``, else its kind's), then ``--metrics``
+    (:func:`shown_metrics`); None: the kind's."""
 
     @property
     def n_responses(self) -> int:
@@ -115,8 +119,26 @@ def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], v
             where = "; ".join(str(e) for e in bad[:3])
             warn(f"task {name!r}: skipped {len(bad)} bad row{'s' * (len(bad) != 1)} (--skip-bad-rows), "
                  f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
-        loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups)))
+        headline = shown_metrics(catalog.origins.get(("task", name), name), tuple(task.headline),
+                                 catalog.headlines.get(name), config.metrics)
+        loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups), headline))
     return loaded
+
+
+def shown_metrics(entry_file: str, kinds: tuple[str, ...], entry: tuple[str, ...] | None,
+                  extra: tuple[str, ...]) -> tuple[str, ...]:
+    """The metrics a task shows: its entry's ``headline:`` (else its kind's, ``kinds``), then the
+    ``extra`` (``--metrics``) they lack. A name the entry or ``--metrics`` gives must be a
+    declared metric (the task's kind has declared its own scores by now), else one error with a
+    did-you-mean naming ``entry_file`` (the task's entry) or ``--metrics``; a kind's own headline
+    may name a plugin's undeclared score."""
+    wrong = [(m, f"{entry_file}: field 'headline'") for m in entry or ()] + [(m, "--metrics") for m in extra]
+    for m, where in wrong:
+        if not is_declared(m):
+            raise ConfigError(f"{where}: {m!r} is not a declared metric{did_you_mean(m, METRICS)} "
+                              f"(docs/reference/metrics.md lists them)")
+    headline = entry or kinds
+    return headline + tuple(m for m in extra if m not in headline)
 
 
 @dataclass(frozen=True)

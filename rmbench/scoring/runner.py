@@ -23,6 +23,7 @@ from rmbench import __version__
 from rmbench.catalog import Catalog
 from rmbench.core.choices import TaskStatus
 from rmbench.core.judge_replies import JudgeReplies
+from rmbench.core.metric_registry import MetricSpec, OfficialLayout, metric_def
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.core.types import ComparisonGroup, split_by_group
@@ -141,7 +142,10 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
                                   n_bootstrap=config.n_bootstrap, seed=config.seed, progress=bar))
     except (RMBenchError, ValueError) as exc:  # a task's own scores that these rewards cannot give: this task fails
         status, error = "error", f"{type(exc).__name__}: {exc}"
-    headline = tuple(t.task.headline)
+    # --metrics adds a column where the task reports the metric (a rewrite metric: tasks with rewrites)
+    shown = t.headline if t.headline is not None else tuple(t.task.headline)
+    reported = {r.metric for r in records}
+    headline = tuple(m for m in shown if m in t.task.headline or m in reported or m not in config.metrics)
     judged = replies(scored.unscored_responses) if replies is not None else None
     unparsed = scored.unscored_responses if may_abstain else None
     if judged is not None:  # responses with a reply of no verdict, whether left out or scored officially
@@ -155,7 +159,18 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         skipped_rows=SkippedRows(len(t.bad_rows), tuple(SkippedRow(e.path, e.line, e.field, str(e))
                                                         for e in t.bad_rows[:REPORTED_BAD_ROWS])),
         truncated_texts=n_truncated, headline=headline, official=t.task.official,
+        metric_specs=metric_specs(headline, records, t.task.official),
         status=status, error=error, unparsed=unparsed, judge_replies=judged)
+
+
+def metric_specs(headline: Sequence[str], records: Sequence[MetricRecord],
+                 official: OfficialLayout | None) -> tuple[MetricSpec, ...]:
+    """The declaration of every metric a task shows or reports, as this process knows it (its
+    plugins loaded), for the run record (:attr:`TaskResult.metric_specs`)."""
+    names = [*headline, *(r.metric for r in records)]
+    if official is not None:
+        names += [official.metric, *official.beside]
+    return tuple(MetricSpec.of(metric_def(n)) for n in dict.fromkeys(names))
 
 
 def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:

@@ -1,8 +1,12 @@
 """Task kinds: the registry and building a task from a spec.
 
-A *kind* is a Task class (or factory) registered here or by a third-party package through the
+A *kind* is a Task class (or factory) registered here, with what its class declares (its own
+scores as metrics, the row schemas it reads), or by a third-party package through the
 ``rmbench.tasks`` entry-point group. A *named task* (``ties``) is a YAML/TOML entry that
-instantiates a kind with arguments; see :mod:`rmbench.catalog`.
+instantiates a kind with arguments; see :mod:`rmbench.catalog`. The built-in kinds are
+registered with their classes at the end of this module: their modules import numpy and
+:mod:`rmbench.core` only, and what they declare must be known before any task is built (the
+metrics reference, a leaderboard of older runs, which schema a row looks like).
 
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
@@ -14,55 +18,21 @@ row readers (``base``), one module per family of kinds (``ties``, ``rewardbench`
 
 from __future__ import annotations
 
+from rmbench.core.metric_registry import register_metric
 from rmbench.core.specs import TaskSpec
 from rmbench.registry import Registry, instantiate
 from rmbench.tasks.base import Task
+from rmbench.tasks.schemas import register_row_schema
 
 TASK_KINDS: Registry = Registry("task", entry_point_group="rmbench.tasks")
-TASK_KINDS.register("rb2_ties", "rmbench.tasks.ties:TiesTask",
-                    description="RewardBench 2 Ties (RB2 schema: id, prompt, chosen list, rejected list)")
-TASK_KINDS.register("preference", "rmbench.tasks.jsonl:PreferenceTask",
-                    description="preference pairs: prompt, chosen, rejected")
-TASK_KINDS.register("groups", "rmbench.tasks.jsonl:GroupsTask",
-                    description="comparison groups in rmbench's own JSON Lines format")
-TASK_KINDS.register("paired_shift", "rmbench.tasks.shift:PairedShiftTask",
-                    description="original vs paraphrased/translated pairs (paper format: orig_chosen, orig_index...)")
-TASK_KINDS.register("rewrite_invariance", "rmbench.tasks.rewrite_invariance:RewriteInvarianceTask",
-                    description="each answer beside its rewrite (paired shift format): Spec across forms, D "
-                    "within/across")
-TASK_KINDS.register("domain_shift", "rmbench.tasks.domain:DomainShiftTask",
-                    description="one RM on several domains (preference files), each beside the in-domain one")
-TASK_KINDS.register("rewardbench", "rmbench.tasks.rewardbench:RewardBenchTask",
-                    description="RewardBench v1 pairs (prompt, chosen, rejected, subset), official weighted score")
-TASK_KINDS.register("rewardbench2", "rmbench.tasks.rewardbench:RewardBench2Task",
-                    description="RewardBench 2 rows (chosen/rejected lists, subset): best-of-n + Ties, official score")
-TASK_KINDS.register("hamiltonian", "rmbench.tasks.hamiltonian:HamiltonianTask",
-                    description="verify Hamiltonian cycles: valid cycle vs random non-cycle (seeded generator)")
-TASK_KINDS.register("persona", "rmbench.tasks.persona:PersonaTask",
-                    description="persona statements with templated yes/no answers, original vs held-out forms")
-TASK_KINDS.register("rm_bench", "rmbench.tasks.rm_bench:RMBenchTask",
-                    description="RM-Bench rows (chosen/rejected in 3 styles, domain): official hard/normal/easy, Spec "
-                    "across styles")
-TASK_KINDS.register("m_rewardbench", "rmbench.tasks.m_rewardbench:MRewardBenchTask",
-                    description="M-RewardBench: RewardBench in 23 languages, per-language official scores, "
-                                "paired with the English rows (translation shift)")
-TASK_KINDS.register("judgebench", "rmbench.tasks.judgebench:JudgeBenchTask",
-                    description="JudgeBench pairs (response_A, response_B, label A>B/B>A, source): official accuracy "
-                                "per category (knowledge, reasoning, math, coding)")
-TASK_KINDS.register("ppe_correctness", "rmbench.tasks.ppe:PPECorrectnessTask",
-                    description="PPE correctness sets (32 answers a prompt, each correct or not): accuracy, exact "
-                                "best-of-K curve and its gap to the oracle, Spec among equally correct answers")
-TASK_KINDS.register("ppe_human", "rmbench.tasks.ppe_human:PPEHumanTask",
-                    description="PPE human preference (Chatbot Arena pairs, winner or tie): accuracy per category "
-                                "and language, Spec over the human ties")
-TASK_KINDS.register("rmb", "rmbench.tasks.rmb:RMBTask",
-                    description="RMB pairwise and Best-of-N items (conversation_input, chosen/reject or bon_best/"
-                                "loser_list, category_path): official accuracy per scenario, set and goal, overall")
 
 
 def build_task(spec: TaskSpec) -> Task:
-    """Instantiate the task a spec describes; errors name the task and what was wrong."""
-    return instantiate(TASK_KINDS, spec, "task", "groups", Task, _PluginTask)
+    """Instantiate the task a spec describes (registering what its kind declares, for a kind
+    loaded lazily: an entry point's); errors name the task and what was wrong."""
+    task = instantiate(TASK_KINDS, spec, "task", "groups", Task, _PluginTask)
+    declare_kind(spec.kind, task.inner if isinstance(task, _PluginTask) else task)
+    return task
 
 
 class _PluginTask(Task):
@@ -83,8 +53,87 @@ def register_task_kind(name: str, target: object, description: str = "") -> None
     ``"file.py:attr"``) string imported on first use. The name then works wherever a built-in
     kind does (``--tasks {name}``, entry files' ``kind:``). A name that is already
     registered is a :class:`~rmbench.registry.RegistryError`. An installed package registers
-    through the ``rmbench.tasks`` entry-point group instead, so that every process sees it."""
+    through the ``rmbench.tasks`` entry-point group instead, so that every process sees it.
+
+    This one call is the whole registration: the class's own declarations come with it, its
+    ``scores`` as metrics (:func:`rmbench.core.metric_registry.register_metric`) and its
+    ``row_schemas`` (:func:`rmbench.tasks.schemas.register_row_schema`); a lazy target's when it
+    is first built (:func:`build_task`), as an entry point's."""
+    if not isinstance(target, str):
+        declare_kind(name, target)
     TASK_KINDS.register(name, target, description=description, origin=f"register_task_kind({name!r})")
 
 
-__all__ = ["TASK_KINDS", "register_task_kind", "Task", "build_task"]
+def declare_kind(name: str, kind: object) -> None:
+    """Register what the kind ``name`` (a Task class, a factory or a task built by it) declares:
+    its ``scores`` as metrics (a second declaration of a name must be identical) and its
+    ``row_schemas`` as read by ``name``. Idempotent."""
+    for definition in getattr(kind, "scores", ()) or ():
+        register_metric(definition)
+    for schema in getattr(kind, "row_schemas", ()) or ():
+        register_row_schema(schema, name)
+
+
+def _builtin(name: str, kind: type[Task], description: str) -> None:
+    declare_kind(name, kind)
+    TASK_KINDS.register(name, kind, description=description)
+
+
+__all__ = ["TASK_KINDS", "Task", "build_task", "declare_kind", "register_task_kind"]
+
+
+# The built-in kinds, registered with their classes (each declares its scores and row schemas).
+from rmbench.tasks.domain import DomainShiftTask  # noqa: E402
+from rmbench.tasks.hamiltonian import HamiltonianTask  # noqa: E402
+from rmbench.tasks.jsonl import GroupsTask, PreferenceTask  # noqa: E402
+from rmbench.tasks.judgebench import JudgeBenchTask  # noqa: E402
+from rmbench.tasks.m_rewardbench import MRewardBenchTask  # noqa: E402
+from rmbench.tasks.persona import PersonaTask  # noqa: E402
+from rmbench.tasks.ppe import PPECorrectnessTask  # noqa: E402
+from rmbench.tasks.ppe_human import PPEHumanTask  # noqa: E402
+from rmbench.tasks.rewardbench import RewardBench2Task, RewardBenchTask  # noqa: E402
+from rmbench.tasks.rewrite_invariance import RewriteInvarianceTask  # noqa: E402
+from rmbench.tasks.rm_bench import RMBenchTask  # noqa: E402
+from rmbench.tasks.rmb import RMBTask  # noqa: E402
+from rmbench.tasks.shift import PairedShiftTask  # noqa: E402
+from rmbench.tasks.ties import TiesTask  # noqa: E402
+
+_builtin("rb2_ties", TiesTask,
+         "RewardBench 2 Ties (RB2 schema: id, prompt, chosen list, rejected list)")
+_builtin("preference", PreferenceTask,
+         "preference pairs: prompt, chosen, rejected")
+_builtin("groups", GroupsTask,
+         "comparison groups in rmbench's own JSON Lines format")
+_builtin("paired_shift", PairedShiftTask,
+         "original vs paraphrased/translated pairs (paper format: orig_chosen, orig_index...)")
+_builtin("rewrite_invariance", RewriteInvarianceTask,
+         "each answer beside its rewrite (paired shift format): Spec across forms, D "
+         "within/across")
+_builtin("domain_shift", DomainShiftTask,
+         "one RM on several domains (preference files), each beside the in-domain one")
+_builtin("rewardbench", RewardBenchTask,
+         "RewardBench v1 pairs (prompt, chosen, rejected, subset), official weighted score")
+_builtin("rewardbench2", RewardBench2Task,
+         "RewardBench 2 rows (chosen/rejected lists, subset): best-of-n + Ties, official score")
+_builtin("hamiltonian", HamiltonianTask,
+         "verify Hamiltonian cycles: valid cycle vs random non-cycle (seeded generator)")
+_builtin("persona", PersonaTask,
+         "persona statements with templated yes/no answers, original vs held-out forms")
+_builtin("rm_bench", RMBenchTask,
+         "RM-Bench rows (chosen/rejected in 3 styles, domain): official hard/normal/easy, Spec "
+         "across styles")
+_builtin("m_rewardbench", MRewardBenchTask,
+         "M-RewardBench: RewardBench in 23 languages, per-language official scores, "
+         "paired with the English rows (translation shift)")
+_builtin("judgebench", JudgeBenchTask,
+         "JudgeBench pairs (response_A, response_B, label A>B/B>A, source): official accuracy "
+         "per category (knowledge, reasoning, math, coding)")
+_builtin("ppe_correctness", PPECorrectnessTask,
+         "PPE correctness sets (32 answers a prompt, each correct or not): accuracy, exact "
+         "best-of-K curve and its gap to the oracle, Spec among equally correct answers")
+_builtin("ppe_human", PPEHumanTask,
+         "PPE human preference (Chatbot Arena pairs, winner or tie): accuracy per category "
+         "and language, Spec over the human ties")
+_builtin("rmb", RMBTask,
+         "RMB pairwise and Best-of-N items (conversation_input, chosen/reject or bon_best/"
+         "loser_list, category_path): official accuracy per scenario, set and goal, overall")

@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 
 from rmbench.core.items import item_correct
+from rmbench.core.metric_def import MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import slice_label
 from rmbench.core.types import ComparisonGroup, PairIndex
+from rmbench.tasks.schemas import RowSchema
 
 ExtraMetric = Callable[[np.ndarray], float]
 """A task-specific statistic of the resampling units (see :meth:`Task.bootstrap_units`)."""
@@ -55,14 +57,22 @@ class Task(ABC):
     """A benchmark task. Subclasses implement :meth:`groups`; the rest has sensible defaults.
 
     Declarations (class attributes): ``headline``, the metrics a leaderboard shows for the task
-    (registered names, :mod:`rmbench.core.metric_registry`); ``official``, the benchmark's official
-    table when it has one (RewardBench 1/2, Ties).
+    (registered names, :mod:`rmbench.core.metric_registry`; a task entry's ``headline:`` and
+    ``--metrics`` change it per task and per run); ``official``, the benchmark's official table
+    when it has one (RewardBench 1/2, Ties); ``scores``, the declarations of the task's own scores
+    (what :meth:`extra_metrics` reports: a :class:`~rmbench.core.metric_def.MetricDef` each);
+    ``row_schemas``, the row formats it reads (:class:`~rmbench.tasks.schemas.RowSchema`). The
+    kind's one registration (:func:`rmbench.tasks.register_task_kind`, or an entry point when
+    the kind is loaded) registers ``scores`` as metrics and ``row_schemas`` for the hint a row of
+    another format gets.
     """
 
     spec: TaskSpec
     description: str = ""
     headline: tuple[str, ...] = DEFAULT_HEADLINE
     official: OfficialLayout | None = None
+    scores: tuple[MetricDef, ...] = ()
+    row_schemas: tuple[RowSchema, ...] = ()
     verdict_args: Mapping[str, Any] = {}
     """Arguments the task takes when the model gives pair verdicts (a pairwise LLM judge, whose
     reward gap is its verdict in {+1, 0, -1}) and ``--task-arg`` does not set them: JudgeBench

@@ -18,6 +18,7 @@ class GroupsTask(Task):
     (exactly :meth:`ComparisonGroup.to_json`)."""
 
     description = "comparison groups in rmbench's JSON Lines format"
+    row_schemas = (GROUPS,)
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test", config: str | None = None) -> None:
@@ -55,6 +56,7 @@ class PreferenceTask(Task):
     """
 
     description = "preference pairs (prompt, chosen, rejected) from JSON Lines or a hub dataset"
+    row_schemas = (PREFERENCE,)
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test", config: str | None = None, subset: str | None = None) -> None:

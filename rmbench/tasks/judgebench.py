@@ -46,15 +46,16 @@ from rmbench.core.judgebench import (
     JUDGEBENCH_CATEGORIES,
     JUDGEBENCH_LAYOUT,
     LABELS,
-    judgebench_accuracies,
     judgebench_category,
     judgebench_correct,
     reward_model_verdicts,
 )
+from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, TaskScores
+from rmbench.tasks.grouped import grouped
 from rmbench.tasks.rows import RowReader
 from rmbench.tasks.schemas import JUDGEBENCH
 from rmbench.tasks.sources import iter_rows
@@ -73,6 +74,15 @@ JUDGEBENCH_FILES = {
 SOURCES = ("hub", "github")
 
 
+JUDGEBENCH_SCORE = MetricDef(
+    "judgebench_score", "JudgeBench", True, False, Counted.GROUPS,
+    "JudgeBench's official accuracy (its utils/metrics.py compute_final_metrics, one game as run_judge.py "
+    "--single_game with a reward_model judge): a pair is correct iff its verdict (A>B iff r(A) > r(B), "
+    "else B>A: a tie is B>A) equals the label; subset records: the categories knowledge (mmlu-pro-*), "
+    "reasoning, math, coding; the total = over all pairs. With the task's single_game: false both orders are "
+    "played, as run_judge.py by default, and a tie is inconsistent, so wrong", official=True)
+
+
 class JudgeBenchTask(Task):
     """JudgeBench pairs (``pair_id``, ``source``, ``question``, ``response_A``, ``response_B``,
     ``label``) with JudgeBench's official accuracy per category (module doc)."""
@@ -80,6 +90,8 @@ class JudgeBenchTask(Task):
     description = "JudgeBench: GPT-4o or Claude-3.5-Sonnet response pairs, one correct; official accuracy per category"
     headline = (JUDGEBENCH_LAYOUT.metric,) + DEFAULT_HEADLINE
     official = JUDGEBENCH_LAYOUT
+    scores = (JUDGEBENCH_SCORE,)
+    row_schemas = (JUDGEBENCH,)
     version = 1
     verdict_args = {"single_game": False}  # a pairwise judge's reward gap is its two games' combined verdict
 
@@ -153,21 +165,11 @@ class JudgeBenchTask(Task):
                             f"(RMBENCH_MIRROR=PREFIX serves them to an offline machine)") from None
 
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> TaskScores:
-        """``judgebench_score``: overall (subset None) and per category present, from one resample
-        of pairs (:func:`rmbench.core.judgebench.judgebench_accuracies`)."""
+        """``judgebench_score``: overall (subset None, pooled over the pairs) and per category
+        present, from one resample of pairs (:func:`rmbench.tasks.grouped.grouped`, the formula of
+        :func:`rmbench.core.judgebench.judgebench_accuracies`)."""
         r = np.asarray(rewards, dtype=np.float64).reshape(-1, 2)  # every group: response A, then B
         verdicts = reward_model_verdicts(r[:, 0], r[:, 1], single_game=self.single_game)
         labels = [1 if g.utilities[0] > g.utilities[1] else -1 for g in groups]  # A>B: +1
         correct = judgebench_correct(verdicts, labels)
-        category_of = np.array([JUDGEBENCH_CATEGORIES.index(g.subset) for g in groups], dtype=np.int64)
-        present = [i for i, _ in enumerate(JUDGEBENCH_CATEGORIES) if (category_of == i).any()]
-        metric = JUDGEBENCH_LAYOUT.metric
-        names = ((metric, None),) + tuple((metric, JUDGEBENCH_CATEGORIES[i]) for i in present)
-        counts = (len(groups),) + tuple(int((category_of == i).sum()) for i in present)
-        keep = np.array([0] + [1 + i for i in present])
-
-        def score(units: np.ndarray) -> np.ndarray:
-            weights = np.bincount(units, minlength=len(groups)).astype(np.float64)
-            return judgebench_accuracies(correct, category_of, weights=weights)[keep]
-
-        return TaskScores(names, score, counts)
+        return grouped(JUDGEBENCH_LAYOUT.metric, correct, [g.subset for g in groups], order=JUDGEBENCH_CATEGORIES)

@@ -177,11 +177,11 @@ def _local_or_remote(path: str, spec: TaskSpec | None = None) -> str:
 
 def expected_file(spec: TaskSpec | None) -> str:
     """What a ``--data`` path of ``spec``'s task must be: one file, of its kind's rows."""
-    from rmbench.tasks.schemas import KNOWN
+    from rmbench.tasks.schemas import schemas_of
 
     if spec is None:
         return "--data takes a file"
-    rows = next((s.describe() for s in KNOWN if spec.kind in s.kinds), None)
+    rows = " or ".join(s.describe() for s in schemas_of(spec.kind))
     each = "a file per part (--data TASK=PART=FILE, once each)" if spec.kind in MULTI_FILE_KINDS else "one file"
     return (f"task {spec.name!r} (kind {spec.kind}) reads {each}: a JSON Lines, JSON, CSV or Parquet file"
             + (f" of {rows}" if rows else "") + f", e.g. --data {spec.name}=FILE.jsonl")

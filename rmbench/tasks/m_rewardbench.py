@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialColumn, OfficialLayout
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
@@ -117,10 +118,22 @@ def _subset(r: RowReader) -> str:
     return r.string("source")
 
 
+MRB_SCORE = MetricDef(
+    "m_rewardbench_score", "M-RB score", True, False, Counted.GROUPS,
+    "M-RewardBench's official score: per language (subset LANG) the mean of RewardBench's four section "
+    "scores, weighted by M-RewardBench's example counts (subset LANG/SECTION); subset None: the mean "
+    "over the languages, English (eng_Latn) left out", official=True)
+MRB_GAP = MetricDef(
+    "m_rewardbench_english_gap", "M-RB gap", True, False, Counted.GROUPS,
+    "m_rewardbench_score of a language minus that of English on the same ids (paired resample); "
+    "subset None: the mean over the languages; < 0: the RM loses accuracy in translation")
+
+
 class MRewardBenchTask(Task):
     description = "M-RewardBench: RewardBench translated into 23 languages, per-language scores, paired with English"
     headline = (SCORE,) + DEFAULT_HEADLINE
     official = mrb_layout(MRB_LANGUAGES)
+    scores = (MRB_SCORE, MRB_GAP,)
 
     def __init__(self, languages: str | Sequence[str] | None = None, paths: Mapping[str, str] | None = None,
                  path: str | None = None, english: str | None = None, dataset: str | None = None,

@@ -43,6 +43,7 @@ def forms(prefixes, words) -> tuple[str, ...]:
 
 class PersonaTask(Task):
     description = "persona statements: templated yes/no answers, original vs held-out paraphrased forms"
+    row_schemas = (PERSONA,)
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  data_files: str | None = None, split: str = "all", n_train: int = 80, n_test: int = 40,

@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from rmbench.core.best_of_k import best_of_k_curves, conflict_pair_counts, oracle_curves
+from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialColumn, OfficialLayout
 from rmbench.core.types import ComparisonGroup, group_slices
 from rmbench.errors import DataError
@@ -178,12 +179,33 @@ def _pairs(r: RowReader, field: str, flags: Sequence[int]) -> list[list[int]] | 
     return out
 
 
+PPE_ACCURACY = MetricDef(
+    "ppe_accuracy", "PPE acc", True, False, Counted.GROUPS,
+    "PPE correctness accuracy: over each row's sampled_conflict_pairs (one correct, one incorrect answer; "
+    "all such pairs with the task's pairs: all), the share with r(correct) > r(incorrect), a reward tie 1/2, "
+    "pooled over a set's pairs; subset records: the sets (mmlu_pro, math, gpqa, ifeval, mbpp_plus); the "
+    "total = the mean of the sets present", official=True)
+PPE_BEST_OF_K = MetricDef(
+    "ppe_best_of_k", "BoK", True, False, Counted.GROUPS,
+    "PPE best-of-K: the expected correctness of the answer the RM ranks first among K answers drawn "
+    "without replacement from a prompt's answers (exact over ranks; a reward tie at the top picks "
+    "uniformly among the tied), averaged over a set's prompts; subset K=k: the mean over the sets, "
+    "SET/K=k: one set")
+PPE_BOK_GAP = MetricDef(
+    "ppe_bok_gap", "BoK gap", False, False, Counted.GROUPS,
+    "area between the oracle's best-of-K curve (1 - C(n - n_correct, K) / C(n, K)) and the RM's, divided "
+    "by the number of K: mean over K = 1..n of oracle(K) - RM(K), in correctness units (0 = picks as well "
+    "as the oracle at every K); subset records: the sets; the total = their mean")
+
+
 class PPECorrectnessTask(Task):
     """PPE's five correctness sets: 32 answers a prompt, correct or not (module doc)."""
 
     description = "PPE correctness: 32 sampled answers a prompt, each correct or not; accuracy and best-of-K"
     headline = (ACCURACY, GAP) + DEFAULT_HEADLINE
     official = ppe_correctness_layout(tuple(PPE_SETS))
+    scores = (PPE_ACCURACY, PPE_BEST_OF_K, PPE_BOK_GAP,)
+    row_schemas = (PPE_CORRECTNESS,)
     version = 1
 
     def __init__(self, subsets: str | Sequence[str] | None = None, path: str | None = None,

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialColumn, OfficialLayout
 from rmbench.core.types import ComparisonGroup, Prompt, prompt_from_json
 from rmbench.tasks.base import Task, TaskScores
@@ -120,12 +121,21 @@ def _flag(r: RowReader, field: str) -> bool:
     return bool(value)
 
 
+PPE_HUMAN_ACCURACY = MetricDef(
+    "ppe_human_accuracy", "PPE human acc", True, False, Counted.GROUPS,
+    "PPE human preference accuracy: over Chatbot Arena battles with a winner (human ties left out), the "
+    "share where the winner's answer gets the higher reward, a reward tie 1/2; subset records: the "
+    "categories hard, easy, if, math, code (rows flagged so) and lang:LANGUAGE", official=True)
+
+
 class PPEHumanTask(Task):
     """PPE's Chatbot Arena battles with human verdicts, ties as specificity pairs (module doc)."""
 
     description = "PPE human preference: Chatbot Arena pairs with human verdicts (ties kept), 121 languages"
     headline = (HUMAN_ACCURACY,) + DEFAULT_HEADLINE
     official = PPE_HUMAN_LAYOUT
+    scores = (PPE_HUMAN_ACCURACY,)
+    row_schemas = (PPE_HUMAN,)
     version = 1
 
     def __init__(self, path: str | None = None, dataset: str | None = PPE_HUMAN_DATASET, revision: str | None = None,

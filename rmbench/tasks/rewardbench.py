@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, RB1_LAYOUT, RB2_LAYOUT, RB2_SUBSETS
 from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.types import ComparisonGroup, split_by_group
@@ -92,10 +93,17 @@ def _subset(g: ComparisonGroup) -> str:
     return g.subset
 
 
+RB1_SCORE = MetricDef(
+    "rewardbench_score", "RB1 score", True, False, Counted.GROUPS,
+    "RewardBench v1's official score; subset records are its sections", official=True)
+
+
 class RewardBenchTask(Task):
     description = "RewardBench v1 pairs with the official section-weighted score"
     headline = ("rewardbench_score",) + DEFAULT_HEADLINE
     official = RB1_LAYOUT
+    scores = (RB1_SCORE,)
+    row_schemas = (RB1,)
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "filtered") -> None:
@@ -135,10 +143,17 @@ class RewardBenchTask(Task):
         return TaskScores(tuple(labels), score, tuple(counts))
 
 
+RB2_SCORE = MetricDef(
+    "rewardbench2_score", "RB2 score", True, False, Counted.GROUPS,
+    "RewardBench 2's official score; subset records are its six subsets", official=True)
+
+
 class RewardBench2Task(Task):
     description = "RewardBench 2: best-of-n subsets and Ties, with the official score"
     headline = ("rewardbench2_score",) + DEFAULT_HEADLINE
     official = RB2_LAYOUT
+    scores = (RB2_SCORE,)
+    row_schemas = (RB2,)
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test") -> None:

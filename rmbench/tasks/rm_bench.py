@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, RM_BENCH_DOMAINS, RM_BENCH_LAYOUT, RM_BENCH_LEVELS
 from rmbench.core.types import ORIGINAL, ComparisonGroup
 from rmbench.tasks.base import Task, TaskScores
@@ -123,6 +124,16 @@ def _file_domain(label: str, path: str, several: bool) -> str | None:
     return domain
 
 
+RM_BENCH_SCORE = MetricDef(
+    "rm_bench_score", "RM-Bench", True, False, Counted.GROUPS,
+    "RM-Bench's official accuracy (its scripts/utils.py compute_accuracy): per domain a 3x3 matrix "
+    "M[i][j] = share of rows with r(chosen style i) > r(rejected style j), styles concise, detailed "
+    "plain, detailed markdown; hard = mean over i < j, normal = mean of the diagonal, easy = mean over "
+    "i > j; a domain's score = (hard + normal + easy) / 3; subset records: the domains, and hard / "
+    "normal / easy as means over the domains present; the total = mean of the domain scores",
+    official=True)
+
+
 class RMBenchTask(Task):
     """RM-Bench rows (``id``, ``prompt``, ``chosen`` and ``rejected`` lists of three styles,
     ``domain``) as groups of six answers, with RM-Bench's official accuracy (module doc).
@@ -144,6 +155,8 @@ class RMBenchTask(Task):
         "rewrite_specificity", "within_form_discrimination", "cross_form_discrimination", "cross_form_gap",
         "preference_flip_rate")
     official = RM_BENCH_LAYOUT
+    scores = (RM_BENCH_SCORE,)
+    row_schemas = (RM_BENCH,)
     version = 1
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,

@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 
+from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE
 from rmbench.core.rmb import (
     RMB_GOALS,
@@ -335,6 +336,15 @@ def _section_of_key(key: str) -> str:
     return section
 
 
+RMB_SCORE = MetricDef(
+    "rmb_score", "RMB", True, False, Counted.GROUPS,
+    "RMB's official accuracy (its eval/scripts/my_run_rm.py; BoN and the total as RM-R1's RMB scripts): "
+    "an item is correct iff r(best) > r(every other answer), strictly (pairwise: r(chosen) > r(reject); "
+    "BoN: above every loser; a tie is not correct); subset records: each scenario (its category_path) "
+    "over its items, each section (Pairwise_set/GOAL, BoN_set/GOAL) over its items; the total = the mean "
+    "of the sections present (both sets and goals: the paper's Overall)", official=True)
+
+
 class RMBTask(Task):
     """RMB's pairwise and Best-of-N items (``conversation_input``, ``chosen``/``reject`` or
     ``bon_best``/``loser_list``, ``category_path``) with RMB's official accuracies (module doc)."""
@@ -343,6 +353,8 @@ class RMBTask(Task):
                    "conversations kept; official accuracy per scenario, per set and goal, overall")
     headline = (RMB_METRIC,) + DEFAULT_HEADLINE
     official = RMB_LAYOUT
+    scores = (RMB_SCORE,)
+    row_schemas = (RMB_PAIRWISE, RMB_BON)
     version = 1
 
     def __init__(self, set: str = "both", category: str | None = None, path: str | None = None,  # noqa: A002

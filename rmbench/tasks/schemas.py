@@ -1,6 +1,11 @@
 """The row schemas rmbench's task kinds read, and which one a row looks like: a file given to the
 wrong task (preference pairs to ``ties``) then fails with the schema the task expects and the
-one the row has, not only ``field 'id': missing``."""
+one the row has, not only ``field 'id': missing``.
+
+A kind declares the schemas it reads on its class (``Task.row_schemas``); registering the kind
+registers them here (:func:`register_row_schema`, called by
+:func:`rmbench.tasks.register_task_kind`). No list order decides which schema a row looks like:
+the most specific ones it fits do (:func:`looks_like`)."""
 
 from __future__ import annotations
 
@@ -53,12 +58,11 @@ def _reply(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class RowSchema:
-    """A row format: its name, its required fields (each with what it must hold) and the task
-    kinds that read it."""
+    """A row format: its name and its required fields (each with what it must hold). The task
+    kinds that read it are registered with it (:func:`kinds_reading`)."""
 
     name: str
     fields: tuple[tuple[str, str, Callable[[Any], bool]], ...]
-    kinds: tuple[str, ...]
 
     def fits(self, row: dict) -> bool:
         """Whether ``row`` holds every required field with a value of the right type (a CSV row,
@@ -69,73 +73,97 @@ class RowSchema:
     def describe(self) -> str:
         return f"{self.name} ({', '.join(f'{name}: {what}' for name, what, _ in self.fields)})"
 
+    @property
+    def field_names(self) -> frozenset[str]:
+        return frozenset(name for name, _, _ in self.fields)
+
 
 RM_BENCH = RowSchema("RM-Bench rows", (("prompt", "text", _prompt), ("chosen", "3 answers", _texts),
-                                       ("rejected", "3 answers", _texts), ("domain", "text", _text)), ("rm_bench",))
+                                       ("rejected", "3 answers", _texts), ("domain", "text", _text)))
 RB2 = RowSchema("RewardBench 2 rows", (("id", "tied:K/ref:K or any id", _id), ("prompt", "text", _prompt),
-                                       ("chosen", "list of answers", _texts), ("rejected", "list of answers", _texts)),
-                ("rb2_ties", "rewardbench2"))
+                                       ("chosen", "list of answers", _texts), ("rejected", "list of answers", _texts)))
 RB1 = RowSchema("RewardBench rows", (("prompt", "text", _prompt), ("chosen", "text", _text),
-                                     ("rejected", "text", _text), ("subset", "text", _text)), ("rewardbench",))
+                                     ("rejected", "text", _text), ("subset", "text", _text)))
 PREFERENCE = RowSchema("preference pairs", (("prompt", "text", _prompt), ("chosen", "text", _reply),
-                                            ("rejected", "text", _reply)), ("preference",))
+                                            ("rejected", "text", _reply)))
 GROUPS = RowSchema("rmbench groups", (("id", "text", _id), ("prompt", "text", _prompt),
                                       ("responses", "list of answers", _texts),
-                                      ("utilities", "list of integers", _ints)),
-                   ("groups",))
+                                      ("utilities", "list of integers", _ints)))
 PAIRED_SHIFT = RowSchema("paired shift rows", (("orig_index", "integer", lambda v: _id(v)),
                                                ("prompt", "text", _prompt), ("orig_chosen", "text", _text),
                                                ("orig_rejected", "text", _text), ("chosen", "text", _text),
-                                               ("rejected", "text", _text)), ("paired_shift",))
-PERSONA = RowSchema("persona statements", (("question", "text", _text), ("answer_matching_behavior", "Yes/No", _text)),
-                    ("persona",))
+                                               ("rejected", "text", _text)))
+PERSONA = RowSchema("persona statements", (("question", "text", _text), ("answer_matching_behavior", "Yes/No", _text)))
 JUDGEBENCH = RowSchema("JudgeBench rows", (("pair_id", "text", _id), ("source", "text", _text),
                                            ("question", "text", _prompt), ("response_A", "text", _text),
-                                           ("response_B", "text", _text), ("label", "A>B or B>A", _text)),
-                       ("judgebench",))
+                                           ("response_B", "text", _text), ("label", "A>B or B>A", _text)))
 PPE_CORRECTNESS = RowSchema("PPE correctness rows", (("question_id", "text", _id), ("prompt", "text", _prompt),
                                                      ("scores", "list of booleans", _flag_list),
-                                                     ("response_1", "text, one per score", _text)),
-                            ("ppe_correctness",))
+                                                     ("response_1", "text, one per score", _text)))
 PPE_HUMAN = RowSchema("PPE human preference rows", (("question_id", "text", _id),
                                                     ("winner", "model_a/model_b/tie", _text),
                                                     ("prompt", "text", _prompt), ("response_1", "text", _reply),
-                                                    ("response_2", "text", _reply)), ("ppe_human",))
+                                                    ("response_2", "text", _reply)))
 
 RMB_PAIRWISE = RowSchema("RMB pairwise rows",
                          (("pair_uid", "text", _id), ("conversation_input", "chat messages", _prompt),
                                                ("chosen", "{llm_name, answer}", _answer_object),
                                                ("reject", "{llm_name, answer}", _answer_object),
-                                               ("category_path", "Pairwise_set/GOAL/...", _text)), ("rmb",))
+                                               ("category_path", "Pairwise_set/GOAL/...", _text)))
 RMB_BON = RowSchema("RMB Best-of-N rows", (("bon_uid", "text", _id), ("conversation_input", "chat messages", _prompt),
                                            ("bon_best", "{llm_name, answer}", _answer_object),
                                            ("loser_list", "list of {llm_name, answer}", _answer_objects),
-                                           ("category_path", "BoN_set/GOAL/...", _text)), ("rmb",))
+                                           ("category_path", "BoN_set/GOAL/...", _text)))
 
-KNOWN = (RMB_PAIRWISE, RMB_BON, PPE_CORRECTNESS, PPE_HUMAN, JUDGEBENCH, RM_BENCH, PAIRED_SHIFT, GROUPS, RB2, RB1,
-         PREFERENCE, PERSONA)
-"""Most specific first: a row is taken for the first schema it fits."""
+_READ_BY: dict[RowSchema, list[str]] = {}
+"""Each registered schema and the kinds that read it, in registration order."""
 
 
-def looks_like(row: dict) -> RowSchema | None:
-    """The first known schema ``row`` fits, if any."""
-    return next((s for s in KNOWN if s.fits(row)), None)
+def register_row_schema(schema: RowSchema, kind: str) -> None:
+    """Note that the task kind ``kind`` reads rows of ``schema`` (once; a schema read by several
+    kinds, as RewardBench 2 rows by ``rb2_ties`` and ``rewardbench2``, is registered by each)."""
+    kinds = _READ_BY.setdefault(schema, [])
+    if kind not in kinds:
+        kinds.append(kind)
+
+
+def kinds_reading(schema: RowSchema) -> tuple[str, ...]:
+    """The registered kinds that read ``schema``."""
+    return tuple(_READ_BY.get(schema, ()))
+
+
+def schemas_of(kind: str) -> tuple[RowSchema, ...]:
+    """The schemas the registered kind ``kind`` reads."""
+    return tuple(s for s, kinds in _READ_BY.items() if kind in kinds)
+
+
+def looks_like(row: dict) -> tuple[RowSchema, ...]:
+    """The registered schemas ``row`` fits that no other one it fits refines (a schema refines
+    another when its required fields include all of the other's and more: RewardBench rows refine
+    preference pairs); several when the row fits schemas that neither refines (an RM-Bench row,
+    whose id also makes it RewardBench 2's), most fields first, then by name; () for none."""
+    fits = [s for s in _READ_BY if s.fits(row)]
+    best = [s for s in fits if not any(s.field_names < o.field_names for o in fits)]
+    return tuple(sorted(best, key=lambda s: (-len(s.fields), s.name)))
+
+
+def _kinds_text(schema: RowSchema) -> str:
+    return " or ".join(f"'{k}'" for k in kinds_reading(schema))
 
 
 def schema_hint(row: dict, expected: RowSchema | None) -> str:
     """What to add to a row's missing or mistyped field: the schema the task reads, and the one
     the row looks like with the kinds that read it (empty when the row fits ``expected``, or
     when neither is known)."""
-    other = looks_like(row)
     if expected is not None and expected.fits(row):
         return ""
+    others = [s for s in looks_like(row) if s != expected]
     parts = []
     if expected is not None:
         parts.append(f"this task reads {expected.describe()}")
-    if other is not None and other != expected:
-        kinds = " or ".join(f"'{k}'" for k in other.kinds)
-        parts.append(f"this row looks like {other.describe()}, which the task kind {kinds} reads "
-                     f"(a task entry with that kind and args path:)")
+    if others:
+        like = " or ".join(f"{s.describe()}, which the task kind {_kinds_text(s)} reads" for s in others)
+        parts.append(f"this row looks like {like} (a task entry with that kind and args path:)")
     elif expected is not None:
         parts.append(f"the row has {', '.join(map(str, list(row)[:8])) or 'no fields'}")
     return "; ".join(parts)

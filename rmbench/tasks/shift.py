@@ -38,6 +38,7 @@ class PairedShiftTask(Task):
     """
 
     description = "original vs shifted (paraphrased / translated) preference pairs, paired"
+    row_schemas = (PAIRED_SHIFT,)
 
     def __init__(self, paths: Mapping[str, str] | None = None, path: str | None = None, shift: str = "paraphrase",
                  dataset: str | None = None, revision: str | None = None, split: str = "train") -> None:

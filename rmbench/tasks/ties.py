@@ -12,16 +12,22 @@ from typing import Any
 
 import numpy as np
 
-from rmbench.core.metric_registry import DEFAULT_HEADLINE, TIES_LAYOUT
+from rmbench.core.metric_def import Counted, MetricDef
+from rmbench.core.metric_registry import DEFAULT_HEADLINE, TIES_LAYOUT, TIES_READING
 from rmbench.core.metrics import ties_row_key, ties_score_from_terms, ties_terms
 from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.errors import DataError
 from rmbench.tasks.base import ExtraMetric, Task
 from rmbench.tasks.rows import RowReader
-from rmbench.tasks.schemas import RB2, looks_like
+from rmbench.tasks.schemas import RB2, kinds_reading, looks_like
 from rmbench.tasks.sources import iter_rows
 
 RB2_DATASET = "allenai/reward-bench-2"
+
+
+TIES_SCORE = MetricDef(
+    "ties_score", "ties_score", True, False, Counted.GROUPS, "RewardBench 2's official Ties score",
+    official=True, reading=TIES_READING)
 
 
 class TiesTask(Task):
@@ -35,6 +41,8 @@ class TiesTask(Task):
     description = "RewardBench 2 Ties: several equally correct answers vs. wrong ones"
     headline = DEFAULT_HEADLINE + ("ties_score",)
     official = TIES_LAYOUT
+    scores = (TIES_SCORE,)
+    row_schemas = (RB2,)
 
     def __init__(self, path: str | None = None, dataset: str | None = None, revision: str | None = None,
                  split: str = "test") -> None:
@@ -93,8 +101,8 @@ class TiesTask(Task):
 
 def _what_it_looks_like(row: dict) -> str:
     """A hint naming the task kind whose row format ``row`` fits (:func:`rmbench.tasks.schemas.looks_like`)."""
-    other = looks_like(row) if isinstance(row, dict) else None
-    if other is None or other == RB2:
+    others = looks_like(row) if isinstance(row, dict) else ()
+    if not others or RB2 in others or not kinds_reading(others[0]):
         return " (ids must look like 'tied:K' / 'ref:K')"
-    kind = other.kinds[0]
-    return f" (it looks like {other.name}: read it with --tasks {kind} --data {kind}=FILE)"
+    kind = kinds_reading(others[0])[0]
+    return f" (it looks like {others[0].name}: read it with --tasks {kind} --data {kind}=FILE)"

@@ -46,7 +46,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeGuard
 
 from rmbench.core.canonical import canonical_json
-from rmbench.core.metric_registry import metric_def
 from rmbench.errors import ConfigError
 from rmbench.files import safe_file_name
 from rmbench.results.publishing.export_formats import (
@@ -126,7 +125,7 @@ def _uncertainty(m: MetricRecord, record: RunRecord) -> dict:
 
 def _result_id(task: TaskResult, m: MetricRecord) -> str:
     parts = ["rmbench", task.name, task.task_key[:12], m.metric, m.subset if m.subset is not None else "all"]
-    if metric_def(m.metric).eps_dependent:
+    if task.metric_def(m.metric).eps_dependent:
         parts.append(f"eps={_eps_text(m.eps, m.eps_unit)}")
     return ":".join(parts)
 
@@ -157,13 +156,13 @@ def _official_result(task: TaskResult, record: RunRecord, m: MetricRecord, bench
         "metric_config": config,
         "score_details": {"score": float(m.value), "details": details([
             ("rmbench_task", task.name), ("rmbench_metric", m.metric), ("subset", m.subset), ("n", m.n),
-            ("n_counts", metric_def(m.metric).n_counts)]),
+            ("n_counts", task.metric_def(m.metric).n_counts)]),
             "uncertainty": _uncertainty(m, record)},
     }
 
 
 def _rmbench_result(task: TaskResult, record: RunRecord, m: MetricRecord, dataset_name: str) -> dict:
-    d = metric_def(m.metric)
+    d = task.metric_def(m.metric)
     name = f"rmbench.{task.name}.{m.metric}" + (f".{m.subset}" if m.subset is not None else "")
     description = d.description
     params: dict[str, Any] = {}

@@ -29,7 +29,7 @@ after ``/ _ + :`` too, so that run-folder names never run into the margin.
 A cell is ``0.712`` over ``[0.69, 0.73]`` in ``\scriptsize`` (option ``ci=brackets``, the default)
 or ``0.712 $\pm$ 0.02`` on one line (``ci=pm``: half the CI's width): the value to 3 decimals, the
 CI to 2; ``--`` where there is no value. The best value of each column is bold (``\textbf``), by the
-direction its metric declares (:func:`rmbench.core.metric_registry.metric_def`), compared as printed
+direction its metric declares (the column's ``higher_is_better``, from the run's record of it), compared as printed
 (3 decimals), ties all bold. Not ranked: a column with fewer than two values, the length-bias
 metrics (0 is ideal, either sign a bias: their declared direction is nominal), and the tables whose
 rows are not one per model (the original-vs-shifted table: its rows mix tasks and shifts). Every
@@ -157,7 +157,8 @@ def best_rows(table: Table) -> list[set[int]]:
         values = [(i, round(cell.value, DIGITS)) for i, cell in column if cell is not None and cell.defined]
         if len(values) < 2:
             continue
-        pick = max if metric_def(col.metric).higher_is_better else min
+        higher = col.higher_is_better if col.higher_is_better is not None else metric_def(col.metric).higher_is_better
+        pick = max if higher else min
         best = pick(v for _, v in values)
         out[j] = {i for i, v in values if v == best}
     return out

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from rmbench.core.judge_replies import JudgeReplies
-from rmbench.core.metric_registry import Counted, OfficialLayout, metric_def
-from rmbench.errors import ConfigError
+from rmbench.core.metric_registry import Counted, OfficialLayout
+from rmbench.errors import ConfigError, did_you_mean
 from rmbench.results.publishing.leaderboard_tables import (
     MAX_ONE_TABLE_COLUMNS,
     Column,
@@ -206,10 +206,11 @@ def _eps_header(label: str, eps: float, unit: str) -> str:
 
 def _column(task: TaskResult, metric: str, eps: float, prefix: str, subset: str | None = None,
             header: str | None = None, column_task: str | None = None) -> Column:
-    d, name = metric_def(metric), column_task or task.name
+    d, name = task.metric_def(metric), column_task or task.name
     if d.eps_dependent:
-        return Column(name, metric, prefix + _eps_header(d.label, eps, task.eps_unit), eps, task.eps_unit, subset)
-    return Column(name, metric, prefix + (header or d.label), None, None, subset)
+        return Column(name, metric, prefix + _eps_header(d.label, eps, task.eps_unit), eps, task.eps_unit, subset,
+                      d.higher_is_better)
+    return Column(name, metric, prefix + (header or d.label), None, None, subset, d.higher_is_better)
 
 
 def _cell(rec: _Entry, col: Column, shift: str | None = None) -> Estimate | None:
@@ -318,7 +319,7 @@ def _undefined_reason(col: Column, label: str, t: TaskResult) -> tuple[str | Non
     m = t.metric(col.metric, col.eps, col.subset)
     if m is None:  # not reported (an eps the run lacks: its own note)
         return None
-    d = metric_def(col.metric)
+    d = t.metric_def(col.metric)
     kinds = _NEEDS.get(d.counted) if d.counted is not None else None
     if kinds is None:
         return (None, f"0 {d.n_counts}") if m.n == 0 and not unrewarded(t) else None
@@ -387,7 +388,7 @@ def _official_table(name: str, task: TaskResult, layout: OfficialLayout, entries
     rows = [((label,), tuple(_cell(rec, c) for c in cols)) for label, rec in entries
             if rec.has_task(name) and rec.task(name).status == "success"]
     total = next((i for i, c in enumerate(layout.columns) if c.subset is None), 0)
-    rows = _sorted_rows(rows, metric_def(layout.metric).higher_is_better, total)
+    rows = _sorted_rows(rows, task.metric_def(layout.metric).higher_is_better, total)
     strict = [label for label, e in entries if e.has_task(name) and (r := e.task(name).judge_replies) is not None
               and r.fidelity == "strict"]
     reading = (f"; the judge replies of {', '.join(strict)} are read strictly (fidelity=strict), not as the official "
@@ -480,10 +481,14 @@ def _sources(entries: list[_Entry]) -> dict[str, RowSource]:
                                e.folder) for e in entries}
 
 
-def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout: str = "auto") -> Leaderboard:
+def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout: str = "auto",
+                      metrics: Sequence[str] = ()) -> Leaderboard:
     """One leaderboard over ``runs`` (records, or folders read by :func:`rmbench.results.storage.folder.load_run`);
     ``layout``: one of :data:`LAYOUTS`. Rows of one model identity with the same numbers are folded;
-    a run whose task failed is a line under the task's table, never a row of empty cells."""
+    a run whose task failed is a line under the task's table, never a row of empty cells.
+    ``metrics`` (``--metrics``): more columns, each task's after its headline's, where a run
+    reports the metric for the task; a name no run reports is an error. Labels, directions and
+    eps dependence come from the runs' records of the metrics' declarations."""
     if not runs:
         raise ConfigError("no runs given")
     if layout not in LAYOUTS:
@@ -502,14 +507,17 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
         eps_by_task[name] = (chosen, first[name].eps_unit)
         notes += eps_notes
     columns: list[Column] = []
+    extra = _extra_metrics(entries, metrics)
     for name in task_order:
-        metrics = list(dict.fromkeys(m for e in entries if e.has_task(name) for m in e.task(name).headline))
+        shown = list(dict.fromkeys(m for e in entries if e.has_task(name) for m in e.task(name).headline))
+        shown += [m for m in extra if m not in shown and any(_reports(e.task(name), m) for e in entries
+                                                             if e.has_task(name))]
         columns += [_column(first[name], m, eps_by_task[name][0], f"{names[name]} ", column_task=name)
-                    for m in metrics]
+                    for m in shown]
     keep = [j for j, c in enumerate(columns) if c.task in scored]  # a group whose every run failed: lines only
     by_label = {e.label: e for e in entries}
     rows = [((e.label,), tuple(_cell(e, c) for c in columns)) for e in entries]
-    rows = _sorted_rows(rows, metric_def(columns[keep[0]].metric).higher_is_better if keep else True,
+    rows = _sorted_rows(rows, columns[keep[0]].higher_is_better is not False if keep else True,
                         keep[0] if keep else 0)
     ordered = [(r[0][0], by_label[r[0][0]]) for r in rows]
     failed = tuple(FailedRun(e.record.model.name, e.folder, name, names[name], e.task(name).error or "(no error)")
@@ -532,7 +540,7 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     notes = ([n for label, e in ordered for n in run_notes(label, e.record, _run_names(e, names))] + notes
              + undefined_notes(columns, having_by_task, names))
     notes += missing_subset_notes(named_official, first, names)
-    readings = [metric_def(columns[j].metric).reading for j in keep]
+    readings = [first[columns[j].task].metric_def(columns[j].metric).reading for j in keep]
     notes += list(dict.fromkeys(r for r in readings if r))
     keys = {name: first[name].task_key for name in task_order}
     legend = tuple(task_legend(names[name], first[name], eps_by_task[name][0]) for name in task_order)
@@ -546,6 +554,21 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     return Leaderboard(headline[0], tuple(fold_rows(t, sources) for t in official),
                        None if shifts is None else fold_rows(without_empty_columns(shifts), sources), eps_by_task, keys,
                        tuple(notes), headline[1:], legend, names)
+
+
+def _reports(t: TaskResult, metric: str) -> bool:
+    return any(m.metric == metric for m in t.metrics)
+
+
+def _extra_metrics(entries: Sequence[_Entry], metrics: Sequence[str]) -> list[str]:
+    """``--metrics``, each once; a name that no run reports for any task is refused, with the
+    nearest reported names."""
+    wanted = list(dict.fromkeys(m.strip() for m in metrics if m.strip()))
+    reported = {m.metric for e in entries for t in e.tasks.values() for m in t.metrics}
+    for m in wanted:
+        if m not in reported:
+            raise ConfigError(f"--metrics: no run reports a metric {m!r}{did_you_mean(m, reported)}")
+    return wanted
 
 
 def _run_names(e: _Entry, names: Mapping[str, str]) -> dict[str, str]:

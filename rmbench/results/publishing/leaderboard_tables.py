@@ -26,7 +26,9 @@ from rmbench.results.storage.record import Estimate
 
 @dataclass(frozen=True)
 class Column:
-    """A leaderboard column: records of ``metric`` on ``task`` (at ``eps``; of ``subset``)."""
+    """A leaderboard column: records of ``metric`` on ``task`` (at ``eps``; of ``subset``);
+    ``higher_is_better``: the metric's direction, as the run recorded its declaration (None: the
+    registry's, :func:`rmbench.core.metric_registry.metric_def`)."""
 
     task: str
     metric: str
@@ -34,6 +36,7 @@ class Column:
     eps: float | None = None
     eps_unit: str | None = None
     subset: str | None = None
+    higher_is_better: bool | None = None
 
 
 @dataclass(frozen=True)

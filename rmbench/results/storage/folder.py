@@ -29,6 +29,7 @@ from rmbench.core.metric_registry import (
     RB1_LAYOUT,
     RB2_LAYOUT,
     TIES_LAYOUT,
+    MetricSpec,
     OfficialColumn,
     OfficialLayout,
 )
@@ -81,6 +82,7 @@ def task_to_json(t: TaskResult) -> dict:
         **({"judge_replies": t.judge_replies.to_json()} if t.judge_replies is not None else {}),
         "headline": list(t.headline),
         "official": t.official.to_json() if t.official else None,
+        **({"metric_specs": [m.to_json() for m in t.metric_specs]} if t.metric_specs else {}),
         "metrics": [m.to_json() for m in t.metrics],
     }
 
@@ -200,6 +202,12 @@ def _metric(f: Fields) -> MetricRecord:
     return MetricRecord.from_json(f.data)
 
 
+def _metric_spec(f: Fields) -> MetricSpec:
+    return MetricSpec(f.string("name"), f.string("label"), bool(f.get("higher_is_better", (bool,))),
+                      bool(f.get("eps_dependent", (bool,))), f.string("n_counts"),
+                      bool(f.get("official", (bool,), False)), f.opt_string("reading"))
+
+
 def _layout(f: Fields) -> OfficialLayout:
     """A task's official layout as written, its provenance too (absent: checked against the code)."""
     o = f.obj("official")
@@ -240,7 +248,8 @@ def _task(f: Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None) 
         sigma=f.opt_number("sigma"), metrics=records,
         skipped_rows=SkippedRows(skipped.integer("count", 0), first),
         truncated_texts=f.opt_integer("truncated_texts"), headline=headline, official=layout, status=status,
-        error=f.opt_string("error"), unparsed=f.opt_integer("unparsed"), judge_replies=_judge_replies(f))
+        error=f.opt_string("error"), unparsed=f.opt_integer("unparsed"), judge_replies=_judge_replies(f),
+        metric_specs=tuple(_metric_spec(m) for m in f.items("metric_specs", [])))
     recorded = f.data.get("comparability_key")
     if metrics is None and recorded is not None and recorded != task.comparability_key:
         raise f.fail("comparability_key", "does not match the task's fields (the file was edited?)")

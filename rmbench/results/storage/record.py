@@ -18,7 +18,14 @@ from typing import Any
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.choices import EpsUnit, RunStatus, TaskStatus, TruncationSide
 from rmbench.core.judge_replies import JudgeReplies
-from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout, metric_def
+from rmbench.core.metric_registry import (
+    DEFAULT_HEADLINE,
+    MetricDef,
+    MetricSpec,
+    OfficialLayout,
+    is_declared,
+    metric_def,
+)
 from rmbench.errors import ConfigError
 from rmbench.results.storage.engine_stats import EngineStats
 
@@ -172,6 +179,20 @@ class TaskResult:
     judge_replies: JudgeReplies | None = None
     """An LLM judge's replies on this task: cut off, with a ``<think>`` block, with no verdict,
     and how each was read and scored; None for other models (and for files written before it was recorded)."""
+    metric_specs: tuple[MetricSpec, ...] = ()
+    """The declaration of every metric the task reports or shows (label, direction, eps
+    dependence, what ``n`` counts), as the run's process knew it: what reads the run takes these
+    first (:meth:`metric_def`), so a plugin's metric keeps its meaning where the plugin is not
+    installed; () in files written before they were recorded."""
+
+    def metric_def(self, metric: str) -> MetricDef:
+        """The declaration of ``metric``: the run's own record of it, else the registry's
+        (:func:`rmbench.core.metric_registry.metric_def`)."""
+        known = metric_def(metric)
+        for spec in self.metric_specs:
+            if spec.name == metric:
+                return spec.definition(known.description) if is_declared(metric) else spec.definition()
+        return known
 
     @property
     def task_key(self) -> str:
@@ -194,7 +215,7 @@ class TaskResult:
     def metric(self, metric: str, eps: float | None = None, subset: str | None = None,
                shift: str | None = None) -> MetricRecord | None:
         """The record of ``metric`` (at ``eps`` when it depends on eps), or None if not reported."""
-        dependent = metric_def(metric).eps_dependent
+        dependent = self.metric_def(metric).eps_dependent
         for m in self.metrics:
             if m.metric != metric or m.subset != subset or m.shift != shift:
                 continue
