@@ -145,7 +145,8 @@ _BUILTIN = "rmbench.models.judge.builtin_protocols:"
 for _key, _attr, _description in (
     ("rating/rewardbench2", "RB2_RATINGS", "RewardBench 2's 1-10 rating (Ties rows: its Ties prompt); official: "
      "run_generative_v2.py --score_w_ratings"),
-    ("rating/rewardbench2_ties", "RB2_TIES_RATINGS", "RewardBench 2's Ties rating prompt for every row, 1-10"),
+    ("rating/rewardbench2_ties", "RB2_TIES_RATINGS", "RewardBench 2's Ties rating prompt for every row, "
+     "1-10; official: run_generative_v2.py's Ties ratings"),
     ("fourway/rewardbench2", "RB2_FOURWAY", "RewardBench 2's best-of-4, [[A]]..[[D]]; official: "
      "run_generative_v2.py"),
     ("pairwise/arena_hard", "ARENA_HARD", "JudgeBench's arena_hard, [[A>>B]]..[[B>>A]], asked once more without a "
