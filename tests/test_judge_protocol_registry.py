@@ -96,36 +96,20 @@ def test_the_built_ins_are_registered_and_listed():
         JP.register_judge_protocol(JP.judge_protocol("pairwise", "vanilla"))
 
 
-PLUGIN = '''
-import re
-from rmbench import JudgeProtocol
-
-RESULT = re.compile(r"\\[RESULT\\]\\s*(\\d+)")
-
-
-def messages(question, answers, subset):
-    return (("system", "You are a fair judge assistant."),
-            ("user", f"###Instruction: {question}\\n###Response: {answers[0]}\\n###Score Rubrics: 1-5.\\n"
-                     f"Write feedback, then \\"[RESULT] N\\" with N from 1 to 5."))
-
-
-def parse(text):
-    found = RESULT.findall(text or "")
-    return int(found[-1]) if found else None
-
-
-PROMETHEUS = JudgeProtocol("prometheus", "rating", messages, parse, "prometheus rubric v1", scale=(1, 5),
-                           max_tokens=512)
-NOT_A_PROTOCOL = "prometheus"
-'''
+def how_to_plugin() -> str:
+    """The Prometheus-style protocol exactly as docs/how-to/add-model.md shows it (the how-to's code is what runs)."""
+    page = (Path(__file__).parent.parent / "docs" / "how-to" / "add-model.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(# my_judges/prometheus.py.*?)```", page, re.S)
+    assert block, "the how-to's protocol example is gone"
+    return block.group(1) + "\nNOT_A_PROTOCOL = 'prometheus'\n"
 
 
 @pytest.fixture
 def plugin(tmp_path, monkeypatch):
-    """The Prometheus-style protocol as an installed package would give it: an entry point."""
+    """The how-to's Prometheus-style protocol as an installed package gives it: an entry point."""
     from rmbench import registry
 
-    (tmp_path / "prometheus_plugin.py").write_text(PLUGIN)
+    (tmp_path / "prometheus_plugin.py").write_text(how_to_plugin())
     monkeypatch.syspath_prepend(str(tmp_path))
     fresh = registry.Registry("judge protocol", entry_point_group=JP.ENTRY_POINT_GROUP)
     for key, description, origin in JP.listing():
@@ -134,7 +118,8 @@ def plugin(tmp_path, monkeypatch):
     points = [EntryPoint("rating/prometheus", "prometheus_plugin:PROMETHEUS", JP.ENTRY_POINT_GROUP),
               EntryPoint("rating/broken", "prometheus_plugin:NOT_A_PROTOCOL", JP.ENTRY_POINT_GROUP)]
     monkeypatch.setattr(registry, "entry_points", lambda group: points if group == JP.ENTRY_POINT_GROUP else [])
-    return tmp_path
+    yield tmp_path
+    sys.modules.pop("prometheus_plugin", None)
 
 
 def prometheus_reply(body: dict) -> str:
@@ -165,8 +150,8 @@ def test_a_plugin_protocol_through_the_entry_points_runs_end_to_end(plugin, tmp_
     assert replies.fidelity == "strict" and replies.no_verdict == sum(g > 5 for g in grades)
     assert replies.left_out == replies.responses_no_verdict > 0  # unparsed=skip: left out, as any no-verdict
     ident = Protocol.make("rating", "prometheus", None, 0.0, 1, None, "rating", None).identity()
-    assert ident["prompt"] == "prometheus" and ident["prompt_sha256"] == hashlib.sha256(b"prometheus rubric v1"
-                                                                                        ).hexdigest()
+    rubric = sys.modules["prometheus_plugin"].RUBRIC
+    assert ident["prompt"] == "prometheus" and ident["prompt_sha256"] == hashlib.sha256(rubric.encode()).hexdigest()
 
 
 # --- template files ----------------------------------------------------------------------------
@@ -241,3 +226,18 @@ def test_pairwise_and_fourway_templates_read_their_declared_labels(tmp_path):
     reply = [[ChatReply(f"Best: {slot}", None, "stop", 0, 0, 0.0, 0, None)]]
     assert f.value(req, reply) == (1.0, [slot])
     assert f.value(req, [[ChatReply("Best: E", None, "stop", 0, 0, 0.0, 0, None)]]) == (None, [None])
+
+
+def test_the_template_and_the_refusal_shown_in_judges_md_are_true(tmp_path, monkeypatch):
+    page = (Path(__file__).parent.parent / "docs" / "judges.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```text\n(.*?)```", page, re.S)
+    template = next(b for b in blocks if b.startswith("---\ngrade:"))
+    p = Protocol.make("rating", _template(tmp_path, template), None, 0.0, 1, None, "rating", None)
+    assert p.spec.scale == (1, 5)
+    assert [p._grade(t) for t in ("Clear. [RESULT] 4", "[RESULT] 6", "4")] == [4.0, None, None]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rate.txt").write_text("Rate.\n{question}\n{answer}\n")
+    with pytest.raises(ConfigError) as refused:
+        Protocol.make("rating", "rate.txt", None, 0.0, 1, None, "rating", None)
+    shown = next(b for b in blocks if b.startswith("error: judge prompt rate.txt"))
+    assert shown.strip() == f"error: {refused.value}"

@@ -5,8 +5,9 @@ A protocol turns one :class:`~rmbench.models.base.ScoreRequest` into the chat re
 Values are what :class:`~rmbench.models.judge.adapter.JudgeRM` returns as rewards:
 
 * ``rating`` (RewardBench 2, :mod:`~rmbench.models.judge.rewardbench2`): one call per response
-  (``n`` calls, seeds ``seed .. seed+n-1``); the value is the mean of the parsed 1-10 ratings,
-  or with ``score: expected`` of the expected ratings from ``top_logprobs``;
+  (``n`` calls, seeds ``seed .. seed+n-1``); the value is the mean of the parsed grades (1-10
+  for RewardBench 2's; a grade outside the protocol's scale is no verdict), or with
+  ``score: expected`` of the expected ratings from ``top_logprobs``;
 * ``pairwise`` (JudgeBench, :mod:`~rmbench.models.judge.judgebench`): a group of two responses
   is one pair judged in both orders (game 1 puts first the response whose seeded hash is lower,
   game 2 swaps them); the two verdicts combine into v in {+1, 0, -1} (JudgeBench's rule) and the
