@@ -8,6 +8,7 @@ The end-to-end runs are against a real HTTP server on 127.0.0.1 (tests/judge_ser
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import re
 import sys
@@ -94,6 +95,12 @@ def test_the_built_ins_are_registered_and_listed():
         JP.judge_protocol("pairwise", "arena_hrd")
     with pytest.raises(RegistryError, match="duplicate judge protocol name 'pairwise/vanilla'"):
         JP.register_judge_protocol(JP.judge_protocol("pairwise", "vanilla"))
+    vanilla = JP.judge_protocol("pairwise", "vanilla")
+    for change, message in [({"mode": "ranking"}, "mode must be one of"),
+                            ({"scale": (1, 10)}, "in mode rating only"),
+                            ({"mode": "rating", "scale": (5, 1)}, "lowest < highest")]:
+        with pytest.raises(ValueError, match=message):
+            dataclasses.replace(vanilla, **change)
 
 
 def how_to_plugin() -> str:
@@ -132,8 +139,9 @@ def test_a_plugin_protocol_through_the_entry_points_runs_end_to_end(plugin, tmp_
     listed = {key: description for key, description, _ in JP.listing()}
     assert listed["rating/prometheus"] == "plugin (prometheus_plugin:PROMETHEUS)"
     assert "prometheus_plugin" not in sys.modules  # listed, not imported
-    with pytest.raises(RegistryError, match="'rating/broken' .* is not a JudgeProtocol"):
-        Protocol.make("rating", "broken", None, 0.0, 1, None, "rating", None)
+    with pytest.raises(ConfigError, match="'rating/broken' from entry point .* is not a JudgeProtocol"):
+        with ScriptedServer() as server:  # a broken plugin: one line, before any call
+            run(server, tmp_path, ("ties_sample",), limit=1, prompt="broken")
     with pytest.raises(ConfigError, match="no official client to follow"):
         Protocol.make("rating", "prometheus", None, 0.0, 1, None, "rating", None, "official")
     with pytest.raises(ConfigError, match="does not read a rating's top_logprobs"):

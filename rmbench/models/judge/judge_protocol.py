@@ -79,6 +79,22 @@ class JudgeProtocol:
     template: str | None = None
     """A template file's whole text (the identity shows it in place of the name)."""
 
+    def __post_init__(self) -> None:
+        """A malformed record fails where it is built (a plugin: as it loads), naming the protocol."""
+        where = f"judge protocol {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"{where}: the name must be a non-empty string")
+        if self.mode not in MODES:
+            raise ValueError(f"{where}: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if not callable(self.messages) or not callable(self.parse) or not isinstance(self.text, str):
+            raise ValueError(f"{where}: messages and parse must be functions and text a string")
+        if self.scale is not None and (self.mode != "rating" or len(self.scale) != 2
+                                       or not float(self.scale[0]) < float(self.scale[1])):
+            raise ValueError(f"{where}: scale is (lowest, highest) grade, lowest < highest, in mode rating only; "
+                             f"got {self.scale!r} in mode {self.mode!r}")
+        if self.expected is not None and self.mode != "rating":
+            raise ValueError(f"{where}: expected (score=expected) is for mode rating")
+
     @property
     def key(self) -> str:
         return protocol_key(self.mode, self.name)
@@ -101,9 +117,11 @@ PROTOCOLS: Registry[JudgeProtocol] = Registry("judge protocol", entry_point_grou
 def register_judge_protocol(protocol: JudgeProtocol, *, origin: str = "") -> None:
     """Register ``protocol`` under ``MODE/NAME`` in this process (a key already registered is a
     RegistryError); an installed package uses the ``rmbench.judge_protocols`` entry points instead."""
-    if protocol.mode not in MODES:
-        raise RegistryError(f"judge protocol {protocol.name!r}: mode must be one of {', '.join(MODES)}, "
-                            f"got {protocol.mode!r}")
+    if not isinstance(protocol, JudgeProtocol):
+        raise RegistryError(f"register_judge_protocol takes a JudgeProtocol, got {type(protocol).__name__}")
+    if "/" in protocol.name or protocol.template is not None:
+        raise RegistryError(f"judge protocol {protocol.name!r}: a registered name has no '/' (its key is MODE/NAME) "
+                            f"and a template file is not registered (it is given as prompt=FILE)")
     PROTOCOLS.register(protocol.key, protocol, description=protocol.description,
                        origin=origin or f"register_judge_protocol({protocol.key!r})")
 
