@@ -29,9 +29,11 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
 * registering: :func:`register_task_kind`, :func:`register_model_kind`, :func:`register_engine`
   with :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch` and
   :class:`MemoryRetries`, :func:`register_format` with :class:`OutputFormat`,
-  :class:`FormatOption` and :class:`RenderContext` (a leaderboard output format), all in this
-  process (a package uses the ``rmbench.tasks`` / ``rmbench.models`` / ``rmbench.engines`` /
-  ``rmbench.formats`` entry points instead), :func:`register_metric` with :class:`MetricDef`;
+  :class:`FormatOption` and :class:`RenderContext` (a leaderboard output format),
+  :func:`register_judge_protocol` with :class:`JudgeProtocol` and :class:`Official` (an LLM
+  judge's protocol), all in this process (a package uses the ``rmbench.tasks`` /
+  ``rmbench.models`` / ``rmbench.engines`` / ``rmbench.formats`` / ``rmbench.judge_protocols``
+  entry points instead), :func:`register_metric` with :class:`MetricDef`;
 * errors: :class:`RMBenchError` (every user mistake), :class:`ConfigError`, :class:`DataError`.
 """
 
@@ -104,6 +106,9 @@ _PUBLIC: dict[str, str] = {
     "OutputFormat": "rmbench.results.publishing.formats:OutputFormat",
     "FormatOption": "rmbench.results.publishing.formats:FormatOption",
     "RenderContext": "rmbench.results.publishing.formats:RenderContext",
+    "register_judge_protocol": "rmbench.models.judge.judge_protocol:register_judge_protocol",
+    "JudgeProtocol": "rmbench.models.judge.judge_protocol:JudgeProtocol",
+    "Official": "rmbench.models.judge.judge_protocol:Official",
     "RMBenchError": "rmbench.errors:RMBenchError",
     "ConfigError": "rmbench.errors:ConfigError",
     "DataError": "rmbench.errors:DataError",

@@ -16,6 +16,7 @@ from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.statistics.verify import Verification, verify_runs
 from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
 from rmbench.results.publishing.formats import FormatOption, OutputFormat, RenderContext, register_format
+from rmbench.models.judge.judge_protocol import JudgeProtocol, Official, register_judge_protocol
 from rmbench.results.publishing.report import ReportOptions, build_report, write_report
 from rmbench.results.storage.record import Estimate, MetricRecord, RunRecord, TaskResult
 from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
@@ -95,6 +96,9 @@ __all__ = [
     "OutputFormat",
     "FormatOption",
     "RenderContext",
+    "register_judge_protocol",
+    "JudgeProtocol",
+    "Official",
     "RMBenchError",
     "ConfigError",
     "DataError",

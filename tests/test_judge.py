@@ -324,7 +324,8 @@ def test_the_key_is_sent_but_never_written_or_printed(tmp_path, monkeypatch, cap
 
 def _prompt_file(tmp_path: Path) -> Path:
     path = tmp_path / "prompt.txt"
-    path.write_text("Rate this answer from 1 to 10.\n{question}\n{answer}\nEnd with the number.")
+    path.write_text("---\ngrade: '(\\d+)\\s*$'\nscale: 1-10\n---\n"
+                    "Rate this answer from 1 to 10.\n{question}\n{answer}\nEnd with the number.")
     return path
 
 
@@ -341,7 +342,7 @@ def test_bad_judge_arguments_are_one_line_errors(tmp_path, monkeypatch):
                 evaluate(EvalConfig(model="judge:m", model_args=(("base_url", server.base_url), *args),
                                     tasks=("ties_sample",)))
         bad = tmp_path / "bad.txt"
-        bad.write_text("Rate {answer} for {prompt}")
+        bad.write_text("---\ngrade: '(\\d+)'\nscale: 1-10\n---\nRate {answer} for {prompt}")
         with pytest.raises(ConfigError, match="may use only"):
             evaluate(EvalConfig(model="judge:m", model_args=(("base_url", server.base_url), ("prompt", str(bad))),
                                 tasks=("ties_sample",)))

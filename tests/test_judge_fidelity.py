@@ -62,7 +62,7 @@ def test_official_requests_carry_the_official_keys_and_no_seed():
 
 def test_a_template_is_read_strictly_and_refuses_fidelity_official(tmp_path):
     template = tmp_path / "t.txt"
-    template.write_text("Rate {answer} for {question}.")
+    template.write_text("---\ngrade: '(\\d+)'\nscale: 1-10\n---\nRate {answer} for {question}.")
     assert Protocol.make("rating", str(template), None, 0.0, 1, None, "rating", None).fidelity == "strict"
     with pytest.raises(ConfigError, match="template file, which has no official client"):
         Protocol.make("rating", str(template), None, 0.0, 1, None, "rating", None, "official")

@@ -229,6 +229,7 @@ def tasks_page() -> str:
 def models_page() -> str:
     from rmbench.catalog import load_catalog
     from rmbench.models import MODEL_KINDS
+    from rmbench.models.judge.judge_protocol import PROTOCOLS
 
     catalog = load_catalog([])
     out = [HEADER, "# Model kinds reference\n\n",
@@ -241,6 +242,11 @@ def models_page() -> str:
         out.append(f"| `{name}` | `{spec.kind}` | `{_cell(spec.args.canonical)}` | {description} |\n")
     out.append("\n## Kinds\n\n| kind | description |\n|---|---|\n")
     for name, description in _builtin_kinds(MODEL_KINDS):
+        out.append(f"| `{name}` | {_cell(description)} |\n")
+    out.append("\n## Judge protocols\n\n`judge:MODEL` with `--model-arg mode=MODE --model-arg prompt=NAME` "
+               "(`MODE/NAME` below; a template file is the other route): "
+               "[LLM judges](../judges.md).\n\n| mode/name | description |\n|---|---|\n")
+    for name, description in _builtin_kinds(PROTOCOLS):
         out.append(f"| `{name}` | {_cell(description)} |\n")
     return "".join(out)
 

@@ -270,14 +270,18 @@ def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR
     """List named models and model kinds."""
     from rmbench.catalog import load_catalog
     from rmbench.models import MODEL_KINDS
+    from rmbench.models.judge.judge_protocol import listing as judge_protocols
 
     with user_errors():
         catalog = load_catalog(include)
         rows = [(name, spec.kind, catalog.descriptions[("model", name)], catalog.origins[("model", name)])
                 for name, spec in sorted(catalog.models.items())]
         rows += [(kind, "(kind)", *MODEL_KINDS.describe(kind)) for kind in MODEL_KINDS.names()]
+        rows += [(key, "(judge protocol)", description, origin) for key, description, origin in judge_protocols()]
         print_grid(console, Grid(headers=("name", "kind", "description", "source"), rows=tuple(rows),
-                                 prose=frozenset({2, 3}), numeric=False, title="models (named entries, then kinds)"))
+                                 prose=frozenset({2, 3}), numeric=False,
+                                 title="models (named entries, kinds, then the judge's protocols: judge:MODEL "
+                                       "--model-arg mode=MODE --model-arg prompt=NAME)"))
 
 
 @models_app.command("export")

@@ -21,7 +21,7 @@ class JudgeReplies:
 
     fidelity: str
     """``official`` (read and scored as the official client does), ``strict`` (rmbench's stricter
-    reading) or ``template`` (a prompt file, read by its mode's rule, strictly)."""
+    reading) or ``template`` (a prompt file, read strictly by the grade its front matter declares)."""
     calls: int
     """Replies behind the task's rewards (a call shared by two responses of a pair counts once)."""
     cut_off: int

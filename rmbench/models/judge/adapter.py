@@ -6,8 +6,9 @@
 * ``api_key_env`` (default ``OPENAI_API_KEY``): the *name* of the environment variable that
   holds the key; a server without auth needs none. The key itself is read when the first call
   is made and is never written anywhere (identity, results, caches, judgments, logs, errors);
-* ``mode``: ``rating``, ``pairwise`` or ``fourway``; ``prompt``: a named protocol or a template
-  file (:mod:`rmbench.models.judge.protocol`); ``fidelity`` (``official``, the default for a
+* ``mode``: ``rating``, ``pairwise`` or ``fourway``; ``prompt``: a registered protocol of the mode
+  (:mod:`rmbench.models.judge.judge_protocol`) or a template file whose front matter declares its
+  grade (:mod:`rmbench.models.judge.template`); ``fidelity`` (``official``, the default for a
   named protocol: requests, parses and unparsed answers as the official client; ``strict``);
   ``max_tokens`` (the official client's), ``temperature`` (0), ``n`` (ratings averaged),
   ``seed`` (none: not sent), ``score`` (``rating`` or ``expected``), ``unparsed``

@@ -5,8 +5,9 @@ A protocol turns one :class:`~rmbench.models.base.ScoreRequest` into the chat re
 Values are what :class:`~rmbench.models.judge.adapter.JudgeRM` returns as rewards:
 
 * ``rating`` (RewardBench 2, :mod:`~rmbench.models.judge.rewardbench2`): one call per response
-  (``n`` calls, seeds ``seed .. seed+n-1``); the value is the mean of the parsed 1-10 ratings,
-  or with ``score: expected`` of the expected ratings from ``top_logprobs``;
+  (``n`` calls, seeds ``seed .. seed+n-1``); the value is the mean of the parsed grades (1-10
+  for RewardBench 2's; a grade outside the protocol's scale is no verdict), or with
+  ``score: expected`` of the expected ratings from ``top_logprobs``;
 * ``pairwise`` (JudgeBench, :mod:`~rmbench.models.judge.judgebench`): a group of two responses
   is one pair judged in both orders (game 1 puts first the response whose seeded hash is lower,
   game 2 swaps them); the two verdicts combine into v in {+1, 0, -1} (JudgeBench's rule) and the
@@ -28,13 +29,18 @@ How a reply is read depends on ``fidelity``:
   (``finish_reason: length``) is never a verdict, and only the text after a reasoning judge's
   last ``</think>`` is read; an answer with no verdict is left out (``unparsed: skip``).
 
-A template file is always read strictly, by its mode's rule.
+What differs between protocols (the messages, the parse, the scale, the official client and its
+sampling, a follow-up) is asked of the protocol's record, a
+:class:`~rmbench.models.judge.judge_protocol.JudgeProtocol` from the registry or a template file
+(:mod:`~rmbench.models.judge.template`); nothing here names a protocol. A template file is always
+read strictly.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,20 +51,16 @@ from rmbench.errors import ConfigError
 from rmbench.models.base import ScoreRequest
 from rmbench.models.judge import judgebench as JB
 from rmbench.models.judge import rewardbench2 as RB2
+from rmbench.models.judge.builtin_protocols import TIES_SUBSETS
 from rmbench.models.judge.client import ChatReply, ChatRequest
+from rmbench.models.judge.judge_protocol import DEFAULT_PROTOCOL, MODES, JudgeProtocol, is_registered, judge_protocol
+from rmbench.models.judge.template import read_template
 
-MODES = ("rating", "pairwise", "fourway")
 FIDELITIES = ("official", "strict")
 UNPARSED = ("official", "skip")
 """``official``: an answer with no verdict scored as the official client scores it; ``skip``: left
 out. ``rewardbench`` (the older name) reads as ``official``."""
-DEFAULT_PROMPT = {"rating": "rewardbench2", "pairwise": "vanilla", "fourway": "rewardbench2"}
-NAMED_PROMPTS = {"rating": ("rewardbench2",), "pairwise": JB.PROTOCOLS, "fourway": ("rewardbench2",)}
-FILE_FIELDS = {"rating": ("question", "answer"), "pairwise": ("question", "answer_a", "answer_b"),
-               "fourway": ("question", "answer_a", "answer_b", "answer_c", "answer_d")}
-TIES_SUBSETS = ("Ties", "tied", "ref")
-"""Subsets of RewardBench 2's Ties rows: ``Ties`` in the ``rewardbench2`` task, ``tied``/``ref``
-in the ``ties`` task; a rating judge asks them with RewardBench 2's Ties prompt."""
+__all__ = ["FIDELITIES", "MODES", "TIES_SUBSETS", "UNPARSED", "Protocol", "answer_text", "question_text"]
 
 
 def question_text(prompt: Prompt) -> str:
@@ -75,28 +77,6 @@ def _hash(*parts: Any) -> str:
     return hashlib.sha256("\x00".join(str(p) for p in parts).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class Official:
-    """What an official client sends for one named protocol (besides the messages)."""
-
-    client: str
-    max_tokens: int
-    top_p: float | None = None
-    n: int | None = None
-
-
-OFFICIAL: dict[tuple[str, str], Official] = {
-    ("rating", "rewardbench2"): Official("RewardBench 2 run_generative_v2.py (ratings)", 1024),
-    ("fourway", "rewardbench2"): Official("RewardBench 2 run_generative_v2.py (best-of-4)", 2048, n=1),
-    ("pairwise", "arena_hard"): Official("JudgeBench run_judge.py (arena_hard)", 4096),
-    ("pairwise", "vanilla"): Official("JudgeBench run_judge.py (vanilla)", 1024, top_p=1.0),
-}
-"""Per (mode, named prompt): ``rewardbench/generative_v2.py`` at reward-bench 05a9005
-(``get_single_rating``: ``max_tokens=1024``; ``run_judge_four`` -> ``chat_completion_openai``:
-``n=1, max_tokens=2048``) and JudgeBench's ``utils/judges.py`` at e2c52c2 (``ArenaHard``:
-``max_tokens=4096``; ``Vanilla``: ``top_p=1.0, max_tokens=1024``); all at temperature 0, no seed."""
-
-
 def answer_text(reply: ChatReply, fidelity: str = "strict") -> str:
     """The part of a reply that holds the verdict. ``official``: the reply's content as it is (the
     official clients read ``message.content``, whatever the finish reason). ``strict``: after a
@@ -111,11 +91,9 @@ def answer_text(reply: ChatReply, fidelity: str = "strict") -> str:
 
 @dataclass(frozen=True)
 class Protocol:
-    """A mode with its prompt (a named protocol or a template file's text) and sampling."""
+    """A judge protocol (a registered one or a template file's) with its sampling and reading."""
 
-    mode: str
-    prompt: str
-    template: str | None
+    spec: JudgeProtocol
     max_tokens: int
     temperature: float
     n: int
@@ -131,14 +109,14 @@ class Protocol:
              seed: int | None, score: str, unparsed: str | None, fidelity: str | None = None) -> Protocol:
         if mode not in MODES:
             raise ConfigError(f"judge mode must be one of {', '.join(MODES)}, got {mode!r}")
-        prompt = prompt or DEFAULT_PROMPT[mode]
-        template = None
-        if prompt not in NAMED_PROMPTS[mode]:
-            template = _read_template(prompt, mode)
-        official = OFFICIAL.get((mode, prompt)) if template is None else None
-        fidelity = _fidelity(fidelity, official is not None, prompt)
+        spec = resolve(mode, prompt or DEFAULT_PROTOCOL[mode])
+        official = spec.official
+        fidelity = _fidelity(fidelity, official is not None, spec)
         if score not in ("rating", "expected") or (score == "expected" and mode != "rating"):
             raise ConfigError(f"judge score must be 'rating' or, in mode rating, 'expected', got {score!r}")
+        if score == "expected" and spec.expected is None:
+            raise ConfigError(f"judge score=expected: the {mode} protocol {spec.name!r} does not read a rating's "
+                              f"top_logprobs (rewardbench2's ratings do); use score=rating")
         unparsed = "official" if unparsed == "rewardbench" else unparsed
         if unparsed is None:
             unparsed = "official" if fidelity == "official" else "skip"
@@ -154,11 +132,24 @@ class Protocol:
         if seed is None and n > 1:
             seed = 0  # n samples of one prompt are told apart by their seeds: seed .. seed+n-1
         if max_tokens is None:
-            max_tokens = official.max_tokens if official else (2048 if mode != "rating" else 1024)
+            max_tokens = spec.default_max_tokens
         top_p = official.top_p if official and fidelity == "official" else None
         n_key = official.n if official and fidelity == "official" else None
-        return cls(mode, prompt, template, int(max_tokens), float(temperature), n, seed, score, unparsed, fidelity,
-                   top_p, n_key)
+        return cls(spec, int(max_tokens), float(temperature), n, seed, score, unparsed, fidelity, top_p, n_key)
+
+    @property
+    def mode(self) -> str:
+        return self.spec.mode
+
+    @property
+    def prompt(self) -> str:
+        """The protocol's name (a template file's path as given)."""
+        return self.spec.name
+
+    @property
+    def template(self) -> str | None:
+        """A template file's text, else None."""
+        return self.spec.template
 
     @property
     def order_seed(self) -> int:
@@ -179,12 +170,12 @@ class Protocol:
     @functools.cached_property
     def text_sha256(self) -> str:
         """sha256 of the protocol's text (a template's, or a named protocol's prompts), computed once."""
-        return _hash(self.template if self.template is not None else self._named_text())
+        return _hash(self.spec.text)
 
     @property
     def official_client(self) -> str | None:
         """The official client this protocol reproduces (fidelity official), else None."""
-        official = OFFICIAL.get((self.mode, self.prompt)) if self.template is None else None
+        official = self.spec.official
         return official.client if official is not None and self.fidelity == "official" else None
 
     def reading(self) -> str:
@@ -204,13 +195,6 @@ class Protocol:
             return "no winner (every value 0; RewardBench 2's 0.25 for the row), as RewardBench 2's client does"
         return "no decision for the game (a pair with none is not correct), as JudgeBench does"
 
-    def _named_text(self) -> str:
-        if self.mode == "rating":
-            return RB2.RATINGS_PROMPT + RB2.RATINGS_PROMPT_TIES + RB2.RATINGS_SYSTEM_PROMPT
-        if self.mode == "fourway":
-            return RB2.FOURWAY_SYSTEM_PROMPT + RB2.FOURWAY_TEMPLATE
-        return repr(JB.pair_messages(self.prompt, "{question}", "{answer_a}", "{answer_b}"))
-
     # --- requests -----------------------------------------------------------------------------
     def _request(self, messages: Sequence[tuple[str, str]], seed: int | None) -> ChatRequest:
         return ChatRequest(tuple(messages), self.max_tokens, self.temperature, seed,
@@ -221,30 +205,15 @@ class Protocol:
         (the pair's order, the best-of-4 slots)."""
         q = question_text(req.prompt)
         if self.mode == "rating":
-            messages = self._rating_messages(q, req.response, req.subset in TIES_SUBSETS)
+            messages = self.spec.messages(q, (req.response,), req.subset)
             seeds = [self.seed + i for i in range(self.n)] if self.seed is not None else [None]
             return [self._request(messages, seed) for seed in seeds], {}
         if self.mode == "pairwise":
             first, second = self.pair_order(req)
-            return [self._request(self._pair_messages(q, first, second), self.seed),
-                    self._request(self._pair_messages(q, second, first), self.seed)], {}
+            return [self._request(self.spec.messages(q, (first, second), req.subset), self.seed),
+                    self._request(self.spec.messages(q, (second, first), req.subset), self.seed)], {}
         texts = self.fourway_texts(req)
-        return [self._request(self._fourway_messages(q, texts), self.seed)], {}
-
-    def _rating_messages(self, q: str, answer: str, ties: bool):
-        if self.template is None:
-            return RB2.rating_messages(q, answer, ties)
-        return (("user", self.template.format(question=q, answer=answer)),)
-
-    def _pair_messages(self, q: str, a: str, b: str):
-        if self.template is None:
-            return JB.pair_messages(self.prompt, q, a, b)
-        return (("user", self.template.format(question=q, answer_a=a, answer_b=b)),)
-
-    def _fourway_messages(self, q: str, texts: Sequence[str]):
-        if self.template is None:
-            return RB2.fourway_messages(q, texts)
-        return (("user", self.template.format(question=q, **dict(zip(FILE_FIELDS["fourway"][1:], texts)))),)
+        return [self._request(self.spec.messages(q, texts, req.subset), self.seed)], {}
 
     def pair_order(self, req: ScoreRequest) -> tuple[str, str]:
         """The pair's two texts, game 1's first answer first: the lower seeded hash goes first."""
@@ -274,20 +243,21 @@ class Protocol:
 
     # --- values -------------------------------------------------------------------------------
     def continuation(self, call: ChatRequest, reply: ChatReply) -> ChatRequest | None:
-        """The follow-up JudgeBench's arena_hard judge sends when a reply holds no verdict label:
-        the reply as the assistant's turn and a request to finish (asked once), else None.
-        ``official``: whatever the finish reason, the label searched in the whole reply (as
-        ``ArenaHard.get_judgment`` does); ``strict``: never after a cut-off reply."""
-        if self.mode != "pairwise" or len(call.messages) > 2:
-            return None  # not arena_hard's rule, or already a follow-up
+        """The follow-up the protocol sends after ``reply`` (JudgeBench's arena_hard, when a reply
+        holds no verdict label: the reply as the assistant's turn and a request to finish, once),
+        else None. ``official``: whatever the finish reason, the label searched in the whole reply
+        (as ``ArenaHard.get_judgment`` does); ``strict``: never after a cut-off reply."""
+        if self.spec.follow_up is None:
+            return None
         if self.fidelity == "official" and reply.no_content:
             return None  # JudgeBench fails the game on a null content (it adds "\n" + None), asking nothing
-        if not JB.needs_continuation(self._verdict_rule(), "\n" + answer_text(reply, self.fidelity)):
-            return None
         if self.fidelity != "official" and reply.finish_reason == "length":
             return None  # cut off: never a verdict, not asked again
-        return ChatRequest(JB.continue_messages(call.messages, reply.text), call.max_tokens, call.temperature,
-                           call.seed, call.top_logprobs, call.top_p, call.n)
+        messages = self.spec.follow_up(call.messages, "\n" + answer_text(reply, self.fidelity), reply.text)
+        if messages is None:
+            return None
+        return ChatRequest(messages, call.max_tokens, call.temperature, call.seed, call.top_logprobs, call.top_p,
+                           call.n)
 
     def value(self, req: ScoreRequest, chains: Sequence[Sequence[ChatReply]]) -> tuple[float | None, list[Any]]:
         """``req``'s value from the replies to its calls (one chain per call: the reply, and a
@@ -304,14 +274,11 @@ class Protocol:
                     return None, verdicts
                 v = 0  # as JudgeBench counts a pair without a verdict: not correct
             return (0.5 * v if req.response == first else -0.5 * v) + 0.0, verdicts  # + 0.0: no -0.0
-        slot = RB2.parse_fourway(answer_text(chains[0][0], self.fidelity))
-        if slot is None:
-            return (0.0 if self.unparsed == "official" else None), [slot]
+        slot = self.spec.parse(answer_text(chains[0][0], self.fidelity))
+        if slot not in RB2.FOURWAY_SLOTS:
+            return (0.0 if self.unparsed == "official" else None), [None]
         texts = self.fourway_texts(req)
         return float(texts[RB2.FOURWAY_SLOTS.index(slot)] == req.response), [slot]
-
-    def _verdict_rule(self) -> str:
-        return self.prompt if self.template is None else "arena_hard"
 
     def _game_verdict(self, chain: Sequence[ChatReply]) -> str | None:
         """One game's decision from its replies (a follow-up's after the first), read as JudgeBench
@@ -319,17 +286,28 @@ class Protocol:
         at all fails the game (JudgeBench's ``get_judgment`` raises on it: no decision)."""
         if self.fidelity == "official" and any(r.no_content for r in chain):
             return None
-        return JB.parse_verdict(self._verdict_rule(), "".join("\n" + answer_text(r, self.fidelity) for r in chain))
+        verdict = self.spec.parse("".join("\n" + answer_text(r, self.fidelity) for r in chain))
+        return None if verdict is None else str(verdict)
+
+    def _grade(self, text: str) -> float | None:
+        """The parsed grade, or None: no verdict, or a grade outside the protocol's scale."""
+        grade = self.spec.parse(text)
+        if grade is None:
+            return None
+        grade = float(grade)
+        low, high = self.spec.scale if self.spec.scale is not None else (-math.inf, math.inf)
+        return grade if low <= grade <= high and math.isfinite(grade) else None
 
     def _rating_value(self, replies: Sequence[ChatReply]) -> tuple[float | None, list[Any]]:
         parsed: list[float | None] = []
         for r in replies:
             if self.score == "expected":
                 cut = r.finish_reason == "length" and self.fidelity != "official"
-                parsed.append(None if cut or r.top_logprobs is None else RB2.expected_rating(r.top_logprobs))
+                expected = self.spec.expected
+                assert expected is not None  # make() refuses score=expected without it
+                parsed.append(None if cut or r.top_logprobs is None else expected(r.top_logprobs))
             else:
-                rating = RB2.parse_rating(answer_text(r, self.fidelity))
-                parsed.append(None if rating is None else float(rating))
+                parsed.append(self._grade(answer_text(r, self.fidelity)))
         # unparsed official: a rating with no verdict is -1, as RewardBench 2 records it (the
         # judgment keeps None: no verdict was read)
         values = [p if p is not None else -1.0 for p in parsed] if self.unparsed == "official" else \
@@ -337,9 +315,16 @@ class Protocol:
         return (sum(values) / len(values) if values else None), parsed
 
 
-def _fidelity(fidelity: str | None, has_official: bool, prompt: str) -> str:
-    """The reading: ``official`` by default for a named protocol, ``strict`` for a template file
-    (which has no official client to follow)."""
+def resolve(mode: str, prompt: str) -> JudgeProtocol:
+    """The registered ``mode`` protocol named ``prompt``, else the template file at that path."""
+    if is_registered(mode, prompt) or not Path(prompt).is_file():
+        return judge_protocol(mode, prompt)  # an unknown name that is no file: one line naming the mode's
+    return read_template(prompt, mode)
+
+
+def _fidelity(fidelity: str | None, has_official: bool, spec: JudgeProtocol) -> str:
+    """The reading: ``official`` by default for a protocol with an official client, ``strict`` for
+    any other (a template file, a protocol with no official client to follow)."""
     if fidelity is None:
         return "official" if has_official else "strict"
     if fidelity not in FIDELITIES:
@@ -347,30 +332,7 @@ def _fidelity(fidelity: str | None, has_official: bool, prompt: str) -> str:
                           f"or 'strict' (a cut-off reply or a label inside <think> is never a verdict), got "
                           f"{fidelity!r}")
     if fidelity == "official" and not has_official:
-        raise ConfigError(f"judge fidelity=official: the prompt {prompt!r} is a template file, which has no official "
-                          f"client to follow; leave fidelity out (a template is read strictly)")
+        what = "a template file" if spec.template is not None else f"the {spec.mode} protocol {spec.name!r}"
+        raise ConfigError(f"judge fidelity=official: the prompt {spec.name!r} is {what}, which has no official "
+                          f"client to follow; leave fidelity out (it is read strictly)")
     return fidelity
-
-
-def _read_template(prompt: str, mode: str) -> str:
-    """A prompt file's text, checked for the mode's fields (``{question}``, ``{answer}``...)."""
-    path = Path(prompt)
-    if not path.is_file():
-        named = ", ".join(NAMED_PROMPTS[mode])
-        raise ConfigError(f"judge prompt {prompt!r} is neither a named {mode} protocol ({named}) nor a file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"judge prompt {prompt}: cannot read it ({exc})") from None
-    fields = FILE_FIELDS[mode]
-    try:
-        text.format(**{f: "" for f in fields})
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(f"judge prompt {prompt}: a {mode} template may use only "
-                          f"{', '.join('{' + f + '}' for f in fields)} (double other braces); {type(exc).__name__}: "
-                          f"{exc}"
-                          ) from None
-    missing = [f for f in fields if "{" + f + "}" not in text]
-    if missing:
-        raise ConfigError(f"judge prompt {prompt}: a {mode} template needs {', '.join('{' + f + '}' for f in missing)}")
-    return text

@@ -1,0 +1,85 @@
+"""The built-in judge protocols as records: RewardBench 2's ratings, Ties ratings and best-of-4,
+JudgeBench's arena_hard and vanilla.
+
+Each is a :class:`~rmbench.models.judge.judge_protocol.JudgeProtocol` over the pure functions of
+:mod:`~rmbench.models.judge.rewardbench2` and :mod:`~rmbench.models.judge.judgebench`, with the
+official client it reproduces: ``rewardbench/generative_v2.py`` at reward-bench 05a9005
+(``get_single_rating``: ``max_tokens=1024``; ``run_judge_four`` -> ``chat_completion_openai``:
+``n=1, max_tokens=2048``) and JudgeBench's ``utils/judges.py`` at e2c52c2 (``ArenaHard``:
+``max_tokens=4096``; ``Vanilla``: ``top_p=1.0, max_tokens=1024``); all at temperature 0, no seed.
+Each ``text`` is the string whose sha256 the judge's identity has held since before the
+registry, so cached scores and calls stay hits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rmbench.models.judge import judgebench as JB
+from rmbench.models.judge import rewardbench2 as RB2
+from rmbench.models.judge.judge_protocol import JudgeProtocol, Messages, Official
+
+TIES_SUBSETS = ("Ties", "tied", "ref")
+"""Subsets of RewardBench 2's Ties rows: ``Ties`` in the ``rewardbench2`` task, ``tied``/``ref``
+in the ``ties`` task; RewardBench 2's rating protocol asks them with its Ties prompt."""
+
+_RATINGS_CLIENT = Official("RewardBench 2 run_generative_v2.py (ratings)", 1024)
+
+
+def _rating(question: str, answers: Sequence[str], subset: str | None) -> Messages:
+    return RB2.rating_messages(question, answers[0], subset in TIES_SUBSETS)
+
+
+def _ties_rating(question: str, answers: Sequence[str], subset: str | None) -> Messages:
+    return RB2.rating_messages(question, answers[0], True)
+
+
+def _fourway(question: str, answers: Sequence[str], subset: str | None) -> Messages:
+    return RB2.fourway_messages(question, answers)
+
+
+def _pair(protocol: str):
+    def messages(question: str, answers: Sequence[str], subset: str | None) -> Messages:
+        return JB.pair_messages(protocol, question, answers[0], answers[1])
+    return messages
+
+
+def _verdict(protocol: str):
+    def parse(text: str) -> str | None:
+        return JB.parse_verdict(protocol, text)
+    return parse
+
+
+def _arena_hard_follow_up(messages: Messages, read: str, reply: str) -> Messages | None:
+    """``ArenaHard.get_judgment``: a reply with no ``[[label]]`` in ``read`` is followed by the
+    reply as the assistant's turn and a request to finish, once (``ARENA_HARD_ATTEMPTS``)."""
+    if len(messages) > 2 or not JB.needs_continuation("arena_hard", read):
+        return None  # already a follow-up, or a label was given
+    return JB.continue_messages(messages, reply)
+
+
+def _pair_text(protocol: str) -> str:
+    return repr(JB.pair_messages(protocol, "{question}", "{answer_a}", "{answer_b}"))
+
+
+RB2_RATINGS = JudgeProtocol(
+    "rewardbench2", "rating", _rating, RB2.parse_rating,
+    RB2.RATINGS_PROMPT + RB2.RATINGS_PROMPT_TIES + RB2.RATINGS_SYSTEM_PROMPT,
+    scale=(1, 10), official=_RATINGS_CLIENT, expected=RB2.expected_rating)
+
+RB2_TIES_RATINGS = JudgeProtocol(
+    "rewardbench2_ties", "rating", _ties_rating, RB2.parse_rating,
+    RB2.RATINGS_PROMPT_TIES + RB2.RATINGS_SYSTEM_PROMPT,
+    scale=(1, 10), official=_RATINGS_CLIENT, expected=RB2.expected_rating)
+
+RB2_FOURWAY = JudgeProtocol(
+    "rewardbench2", "fourway", _fourway, RB2.parse_fourway, RB2.FOURWAY_SYSTEM_PROMPT + RB2.FOURWAY_TEMPLATE,
+    official=Official("RewardBench 2 run_generative_v2.py (best-of-4)", 2048, n=1))
+
+ARENA_HARD = JudgeProtocol(
+    "arena_hard", "pairwise", _pair("arena_hard"), _verdict("arena_hard"), _pair_text("arena_hard"),
+    official=Official("JudgeBench run_judge.py (arena_hard)", 4096), follow_up=_arena_hard_follow_up)
+
+VANILLA = JudgeProtocol(
+    "vanilla", "pairwise", _pair("vanilla"), _verdict("vanilla"), _pair_text("vanilla"),
+    official=Official("JudgeBench run_judge.py (vanilla)", 1024, top_p=1.0))

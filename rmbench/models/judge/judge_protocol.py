@@ -1,0 +1,174 @@
+"""A judge protocol as data: what an LLM judge is asked and how its reply is read, one record each.
+
+A :class:`JudgeProtocol` is a name and a mode (``rating``, ``pairwise`` or ``fourway``), a messages
+builder, a reply parser, the rating scale (mode rating), the official client it reproduces if
+any (:class:`Official`: its ``max_tokens``, ``top_p`` and ``n``) and the text hashed into the
+judge's identity. :class:`~rmbench.models.judge.protocol.Protocol` asks its record for everything
+that differs between protocols; it holds no protocol name. The built-in records (RewardBench 2's
+ratings, its Ties ratings and its best-of-4; JudgeBench's ``arena_hard`` and ``vanilla``) live in
+:mod:`rmbench.models.judge.builtin_protocols`; a template file (``--model-arg prompt=FILE``)
+becomes one through :mod:`rmbench.models.judge.template`.
+
+The registry's keys are ``MODE/NAME`` (``rating/rewardbench2``, ``fourway/rewardbench2``,
+``pairwise/arena_hard``): ``--model-arg mode=MODE --model-arg prompt=NAME`` picks one. A package
+adds a protocol through the ``rmbench.judge_protocols`` entry-point group, loaded on first use:
+the entry point, named ``MODE/NAME``, names a :class:`JudgeProtocol` (``my_pkg.judge:PROMETHEUS``);
+in one process, :func:`register_judge_protocol` does the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rmbench.errors import ConfigError, did_you_mean
+from rmbench.registry import Registry, RegistryError
+
+ENTRY_POINT_GROUP = "rmbench.judge_protocols"
+MODES = ("rating", "pairwise", "fourway")
+DEFAULT_PROTOCOL = {"rating": "rewardbench2", "pairwise": "vanilla", "fourway": "rewardbench2"}
+"""The protocol a mode uses when no ``prompt`` is given."""
+DEFAULT_MAX_TOKENS = {"rating": 1024, "pairwise": 2048, "fourway": 2048}
+"""``max_tokens`` for a protocol that names neither an official client nor its own."""
+
+Messages = tuple[tuple[str, str], ...]
+TopLogprobs = Sequence[Sequence[tuple[str, float]]]
+
+
+@dataclass(frozen=True)
+class Official:
+    """What an official client sends for one protocol (besides the messages), at temperature 0 and no seed."""
+
+    client: str
+    max_tokens: int
+    top_p: float | None = None
+    n: int | None = None
+
+
+@dataclass(frozen=True)
+class JudgeProtocol:
+    """One judge protocol: how a request becomes messages and a reply a verdict.
+
+    ``messages(question, answers, subset)``: the chat messages (role, content) for ``answers`` in
+    the order shown (one for rating; A, B for pairwise; slots A-D for fourway); ``subset`` is the
+    row's subset (RewardBench 2 asks its Ties rows with their own prompt). ``parse(text)``: the
+    verdict in a reply's text, or None: a number (rating; one outside ``scale`` is no verdict), a
+    label ``"A>B"``, ``"B>A"`` or ``"A=B"`` (pairwise; a pair's two games combine by JudgeBench's
+    vote), or a slot ``"A"``..``"D"`` (fourway). ``text``: the protocol's prompt text, whose sha256
+    is in the judge's identity and every judgment (``protocol_sha256``).
+    """
+
+    name: str
+    mode: str
+    messages: Callable[[str, Sequence[str], str | None], Messages]
+    parse: Callable[[str], Any]
+    text: str
+    description: str = ""
+    scale: tuple[float, float] | None = None
+    """Mode rating: the lowest and highest grade; a parsed grade outside is no verdict."""
+    official: Official | None = None
+    """The official client this protocol reproduces under ``fidelity=official`` (None: read strictly)."""
+    max_tokens: int | None = None
+    """The default ``max_tokens`` when there is no official client (else :data:`DEFAULT_MAX_TOKENS`)."""
+    follow_up: Callable[[Messages, str, str], Messages | None] | None = None
+    """``(messages sent, the reply's text as read, the reply's text) -> the messages to send next``,
+    or None to stop (JudgeBench's arena_hard asks once more when a reply has no label)."""
+    expected: Callable[[TopLogprobs], float | None] | None = None
+    """``score=expected``: the expected grade from a reply's ``top_logprobs`` (None: not offered)."""
+    template: str | None = None
+    """A template file's whole text (the identity shows it in place of the name)."""
+
+    def __post_init__(self) -> None:
+        """A malformed record fails where it is built (a plugin: as it loads), naming the protocol."""
+        where = f"judge protocol {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"{where}: the name must be a non-empty string")
+        if self.mode not in MODES:
+            raise ValueError(f"{where}: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if not callable(self.messages) or not callable(self.parse) or not isinstance(self.text, str):
+            raise ValueError(f"{where}: messages and parse must be functions and text a string")
+        if self.scale is not None and (self.mode != "rating" or len(self.scale) != 2
+                                       or not float(self.scale[0]) < float(self.scale[1])):
+            raise ValueError(f"{where}: scale is (lowest, highest) grade, lowest < highest, in mode rating only; "
+                             f"got {self.scale!r} in mode {self.mode!r}")
+        if self.expected is not None and self.mode != "rating":
+            raise ValueError(f"{where}: expected (score=expected) is for mode rating")
+
+    @property
+    def key(self) -> str:
+        return protocol_key(self.mode, self.name)
+
+    @property
+    def default_max_tokens(self) -> int:
+        if self.official is not None:
+            return self.official.max_tokens
+        return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS[self.mode]
+
+
+def protocol_key(mode: str, name: str) -> str:
+    """The registry key of protocol ``name`` in ``mode``: ``MODE/NAME``."""
+    return f"{mode}/{name}"
+
+
+PROTOCOLS: Registry[JudgeProtocol] = Registry("judge protocol", entry_point_group=ENTRY_POINT_GROUP)
+
+
+def register_judge_protocol(protocol: JudgeProtocol, *, origin: str = "") -> None:
+    """Register ``protocol`` under ``MODE/NAME`` in this process (a key already registered is a
+    RegistryError); an installed package uses the ``rmbench.judge_protocols`` entry points instead."""
+    if not isinstance(protocol, JudgeProtocol):
+        raise RegistryError(f"register_judge_protocol takes a JudgeProtocol, got {type(protocol).__name__}")
+    if "/" in protocol.name or protocol.template is not None:
+        raise RegistryError(f"judge protocol {protocol.name!r}: a registered name has no '/' (its key is MODE/NAME) "
+                            f"and a template file is not registered (it is given as prompt=FILE)")
+    PROTOCOLS.register(protocol.key, protocol, description=protocol.description,
+                       origin=origin or f"register_judge_protocol({protocol.key!r})")
+
+
+def protocol_names(mode: str) -> list[str]:
+    """The names of the protocols registered for ``mode``."""
+    prefix = f"{mode}/"
+    return [key[len(prefix):] for key in PROTOCOLS.names() if key.startswith(prefix)]
+
+
+def is_registered(mode: str, name: str) -> bool:
+    return protocol_key(mode, name) in PROTOCOLS
+
+
+def judge_protocol(mode: str, name: str) -> JudgeProtocol:
+    """The registered protocol ``name`` of ``mode``; an unknown one is one line listing the mode's."""
+    key = protocol_key(mode, name)
+    if key not in PROTOCOLS:
+        names = protocol_names(mode)
+        raise ConfigError(f"judge prompt {name!r} is neither a named {mode} protocol ({', '.join(names)}) nor a "
+                          f"file{did_you_mean(name, names)}")
+    protocol = PROTOCOLS.get(key)
+    if not isinstance(protocol, JudgeProtocol) or protocol.key != key:
+        _, origin = PROTOCOLS.describe(key)
+        raise RegistryError(f"judge protocol {key!r} from {origin} is not a JudgeProtocol with mode {mode!r} and "
+                            f"name {name!r} (got {type(protocol).__name__} {getattr(protocol, 'name', '')!r})")
+    return protocol
+
+
+def listing() -> list[tuple[str, str, str]]:
+    """Every registered protocol as ``(MODE/NAME, description, origin)``, for ``rmbench models list``."""
+    return [(key, *PROTOCOLS.describe(key)) for key in PROTOCOLS.names()]
+
+
+# --- the built-in protocols: one registration each (loaded on first use) ---------------------------
+
+_BUILTIN = "rmbench.models.judge.builtin_protocols:"
+
+for _key, _attr, _description in (
+    ("rating/rewardbench2", "RB2_RATINGS", "RewardBench 2's 1-10 rating (Ties rows: its Ties prompt); official: "
+     "run_generative_v2.py --score_w_ratings"),
+    ("rating/rewardbench2_ties", "RB2_TIES_RATINGS", "RewardBench 2's Ties rating prompt for every row, "
+     "1-10; official: run_generative_v2.py's Ties ratings"),
+    ("fourway/rewardbench2", "RB2_FOURWAY", "RewardBench 2's best-of-4, [[A]]..[[D]]; official: "
+     "run_generative_v2.py"),
+    ("pairwise/arena_hard", "ARENA_HARD", "JudgeBench's arena_hard, [[A>>B]]..[[B>>A]], asked once more without a "
+     "label; official: run_judge.py"),
+    ("pairwise/vanilla", "VANILLA", "JudgeBench's vanilla, Output (a) / Output (b); official: run_judge.py"),
+):
+    PROTOCOLS.register(_key, _BUILTIN + _attr, description=_description, origin="built-in")
