@@ -101,8 +101,8 @@ class TiesTask(Task):
 
 def _what_it_looks_like(row: dict) -> str:
     """A hint naming the task kind whose row format ``row`` fits (:func:`rmbench.tasks.schemas.looks_like`)."""
-    others = looks_like(row) if isinstance(row, dict) else ()
-    if not others or RB2 in others or not kinds_reading(others[0]):
+    others = [s for s in (looks_like(row) if isinstance(row, dict) else ()) if s != RB2 and kinds_reading(s)]
+    if not others:  # RewardBench 2's own schema (an RM-Bench row fits it too: its other reader is named)
         return " (ids must look like 'tied:K' / 'ref:K')"
     kind = kinds_reading(others[0])[0]
     return f" (it looks like {others[0].name}: read it with --tasks {kind} --data {kind}=FILE)"
