@@ -37,6 +37,9 @@ MODEL_KINDS.register("length", "rmbench.models.baselines:LengthRM",
                      description="reward = response length (the length-bias baseline)")
 MODEL_KINDS.register("python", "rmbench.models.python_fn:PythonFunctionRM",
                      description="python:PATH_OR_MODULE:FUNC; FUNC(list of (prompt, response)) -> list of floats")
+MODEL_KINDS.register("python-prm", "rmbench.models.python_prm:PythonPRM",
+                     description="python-prm:PATH_OR_MODULE:FUNC; FUNC(list of (problem, steps)) -> list of lists of "
+                     "step scores (a PRM; aggregate=min|last|prod|mean as a response-level RM)")
 MODEL_KINDS.register("implicit", "rmbench.models.implicit:ImplicitRM",
                      description="implicit RM beta*log(pi/pi_ref) of a causal LM (implicit:MODEL, reference-free)")
 MODEL_KINDS.register("seqcls", "rmbench.models.seqcls:SeqClsRM",
