@@ -40,6 +40,9 @@ MODEL_KINDS.register("python", "rmbench.models.python_fn:PythonFunctionRM",
 MODEL_KINDS.register("python-prm", "rmbench.models.python_prm:PythonPRM",
                      description="python-prm:PATH_OR_MODULE:FUNC; FUNC(list of (problem, steps)) -> list of lists of "
                      "step scores (a PRM; aggregate=min|last|prod|mean as a response-level RM)")
+MODEL_KINDS.register("prm", "rmbench.models.prm:TransformersPRM",
+                     description="transformers process reward model (prm:MODEL; style=trl|qwen|math_shepherd, read "
+                     "from the checkpoint where it says; aggregate=min|last|prod|mean as a response-level RM)")
 MODEL_KINDS.register("implicit", "rmbench.models.implicit:ImplicitRM",
                      description="implicit RM beta*log(pi/pi_ref) of a causal LM (implicit:MODEL, reference-free)")
 MODEL_KINDS.register("seqcls", "rmbench.models.seqcls:SeqClsRM",
