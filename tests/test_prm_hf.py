@@ -4,8 +4,12 @@ forward pass per step prefix, or per solution as its model card does), a padded 
 solution alone on either padding side, the style comes from the checkpoint where it says so, and
 a PRM scores responses as a response-level RM. The ``gpu`` test compares CUDA with the CPU."""
 
+import ast
+import importlib.util
 import json
+import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -120,6 +124,40 @@ def test_step_scores_equal_the_hand_written_loop(ckpt, style):
     assert flat.std() > 0.01  # the scores differ: the test can tell steps apart
 
 
+def trl_tokenize_row():
+    """TRL's own ``PRMTrainer.tokenize_row``, compiled from its source file: the installed trl's
+    where it still has the PRM trainer (it left trl's core after 0.2x), else the file that
+    ``RMBENCH_TRL_PRM_TRAINER`` names (``pip download --no-deps trl==0.19.1`` and unzip
+    ``trl/trainer/prm_trainer.py`` from the wheel); only that function is compiled, not the trainer."""
+    spec = importlib.util.find_spec("trl")
+    installed = Path(spec.origin).parent / "trainer" / "prm_trainer.py" if spec and spec.origin else None
+    named = os.environ.get("RMBENCH_TRL_PRM_TRAINER")
+    source = Path(named) if named else installed
+    if source is None or not source.is_file():
+        pytest.skip("TRL's prm_trainer.py is absent (the installed trl has no PRMTrainer): set RMBENCH_TRL_PRM_TRAINER "
+                    "to trl/trainer/prm_trainer.py of trl==0.19.1 (pip download --no-deps trl==0.19.1)")
+    tree = ast.parse(source.read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "PRMTrainer")
+    fn = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "tokenize_row")
+    fn.decorator_list = []
+    namespace: dict = {}
+    exec(compile(ast.Module(body=[*ast.parse("from itertools import chain").body, fn], type_ignores=[]),
+                 str(source), "exec"), namespace)
+    return namespace["tokenize_row"]
+
+
+@pytest.mark.parametrize("separator", ["\n", "\n\n"])
+def test_trl_inputs_are_trls_own_tokenize_row(ckpt, separator):
+    tokenize_row = trl_tokenize_row()
+    model = _prm(ckpt["trl"], separator=separator)
+    for r in SOLUTIONS:
+        row = tokenize_row({"prompt": r.problem, "completions": list(r.steps), "labels": [True] * len(r.steps)},
+                           model.tokenizer, separator, None, None, None, False, True)
+        ours = model.prm_input(r)
+        assert list(ours.ids) == row["input_ids"]
+        assert list(ours.positions) == [i for i, label in enumerate(row["labels"]) if label != -100]
+
+
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_a_padded_batch_equals_each_solution_alone(ckpt, style, side):
@@ -183,6 +221,8 @@ def test_a_step_tag_inside_a_step_and_a_cut_step_are_errors(ckpt):
     short = _prm(ckpt["trl"], max_length=8)
     with pytest.raises(ModelError, match="--max-length 8"):
         short.score_steps(SOLUTIONS[2:3])
+    with pytest.raises(ModelError, match="past the model's context of 512"):
+        _prm(ckpt["trl"]).score_steps([StepRequest("q", ("the answer is 7 " * 200,), "long")])
     # left truncation drops the problem's start and keeps every step: the scores of that text
     limit = len(_prm(ckpt["trl"]).prm_input(SOLUTIONS[0]).ids) - 3
     cut = _prm(ckpt["trl"], runtime=CPU, max_length=limit)

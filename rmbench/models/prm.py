@@ -140,10 +140,14 @@ class TransformersPRM(StepRanker, HFTokenizedModel):
         import torch
 
         limit, side = self.truncation.max_length, self.truncation.side
+        context = self.context_limit()
         inputs = []
         for r in batch:
             where = f"solution {r.group_id!r}" if r.group_id else "a solution"
             inputs.append(self.prm_input(r).truncated(limit, side, where))
+            if context is not None and len(inputs[-1].ids) > context:  # positions past it give garbage
+                raise ModelError(f"{where} is {len(inputs[-1].ids)} tokens, past the model's context of {context}; "
+                                 f"pass --max-length {context} or less")
         width = max(len(x.ids) for x in inputs)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         ids = torch.full((len(inputs), width), pad, dtype=torch.long)
