@@ -22,7 +22,7 @@ from rmbench.core.specs import ModelSpec, TaskSpec
 from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.errors import ConfigError, DataError, did_you_mean
 from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
-from rmbench.models.base import CallingModel, RewardModel
+from rmbench.models.base import CallingModel, RewardModel, StepScoringModel
 from rmbench.models.names import resolve_model
 from rmbench.models.threads import ThreadGovernor, prepare_threads
 from rmbench.models.trained import trained_split
@@ -194,4 +194,19 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
     loaded = (tuple(tasks) if tasks is not None and not verdicts
               else tuple(load_tasks(measured, catalog, warn, verdicts, trained_on)))
     threads = prepare_threads(execution.runtime.threads) if execution.engine_kind.in_process else None
-    return RunPlan(config, spec, loaded, check_model(spec, config), threads)
+    model = check_model(spec, config)
+    check_step_tasks(spec, model, loaded, execution.engine_kind.in_process)
+    return RunPlan(config, spec, loaded, model, threads)
+
+
+def check_step_tasks(spec: ModelSpec, model: RewardModel, loaded: Sequence[LoadedTask], in_process: bool) -> None:
+    """A step-level task (``Task.steps``) needs a model that scores steps, in this process."""
+    step_tasks = [t.spec.name for t in loaded if t.task.steps]
+    if not step_tasks:
+        return
+    if not isinstance(model, StepScoringModel):
+        raise ConfigError(f"task {step_tasks[0]!r} scores each step of a solution, and model {spec.name!r} scores "
+                          f"whole responses; use a process reward model: prm:CHECKPOINT, python-prm:FILE:FN, or "
+                          f"judge:MODEL with --model-arg mode=steps or mode=critic")
+    if not in_process:
+        raise ConfigError(f"task {step_tasks[0]!r} scores steps, which only --engine local does yet")

@@ -73,6 +73,10 @@ class Task(ABC):
     official: OfficialLayout | None = None
     scores: tuple[MetricDef, ...] = ()
     row_schemas: tuple[RowSchema, ...] = ()
+    steps: bool = False
+    """A step-level task: its groups are :class:`~rmbench.core.types.StepGroup` solutions whose
+    steps a process reward model (:class:`~rmbench.models.base.StepScoringModel`) scores, one
+    reward per step, as P(step correct) (a logit-scale model's scores pass through the sigmoid)."""
     verdict_args: Mapping[str, Any] = {}
     """Arguments the task takes when the model gives pair verdicts (a pairwise LLM judge, whose
     reward gap is its verdict in {+1, 0, -1}) and ``--task-arg`` does not set them: JudgeBench
