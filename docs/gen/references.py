@@ -299,7 +299,8 @@ EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of
 """Keys results.json adds to a record, derived from its fields: written by this version, optional
 (rmbench reads files without them and computes them)."""
 OPTIONAL = {("TaskResult", "unparsed"), ("TaskResult", "judge_replies"), ("RunConfig", "limit_sampling"),
-            ("OfficialLayout", "provenance"), ("TaskResult", "metric_specs"), ("MetricSpec", "official"),
+            ("OfficialLayout", "provenance"), ("OfficialColumn", "metric"), ("TaskResult", "metric_specs"),
+            ("MetricSpec", "official"),
             ("MetricSpec", "reading")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
 OPEN = {"EngineStats": "other"}

@@ -95,6 +95,9 @@ class OfficialColumn:
 
     label: str
     subset: str | None
+    metric: str | None = None
+    """The record's metric where it is not the layout's (ProcessBench's per-split error and
+    correct accuracies beside its F1); None: the layout's."""
 
 
 CHECKED_AGAINST_CODE = "computed as its code does"
@@ -113,9 +116,14 @@ class OfficialLayout:
     provenance: str = CHECKED_AGAINST_CODE
     """How the scores relate to the benchmark's own: the table's caption says it."""
 
+    def metric_of(self, column: OfficialColumn) -> str:
+        """The metric of ``column``'s records: its own, else the layout's."""
+        return column.metric or self.metric
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"title": self.title, "metric": self.metric,
-               "columns": [{"label": c.label, "subset": c.subset} for c in self.columns],
+               "columns": [{"label": c.label, "subset": c.subset, **({"metric": c.metric} if c.metric else {})}
+                           for c in self.columns],
                "beside": list(self.beside)}
         if self.provenance != CHECKED_AGAINST_CODE:
             out["provenance"] = self.provenance
@@ -124,7 +132,7 @@ class OfficialLayout:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> OfficialLayout:
         return cls(str(d["title"]), str(d["metric"]),
-                   tuple(OfficialColumn(str(c["label"]), c["subset"]) for c in d["columns"]),
+                   tuple(OfficialColumn(str(c["label"]), c["subset"], c.get("metric")) for c in d["columns"]),
                    tuple(d.get("beside", ())), str(d.get("provenance", CHECKED_AGAINST_CODE)))
 
 
