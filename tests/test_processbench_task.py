@@ -265,6 +265,16 @@ def test_each_row_is_a_step_group_of_all_its_steps(tmp_path):
     assert (sorted(zip(better.tolist(), worse.tolist())), a.tolist(), b.tolist()) == ([(0, 2), (1, 2)], [0], [1])
 
 
+def test_a_parquet_file_as_the_hub_stores_the_splits(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "math-00000-of-00001.parquet"
+    pq.write_table(pa.Table.from_pylist([r for r in ROWS if r["id"].startswith("math-")]), path)
+    task, groups = load_groups(task_spec_with_args(task_spec_with_data(entry(), str(path)), {"split": "math"}))
+    assert [g.id for g in groups] == [f"math-{i}" for i in range(5)] and groups[0].utilities == (1, 1, 0)
+    assert [g.meta_dict["final_answer_correct"] for g in groups] == [False, False, True, True, True]
+
+
 def test_one_split_reads_its_rows_and_refuses_another_split_s(tmp_path):
     task, groups, _ = load(tmp_path, rows=ROWS[:5], split="gsm8k")
     assert len(groups) == 5 and [c.label for c in task.official.columns] == [
@@ -277,6 +287,13 @@ def test_one_split_reads_its_rows_and_refuses_another_split_s(tmp_path):
         load(tmp_path, rows=ROWS[:6], split="gsm8k")
     with pytest.raises(DataError, match=r"field 'id'.*names none of ProcessBench's splits.*--task-arg split=SPLIT"):
         load(tmp_path, rows=rows)
+
+
+def test_a_limit_keeps_an_erroneous_and_a_correct_solution_of_every_split(tmp_path):
+    spec = task_spec_with_data(entry(), str(write_lines(tmp_path / "pb.jsonl", ROWS)))
+    _, groups = load_groups(spec, limit=8)
+    kept = sorted((g.subset, g.first_error == -1) for g in groups)
+    assert kept == sorted((s, c) for s in PROCESSBENCH_SPLITS for c in (True, False))
 
 
 @pytest.mark.parametrize("bad, field, words", [
@@ -358,7 +375,7 @@ def test_a_prm_end_to_end_through_the_cli(tmp_path):
     assert record.value("processbench", "processbench_f1", subset="math") == pytest.approx(0.4)
     layout = record.task("processbench").official
     assert layout.metric_of(layout.columns[0]) == "processbench_error_acc"  # written and read back
-    # step-level D: of the 10 (correct step before the first error, first wrong step) pairs, those
+    # step-level D: of the 8 (correct step before the first error, first wrong step) pairs, those
     # ordered right (a strictly higher P(correct) for the correct step): gsm8k-0 (0.9 > 0.2);
     # math-0 (0.9, 0.9 vs 0.9: no, no); olympiadbench-0 (0.8, 0.3 vs 0.1: yes, yes); omnimath-1
     # (0.9, 0.9 vs 0.2: yes, yes); omnimath-3 (0.8 vs 0.7: yes) -> 6 of 8

@@ -155,6 +155,11 @@ class ProcessBenchTask(Task):
         except ValueError as exc:
             raise r.error(None, str(exc)) from None
 
+    def limit_slice(self, group: ComparisonGroup) -> str:
+        """The official column a solution counts in: its split's erroneous or correct solutions,
+        so ``--limit 8`` keeps one of each per split and every accuracy and F1 is defined."""
+        return f"{group.subset}/{'correct' if _label(group) == NO_ERROR else 'erroneous'}"
+
     # --- scores ---------------------------------------------------------------------------------
 
     def predictions(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> np.ndarray:
