@@ -349,6 +349,17 @@ def test_offline_the_hub_fails_in_one_line(monkeypatch):
     assert "\n" not in str(info.value) and "Qwen/ProcessBench" in str(info.value)
 
 
+def test_an_official_column_may_name_its_own_metric_and_it_round_trips():
+    layout = processbench_layout(("gsm8k",))
+    assert [(c.label, layout.metric_of(c), c.subset) for c in layout.columns] == [
+        ("GSM8K error", "processbench_error_acc", "gsm8k"), ("GSM8K correct", "processbench_correct_acc", "gsm8k"),
+        ("GSM8K F1", "processbench_f1", "gsm8k"), ("Avg F1", "processbench_f1", None)]
+    assert layout.metrics == ("processbench_f1", "processbench_error_acc", "processbench_correct_acc")
+    written = layout.to_json()
+    assert "metric" not in written["columns"][2] and written["columns"][0]["metric"] == "processbench_error_acc"
+    assert type(layout).from_json(json.loads(json.dumps(written))) == layout
+
+
 def test_the_metrics_are_declared_official():
     for name in ("processbench_f1", "processbench_error_acc", "processbench_correct_acc"):
         assert metric_def(name).official and metric_def(name).higher_is_better

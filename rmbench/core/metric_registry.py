@@ -120,6 +120,11 @@ class OfficialLayout:
         """The metric of ``column``'s records: its own, else the layout's."""
         return column.metric or self.metric
 
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics of the table's columns: the layout's first, then the columns' own."""
+        return tuple(dict.fromkeys([self.metric, *(c.metric for c in self.columns if c.metric)]))
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"title": self.title, "metric": self.metric,
                "columns": [{"label": c.label, "subset": c.subset, **({"metric": c.metric} if c.metric else {})}

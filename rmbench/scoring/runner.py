@@ -179,7 +179,7 @@ def metric_specs(headline: Sequence[str], records: Sequence[MetricRecord],
     plugins loaded), for the run record (:attr:`TaskResult.metric_specs`)."""
     names = [*headline, *(r.metric for r in records)]
     if official is not None:
-        names += [official.metric, *official.beside]
+        names += [*official.metrics, *official.beside]
     return tuple(MetricSpec.of(metric_def(n)) for n in dict.fromkeys(names))
 
 
