@@ -8,7 +8,9 @@ same step predictions, and by hand.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -18,10 +20,11 @@ import pytest
 
 import rmbench
 from rmbench.catalog import load_catalog
+from rmbench.core import metric_registry as R
 from rmbench.core.prmbench import CATEGORIES, CORRECT, PRMBENCH_LAYOUT, f1_pair, official_f1, prm_score
 from rmbench.core.types import StepGroup
 from rmbench.errors import DataError
-from rmbench.tasks import downloads
+from rmbench.tasks import TASK_KINDS, downloads, schemas
 from rmbench.tasks.prmbench import PRMBENCH_COMMIT, PRMBENCH_FILES, PRMBenchTask
 
 REPO = Path(__file__).resolve().parents[1]
@@ -211,6 +214,13 @@ def test_the_layout_is_the_papers_table():
         "PS.", "DR.", "MS.", "Sensitivity Avg."]
 
 
+def test_the_kind_declares_its_scores_and_row_schema():
+    kind = TASK_KINDS.get("prmbench")
+    assert kind.steps and kind.official == PRMBENCH_LAYOUT and kind.headline[0] == "prmbench_score"
+    assert all(R.METRICS[d.name] == d and d.official for d in kind.scores)
+    assert "prmbench" in schemas.kinds_reading(schemas.PRMBENCH)
+
+
 # --- where the data comes from ---------------------------------------------------------------
 
 def entry():
@@ -241,6 +251,24 @@ def test_the_hub_path_loads_through_datasets(monkeypatch):
 
     _, groups = load_groups(entry())
     assert calls == [("hitsmy/PRMBench_Preview", "train", "main")]
+    assert [g.id for g in groups] == ["correct_p0", "redundency_p0", "circular_p0"]
+
+
+def test_the_github_files_come_through_the_mirror_and_a_wrong_file_is_refused(tmp_path, monkeypatch):
+    from rmbench.tasks.loading import load_groups, task_spec_with_args
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    body = "".join(json.dumps(r) + "\n" for r in HAND).encode()
+    remote = downloads.parse_remote(PRMBENCH_FILES[6])  # prm800k_test_p1_4o_redundency.jsonl
+    mirrored = tmp_path / "mirror" / downloads.mirror_tail(remote.url)
+    mirrored.parent.mkdir(parents=True)
+    mirrored.write_bytes(body)
+    monkeypatch.setenv(downloads.MIRROR_ENV, str(tmp_path / "mirror"))
+    spec = task_spec_with_args(entry(), {"source": "github", "paths": [PRMBENCH_FILES[6]]})
+    with pytest.raises(DataError, match=rf"has sha256 {hashlib.sha256(body).hexdigest()}, not the declared"):
+        load_groups(spec)  # the synthetic file is not the published one
+    pinned = f"{remote.url}#sha256={hashlib.sha256(body).hexdigest()}"
+    _, groups = load_groups(task_spec_with_args(spec, {"paths": [pinned]}))
     assert [g.id for g in groups] == ["correct_p0", "redundency_p0", "circular_p0"]
 
 
@@ -291,3 +319,28 @@ def test_the_cli_prints_the_official_table_and_records_step_level_d_and_spec(tmp
     assert spec and all(x.n == 1 for x in spec)
     assert {x.value for x in spec if x.eps is not None and x.eps >= 0.2 + 1e-9} <= {1.0}
     assert re.search(r"prmbench", result.output)
+
+
+DATA_ENV = "RMBENCH_PRMBENCH_DATA"
+
+
+@pytest.mark.skipif(not os.environ.get(DATA_ENV), reason=f"{DATA_ENV} is not set: point it at PRMBench's data "
+                    "folder (mr_eval/tasks/prmtest_classified/data of ssmisya/PRMBench at a1ae4ea, not shipped here)")
+def test_scores_on_prmbenchs_own_data_equal_its_code():
+    """The whole benchmark (its 25 files) read as the github source reads them, scored with random
+    step scores, against PRMBench's loader and evaluate_function on the same files."""
+    folder = Path(os.environ[DATA_ENV])
+    files = sorted(str(p) for p in folder.glob("*.jsonl"))
+    assert len(files) == 25
+    task = PRMBenchTask(source="github", paths=files)
+    groups = list(task.groups())
+    raw = [json.loads(line) for f in files for line in open(f)]
+    meta = official.load_data_function(raw)
+    assert len(raw) == 6216 and sorted(g.id for g in groups) == sorted(m["idx"] for m in meta)
+    rewards = np.random.default_rng(0).random(sum(len(g.responses) for g in groups))
+    res = official_report(meta, groups, rewards, 0.5)
+    ours = records(task, groups, rewards)
+    assert ours["prmbench_score", None] == pytest.approx(official.get_prmscore_from_current_res_dict(res), abs=1e-9)
+    for category, types in CATEGORIES:
+        assert ours["prmbench_score", category] == pytest.approx(
+            official.get_avg_prmscore_from_current_res_dict(res, [k for k, _ in types]), abs=1e-9)
