@@ -82,6 +82,15 @@ def test_bad_rows_name_file_line_and_field(tmp_path):
         assert info.value.line == 2 and info.value.field == field, (bad, str(info.value))
 
 
+def test_skip_bad_rows_leaves_a_bad_row_out(tmp_path):
+    from rmbench.tasks.loading import load_task, task_spec_with_data
+
+    path = write_lines(tmp_path / "p.jsonl", [{**row("p0", "redundency", ["a"], [1]), "error_steps": "1"},
+                                              row("p1", "circular", ["a", "b"], [2])])
+    _, groups, bad = load_task(task_spec_with_data(entry(), str(path)), skip_bad_rows=True)
+    assert [g.id for g in groups] == ["circular_p1"] and len(bad) == 1 and bad[0].field == "error_steps"
+
+
 def test_a_row_of_another_format_says_which_format_prmbench_reads(tmp_path):
     path = write_lines(tmp_path / "pairs.jsonl", [{"prompt": "q", "chosen": "a", "rejected": "b"}])
     with pytest.raises(DataError, match="PRMBench rows"):

@@ -161,6 +161,7 @@ class PRMBenchTask(Task):
         seen: set[str] = set()
         for location, line, row in self._rows():
             r = RowReader(row, location, line, PRMBENCH)
+            made: list[StepGroup] = []  # stays empty when --skip-bad-rows skips the row
             with r.skippable():
                 idx = r.get("idx")
                 if isinstance(idx, bool) or not isinstance(idx, (str, int)):
