@@ -97,6 +97,10 @@ PERSONA = RowSchema("persona statements", (("question", "text", _text), ("answer
 JUDGEBENCH = RowSchema("JudgeBench rows", (("pair_id", "text", _id), ("source", "text", _text),
                                            ("question", "text", _prompt), ("response_A", "text", _text),
                                            ("response_B", "text", _text), ("label", "A>B or B>A", _text)))
+PRMBENCH = RowSchema("PRMBench rows", (("idx", "text", _id), ("classification", "error type", _text),
+                                       ("modified_question", "text", _text),
+                                       ("modified_process", "list of steps", _texts),
+                                       ("error_steps", "list of step numbers", _ints)))
 PPE_CORRECTNESS = RowSchema("PPE correctness rows", (("question_id", "text", _id), ("prompt", "text", _prompt),
                                                      ("scores", "list of booleans", _flag_list),
                                                      ("response_1", "text, one per score", _text)))
