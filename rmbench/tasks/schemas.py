@@ -104,6 +104,10 @@ JUDGEBENCH = RowSchema("JudgeBench rows", (("pair_id", "text", _id), ("source", 
 PROCESSBENCH = RowSchema("ProcessBench rows", (("id", "text", _id), ("problem", "text", _text),
                                                 ("steps", "list of steps", _texts),
                                                 ("label", "index of the first wrong step, -1 if none", _int)))
+PRMBENCH = RowSchema("PRMBench rows", (("idx", "text", _id), ("classification", "error type", _text),
+                                       ("modified_question", "text", _text),
+                                       ("modified_process", "list of steps", _texts),
+                                       ("error_steps", "list of step numbers", _ints)))
 PPE_CORRECTNESS = RowSchema("PPE correctness rows", (("question_id", "text", _id), ("prompt", "text", _prompt),
                                                      ("scores", "list of booleans", _flag_list),
                                                      ("response_1", "text, one per score", _text)))
