@@ -11,8 +11,8 @@ metrics reference, a leaderboard of older runs, which schema a row looks like).
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
-``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``prmbench``), where data comes from
-(``sources``), loading with ``--data`` overrides (``loading``) and the plugin skeleton
+``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``prmbench``),
+where data comes from (``sources``), loading with ``--data`` overrides (``loading``) and the plugin skeleton
 (``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
 """
 
