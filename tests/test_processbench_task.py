@@ -275,6 +275,20 @@ def test_a_parquet_file_as_the_hub_stores_the_splits(tmp_path):
     assert [g.meta_dict["final_answer_correct"] for g in groups] == [False, False, True, True, True]
 
 
+def test_a_csv_file_holds_the_steps_as_json(tmp_path):
+    import csv
+
+    path = tmp_path / "pb.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(ROWS[0]))
+        w.writeheader()
+        for r in ROWS[:3]:
+            w.writerow({**r, "steps": json.dumps(r["steps"]), "final_answer_correct": str(r["final_answer_correct"])})
+    _, groups = load_groups(task_spec_with_data(entry(), str(path)))
+    assert [g.utilities for g in groups] == [(1, 0, 0), (0, 0), (1, 1)]
+    assert [g.meta_dict["final_answer_correct"] for g in groups] == [False, False, True]
+
+
 def test_one_split_reads_its_rows_and_refuses_another_split_s(tmp_path):
     task, groups, _ = load(tmp_path, rows=ROWS[:5], split="gsm8k")
     assert len(groups) == 5 and [c.label for c in task.official.columns] == [

@@ -144,6 +144,8 @@ class ProcessBenchTask(Task):
             raise r.error("label", f"is {label}; the index of the first wrong step is in 0..{len(steps) - 1} "
                                    f"({len(steps)} step{'s' * (len(steps) != 1)}), or -1 when none is wrong")
         final = r.get("final_answer_correct", None)
+        if r.textual and isinstance(final, str):  # a CSV cell
+            final = {"true": True, "false": False}.get(final.strip().lower(), final)
         if final is not None and not isinstance(final, bool):
             raise r.error("final_answer_correct", f"expected true, false or null, got {final!r}"[:120])
         utilities = [1] * len(steps) if label == NO_ERROR else [1] * label + [0] * (len(steps) - label)
