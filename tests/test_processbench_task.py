@@ -355,6 +355,26 @@ def test_the_entry_reads_the_hub_splits_through_datasets(monkeypatch):
     assert calls == [("Qwen/ProcessBench", None, "omnimath", "main")]
 
 
+def test_a_hub_run_exports_every_official_column_as_hub_eval_results(tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    from rmbench.results.publishing.export_formats import ExportOptions
+    from rmbench.results.publishing.hf_eval_results import task_entries
+
+    monkeypatch.setattr("rmbench.hub.unreachable", lambda: None)
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, config=None, split=None, revision=None,
+                        data_files=None: [r for r in ROWS if r["id"].startswith(split + "-")])
+    (tmp_path / "prm.py").write_text(PRM)
+    record = rmbench.evaluate(rmbench.EvalConfig(model=f"python-prm:{tmp_path / 'prm.py'}:score",
+                                                 tasks=("processbench",), n_bootstrap=0,
+                                                 task_args=(("dataset", "Qwen/ProcessBench"),)))
+    task = record.task("processbench")
+    dataset, entries = task_entries(task, record, ExportOptions())
+    values = {e.task_id: e.value for e in entries}
+    assert dataset == "Qwen/ProcessBench" and len(values) == 13
+    assert values["math_error"] == pytest.approx(1 / 2) and values["math_correct"] == pytest.approx(1 / 3)
+    assert values["math_f1"] == pytest.approx(0.4) and values["default"] == pytest.approx((0.8 + 0.4 + 2 / 3 + 0.8) / 4)
+
+
 def test_offline_the_hub_fails_in_one_line(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
