@@ -14,8 +14,9 @@ first wrong step (-1 when every step is right).
   judged right iff ``p > threshold`` (default 0.5), so a score *at* the threshold is wrong. That
   is ``run_eval_prm_trl.py``'s ``get_prediction_index``: the step's label is the argmax of the
   classifier's two classes (``LABEL_1`` = right), and at a tie numpy's argmax takes the first,
-  ``LABEL_0`` (wrong); the RLHFlow script's greedy ``+`` token is the same rule on its two
-  tokens. A critic model (``run_eval.py``) gives the index itself.
+  ``LABEL_0`` (wrong). The RLHFlow script judges a step right iff the PRM's greedy next token is
+  ``+`` (the same rule where P(correct) is the ``+`` token's share of ``+`` and ``-``); a critic
+  model (``run_eval.py``) writes the index itself.
 * **Per split** (``gsm8k``, ``math``, ``olympiadbench``, ``omnimath``; the scripts loop over
   them): a row matches iff prediction == label;
 
