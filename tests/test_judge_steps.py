@@ -322,3 +322,21 @@ def test_a_step_task_on_a_critic_leaves_a_solution_with_no_verdict_out_and_count
     replies = task["judge_replies"]
     assert (replies["calls"], replies["no_verdict"], replies["left_out"]) == (4, 1, 1)
     assert "ProcessBench counts" in replies["no_verdict_scored"]
+
+
+def test_a_steps_judge_ranks_responses_on_a_response_level_task(server, tmp_path):
+    config = rmbench.EvalConfig(model=f"judge:{MODEL}", tasks=("ties_sample",), limit=2, n_bootstrap=20,
+                                model_args=(("base_url", server.base_url), ("mode", "steps"), ("aggregate", "prod")),
+                                cache_dir=str(tmp_path / "cache"))
+    start = len(server.chat_requests())
+    rmbench.evaluate(config, out_dir=tmp_path / "run")
+    sent = sent_since(server, start)
+    judged = [json.loads(line) for line in (tmp_path / "run" / "judgments.jsonl").read_text().splitlines()]
+    rewards = [json.loads(line) for line in (tmp_path / "run" / "rewards.jsonl").read_text().splitlines()]
+    assert len(judged) == len(sent) > 0 and all(j["read"] == "logprobs" for j in judged)
+    per_response: dict[tuple[str, int], float] = {}
+    for j in judged:  # a response's reward: the product of its steps' P(+)
+        key = (j["group_id"], j["response_index"])
+        per_response[key] = per_response.get(key, 1.0) * j["score"]
+    assert len(per_response) == len(rewards)
+    assert all(r["reward"] == pytest.approx(per_response[(r["group_id"], r["response_index"])]) for r in rewards)
