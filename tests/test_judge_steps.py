@@ -250,6 +250,9 @@ def test_critic_sends_run_evals_request_and_scores_steps_from_the_index(server):
                  "temperature": 0.0, "seed": 42} for d in solutions]
     assert sorted(map(as_json, sent_since(server, start))) == sorted(map(as_json, official))
     assert model.counters["unparsed"] == 2
+    rows = model.judgments([ScoreRequest(d["problem"], d["steps"][0], "g", 0, context=tuple(d["steps"][1:]))
+                            for d in solutions])
+    assert [(r["parsed"], r["answer"]) for r in rows] == [(2, 2), (-1, -1), (None, None), (None, 5)]
     assert critic_step_scores(0, 3) == [0.0, 0.0, 0.0] and critic_step_scores(-1, 2) == [1.0, 1.0]
     assert math.isnan(critic_step_scores(-2, 2)[0]) and math.isnan(critic_step_scores(None, 1)[0])
 

@@ -115,8 +115,9 @@ class StepJudgeRM(StepRanker, JudgeRM):
             else:
                 index = self.protocol.spec.parse(answer_text(got[0], self.protocol.fidelity))
                 scores = critic_step_scores(index, len(req.steps))
-                facts = [{"parsed": index}]
-                self.counters["unparsed"] += math.isnan(scores[0]) if scores else 0
+                named = not (scores and math.isnan(scores[0]))  # an index out of range names no step
+                facts = [{"parsed": index if named else None, "answer": index}]
+                self.counters["unparsed"] += not named
             self._step_rows[req.key()] = [self._step_row(k, requests[k], replies[k], k not in called, f)
                                           for k, f in zip(keys, facts)]
             out.append(scores)
