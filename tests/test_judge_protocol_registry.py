@@ -82,8 +82,8 @@ def test_the_adapter_and_protocol_name_no_protocol():
 # --- the registry ------------------------------------------------------------------------------
 
 def test_the_built_ins_are_registered_and_listed():
-    keys = ["fourway/rewardbench2", "pairwise/arena_hard", "pairwise/vanilla", "rating/rewardbench2",
-            "rating/rewardbench2_ties"]
+    keys = ["critic/processbench", "fourway/rewardbench2", "pairwise/arena_hard", "pairwise/vanilla",
+            "rating/rewardbench2", "rating/rewardbench2_ties", "steps/rlhflow"]
     assert [key for key, _, origin in JP.listing() if origin == "built-in"] == keys
     assert JP.protocol_names("pairwise") == ["arena_hard", "vanilla"]
     ties = JP.judge_protocol("rating", "rewardbench2_ties")
