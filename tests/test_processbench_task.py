@@ -24,6 +24,7 @@ from rmbench.catalog import load_catalog
 from rmbench.cli.app import app
 from rmbench.core.metric_registry import metric_def
 from rmbench.core.processbench import (
+    NO_PREDICTION,
     PROCESSBENCH_SPLITS,
     first_error_prediction,
     harmonic_f1,
@@ -203,6 +204,28 @@ def test_the_threshold_moves_the_prediction(tmp_path):
     assert task.threshold == 0.45
     mine, _ = records(task, groups, rewards)
     assert mine[("processbench_correct_acc", "gsm8k")] == 1.0  # gsm8k-4's 0.5 is now above
+
+
+def test_a_solution_with_no_scored_step_matches_no_label_as_run_eval_s_none():
+    assert first_error_prediction([float("nan")] * 3) == NO_PREDICTION
+    labels, preds = [0, 2, -1], [first_error_prediction([float("nan")] * 3)] * 3
+    official = [{"label": lab, "match": None == lab} for lab in labels]  # run_eval.py: pred None  # noqa: E711
+    with np.errstate(invalid="ignore"):
+        acc1, acc2, _ = official_run_eval_scores(official)
+    report = processbench_scores(preds, labels, ["math"] * 3)["math"]
+    assert (report["error_acc"], report["correct_acc"]) == (acc1 / 100, acc2 / 100) == (0.0, 0.0)
+
+
+def test_an_unscored_step_leaves_its_whole_solution_out_never_moving_its_first_error():
+    from rmbench.core.types import ComparisonGroup
+    from rmbench.core.unscored import drop_unscored
+
+    solution = StepGroup(id="s", prompt="p", responses=("a", "b", "c"), utilities=(1, 1, 0))
+    pair = ComparisonGroup(id="g", prompt="p", responses=("x", "y", "z"), utilities=(1, 1, 0))
+    scored = drop_unscored([solution, pair], np.array([0.9, np.nan, 0.2, 0.9, np.nan, 0.2]))
+    # without the StepGroup rule the solution would keep steps a, c as (1, 0): its first error at 1, not 2
+    assert [g.id for g in scored.groups] == ["g"] and scored.dropped_groups == 1 and scored.unscored_responses == 2
+    assert scored.groups[0].utilities == (1, 0) and scored.rewards.tolist() == [0.9, 0.2]
 
 
 def test_both_accuracies_zero_is_an_f1_of_zero_where_the_script_divides_zero_by_zero():

@@ -51,6 +51,9 @@ SPLIT_LABELS = {"gsm8k": "GSM8K", "math": "MATH", "olympiadbench": "OlympiadBenc
 """Each split's name in the paper's tables."""
 NO_ERROR = -1
 """The label (and prediction) of a solution with no wrong step."""
+NO_PREDICTION = -2
+"""The prediction of a solution whose steps all have no score (a critic's answer naming no step):
+it matches no label, as ``run_eval.py``'s ``None`` prediction."""
 DEFAULT_THRESHOLD = 0.5
 
 PROCESSBENCH_F1 = "processbench_f1"
@@ -75,8 +78,12 @@ def processbench_layout(splits: Sequence[str] = PROCESSBENCH_SPLITS) -> Official
 
 def first_error_prediction(p_correct: ArrayLike, threshold: float = DEFAULT_THRESHOLD) -> int:
     """The index of the first step whose P(correct) is not above ``threshold`` (judged wrong),
-    -1 when every step's is (module doc)."""
+    -1 when every step's is (module doc); :data:`NO_PREDICTION` when no step has a score (all
+    NaN). A NaN among scores is not above the threshold: that step is judged wrong, as the
+    RLHFlow script reads a reply that is not ``+``."""
     p = np.asarray(p_correct, dtype=np.float64).reshape(-1)
+    if p.size and np.isnan(p).all():
+        return NO_PREDICTION
     wrong = np.flatnonzero(~(p > threshold))  # nan is not above: judged wrong
     return int(wrong[0]) if wrong.size else NO_ERROR
 

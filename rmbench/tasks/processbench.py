@@ -21,7 +21,11 @@ first step whose P(correct) is not above ``threshold`` (-1 when none); per split
 the erroneous solutions (``processbench_error_acc``), on the correct ones
 (``processbench_correct_acc``) and their harmonic mean (``processbench_f1``); the total record of
 each = the mean over the splits read (of F1: the paper's Avg. F1). A solution is correct as an
-item (``rmbench verify``, per-item results) iff its prediction equals its label.
+item (``rmbench verify``, per-item results) iff its prediction equals its label. A solution none of
+whose steps has a score (an LLM critic's answer naming no step: every step NaN) predicts nothing
+and would match no label, as ``run_eval.py``'s ``None``; the run leaves such a solution out of
+every score before the task sees it and counts it (``unparsed`` in results.json, a note under the
+leaderboard), as it does any judge answer with no verdict.
 
 Arguments: ``split`` (one of the four, or ``all``, the default), ``path`` (a local file, or
 ``URL#sha256=HEX``, of rows in that schema: what ``--data processbench=FILE`` sets; it replaces
