@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -463,6 +465,62 @@ def test_a_logit_scale_prm_passes_through_the_sigmoid(tmp_path):
                                               data=(("processbench", str(data)),), n_bootstrap=0,
                                               model_args=(("scale", "logit"),)))
     assert res.value("processbench", "processbench_f1", subset="gsm8k") == pytest.approx(1.0)  # 4 rows, all right
+
+
+# An LLM critic (judge mode critic, ProcessBench's run_eval.py) on the same rows: its answer is
+# parsed as run_eval.py parses it (code/run_eval.py lines 12-17 and 92-96 at e802463, copied).
+
+def official_extract_answer(solution_text: str):
+    """QwenLM/ProcessBench @ e802463, code/run_eval.py lines 12-17."""
+    boxed_pattern = r'\\boxed\{([^}]*)\}'
+    matches = re.findall(boxed_pattern, solution_text)
+    if matches:
+        return matches[-1].strip()
+    return None
+
+
+def official_critic_prediction(generated_critique):
+    """The same file, lines 92-96 (without voting)."""
+    pred = official_extract_answer(generated_critique)
+    try:
+        pred = int(pred)
+    except:  # noqa: E722 - as the official code
+        pred = None
+    return pred
+
+
+CRITIQUES = {"gsm8k-0": r"Paragraph 1 is wrong. \boxed{1}", "gsm8k-1": r"\boxed{ 1 }", "gsm8k-2": r"\boxed{-1}",
+             "gsm8k-3": r"\boxed{-1}", "gsm8k-4": r"first \boxed{2}, no: \boxed{0}", "math-0": r"\boxed{-1}",
+             "math-1": r"\boxed{0}", "math-2": r"\boxed{1}", "math-3": r"\boxed{-1}", "math-4": r"\boxed{-1}",
+             "olympiadbench-0": r"\boxed{2}", "olympiadbench-1": r"\boxed{-1}", "olympiadbench-2": r"\boxed{1}",
+             "omnimath-0": r"\boxed{0}", "omnimath-1": r"\boxed{-1}", "omnimath-2": r"\boxed{0}",
+             "omnimath-3": r"\boxed{1}"}
+"""A critique per solution (every one names a step of its solution: a verdict)."""
+
+
+def test_an_llm_critic_s_scores_equal_run_eval_s_on_its_answers(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from judge_server import ScriptedServer
+
+    def reply(body):
+        return CRITIQUES[re.search(r"problem (\S+)\?", body["messages"][-1]["content"]).group(1)]
+
+    data = write_lines(tmp_path / "pb.jsonl", ROWS)
+    with ScriptedServer(reply=reply, model_id="critic") as server:
+        record = rmbench.evaluate(rmbench.EvalConfig(
+            model="judge:critic", tasks=("processbench",), data=(("processbench", str(data)),), n_bootstrap=0,
+            model_args=(("base_url", server.base_url), ("mode", "critic")), cache_dir=str(tmp_path / "cache")))
+    assert not record.task("processbench").unparsed  # every answer a verdict
+    f1s = []
+    for split in PROCESSBENCH_SPLITS:
+        res_data = [{"label": r["label"], "match": official_critic_prediction(CRITIQUES[r["id"]]) == r["label"]}
+                    for r in ROWS if r["id"].startswith(split + "-")]
+        acc1, acc2, f1 = official_run_eval_scores(res_data)
+        assert record.value("processbench", "processbench_error_acc", subset=split) == pytest.approx(acc1 / 100)
+        assert record.value("processbench", "processbench_correct_acc", subset=split) == pytest.approx(acc2 / 100)
+        assert record.value("processbench", "processbench_f1", subset=split) == pytest.approx(f1 / 100, abs=1e-9)
+        f1s.append(f1)
+    assert record.value("processbench", "processbench_f1") == pytest.approx(np.mean(f1s) / 100, abs=1e-9)
 
 
 def test_a_response_level_model_is_refused_in_one_line(tmp_path):
