@@ -1,0 +1,116 @@
+"""The plugin API: every name a package needs to add a task kind, a metric, a leaderboard format,
+an engine, a model kind or an LLM judge's protocol to rmbench, and nothing else.
+
+A plugin imports from here only (``from rmbench.plugins import Task, MetricDef``) and registers
+each addition with one entry point of its own package (``rmbench.tasks``, ``rmbench.metrics``,
+``rmbench.formats``, ``rmbench.engines``, ``rmbench.models``, ``rmbench.judge_protocols``), or in
+one process with the ``register_*`` function beside it. The names, by what they serve:
+
+* a task kind: :class:`Task` (its ``scores``, ``row_schemas``, ``headline`` and ``official``
+  declarations), :class:`TaskScores`, :func:`grouped`, :class:`RowSchema`, :class:`RowReader`,
+  :func:`iter_rows`, :class:`ComparisonGroup`, :class:`Message`, :class:`MetricDef`,
+  :class:`OfficialLayout` with :class:`OfficialColumn`; :func:`register_task_kind`;
+* a computed metric: :class:`ComputedMetric` (its :class:`MetricDef`, counting a kind of pair of
+  :class:`Counted`, and its two forms) with :class:`Computation`, :class:`PooledPairs` (the pooled
+  form's input), :class:`WeightedBlock` and :class:`PairColumn` over a :class:`PairSet` (the
+  weighted form's), :func:`ratio`; :func:`register_metric`;
+* a leaderboard format: :class:`OutputFormat`, :class:`FormatOption`, :class:`RenderContext`, and
+  what its render function walks: :class:`Leaderboard` (``lb.sections()``), :class:`Section`,
+  :class:`Table`, :class:`Column`, :class:`Estimate`; :func:`register_format`;
+* an engine: :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch`,
+  :class:`MemoryRetries`; :func:`register_engine`;
+* a model kind: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`, :class:`Truncation`
+  and the capabilities :class:`TokenizedModel`, :class:`StochasticModel`, :class:`CompositeModel`,
+  :class:`GroupContextModel`, :class:`CallingModel`; :func:`register_model_kind`;
+* a judge protocol: :class:`JudgeProtocol`, :class:`Official`; :func:`register_judge_protocol`;
+* errors a plugin raises for a user's mistake: :class:`RMBenchError`, :class:`ConfigError`,
+  :class:`DataError`.
+
+Layer: the top, beside :mod:`rmbench.cli`. It imports nothing at import time: each name is a
+``"module:attribute"`` string loaded on first use (as ``rmbench``'s own are), so that loading one
+plugin (a format's entry point) does not import what another part needs (torch, pandas).
+``rmbench/plugins/__init__.pyi`` declares the same names for type checkers (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_PUBLIC: dict[str, str] = {
+    # a task kind
+    "Task": "rmbench.tasks.base:Task",
+    "TaskScores": "rmbench.tasks.base:TaskScores",
+    "grouped": "rmbench.tasks.grouped:grouped",
+    "RowSchema": "rmbench.tasks.schemas:RowSchema",
+    "RowReader": "rmbench.tasks.rows:RowReader",
+    "iter_rows": "rmbench.tasks.sources:iter_rows",
+    "ComparisonGroup": "rmbench.core.types:ComparisonGroup",
+    "Message": "rmbench.core.types:Message",
+    "MetricDef": "rmbench.core.metric_registry:MetricDef",
+    "OfficialLayout": "rmbench.core.metric_registry:OfficialLayout",
+    "OfficialColumn": "rmbench.core.metric_registry:OfficialColumn",
+    "register_task_kind": "rmbench.tasks:register_task_kind",
+    # a computed metric
+    "ComputedMetric": "rmbench.core.metric_declaration:ComputedMetric",
+    "Computation": "rmbench.core.metric_declaration:Computation",
+    "Counted": "rmbench.core.metric_def:Counted",
+    "PooledPairs": "rmbench.core.pairs:PooledPairs",
+    "WeightedBlock": "rmbench.core.weighted:WeightedBlock",
+    "PairColumn": "rmbench.core.weighted:PairColumn",
+    "PairSet": "rmbench.core.weighted:PairSet",
+    "ratio": "rmbench.core.weighted_order:ratio",
+    "register_metric": "rmbench.core.metric_registry:register_metric",
+    # a leaderboard format
+    "OutputFormat": "rmbench.results.publishing.formats:OutputFormat",
+    "FormatOption": "rmbench.results.publishing.formats:FormatOption",
+    "RenderContext": "rmbench.results.publishing.formats:RenderContext",
+    "Leaderboard": "rmbench.results.publishing.leaderboard:Leaderboard",
+    "Section": "rmbench.results.publishing.leaderboard_tables:Section",
+    "Table": "rmbench.results.publishing.leaderboard_tables:Table",
+    "Column": "rmbench.results.publishing.leaderboard_tables:Column",
+    "Estimate": "rmbench.results.storage.record:Estimate",
+    "register_format": "rmbench.results.publishing.formats:register_format",
+    # an engine
+    "Engine": "rmbench.scoring.engines:Engine",
+    "Backend": "rmbench.scoring.engines:Backend",
+    "BackendOptions": "rmbench.scoring.engines:BackendOptions",
+    "score_batch": "rmbench.scoring.backends:score_batch",
+    "MemoryRetries": "rmbench.scoring.memory:MemoryRetries",
+    "register_engine": "rmbench.scoring.engines:register_engine",
+    # a model kind
+    "RewardModel": "rmbench.models.base:RewardModel",
+    "ScoreRequest": "rmbench.models.base:ScoreRequest",
+    "Runtime": "rmbench.models.base:Runtime",
+    "Truncation": "rmbench.models.base:Truncation",
+    "TokenizedModel": "rmbench.models.base:TokenizedModel",
+    "StochasticModel": "rmbench.models.base:StochasticModel",
+    "CompositeModel": "rmbench.models.base:CompositeModel",
+    "GroupContextModel": "rmbench.models.base:GroupContextModel",
+    "CallingModel": "rmbench.models.base:CallingModel",
+    "register_model_kind": "rmbench.models:register_model_kind",
+    # a judge protocol
+    "JudgeProtocol": "rmbench.models.judge.judge_protocol:JudgeProtocol",
+    "Official": "rmbench.models.judge.judge_protocol:Official",
+    "register_judge_protocol": "rmbench.models.judge.judge_protocol:register_judge_protocol",
+    # errors
+    "RMBenchError": "rmbench.errors:RMBenchError",
+    "ConfigError": "rmbench.errors:ConfigError",
+    "DataError": "rmbench.errors:DataError",
+}
+
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    target = _PUBLIC.get(name)
+    if target is None:
+        raise AttributeError(f"module 'rmbench.plugins' has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
