@@ -34,8 +34,7 @@ plugin (a format's entry point) does not import what another part needs (torch, 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rmbench import _lazy_exports
 
 _PUBLIC: dict[str, str] = {
     # a task kind
@@ -102,15 +101,4 @@ _PUBLIC: dict[str, str] = {
 __all__ = list(_PUBLIC)
 
 
-def __getattr__(name: str) -> Any:
-    target = _PUBLIC.get(name)
-    if target is None:
-        raise AttributeError(f"module 'rmbench.plugins' has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = _lazy_exports("rmbench.plugins", _PUBLIC, globals())
