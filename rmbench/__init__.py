@@ -31,9 +31,10 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :class:`MemoryRetries`, :func:`register_format` with :class:`OutputFormat`,
   :class:`FormatOption` and :class:`RenderContext` (a leaderboard output format),
   :func:`register_judge_protocol` with :class:`JudgeProtocol` and :class:`Official` (an LLM
-  judge's protocol), all in this process (a package uses the ``rmbench.tasks`` /
-  ``rmbench.models`` / ``rmbench.engines`` / ``rmbench.formats`` / ``rmbench.judge_protocols``
-  entry points instead), :func:`register_metric` with :class:`MetricDef`;
+  judge's protocol), :func:`register_metric` with :class:`MetricDef`, all in this process (a
+  package uses the ``rmbench.tasks`` / ``rmbench.models`` / ``rmbench.engines`` /
+  ``rmbench.formats`` / ``rmbench.judge_protocols`` / ``rmbench.metrics`` entry points instead,
+  and imports what it needs from :mod:`rmbench.plugins`, the plugin API);
 * errors: :class:`RMBenchError` (every user mistake), :class:`ConfigError`, :class:`DataError`.
 """
 

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,28 @@ def grade_by_politeness(body: dict) -> str:
     """The judge's reply: 5 for an answer that says "please", else 2 (both inside the protocol's 1-5)."""
     answer = body["messages"][-1]["content"].split("###Response: ")[1].split("\n###Score Rubrics")[0]
     return f"Feedback: fine. [RESULT] {5 if 'please' in answer.lower() else 2}"
+
+
+def test_the_how_to_pages_show_the_plugin_package_s_own_code_and_entry_points():
+    """The docs show the code that runs: each module of the package is included from its file, and each
+    page's entry point is the package's own line."""
+    docs = Path(__file__).parents[1] / "docs" / "how-to"
+    modules = sorted(p.name for p in (PLUGIN_PKG / "rmbench_plugin_example").glob("*.py") if p.name != "__init__.py")
+    assert modules == ["board.py", "engine.py", "judge.py", "metric.py", "model.py", "tasks.py"]
+    include = '--8<-- "tests/plugin_pkg/{}"'.format
+    page = (docs / "write-a-plugin.md").read_text(encoding="utf-8")
+    assert include("pyproject.toml:entry-points") in page
+    assert all(include(f"rmbench_plugin_example/{m}") in page for m in modules)
+    groups = tomllib.loads((PLUGIN_PKG / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    assert len(groups) == 6 and all(len(points) == 1 for points in groups.values())
+    pages = {"rmbench.tasks": "add-task.md", "rmbench.models": "add-model.md", "rmbench.engines": "add-engine.md",
+             "rmbench.judge_protocols": "add-model.md"}
+    for group, page_name in pages.items():
+        (name, value), = groups[group].items()
+        text = "\n".join(line.strip() for line in (docs / page_name).read_text(encoding="utf-8").splitlines())
+        assert include(f"rmbench_plugin_example/{value.split(':')[0].split('.')[-1]}.py") in text, page_name
+        key = name if name.replace("-", "_").isidentifier() else f'"{name}"'
+        assert f'[project.entry-points."{group}"]\n{key} = "{value}"' in text, (page_name, group)
 
 
 @pytest.mark.slow

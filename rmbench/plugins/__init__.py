@@ -21,14 +21,16 @@ one process with the ``register_*`` function beside it. The names, by what they 
   :class:`MemoryRetries`; :func:`register_engine`;
 * a model kind: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`, :class:`Truncation`
   and the capabilities :class:`TokenizedModel`, :class:`StochasticModel`, :class:`CompositeModel`,
-  :class:`GroupContextModel`, :class:`CallingModel`; :func:`register_model_kind`;
+  :class:`GroupContextModel`, :class:`CallingModel`, :class:`StepScoringModel` (a process RM, scoring
+  each step of a :class:`StepRequest`); :func:`register_model_kind`;
 * a judge protocol: :class:`JudgeProtocol`, :class:`Official`; :func:`register_judge_protocol`;
 * errors a plugin raises for a user's mistake: :class:`RMBenchError`, :class:`ConfigError`,
   :class:`DataError`.
 
-Layer: the top, beside :mod:`rmbench.cli`. It imports nothing at import time: each name is a
-``"module:attribute"`` string loaded on first use (as ``rmbench``'s own are), so that loading one
-plugin (a format's entry point) does not import what another part needs (torch, pandas).
+Layer: the top, beside :mod:`rmbench.cli`. It may import any layer, but imports none at import
+time: each name is a ``"module:attribute"`` string loaded on first use (as ``rmbench``'s own are),
+so that loading one plugin (a format's entry point) does not import what another part needs
+(torch, pandas).
 ``rmbench/plugins/__init__.pyi`` declares the same names for type checkers (a test keeps them equal).
 """
 
@@ -87,6 +89,8 @@ _PUBLIC: dict[str, str] = {
     "CompositeModel": "rmbench.models.base:CompositeModel",
     "GroupContextModel": "rmbench.models.base:GroupContextModel",
     "CallingModel": "rmbench.models.base:CallingModel",
+    "StepScoringModel": "rmbench.models.base:StepScoringModel",
+    "StepRequest": "rmbench.models.base:StepRequest",
     "register_model_kind": "rmbench.models:register_model_kind",
     # a judge protocol
     "JudgeProtocol": "rmbench.models.judge.judge_protocol:JudgeProtocol",

@@ -34,7 +34,7 @@ from rmbench.scoring.memory import MemoryRetries
 
 # a model kind
 from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
-                                 StochasticModel, TokenizedModel, Truncation)
+                                 StepRequest, StepScoringModel, StochasticModel, TokenizedModel, Truncation)
 from rmbench.models import register_model_kind
 
 # a judge protocol
@@ -89,6 +89,8 @@ __all__ = [
     "CompositeModel",
     "GroupContextModel",
     "CallingModel",
+    "StepScoringModel",
+    "StepRequest",
     "register_model_kind",
     "JudgeProtocol",
     "Official",
