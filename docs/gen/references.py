@@ -437,28 +437,22 @@ def _type_text(s: dict) -> str:
 
 # --- Python API ---------------------------------------------------------------------------------
 
-def _stub(path: Path) -> tuple[list[str], list[tuple[str, str, str]]]:
-    """A type stub's ``__all__``, and (comment above its import, module, name) for each name it imports,
-    in the stub's order (griffe reads the stubs statically; so does this)."""
+def _stub(path: Path) -> list[tuple[str, str]]:
+    """(module, name) for each name of a type stub's ``__all__`` that it imports, in the stub's order
+    (griffe reads the stubs statically; so does this)."""
     import ast
 
-    source = path.read_text(encoding="utf-8")
-    lines, stub = source.splitlines(), ast.parse(source)
+    stub = ast.parse(path.read_text(encoding="utf-8"))
     exported: list[str] = next((ast.literal_eval(n.value) for n in stub.body if isinstance(n, ast.Assign)
                                 and any(getattr(t, "id", None) == "__all__" for t in n.targets)), [])
-    names, group = [], ""
-    for node in stub.body:
-        if isinstance(node, ast.ImportFrom) and node.module:
-            above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
-            group = above[2:] if above.startswith("# ") else group
-            names += [(group, node.module, a.name) for a in node.names if a.name in exported]
-    return exported, names
+    return [(node.module, a.name) for node in stub.body if isinstance(node, ast.ImportFrom) and node.module
+            for a in node.names if a.name in exported]
 
 
-def _blocks(names: list[tuple[str, str, str]]) -> list[str]:
+def _blocks(names: list[tuple[str, str]]) -> list[str]:
     """One ``## `module``` section per module (in first-seen order), a mkdocstrings block per name."""
     by_module: dict[str, list[str]] = {}
-    for _, module, name in names:
+    for module, name in names:
         by_module.setdefault(module, []).append(name)
     out = []
     for module, members in by_module.items():
@@ -472,9 +466,9 @@ def api_page() -> str:
     names of ``rmbench.__all__`` and the modules that define them); then the plugin API, the names of
     ``rmbench.plugins`` (its stub ``rmbench/plugins/__init__.pyi``) by what each serves, with a block
     for each one ``rmbench`` does not export."""
-    _, public = _stub(ROOT / "rmbench" / "__init__.pyi")
-    _, plugin = _stub(ROOT / "rmbench" / "plugins" / "__init__.pyi")
-    documented = {name for _, _, name in public}
+    public = _stub(ROOT / "rmbench" / "__init__.pyi")
+    plugin = _stub(ROOT / "rmbench" / "plugins" / "__init__.pyi")
+    documented = {name for _, name in public}
     out = [HEADER, "# Python API\n\n",
            "The public API is `rmbench.__all__`: these names, loaded on first use so that `import rmbench` stays "
            "cheap (`from rmbench import evaluate, EvalConfig, read_run`). Plugins and scripts use only these and "
@@ -486,12 +480,13 @@ def api_page() -> str:
                "Each addition is one module and one entry point of the package "
                "([Write a plugin package](../how-to/write-a-plugin.md)); names load on first use, so loading one "
                "plugin imports nothing another needs.\n\n| to add | names |\n|---|---|\n")
-    groups: dict[str, list[str]] = {}
-    for group, module, name in plugin:
-        groups.setdefault(group, []).append(f"[`{name}`][{module}.{name}]")
-    out += [f"| {group} | {', '.join(links)} |\n" for group, links in groups.items()]
+    from rmbench.plugins import _NAMES  # the names by what they serve
+
+    where = {name: module for module, name in plugin}
+    for group, names in _NAMES.items():
+        out.append(f"| {group} | {', '.join(f'[`{n}`][{where[n]}.{n}]' for n in names)} |\n")
     out.append("\n")
-    out += _blocks([entry for entry in plugin if entry[2] not in documented])
+    out += _blocks([entry for entry in plugin if entry[1] not in documented])
     return "".join(out).rstrip() + "\n"
 
 

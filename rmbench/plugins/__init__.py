@@ -36,23 +36,30 @@ so that loading one plugin (a format's entry point) does not import what another
 
 from __future__ import annotations
 
+from rmbench import _PUBLIC as _RMBENCH
 from rmbench import _lazy_exports
 
-_PUBLIC: dict[str, str] = {
-    # a task kind
-    "Task": "rmbench.tasks.base:Task",
-    "TaskScores": "rmbench.tasks.base:TaskScores",
-    "grouped": "rmbench.tasks.grouped:grouped",
-    "RowSchema": "rmbench.tasks.schemas:RowSchema",
-    "RowReader": "rmbench.tasks.rows:RowReader",
-    "iter_rows": "rmbench.tasks.sources:iter_rows",
-    "ComparisonGroup": "rmbench.core.types:ComparisonGroup",
-    "Message": "rmbench.core.types:Message",
-    "MetricDef": "rmbench.core.metric_registry:MetricDef",
-    "OfficialLayout": "rmbench.core.metric_registry:OfficialLayout",
+_NAMES: dict[str, tuple[str, ...]] = {
+    "a task kind": (
+        "Task", "TaskScores", "grouped", "RowSchema", "RowReader", "iter_rows", "ComparisonGroup", "Message",
+        "MetricDef", "OfficialLayout", "OfficialColumn", "register_task_kind"),
+    "a computed metric": (
+        "ComputedMetric", "Computation", "Counted", "PooledPairs", "WeightedBlock", "PairColumn", "PairSet", "ratio",
+        "register_metric"),
+    "a leaderboard format": (
+        "OutputFormat", "FormatOption", "RenderContext", "Leaderboard", "Section", "Table", "Column", "Estimate",
+        "register_format"),
+    "an engine": ("Engine", "Backend", "BackendOptions", "score_batch", "MemoryRetries", "register_engine"),
+    "a model kind": (
+        "RewardModel", "ScoreRequest", "Runtime", "Truncation", "TokenizedModel", "StochasticModel", "CompositeModel",
+        "GroupContextModel", "CallingModel", "StepScoringModel", "StepRequest", "register_model_kind"),
+    "a judge protocol": ("JudgeProtocol", "Official", "register_judge_protocol"),
+    "errors": ("RMBenchError", "ConfigError", "DataError"),
+}
+"""The plugin API's names, by what they serve (the order of the API reference's table)."""
+
+_OWN: dict[str, str] = {  # name -> "module:attribute", for the names that rmbench itself does not export
     "OfficialColumn": "rmbench.core.metric_registry:OfficialColumn",
-    "register_task_kind": "rmbench.tasks:register_task_kind",
-    # a computed metric
     "ComputedMetric": "rmbench.core.metric_declaration:ComputedMetric",
     "Computation": "rmbench.core.metric_declaration:Computation",
     "Counted": "rmbench.core.metric_def:Counted",
@@ -61,46 +68,16 @@ _PUBLIC: dict[str, str] = {
     "PairColumn": "rmbench.core.weighted:PairColumn",
     "PairSet": "rmbench.core.weighted:PairSet",
     "ratio": "rmbench.core.weighted_order:ratio",
-    "register_metric": "rmbench.core.metric_registry:register_metric",
-    # a leaderboard format
-    "OutputFormat": "rmbench.results.publishing.formats:OutputFormat",
-    "FormatOption": "rmbench.results.publishing.formats:FormatOption",
-    "RenderContext": "rmbench.results.publishing.formats:RenderContext",
     "Leaderboard": "rmbench.results.publishing.leaderboard:Leaderboard",
     "Section": "rmbench.results.publishing.leaderboard_tables:Section",
     "Table": "rmbench.results.publishing.leaderboard_tables:Table",
     "Column": "rmbench.results.publishing.leaderboard_tables:Column",
-    "Estimate": "rmbench.results.storage.record:Estimate",
-    "register_format": "rmbench.results.publishing.formats:register_format",
-    # an engine
-    "Engine": "rmbench.scoring.engines:Engine",
-    "Backend": "rmbench.scoring.engines:Backend",
-    "BackendOptions": "rmbench.scoring.engines:BackendOptions",
-    "score_batch": "rmbench.scoring.backends:score_batch",
-    "MemoryRetries": "rmbench.scoring.memory:MemoryRetries",
-    "register_engine": "rmbench.scoring.engines:register_engine",
-    # a model kind
-    "RewardModel": "rmbench.models.base:RewardModel",
-    "ScoreRequest": "rmbench.models.base:ScoreRequest",
-    "Runtime": "rmbench.models.base:Runtime",
-    "Truncation": "rmbench.models.base:Truncation",
-    "TokenizedModel": "rmbench.models.base:TokenizedModel",
-    "StochasticModel": "rmbench.models.base:StochasticModel",
-    "CompositeModel": "rmbench.models.base:CompositeModel",
-    "GroupContextModel": "rmbench.models.base:GroupContextModel",
-    "CallingModel": "rmbench.models.base:CallingModel",
     "StepScoringModel": "rmbench.models.base:StepScoringModel",
     "StepRequest": "rmbench.models.base:StepRequest",
-    "register_model_kind": "rmbench.models:register_model_kind",
-    # a judge protocol
-    "JudgeProtocol": "rmbench.models.judge.judge_protocol:JudgeProtocol",
-    "Official": "rmbench.models.judge.judge_protocol:Official",
-    "register_judge_protocol": "rmbench.models.judge.judge_protocol:register_judge_protocol",
-    # errors
-    "RMBenchError": "rmbench.errors:RMBenchError",
-    "ConfigError": "rmbench.errors:ConfigError",
-    "DataError": "rmbench.errors:DataError",
 }
+
+_PUBLIC: dict[str, str] = {name: _OWN.get(name) or _RMBENCH[name] for names in _NAMES.values() for name in names}
+"""Every name -> where it lives: one place each (rmbench's own table for the names both export)."""
 
 __all__ = list(_PUBLIC)
 

@@ -1,7 +1,7 @@
 """Type stub of rmbench's plugin API: the names of ``rmbench.plugins.__all__`` (see ``__init__.py``)."""
 
 # isort: skip_file
-# (the order is the API reference's: docs/gen/references.py writes the plugin API's table in this order)
+# (grouped as rmbench/plugins/__init__.py's _NAMES, by what each name serves; the API reference reads that)
 
 # a task kind
 from rmbench.tasks.base import Task, TaskScores
