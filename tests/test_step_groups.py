@@ -138,3 +138,14 @@ def test_a_response_level_model_on_a_step_task_fails_in_the_plan(steps_task):
     with pytest.raises(ConfigError, match="scores each step of a solution.*prm:CHECKPOINT"):
         rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("steps_test_kind",),
                                             task_args=(("path", str(rows)),)))
+
+
+def test_a_solution_with_an_unscored_step_is_left_out_whole():
+    from rmbench.core.unscored import drop_unscored
+
+    groups = [StepGroup(id="a", prompt="p", responses=("x", "y", "z"), utilities=(1, 1, 0)),
+              StepGroup(id="b", prompt="p", responses=("x", "y", "z"), utilities=(1, 1, 1))]
+    scored = drop_unscored(groups, np.array([0.9, np.nan, 0.1, 0.8, 0.7, 0.9]))
+    assert [g.id for g in scored.groups] == ["b"]  # never a solution with a step taken out
+    assert scored.dropped_groups == 1 and scored.unscored_responses == 1
+    assert scored.rewards.tolist() == [0.8, 0.7, 0.9]

@@ -12,8 +12,8 @@ groups before any metric is computed:
   answer and kept answers of one utility only (what it measured is gone: a RewardBench 2 Ties row
   needs a correct and an incorrect answer); one whose responses hold rewrites of one another
   (``forms``: removing an original would orphan its rewrites) with any response unscored; a
-  solution's steps (:class:`~rmbench.core.types.StepGroup`) with any step unscored (removing a
-  step would move its first error, and with it the solution's label).
+  solution's steps (:class:`~rmbench.core.types.StepGroup`, a critic that named no step) with any
+  step unscored: a solution without one of its steps is another solution.
 """
 
 from __future__ import annotations

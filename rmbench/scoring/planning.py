@@ -16,7 +16,7 @@ from types import EllipsisType
 from typing import Any
 
 from rmbench.catalog import Catalog, load_catalog
-from rmbench.core.metric_registry import METRICS, is_declared
+from rmbench.core.metric_registry import METRICS, is_declared, load_plugin_metrics
 from rmbench.core.metrics import METRIC_VERSION
 from rmbench.core.specs import ModelSpec, TaskSpec
 from rmbench.core.types import ComparisonGroup, data_fingerprint
@@ -188,6 +188,7 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
     """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
     measured, execution = config.measured, config.execution
+    load_plugin_metrics()  # every summary computes an installed package's metrics: one that fails to load fails here
     catalog = catalog or load_catalog(measured.include)
     spec = resolve_model_spec(measured, catalog)
     verdicts = gives_pair_verdicts(spec)  # its tasks may take other arguments: read for it alone
