@@ -539,3 +539,28 @@ def test_a_processbench_file_given_to_ties_names_processbench(tmp_path):
                                  "--bootstrap", "0", "--out", str(tmp_path / "run")])
     assert result.exit_code == 2, result.output
     assert "ProcessBench rows" in result.output and "--tasks processbench" in result.output
+
+
+def test_runs_at_other_thresholds_are_never_compared(tmp_path):
+    """``threshold`` is a score argument: part of the task's fingerprint, so two runs at other
+    thresholds get other task keys (two columns, never one), and each reloads against its own."""
+    from rmbench.results.publishing.leaderboard import build_leaderboard
+    from rmbench.results.storage.folder import load_run
+    from rmbench.scoring.rerun import run_tasks_loaded
+
+    (tmp_path / "prm.py").write_text(PRM)
+    data = write_lines(tmp_path / "pb.jsonl", ROWS)
+    runs = {}
+    for threshold in (0.5, 0.3):
+        out = tmp_path / f"t{threshold}"
+        runs[threshold] = rmbench.evaluate(rmbench.EvalConfig(
+            model=f"python-prm:{tmp_path / 'prm.py'}:score", tasks=("processbench",), n_bootstrap=0,
+            data=(("processbench", str(data)),), task_args=(("threshold", threshold),)), out_dir=out)
+    keys = {t: r.task("processbench").comparability_key for t, r in runs.items()}
+    assert keys[0.5] != keys[0.3]
+    runs_on_disk = [load_run(tmp_path / "t0.5"), load_run(tmp_path / "t0.3")]
+    headers = [c.header for c in build_leaderboard(runs_on_disk).main.columns]
+    assert "processbench (threshold=0.3) ProcessBench F1" in headers  # shown apart, each named
+    assert "processbench (threshold=0.5) ProcessBench F1" in headers
+    for run in runs_on_disk:  # each reloads: the fingerprint check holds its own threshold
+        assert run_tasks_loaded(run)[0].task.threshold == run.record.task("processbench").args["threshold"]

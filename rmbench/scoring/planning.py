@@ -19,7 +19,7 @@ from rmbench.catalog import Catalog, load_catalog
 from rmbench.core.metric_registry import METRICS, is_declared, load_plugin_metrics
 from rmbench.core.metrics import METRIC_VERSION
 from rmbench.core.specs import ModelSpec, TaskSpec
-from rmbench.core.types import ComparisonGroup, data_fingerprint
+from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError, did_you_mean
 from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
 from rmbench.models.base import CallingModel, RewardModel, StepScoringModel
@@ -28,7 +28,7 @@ from rmbench.models.threads import ThreadGovernor, prepare_threads
 from rmbench.models.trained import trained_split
 from rmbench.results.storage.record import RunIdentity, TaskKeyParts
 from rmbench.scoring.config import EvalConfig, RunSpec
-from rmbench.tasks.base import Task
+from rmbench.tasks.base import Task, task_fingerprint
 from rmbench.tasks.loading import (
     DataOverride,
     held_out_spec,
@@ -121,7 +121,7 @@ def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], v
                  f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
         headline = shown_metrics(catalog.origins.get(("task", name), name), tuple(task.headline),
                                  catalog.headlines.get(name), config.metrics)
-        loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups), headline))
+        loaded.append(LoadedTask(spec, task, groups, bad, task_fingerprint(task, groups), headline))
     return loaded
 
 

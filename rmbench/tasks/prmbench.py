@@ -130,6 +130,7 @@ class PRMBenchTask(Task):
     headline = (PRMBENCH_LAYOUT.metric,) + DEFAULT_HEADLINE
     official = PRMBENCH_LAYOUT
     scores = (PRMBENCH_SCORE_DEF, PRMBENCH_F1_DEF, PRMBENCH_NEGATIVE_F1_DEF)
+    score_args = ("threshold",)
     row_schemas = (PRMBENCH,)
     steps = True
     version = 1

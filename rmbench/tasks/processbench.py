@@ -92,6 +92,7 @@ class ProcessBenchTask(Task):
     headline = (PROCESSBENCH_F1, "discrimination", "specificity", "ds_auc")
     official = processbench_layout()
     scores = (PROCESSBENCH_F1_DEF, PROCESSBENCH_ERROR_ACC_DEF, PROCESSBENCH_CORRECT_ACC_DEF)
+    score_args = ("threshold",)
     row_schemas = (PROCESSBENCH,)
     steps = True
     version = 1
