@@ -564,3 +564,36 @@ def test_runs_at_other_thresholds_are_never_compared(tmp_path):
     assert "processbench (threshold=0.5) ProcessBench F1" in headers
     for run in runs_on_disk:  # each reloads: the fingerprint check holds its own threshold
         assert run_tasks_loaded(run)[0].task.threshold == run.record.task("processbench").args["threshold"]
+
+
+def test_a_critique_that_names_no_step_counts_as_run_eval_counts_it(tmp_path):
+    """run_eval.py counts an answer it cannot parse (or one naming no step) as a wrong prediction:
+    the official scores count the solution, the pairs leave it out, and ``unparsed`` counts it."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from judge_server import ScriptedServer
+
+    critiques = {**CRITIQUES, "gsm8k-0": "I cannot tell.", "math-0": r"\boxed{two}", "omnimath-1": r"\boxed{}"}
+
+    def reply(body):
+        return critiques[re.search(r"problem (\S+)\?", body["messages"][-1]["content"]).group(1)]
+
+    data = write_lines(tmp_path / "pb.jsonl", ROWS)
+    with ScriptedServer(reply=reply, model_id="critic") as server:
+        record = rmbench.evaluate(rmbench.EvalConfig(
+            model="judge:critic", tasks=("processbench",), data=(("processbench", str(data)),), n_bootstrap=20,
+            model_args=(("base_url", server.base_url), ("mode", "critic")), use_cache=False))
+    task = record.task("processbench")
+    assert task.status == "success" and task.unparsed is not None and task.unparsed > 0
+    f1s = []
+    for split in PROCESSBENCH_SPLITS:
+        res_data = [{"label": r["label"], "match": official_critic_prediction(critiques[r["id"]]) == r["label"]}
+                    for r in ROWS if r["id"].startswith(split + "-")]
+        acc1, acc2, f1 = official_run_eval_scores(res_data)
+        assert record.value("processbench", "processbench_error_acc", subset=split) == pytest.approx(acc1 / 100)
+        assert record.value("processbench", "processbench_correct_acc", subset=split) == pytest.approx(acc2 / 100)
+        f1s.append(f1)
+    assert record.value("processbench", "processbench_f1") == pytest.approx(np.mean(f1s) / 100, abs=1e-9)
+    f1 = record.metric("processbench", "processbench_f1")
+    assert f1.n == len(ROWS) and f1.ci_low is not None  # every solution counted, with a CI
+    d = record.metric("processbench", "discrimination", eps=0.0)
+    assert d.n < 8  # the pairs of the three solutions with no verdict are left out

@@ -40,7 +40,7 @@ from rmbench.models.base import (
     tokenized_parts,
 )
 from rmbench.models.threads import ThreadGovernor
-from rmbench.results.statistics.summary import summarize
+from rmbench.results.statistics.summary import summarize, task_score_records
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.environment import current_environment
 from rmbench.results.storage.folder import Destination, RewardRow, check_destination, write_run
@@ -65,6 +65,7 @@ from rmbench.scoring.engines import Backend, make_backend
 from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, plan_run
 from rmbench.scoring.steps import score_steps, step_cache
 from rmbench.scoring.timeout import BatchDeadline
+from rmbench.tasks.base import as_task_scores
 
 __all__ = ["EvalConfig", "evaluate", "parse_eps", "run_plan"]
 """``EvalConfig`` is re-exported: scripts build it beside :func:`evaluate`."""
@@ -146,10 +147,20 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         if not scored.groups:
             raise ModelError(f"the model gave no reward to {scored.unscored_responses} responses, which leaves no "
                              f"pair to score")
+        # A step-level task's own scores count every solution, one its judge named no step of
+        # (NaN steps) too, as its benchmark does (a miss); the pairs leave that one out.
+        whole = t.task.steps and scored.dropped_groups > 0
+        own = (t.task.extra_metrics(groups, rewards) if whole
+               else t.task.extra_metrics(scored.groups, scored.rewards))
         records = tuple(summarize(t.spec.name, scored.groups, scored.rewards, config.eps, config.eps_unit,
                                   group_units=t.task.bootstrap_units(scored.groups),
-                                  extra_metrics=t.task.extra_metrics(scored.groups, scored.rewards),
+                                  extra_metrics=None if whole else own,
                                   n_bootstrap=config.n_bootstrap, seed=config.seed, progress=bar))
+        if whole:
+            scores = as_task_scores(own, len(groups))
+            if scores is not None:
+                records += tuple(task_score_records(t.spec.name, scores, t.task.bootstrap_units(groups),
+                                                    config.n_bootstrap, config.seed))
     except (RMBenchError, ValueError) as exc:  # a task's own scores that these rewards cannot give: this task fails
         status, error = "error", f"{type(exc).__name__}: {exc}"
     # --metrics adds a column where the task reports the metric (a rewrite metric: tasks with rewrites)

@@ -23,9 +23,9 @@ the erroneous solutions (``processbench_error_acc``), on the correct ones
 each = the mean over the splits read (of F1: the paper's Avg. F1). A solution is correct as an
 item (``rmbench verify``, per-item results) iff its prediction equals its label. A solution none of
 whose steps has a score (an LLM critic's answer naming no step: every step NaN) predicts nothing
-and would match no label, as ``run_eval.py``'s ``None``; the run leaves such a solution out of
-every score before the task sees it and counts it (``unparsed`` in results.json, a note under the
-leaderboard), as it does any judge answer with no verdict.
+and matches no label, as ``run_eval.py``'s ``None``: the official scores count it wrong, over
+every solution; the pairs (step-level D/Spec) leave it out, and results.json counts it
+(``unparsed``, a note under the leaderboard).
 
 Arguments: ``split`` (one of the four, or ``all``, the default), ``path`` (a local file, or
 ``URL#sha256=HEX``, of rows in that schema: what ``--data processbench=FILE`` sets; it replaces
