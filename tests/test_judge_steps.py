@@ -22,6 +22,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from judge_server import ScriptedServer  # noqa: E402
+from processbench_official import critic_prediction as official_prediction  # noqa: E402
 from test_step_groups import StepsTask  # noqa: E402  (a step-level task kind: first_error_acc)
 
 import rmbench  # noqa: E402
@@ -68,15 +69,6 @@ def official_rlhflow(client, d):
     return -1
 
 
-def extract_answer(solution_text: str):
-    """code/run_eval.py"""
-    boxed_pattern = r'\\boxed\{([^}]*)\}'
-    matches = re.findall(boxed_pattern, solution_text)
-    if matches:
-        return matches[-1].strip()
-    return None
-
-
 def prepare_input_boxed(template, input_d):
     """code/run_eval.py"""
     problem = input_d['problem']
@@ -88,16 +80,6 @@ def prepare_input_boxed(template, input_d):
     prompt = template.format(problem=problem, tagged_response=tagged_response)
     messages = [{'role': 'user', 'content': prompt}]
     return messages
-
-
-def official_prediction(generated_critique):
-    """code/run_eval.py, main (without voting)."""
-    pred = extract_answer(generated_critique)
-    try:
-        pred = int(pred)
-    except:  # noqa: E722 - as the official code
-        pred = None
-    return pred
 
 
 CRITIC_SAYS = {"1+1": r"All correct: \boxed{-1}", "2+2": r"\boxed{0}", "3+3": r"Paragraph 2 is wrong, \boxed{2}.",

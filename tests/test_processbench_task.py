@@ -468,26 +468,7 @@ def test_a_logit_scale_prm_passes_through_the_sigmoid(tmp_path):
 
 
 # An LLM critic (judge mode critic, ProcessBench's run_eval.py) on the same rows: its answer is
-# parsed as run_eval.py parses it (code/run_eval.py lines 12-17 and 92-96 at e802463, copied).
-
-def official_extract_answer(solution_text: str):
-    """QwenLM/ProcessBench @ e802463, code/run_eval.py lines 12-17."""
-    boxed_pattern = r'\\boxed\{([^}]*)\}'
-    matches = re.findall(boxed_pattern, solution_text)
-    if matches:
-        return matches[-1].strip()
-    return None
-
-
-def official_critic_prediction(generated_critique):
-    """The same file, lines 92-96 (without voting)."""
-    pred = official_extract_answer(generated_critique)
-    try:
-        pred = int(pred)
-    except:  # noqa: E722 - as the official code
-        pred = None
-    return pred
-
+# parsed as run_eval.py parses it (tests/processbench_official.py).
 
 CRITIQUES = {"gsm8k-0": r"Paragraph 1 is wrong. \boxed{1}", "gsm8k-1": r"\boxed{ 1 }", "gsm8k-2": r"\boxed{-1}",
              "gsm8k-3": r"\boxed{-1}", "gsm8k-4": r"first \boxed{2}, no: \boxed{0}", "math-0": r"\boxed{-1}",
@@ -498,22 +479,24 @@ CRITIQUES = {"gsm8k-0": r"Paragraph 1 is wrong. \boxed{1}", "gsm8k-1": r"\boxed{
 """A critique per solution (every one names a step of its solution: a verdict)."""
 
 
-def test_an_llm_critic_s_scores_equal_run_eval_s_on_its_answers(tmp_path):
+def critic_run(tmp_path, critiques, n_bootstrap=0):
+    """``judge:critic`` (mode critic) on ROWS against the scripted server, which answers each
+    problem with its critique; each split's official scores checked against run_eval.py's."""
     sys.path.insert(0, str(Path(__file__).parent))
     from judge_server import ScriptedServer
+    from processbench_official import critic_prediction
 
     def reply(body):
-        return CRITIQUES[re.search(r"problem (\S+)\?", body["messages"][-1]["content"]).group(1)]
+        return critiques[re.search(r"problem (\S+)\?", body["messages"][-1]["content"]).group(1)]
 
     data = write_lines(tmp_path / "pb.jsonl", ROWS)
     with ScriptedServer(reply=reply, model_id="critic") as server:
         record = rmbench.evaluate(rmbench.EvalConfig(
-            model="judge:critic", tasks=("processbench",), data=(("processbench", str(data)),), n_bootstrap=0,
-            model_args=(("base_url", server.base_url), ("mode", "critic")), cache_dir=str(tmp_path / "cache")))
-    assert not record.task("processbench").unparsed  # every answer a verdict
+            model="judge:critic", tasks=("processbench",), data=(("processbench", str(data)),),
+            n_bootstrap=n_bootstrap, model_args=(("base_url", server.base_url), ("mode", "critic")), use_cache=False))
     f1s = []
     for split in PROCESSBENCH_SPLITS:
-        res_data = [{"label": r["label"], "match": official_critic_prediction(CRITIQUES[r["id"]]) == r["label"]}
+        res_data = [{"label": r["label"], "match": critic_prediction(critiques[r["id"]]) == r["label"]}
                     for r in ROWS if r["id"].startswith(split + "-")]
         acc1, acc2, f1 = official_run_eval_scores(res_data)
         assert record.value("processbench", "processbench_error_acc", subset=split) == pytest.approx(acc1 / 100)
@@ -521,6 +504,12 @@ def test_an_llm_critic_s_scores_equal_run_eval_s_on_its_answers(tmp_path):
         assert record.value("processbench", "processbench_f1", subset=split) == pytest.approx(f1 / 100, abs=1e-9)
         f1s.append(f1)
     assert record.value("processbench", "processbench_f1") == pytest.approx(np.mean(f1s) / 100, abs=1e-9)
+    return record
+
+
+def test_an_llm_critic_s_scores_equal_run_eval_s_on_its_answers(tmp_path):
+    record = critic_run(tmp_path, CRITIQUES)
+    assert not record.task("processbench").unparsed  # every answer a verdict
 
 
 def test_a_response_level_model_is_refused_in_one_line(tmp_path):
@@ -569,30 +558,10 @@ def test_runs_at_other_thresholds_are_never_compared(tmp_path):
 def test_a_critique_that_names_no_step_counts_as_run_eval_counts_it(tmp_path):
     """run_eval.py counts an answer it cannot parse (or one naming no step) as a wrong prediction:
     the official scores count the solution, the pairs leave it out, and ``unparsed`` counts it."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from judge_server import ScriptedServer
-
     critiques = {**CRITIQUES, "gsm8k-0": "I cannot tell.", "math-0": r"\boxed{two}", "omnimath-1": r"\boxed{}"}
-
-    def reply(body):
-        return critiques[re.search(r"problem (\S+)\?", body["messages"][-1]["content"]).group(1)]
-
-    data = write_lines(tmp_path / "pb.jsonl", ROWS)
-    with ScriptedServer(reply=reply, model_id="critic") as server:
-        record = rmbench.evaluate(rmbench.EvalConfig(
-            model="judge:critic", tasks=("processbench",), data=(("processbench", str(data)),), n_bootstrap=20,
-            model_args=(("base_url", server.base_url), ("mode", "critic")), use_cache=False))
+    record = critic_run(tmp_path, critiques, n_bootstrap=20)
     task = record.task("processbench")
     assert task.status == "success" and task.unparsed is not None and task.unparsed > 0
-    f1s = []
-    for split in PROCESSBENCH_SPLITS:
-        res_data = [{"label": r["label"], "match": official_critic_prediction(critiques[r["id"]]) == r["label"]}
-                    for r in ROWS if r["id"].startswith(split + "-")]
-        acc1, acc2, f1 = official_run_eval_scores(res_data)
-        assert record.value("processbench", "processbench_error_acc", subset=split) == pytest.approx(acc1 / 100)
-        assert record.value("processbench", "processbench_correct_acc", subset=split) == pytest.approx(acc2 / 100)
-        f1s.append(f1)
-    assert record.value("processbench", "processbench_f1") == pytest.approx(np.mean(f1s) / 100, abs=1e-9)
     f1 = record.metric("processbench", "processbench_f1")
     assert f1.n == len(ROWS) and f1.ci_low is not None  # every solution counted, with a CI
     d = record.metric("processbench", "discrimination", eps=0.0)
