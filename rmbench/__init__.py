@@ -31,15 +31,17 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :class:`MemoryRetries`, :func:`register_format` with :class:`OutputFormat`,
   :class:`FormatOption` and :class:`RenderContext` (a leaderboard output format),
   :func:`register_judge_protocol` with :class:`JudgeProtocol` and :class:`Official` (an LLM
-  judge's protocol), all in this process (a package uses the ``rmbench.tasks`` /
-  ``rmbench.models`` / ``rmbench.engines`` / ``rmbench.formats`` / ``rmbench.judge_protocols``
-  entry points instead), :func:`register_metric` with :class:`MetricDef`;
+  judge's protocol), :func:`register_metric` with :class:`MetricDef`, all in this process (a
+  package uses the ``rmbench.tasks`` / ``rmbench.models`` / ``rmbench.engines`` /
+  ``rmbench.formats`` / ``rmbench.judge_protocols`` / ``rmbench.metrics`` entry points instead,
+  and imports what it needs from :mod:`rmbench.plugins`, the plugin API);
 * errors: :class:`RMBenchError` (every user mistake), :class:`ConfigError`, :class:`DataError`.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 __version__ = "0.1.0"
@@ -118,16 +120,26 @@ __all__ = ["__version__", *_PUBLIC]
 # rmbench/__init__.pyi declares the same names for type checkers and editors (a test keeps them equal).
 
 
-def __getattr__(name: str) -> Any:
-    target = _PUBLIC.get(name)
-    if target is None:
-        raise AttributeError(f"module 'rmbench' has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
+def _lazy_exports(module: str, table: dict[str, str], namespace: dict[str, Any]
+                  ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A module's ``__getattr__`` and ``__dir__`` that load the names of ``table`` (name ->
+    ``"module:attribute"``) on first use and keep each in ``namespace`` (the module's globals), so
+    that later lookups skip ``__getattr__``. Here, not in :mod:`rmbench.registry`, so that importing
+    it imports nothing (``rmbench.plugins`` uses it too)."""
+
+    def get(name: str) -> Any:
+        target = table.get(name)
+        if target is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        where, _, attr = target.partition(":")
+        value = getattr(importlib.import_module(where), attr)
+        namespace[name] = value
+        return value
+
+    def names() -> list[str]:
+        return sorted(set(namespace) | set(table))
+
+    return get, names
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
-
+__getattr__, __dir__ = _lazy_exports("rmbench", _PUBLIC, globals())

@@ -82,8 +82,8 @@ def test_the_adapter_and_protocol_name_no_protocol():
 # --- the registry ------------------------------------------------------------------------------
 
 def test_the_built_ins_are_registered_and_listed():
-    keys = ["fourway/rewardbench2", "pairwise/arena_hard", "pairwise/vanilla", "rating/rewardbench2",
-            "rating/rewardbench2_ties"]
+    keys = ["critic/processbench", "fourway/rewardbench2", "pairwise/arena_hard", "pairwise/vanilla",
+            "rating/rewardbench2", "rating/rewardbench2_ties", "steps/rlhflow"]
     assert [key for key, _, origin in JP.listing() if origin == "built-in"] == keys
     assert JP.protocol_names("pairwise") == ["arena_hard", "vanilla"]
     ties = JP.judge_protocol("rating", "rewardbench2_ties")
@@ -104,11 +104,12 @@ def test_the_built_ins_are_registered_and_listed():
 
 
 def how_to_plugin() -> str:
-    """The Prometheus-style protocol exactly as docs/how-to/add-model.md shows it (the how-to's code is what runs)."""
+    """The Prometheus-style protocol docs/how-to/add-model.md shows: it includes the module of the plugin
+    package (tests/plugin_pkg, which tests/test_plugins.py installs), so the how-to's code is what runs."""
+    shown = "tests/plugin_pkg/rmbench_plugin_example/judge.py"
     page = (Path(__file__).parent.parent / "docs" / "how-to" / "add-model.md").read_text(encoding="utf-8")
-    block = re.search(r"```python\n(# my_judges/prometheus.py.*?)```", page, re.S)
-    assert block, "the how-to's protocol example is gone"
-    return block.group(1) + "\nNOT_A_PROTOCOL = 'prometheus'\n"
+    assert f'```python\n--8<-- "{shown}"\n```' in page, "the how-to's protocol example is gone"
+    return (Path(__file__).parent.parent / shown).read_text(encoding="utf-8") + "\nNOT_A_PROTOCOL = 'prometheus'\n"
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import rmbench
+import rmbench.plugins
 
 REPO = Path(__file__).parents[1]
 PKG = REPO / "rmbench"
@@ -169,17 +170,32 @@ def test_import_rmbench_is_cheap_and_every_public_name_resolves():
     assert set(rmbench.__all__) <= set(dir(rmbench))
 
 
-def test_the_type_stub_declares_exactly_the_public_names():
-    stub = ast.parse((PKG / "__init__.pyi").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("module", [rmbench, rmbench.plugins], ids=["rmbench", "rmbench.plugins"])
+def test_the_type_stub_declares_exactly_the_public_names(module):
+    stub = ast.parse(Path(module.__file__).with_suffix(".pyi").read_text(encoding="utf-8"))
     declared = next(n.value for n in stub.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
     imported = {a.asname or a.name for n in stub.body if isinstance(n, ast.ImportFrom) for a in n.names}
     names = [e.value for e in declared.elts]
-    assert sorted(names) == sorted(rmbench.__all__) and imported | {"__version__"} == set(names)
+    assert sorted(names) == sorted(module.__all__) and imported | {"__version__"} >= set(names)
+    assert imported == set(names) - {"__version__"}
     for node in stub.body:  # each stub import names the module the lazy table loads it from
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                assert rmbench._PUBLIC[alias.name].split(":")[0] in (node.module, f"{node.module}.{alias.name}") or \
-                    rmbench._PUBLIC[alias.name] == f"{node.module}:{alias.name}", alias.name
+                assert module._PUBLIC[alias.name].split(":")[0] in (node.module, f"{node.module}.{alias.name}") or \
+                    module._PUBLIC[alias.name] == f"{node.module}:{alias.name}", alias.name
+
+
+def test_the_plugin_api_is_cheap_to_import_and_every_name_resolves():
+    """``rmbench.plugins``: what a plugin imports, loaded on first use (a format's entry point loads no torch)."""
+    code = "import sys, rmbench.plugins; print(sorted(m for m in sys.modules if m.startswith('rmbench')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['rmbench', 'rmbench.plugins']"
+    for name in rmbench.plugins.__all__:
+        assert getattr(rmbench.plugins, name) is not None, name
+    shared = set(rmbench.plugins.__all__) & set(rmbench.__all__)  # one object under both names
+    assert all(getattr(rmbench.plugins, n) is getattr(rmbench, n) for n in shared)
+    with pytest.raises(AttributeError, match="no attribute 'evaluate'"):
+        rmbench.plugins.evaluate  # noqa: B018  (running evaluations is no plugin's business)
 
 
 def test_register_task_and_model_kinds_through_the_public_api():
@@ -208,15 +224,17 @@ def test_register_task_and_model_kinds_through_the_public_api():
         MODEL_KINDS._entries.pop("layout-test-short", None)
 
 
-PRIVATE_IMPORT = re.compile(r"^\s*(?:from rmbench\.[\w.]+ import|import rmbench\.)", re.M)
+PRIVATE_IMPORT = re.compile(r"^\s*(?:from rmbench\.(?!plugins )[\w.]+ import|import rmbench\.(?!plugins$))", re.M)
+"""An import of rmbench other than the public ``rmbench`` and ``rmbench.plugins``."""
 
 
 def test_plugins_the_scaffold_and_the_docs_use_only_the_public_api():
     from rmbench.tasks import scaffold
 
     texts = {"scaffold LOADER": scaffold.LOADER, "scaffold TEST": scaffold.TEST}
-    plugin = (REPO / "tests" / "test_plugins.py").read_text(encoding="utf-8")
-    texts["the entry-point plugin of tests/test_plugins.py"] = plugin[plugin.index("PLUGIN = {"):]
+    package = sorted((REPO / "tests" / "plugin_pkg").rglob("*.py"))
+    assert len(package) >= 7, "the plugin package of tests/test_plugins.py is gone"
+    texts.update({str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in package})
     docs = ["README.md", "CONTRIBUTING.md", "tasks/README.md"] + sorted(
         str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))
     for doc in docs:

@@ -5,6 +5,8 @@ change to the summary code."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from rmbench.core import metric_registry as R
 from rmbench.core import pair_columns as C
 from rmbench.core.metric_declaration import Computation, ComputedMetric
 from rmbench.core.metric_def import Counted, MetricDef
+from rmbench.core.types import ComparisonGroup
 from rmbench.core.weighted import PairColumn, PairSet
 from rmbench.core.weighted_order import ratio
 from rmbench.results.statistics.summary import summarize
@@ -141,3 +144,74 @@ def test_pair_columns_belong_to_the_metrics_that_declare_them():
             assert np.mean(gaps >= 0) != accuracy  # ties: the two columns differ
     finally:
         del R.COMPUTED["not_below"], R.METRICS["not_below"]
+
+
+# --- a package's metrics: the rmbench.metrics entry points ---------------------------------------
+
+PLUGIN_PKG = Path(__file__).parent / "plugin_pkg"
+"""The plugin package of tests/test_plugins.py, whose ``tie_rate`` is declared here through a faked entry point."""
+
+
+@pytest.fixture
+def metric_entry_points(monkeypatch, tmp_path):
+    """The metric registry as a process that has these entry points installed sees it (restored after)."""
+    from importlib.metadata import EntryPoint
+
+    from rmbench import registry
+
+    monkeypatch.syspath_prepend(str(PLUGIN_PKG))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(R, "METRICS", dict(R.METRICS))
+    monkeypatch.setattr(R, "COMPUTED", dict(R.COMPUTED))
+    monkeypatch.setattr(R, "PLUGIN_METRICS", registry.Registry("metric", entry_point_group=R.ENTRY_POINT_GROUP))
+    monkeypatch.setattr(R, "_plugins_declared", [])
+    points: list[EntryPoint] = []
+    real = registry.entry_points
+    monkeypatch.setattr(registry, "entry_points",
+                        lambda group: list(points) if group == R.ENTRY_POINT_GROUP else real(group=group))
+    yield lambda name, value: points.append(EntryPoint(name, value, R.ENTRY_POINT_GROUP))
+    for module in ("rmbench_plugin_example.metric", "rmbench_plugin_example", "clashing_metric"):
+        sys.modules.pop(module, None)
+
+
+def test_a_package_s_metric_is_declared_by_its_entry_point_and_computed_both_ways(metric_entry_points):
+    metric_entry_points("tie_rate", "rmbench_plugin_example.metric:TIE_RATE")
+    assert "rmbench_plugin_example.metric" not in sys.modules  # loaded when a declaration is asked for
+    assert R.is_declared("tie_rate") and R.metric_def("tie_rate").label == "tie rate"
+    assert R.computed_metrics()[-1].name == "tie_rate"  # after the built-in ones
+    # by hand, the pairs (better, worse) by their rewards: (1, 1) a tie; (2, 1); a group of 3 levels rewarded
+    # 1, 1, 0: (1, 1) a tie, (1, 0), (1, 0). 2 ties of 5 pairs
+    groups = [ComparisonGroup("a", "q", ("x", "y"), (1, 0)), ComparisonGroup("b", "q", ("x", "y"), (1, 0)),
+              ComparisonGroup("c", "q", ("x", "y", "z"), (2, 1, 0))]
+    rewards = np.array([1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 0.0])
+    for method in ("resample", "weighted"):
+        overall = _by_key(summarize("t", groups, rewards, (0.0,), n_bootstrap=20, seed=1, method=method))
+        assert overall[("tie_rate", None, None, None)].estimate.value == 2 / 5
+        assert overall[("tie_rate", None, None, None)].n == 5
+    groups, rewards = random_groups(5, 40, shifts=True)  # many ties: rewards on a grid
+    resample = _by_key(summarize("t", groups, rewards, (0.0,), n_bootstrap=60, seed=2, method="resample"))
+    weighted = _by_key(summarize("t", groups, rewards, (0.0,), n_bootstrap=60, seed=2, method="weighted"))
+    ties = [k for k in resample if k[0] == "tie_rate"]
+    assert len(ties) > 3 and all(resample[k].estimate == weighted[k].estimate for k in ties)  # exact: bit-equal
+
+
+def test_a_broken_metric_entry_point_fails_loudly_every_time_it_is_asked(metric_entry_points):
+    from rmbench.registry import RegistryError
+
+    metric_entry_points("ties_rate", "rmbench_plugin_example.metric:TIE_RATE")
+    for _ in range(2):  # asked again, it fails again: never a registry silently without it
+        with pytest.raises(RegistryError, match="metric 'ties_rate' from entry point 'ties_rate' of an installed "
+                                                "package is not a ComputedMetric or MetricDef named 'ties_rate'"):
+            R.is_declared("pairwise_accuracy")
+
+
+def test_a_metric_entry_point_that_redeclares_a_metric_is_refused(metric_entry_points, tmp_path):
+    from rmbench.registry import RegistryError
+
+    (tmp_path / "clashing_metric.py").write_text(
+        "from rmbench.plugins import MetricDef\n"
+        "ACCURACY = MetricDef('pairwise_accuracy', 'acc', False, False, 'groups', 'lower is better?')\n")
+    metric_entry_points("pairwise_accuracy", "clashing_metric:ACCURACY")
+    with pytest.raises(RegistryError, match="metric 'pairwise_accuracy' from entry point .*: metric "
+                                            "'pairwise_accuracy' is already declared differently"):
+        R.computed_metrics()

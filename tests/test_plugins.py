@@ -1,13 +1,20 @@
 """A user's own RM without editing rmbench: a TOML/YAML model entry, and an installed entry-point plugin."""
 
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from rmbench import EvalConfig, evaluate, load_catalog, read_run
+
+sys.path.insert(0, str(Path(__file__).parent))
+from judge_server import ScriptedServer  # noqa: E402
 
 
 def test_toml_and_yaml_model_entries(tmp_path):
@@ -30,76 +37,24 @@ def test_toml_and_yaml_model_entries(tmp_path):
     assert res.model.spec["args"] == {"value": 3}
 
 
-PLUGIN = {
-    "pyproject.toml": """
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "rmbench-plugin-demo"
-        version = "0.0.1"
-
-        [project.entry-points."rmbench.models"]
-        keyword-rm = "rmbench_plugin_demo:KeywordRM"
-
-        [project.entry-points."rmbench.tasks"]
-        demo_pairs = "rmbench_plugin_demo:DemoPairs"
-
-        [project.entry-points."rmbench.engines"]
-        one-by-one = "rmbench_plugin_demo:ONE_BY_ONE"
-    """,
-    "rmbench_plugin_demo/__init__.py": """
-        from rmbench import ComparisonGroup, Engine, MemoryRetries, RewardModel, Task, score_batch
-
-
-        class KeywordRM(RewardModel):
-            def __init__(self, keyword="please"):
-                self.keyword = keyword
-
-            def score(self, batch):
-                return [float(r.response.count(self.keyword)) for r in batch]
-
-
-        class DemoPairs(Task):
-            version = 2
-
-            def groups(self):
-                for i in range(6):
-                    yield ComparisonGroup.preference_pair(f"d{i}", "Ask nicely.", "please " * (i + 1), "no")
-
-
-        class OneByOne:
-            # An engine that scores each batch in this process, one request at a time.
-
-            is_main, scores_here, device = True, True, None
-
-            def __init__(self, options):
-                self.memory = MemoryRetries()
-
-            def run(self, model, factory, batches):
-                for j, batch in enumerate(batches):
-                    yield j, [score_batch(model, [r], self.memory)[0] for r in batch]
-
-            def agree(self, limits):
-                return limits
-
-            def describe(self):
-                return {"name": "one-by-one"}
-
-
-        ONE_BY_ONE = Engine(build=OneByOne, in_process=True)
-    """,
-}
+PLUGIN_PKG = Path(__file__).parent / "plugin_pkg"
+"""An out-of-tree plugin package: one task kind, computed metric, format, engine, model kind and judge
+protocol, each registered by one entry point and importing only ``rmbench.plugins``."""
+TOPIC_PAIRS = PLUGIN_PKG / "data" / "topic_pairs.jsonl"
 
 
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory):
-    src, site = tmp_path_factory.mktemp("plugin_src"), tmp_path_factory.mktemp("plugin_site")
-    for rel, text in PLUGIN.items():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_text(textwrap.dedent(text))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+    """The plugin package installed (offline, no dependencies) into a folder of its own, which the CLI
+    subprocesses put on PYTHONPATH: its .dist-info there is how ``importlib.metadata`` finds the entry
+    points, and the shared virtualenv stays as it was."""
+    for tool in ("pip", "setuptools"):
+        if importlib.util.find_spec(tool) is None:
+            pytest.skip(f"{tool} is not installed in this Python ({sys.executable}): it installs the plugin package")
+    src, site = tmp_path_factory.mktemp("plugin_src") / "plugin_pkg", tmp_path_factory.mktemp("plugin_site")
+    shutil.copytree(PLUGIN_PKG, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))  # builds
+    # write build/ and *.egg-info beside the sources: the copy keeps them out of the repository
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
                     "--target", str(site), str(src)], check=True)
     return site
 
@@ -110,33 +65,84 @@ def run_cli(site, cwd, *args):
     return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
-@pytest.mark.slow
-def test_installed_entry_point_plugin(plugin_site, tmp_path):
-    listed = run_cli(plugin_site, tmp_path, "models", "list")
-    assert listed.returncode == 0 and "keyword-rm" in listed.stdout and "rmbench-plugin-demo" in listed.stdout
-    tasks = run_cli(plugin_site, tmp_path, "tasks", "list")
-    assert tasks.returncode == 0 and "demo_pairs" in tasks.stdout and "rmbench-plugin-demo" in tasks.stdout
-    result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties_sample",
-                     "--bootstrap", "20", "--out", str(tmp_path / "run"))
-    assert result.returncode == 0, result.stderr
+def grade_by_politeness(body: dict) -> str:
+    """The judge's reply: 5 for an answer that says "please", else 2 (both inside the protocol's 1-5)."""
+    answer = body["messages"][-1]["content"].split("###Response: ")[1].split("\n###Score Rubrics")[0]
+    return f"Feedback: fine. [RESULT] {5 if 'please' in answer.lower() else 2}"
 
-    run = read_run(tmp_path / "run")
-    demo = run.task("demo_pairs")
-    assert demo.version == 2 and demo.counts.groups == 6
-    assert run.value("demo_pairs", "pairwise_accuracy") == 1.0
-    # An engine from the same package: --engine takes it, and the rewards are the local engine's.
-    result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "demo_pairs,ties_sample",
-                     "--bootstrap", "20", "--engine", "one-by-one", "--no-cache", "--out", str(tmp_path / "engine"))
+
+def test_the_how_to_pages_show_the_plugin_package_s_own_code_and_entry_points():
+    """The docs show the code that runs: each module of the package is included from its file, and each
+    page's entry point is the package's own line."""
+    docs = Path(__file__).parents[1] / "docs" / "how-to"
+    modules = sorted(p.name for p in (PLUGIN_PKG / "rmbench_plugin_example").glob("*.py") if p.name != "__init__.py")
+    assert modules == ["board.py", "engine.py", "judge.py", "metric.py", "model.py", "tasks.py"]
+    include = '--8<-- "tests/plugin_pkg/{}"'.format
+    page = (docs / "write-a-plugin.md").read_text(encoding="utf-8")
+    assert include("pyproject.toml:entry-points") in page
+    assert all(include(f"rmbench_plugin_example/{m}") in page for m in modules)
+    groups = tomllib.loads((PLUGIN_PKG / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    assert len(groups) == 6 and all(len(points) == 1 for points in groups.values())
+    pages = {"rmbench.tasks": "add-task.md", "rmbench.models": "add-model.md", "rmbench.engines": "add-engine.md",
+             "rmbench.judge_protocols": "add-model.md"}
+    for group, page_name in pages.items():
+        (name, value), = groups[group].items()
+        text = "\n".join(line.strip() for line in (docs / page_name).read_text(encoding="utf-8").splitlines())
+        assert include(f"rmbench_plugin_example/{value.split(':')[0].split('.')[-1]}.py") in text, page_name
+        key = name if name.replace("-", "_").isidentifier() else f'"{name}"'
+        assert f'[project.entry-points."{group}"]\n{key} = "{value}"' in text, (page_name, group)
+
+
+@pytest.mark.slow
+def test_the_plugin_package_s_six_extensions_run_end_to_end(plugin_site, tmp_path):
+    """Its model kind scores its task kind on its engine, its metric is a leaderboard column, its judge
+    protocol judges on a real server, its format writes the leaderboard: no edit to rmbench."""
+    listed = run_cli(plugin_site, tmp_path, "models", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert all(name in listed.stdout for name in ("keyword-rm", "rating/prometheus", "rmbench-plugin-example"))
+    data = f"topic_pairs={TOPIC_PAIRS}"
+    result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "topic_pairs", "--data", data,
+                     "--engine", "serial", "--metrics", "tie_rate", "--bootstrap", "20", "--out", str(tmp_path / "kw"))
     assert result.returncode == 0, result.stderr
-    assert read_run(tmp_path / "engine").execution.backend == {"name": "one-by-one"}
-    assert (tmp_path / "engine" / "rewards.jsonl").read_text() == (tmp_path / "run" / "rewards.jsonl").read_text()
+    run = read_run(tmp_path / "kw")
+    # "please" counted in (good, bad): chat (1, 0) (0, 0) (1, 0); math (1, 0) (0, 0) (1, 2)
+    assert run.value("topic_pairs", "topic_accuracy") == 3 / 6
+    assert run.value("topic_pairs", "topic_accuracy", subset="chat") == 2 / 3
+    assert run.value("topic_pairs", "topic_accuracy", subset="math") == 1 / 3
+    assert run.value("topic_pairs", "tie_rate") == 2 / 6
+    assert run.task("topic_pairs").metric_def("tie_rate").label == "tie rate"  # recorded in metric_specs
+    assert run.execution.backend == {"name": "serial", "scored": 12}  # the plugin engine scored every response
+    assert run.model.spec["kind"] == "keyword-rm"
+
+    with ScriptedServer(reply=grade_by_politeness) as server:
+        result = run_cli(plugin_site, tmp_path, "eval", "--model", "judge:judge-model", "--model-arg",
+                         f"base_url={server.base_url}", "--model-arg", "prompt=prometheus", "--tasks", "topic_pairs",
+                         "--data", data, "--bootstrap", "20", "--out", str(tmp_path / "judge"))
+        sent = server.chat_requests()
+    assert result.returncode == 0, result.stderr
+    assert len(sent) == 12 and all(b["max_tokens"] == 512 and "###Score Rubrics" in b["messages"][-1]["content"]
+                                   for b in sent)
+    judged = read_run(tmp_path / "judge")
+    assert judged.tasks[0].judge_replies.no_verdict == 0
+    # 5 for a "please" (any case), else 2: rows 1, 2, 5 win; 3 and 6 tie (both polite); 4 ties (neither)
+    assert judged.value("topic_pairs", "topic_accuracy") == 3 / 6 and judged.value("topic_pairs", "tie_rate") == 3 / 6
+
+    board = tmp_path / "board.org"
+    result = run_cli(plugin_site, tmp_path, "leaderboard", "build", str(tmp_path / "kw"), str(tmp_path / "judge"),
+                     "--format", "org", "--metrics", "tie_rate", "--out", str(board))
+    assert result.returncode == 0, result.stderr
+    text = board.read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| model"))
+    assert "topic_pairs topic acc" in header and "topic_pairs tie rate" in header, header
+    assert "* Topic pairs" in text and "| Math | Chat | Score |" in text  # the plugin task's official table
+    assert "Tasks:" in text and "keyword-rm" in text and "judge" in text
 
 
 @pytest.mark.slow
 def test_an_installed_plugin_kind_refuses_a_misspelt_argument_naming_its_own(plugin_site, tmp_path):
     """Issue 44: an entry-point kind's arguments are read from its signature, as a built-in kind's are."""
     result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--model-arg", "keywrod=thanks",
-                     "--tasks", "demo_pairs", "--out", str(tmp_path / "r"))
+                     "--tasks", "ties_sample", "--out", str(tmp_path / "r"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == ("error: model 'keyword-rm': unknown argument 'keywrod' for kind 'keyword-rm'; "
                                      "did you mean 'keyword'? (it takes: keyword)"), result.stderr
@@ -144,13 +150,18 @@ def test_an_installed_plugin_kind_refuses_a_misspelt_argument_naming_its_own(plu
 
 
 @pytest.mark.slow
-def test_broken_plugin_fails_loudly(plugin_site, tmp_path):
-    (plugin_site / "rmbench_plugin_demo" / "__init__.py").write_text("raise ImportError('half-installed')\n")
+@pytest.mark.parametrize("module", ["model", "metric"])
+def test_broken_plugin_fails_loudly(plugin_site, tmp_path, module):
+    installed = plugin_site / "rmbench_plugin_example" / f"{module}.py"
+    kept = installed.read_text()
+    installed.write_text("raise ImportError('half-installed')\n")
     try:
-        result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--out", str(tmp_path / "r"))
+        result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "ties_sample",
+                         "--out", str(tmp_path / "r"))
     finally:
-        (plugin_site / "rmbench_plugin_demo" / "__init__.py").write_text(
-            textwrap.dedent(PLUGIN["rmbench_plugin_demo/__init__.py"]))
-    assert result.returncode == 2
-    assert "entry point 'keyword-rm' of rmbench-plugin-demo" in result.stderr and "half-installed" in result.stderr
+        installed.write_text(kept)
+    name = {"model": "keyword-rm", "metric": "tie_rate"}[module]
+    assert result.returncode == 2, result.stderr
+    assert f"entry point {name!r} of rmbench-plugin-example" in result.stderr and "half-installed" in result.stderr
     assert "Traceback" not in result.stderr
+    assert not (tmp_path / "r").exists()

@@ -138,3 +138,32 @@ def test_prm_runs_on_an_existing_task(prm_file, tmp_path):
     other = evaluate(EvalConfig(**base, model_args=(("aggregate", "mean"),)))
     assert other.model.fingerprint != record.model.fingerprint and other.model.spec["args"]["aggregate"] == "mean"
     assert other.execution.stats.computed == record.execution.stats.computed  # cached apart: scored again
+
+
+PPE_PRM = """
+def score(items):  # each step is its own score, written as a number
+    return [[float(s) for s in steps] for _, steps in items]
+"""
+
+
+@pytest.mark.parametrize("how, expected", [("min", 0.0), ("last", 0.5), ("prod", 0.5), ("mean", 0.75)])
+def test_a_prm_ranks_ppe_correctness_with_each_aggregate(tmp_path, how, expected):
+    """Two math rows, one sampled (correct, wrong) pair each, steps scored as written:
+    row 1: correct 0.9, 0.3 vs wrong 0.5, 0.5 (min .3 < .5, last .3 < .5, prod .27 > .25, mean .6 > .5);
+    row 2: correct 0.2, 0.8 vs wrong 0.6, 0.4 (min .2 < .4, last .8 > .4, prod .16 < .24, mean .5 = .5,
+    a tie: 1/2). Accuracy by hand: min 0, last 1/2, prod 1/2, mean 3/4."""
+    import rmbench
+
+    prm = tmp_path / "ppe_prm.py"
+    prm.write_text(PPE_PRM)
+    rows = [{"question_id": "1", "model_name": "m", "prompt": "q1?", "scores": [True, False], "mean_score": 0.5,
+             "response_1": "0.9\n\n0.3", "response_2": "0.5\n\n0.5", "sampled_conflict_pairs": [[0, 1]]},
+            {"question_id": "2", "model_name": "m", "prompt": "q2?", "scores": [True, False], "mean_score": 0.5,
+             "response_1": "0.2\n\n0.8", "response_2": "0.6\n\n0.4", "sampled_conflict_pairs": [[0, 1]]}]
+    (tmp_path / "ppe").mkdir()
+    (tmp_path / "ppe" / "math.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = rmbench.evaluate(rmbench.EvalConfig(model=f"python-prm:{prm}:score", tasks=("ppe_correctness",),
+                                              model_args=(("aggregate", how),), n_bootstrap=10, use_cache=False,
+                                              data=(("ppe_correctness", str(tmp_path / "ppe")),)))
+    assert run.value("ppe_correctness", "ppe_accuracy", subset="math") == pytest.approx(expected)
+    assert run.model.spec["args"]["aggregate"] == how  # the aggregate is part of the model's identity

@@ -27,7 +27,7 @@ from conftest import smollm2_gguf
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-NOT_OFFLINE = ("HuggingFaceTB/", "path/to/", "openai:", "base_url=")
+NOT_OFFLINE = ("HuggingFaceTB/", "Qwen/", "path/to/", "openai:", "base_url=")
 """A hub id, a placeholder path, a rewriting server, a judge's server: not runnable on an offline machine."""
 
 
@@ -118,14 +118,14 @@ def written_paths(page: Path) -> list[tuple[str, str]]:
 
 
 def local_inputs(command: list[str]) -> list[str]:
-    """The local files a tutorial command reads: ``python:FILE.py:...`` models and ``--data`` /
+    """The local files a tutorial command reads: ``python:FILE.py:...`` (``python-prm:``) models and ``--data`` /
     ``TASK=[SHIFT=]FILE`` paths (hub ids and placeholders are not files)."""
     found = []
     for i, arg in enumerate(command):
         if command[i - 1] in ("--out", "-o"):
             continue  # written, not read
         for piece in re.split(r"[=,]", arg):
-            piece = piece.removeprefix("python:").split(".py:")[0] + (".py" if ".py:" in piece else "")
+            piece = re.sub(r"^(python|python-prm):", "", piece).split(".py:")[0] + (".py" if ".py:" in piece else "")
             if re.search(r"\.(jsonl|json|csv|parquet|py)$", piece):
                 found.append(piece)
     return found

@@ -241,12 +241,13 @@ def test_a_row_of_a_plugin_format_says_so_to_a_built_in_kind(plugin_kind):
 
 
 def test_the_how_to_example_is_one_module_and_one_registration(tmp_path):
-    import re
+    """The task kind docs/how-to/add-task.md shows: it includes the module of the plugin package
+    (tests/plugin_pkg, which tests/test_plugins.py installs), registered here in this process."""
+    import runpy
 
-    text = (REPO / "docs" / "how-to" / "add-task.md").read_text(encoding="utf-8")
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "class TopicPairs" in b)
-    module: dict = {}
-    exec(compile("\n".join(line[3:] for line in block.splitlines()), "add-task.md", "exec"), module)
+    shown = "tests/plugin_pkg/rmbench_plugin_example/tasks.py"
+    assert f'--8<-- "{shown}"' in (REPO / "docs" / "how-to" / "add-task.md").read_text(encoding="utf-8")
+    module = runpy.run_path(str(REPO / shown))
     rows = tmp_path / "pairs.jsonl"
     rows.write_text("".join(json.dumps({"question": f"q{i}", "good": "g" * (1 + i % 3), "bad": "bb",
                                         "topic": ("math", "chat")[i % 2]}) + "\n" for i in range(8)))

@@ -10,7 +10,8 @@ Each page is read off the code at build time, through the same objects the progr
 * ``metrics.md``: the metric declarations (``rmbench.core.metric_registry.METRICS``);
 * ``tasks.md`` and ``models.md``: the built-in catalog (named tasks, groups, presets) and the
   task and model kind registries;
-* ``api.md``: one mkdocstrings block per name of the public API (``rmbench/__init__.pyi``);
+* ``api.md``: one mkdocstrings block per name of the public API (``rmbench/__init__.pyi``), then
+  the plugin API's names by what each serves (``rmbench/plugins/__init__.pyi``);
 * ``results-schema.md`` and ``rmbench/results/storage/results.schema.json``: a JSON Schema of
   results.json, walked from the typed record (``rmbench.results.storage.record``: RunRecord,
   TaskResult, MetricRecord ... dataclasses and their type hints).
@@ -299,7 +300,8 @@ EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of
 """Keys results.json adds to a record, derived from its fields: written by this version, optional
 (rmbench reads files without them and computes them)."""
 OPTIONAL = {("TaskResult", "unparsed"), ("TaskResult", "judge_replies"), ("RunConfig", "limit_sampling"),
-            ("OfficialLayout", "provenance"), ("TaskResult", "metric_specs"), ("MetricSpec", "official"),
+            ("OfficialLayout", "provenance"), ("OfficialColumn", "metric"), ("TaskResult", "metric_specs"),
+            ("MetricSpec", "official"),
             ("MetricSpec", "reading")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
 OPEN = {"EngineStats": "other"}
@@ -436,24 +438,56 @@ def _type_text(s: dict) -> str:
 
 # --- Python API ---------------------------------------------------------------------------------
 
-def api_page() -> str:
-    """One mkdocstrings block per public name, from the type stub ``rmbench/__init__.pyi`` (the
-    names of ``rmbench.__all__`` and the modules that define them; griffe reads those statically)."""
+def _stub(path: Path) -> list[tuple[str, str]]:
+    """(module, name) for each name of a type stub's ``__all__`` that it imports, in the stub's order
+    (griffe reads the stubs statically; so does this)."""
     import ast
 
-    stub = ast.parse((ROOT / "rmbench" / "__init__.pyi").read_text(encoding="utf-8"))
+    stub = ast.parse(path.read_text(encoding="utf-8"))
     exported: list[str] = next((ast.literal_eval(n.value) for n in stub.body if isinstance(n, ast.Assign)
-                     and any(getattr(t, "id", None) == "__all__" for t in n.targets)), [])
+                                and any(getattr(t, "id", None) == "__all__" for t in n.targets)), [])
+    return [(node.module, a.name) for node in stub.body if isinstance(node, ast.ImportFrom) and node.module
+            for a in node.names if a.name in exported]
+
+
+def _blocks(names: list[tuple[str, str]]) -> list[str]:
+    """One ``## `module``` section per module (in first-seen order), a mkdocstrings block per name."""
+    by_module: dict[str, list[str]] = {}
+    for module, name in names:
+        by_module.setdefault(module, []).append(name)
+    out = []
+    for module, members in by_module.items():
+        out.append(f"## `{module}`\n\n")
+        out += [f"::: {module}.{name}\n\n" for name in members]
+    return out
+
+
+def api_page() -> str:
+    """One mkdocstrings block per public name, from the type stub ``rmbench/__init__.pyi`` (the
+    names of ``rmbench.__all__`` and the modules that define them); then the plugin API, the names of
+    ``rmbench.plugins`` (its stub ``rmbench/plugins/__init__.pyi``) by what each serves, with a block
+    for each one ``rmbench`` does not export."""
+    public = _stub(ROOT / "rmbench" / "__init__.pyi")
+    plugin = _stub(ROOT / "rmbench" / "plugins" / "__init__.pyi")
+    documented = {name for _, name in public}
     out = [HEADER, "# Python API\n\n",
            "The public API is `rmbench.__all__`: these names, loaded on first use so that `import rmbench` stays "
-           "cheap (`from rmbench import evaluate, EvalConfig, read_run`). Plugins and scripts use only these; every "
-           "other module path is internal and may move without notice. Generated from the docstrings.\n\n"]
-    for node in stub.body:
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [a.name for a in node.names if a.name in exported]
-            if names:
-                out.append(f"## `{node.module}`\n\n")
-                out += [f"::: {node.module}.{name}\n\n" for name in names]
+           "cheap (`from rmbench import evaluate, EvalConfig, read_run`). Plugins and scripts use only these and "
+           "the [plugin API](#the-plugin-api-rmbenchplugins); every other module path is internal and may move "
+           "without notice. Generated from the docstrings.\n\n"]
+    out += _blocks(public)
+    out.append("## The plugin API: `rmbench.plugins` {#the-plugin-api-rmbenchplugins}\n\n"
+               "What a plugin package imports, and nothing else: `from rmbench.plugins import Task, MetricDef`. "
+               "Each addition is one module and one entry point of the package "
+               "([Write a plugin package](../how-to/write-a-plugin.md)); names load on first use, so loading one "
+               "plugin imports nothing another needs.\n\n| to add | names |\n|---|---|\n")
+    from rmbench.plugins import _NAMES  # the names by what they serve
+
+    where = {name: module for module, name in plugin}
+    for group, names in _NAMES.items():
+        out.append(f"| {group} | {', '.join(f'[`{n}`][{where[n]}.{n}]' for n in names)} |\n")
+    out.append("\n")
+    out += _blocks([entry for entry in plugin if entry[1] not in documented])
     return "".join(out).rstrip() + "\n"
 
 

@@ -18,7 +18,10 @@
   of one resample;
 * :mod:`~rmbench.core.arrays`: the array types of the signatures;
 * :mod:`~rmbench.core.judgebench`: JudgeBench's official accuracy (verdicts, categories), pure;
+* :mod:`~rmbench.core.processbench`: ProcessBench's official scores (first-error prediction,
+  error/correct accuracy and their F1 per split, mean F1), pure;
 * :mod:`~rmbench.core.rmb`: RMB's official accuracies (pairwise and Best-of-N; scenarios, sections), pure;
+* :mod:`~rmbench.core.prmbench`: PRMBench's official step F1s and PRMScore (types, categories), pure;
 * :mod:`~rmbench.core.best_of_k`: exact best-of-K curves over ranks (PPE's correctness sets), pure;
 * :mod:`~rmbench.core.metric_registry`: every metric declared once (label, direction, eps use)
   and the official table layouts; :mod:`~rmbench.core.metric_def` (``MetricDef``, ``Counted``),

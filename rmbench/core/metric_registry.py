@@ -15,7 +15,9 @@ A run records the declaration of every metric it reports (:class:`MetricSpec`), 
 the run takes that first (:meth:`rmbench.results.storage.record.TaskResult.metric_def`). A
 metric that is neither recorded nor registered is shown under its own name, higher taken as
 better (:func:`metric_def`). :func:`register_metric` declares one, or a new computed metric,
-which every summary then reports.
+which every summary then reports; an installed package declares its own through the
+``rmbench.metrics`` entry points (each names a :class:`ComputedMetric` or a :class:`MetricDef` of
+the entry point's name), loaded the first time the declarations are asked for.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from rmbench.core.computed_metrics import BUILTIN as BUILTIN_COMPUTED
 from rmbench.core.computed_metrics import LENGTH_CORRELATION_READING, LENGTH_GAP_READING
 from rmbench.core.metric_declaration import ComputedMetric
 from rmbench.core.metric_def import Counted, MetricDef, MetricSpec
+from rmbench.registry import Registry, RegistryError
 
 __all__ = ["COMPUTED", "GAP_SUFFIX", "LENGTH_CORRELATION_READING", "LENGTH_GAP_READING", "METRICS", "TIES_READING",
            "ComputedMetric", "Counted", "MetricDef", "MetricSpec", "OfficialColumn", "OfficialLayout",
-           "computed_metrics", "is_declared", "metric_def", "register_metric"]
+           "computed_metrics", "is_declared", "load_plugin_metrics", "metric_def", "register_metric"]
 
 GAP_SUFFIX = "_shift_gap"
 
@@ -68,18 +71,55 @@ def register_metric(metric: MetricDef | ComputedMetric) -> None:
     METRICS[definition.name] = definition
 
 
+ENTRY_POINT_GROUP = "rmbench.metrics"
+PLUGIN_METRICS: Registry[MetricDef | ComputedMetric] = Registry("metric", entry_point_group=ENTRY_POINT_GROUP)
+"""The installed packages' metrics (``rmbench.metrics`` entry points), declared by :func:`load_plugin_metrics`."""
+_plugins_declared: list[bool] = []
+
+
+def load_plugin_metrics() -> None:
+    """Declare every metric of the ``rmbench.metrics`` entry points (once per process; the
+    functions below call it). An entry point that fails to import, names no declaration, a
+    declaration of another name, or one that clashes with a metric already declared is a
+    :class:`~rmbench.registry.RegistryError` naming it and its package."""
+    if _plugins_declared:
+        return
+    _plugins_declared.append(True)  # first: a plugin module that asks for a declaration does not recurse
+    try:
+        for name in PLUGIN_METRICS.names():
+            _declare_plugin_metric(name)
+    except BaseException:
+        _plugins_declared.clear()  # asked again, the broken plugin fails again, never silently
+        raise
+
+
+def _declare_plugin_metric(name: str) -> None:
+    origin = PLUGIN_METRICS.describe(name)[1]
+    metric = PLUGIN_METRICS.get(name)
+    if not isinstance(metric, MetricDef | ComputedMetric) or metric.name != name:
+        raise RegistryError(f"metric {name!r} from {origin} is not a ComputedMetric or MetricDef named {name!r} "
+                            f"(got {type(metric).__name__} {getattr(metric, 'name', '')!r})")
+    try:
+        register_metric(metric)
+    except ValueError as exc:
+        raise RegistryError(f"metric {name!r} from {origin}: {exc}") from None
+
+
 def computed_metrics() -> tuple[ComputedMetric, ...]:
     """The metrics a summary computes, in record order: the built-in ones, then those registered."""
+    load_plugin_metrics()
     return tuple(COMPUTED.values())
 
 
 def is_declared(name: str) -> bool:
     """Whether ``name`` is a registered metric, or the ``_shift_gap`` of one."""
+    load_plugin_metrics()
     return name in METRICS or (name.endswith(GAP_SUFFIX) and name[: -len(GAP_SUFFIX)] in METRICS)
 
 
 def metric_def(name: str) -> MetricDef:
     """The declaration of ``name``; ``X_shift_gap`` derives from X (shifted - original)."""
+    load_plugin_metrics()
     if name in METRICS:
         return METRICS[name]
     if name.endswith(GAP_SUFFIX) and name[: -len(GAP_SUFFIX)] in METRICS:
@@ -95,6 +135,9 @@ class OfficialColumn:
 
     label: str
     subset: str | None
+    metric: str | None = None
+    """The record's metric where it is not the layout's (ProcessBench's per-split error and
+    correct accuracies beside its F1); None: the layout's."""
 
 
 CHECKED_AGAINST_CODE = "computed as its code does"
@@ -113,9 +156,19 @@ class OfficialLayout:
     provenance: str = CHECKED_AGAINST_CODE
     """How the scores relate to the benchmark's own: the table's caption says it."""
 
+    def metric_of(self, column: OfficialColumn) -> str:
+        """The metric of ``column``'s records: its own, else the layout's."""
+        return column.metric or self.metric
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics of the table's columns: the layout's first, then the columns' own."""
+        return tuple(dict.fromkeys([self.metric, *(c.metric for c in self.columns if c.metric)]))
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"title": self.title, "metric": self.metric,
-               "columns": [{"label": c.label, "subset": c.subset} for c in self.columns],
+               "columns": [{"label": c.label, "subset": c.subset, **({"metric": c.metric} if c.metric else {})}
+                           for c in self.columns],
                "beside": list(self.beside)}
         if self.provenance != CHECKED_AGAINST_CODE:
             out["provenance"] = self.provenance
@@ -124,7 +177,7 @@ class OfficialLayout:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> OfficialLayout:
         return cls(str(d["title"]), str(d["metric"]),
-                   tuple(OfficialColumn(str(c["label"]), c["subset"]) for c in d["columns"]),
+                   tuple(OfficialColumn(str(c["label"]), c["subset"], c.get("metric")) for c in d["columns"]),
                    tuple(d.get("beside", ())), str(d.get("provenance", CHECKED_AGAINST_CODE)))
 
 

@@ -11,7 +11,9 @@ groups before any metric is computed:
 * a group left out whole: one left with fewer than 2 responses; one that had a better and a worse
   answer and kept answers of one utility only (what it measured is gone: a RewardBench 2 Ties row
   needs a correct and an incorrect answer); one whose responses hold rewrites of one another
-  (``forms``: removing an original would orphan its rewrites) with any response unscored.
+  (``forms``: removing an original would orphan its rewrites) with any response unscored; a
+  solution's steps (:class:`~rmbench.core.types.StepGroup`, a critic that named no step) with any
+  step unscored: a solution without one of its steps is another solution.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rmbench.core.types import ComparisonGroup, group_slices
+from rmbench.core.types import ComparisonGroup, StepGroup, group_slices
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def drop_unscored(groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> Sco
             continue
         keep = [i for i in range(n) if not gone[i]]
         mixed = len({g.utilities[i] for i in keep}) > 1 or len(set(g.utilities)) == 1
-        if len(keep) < 2 or g.forms is not None or not mixed:
+        if len(keep) < 2 or g.forms is not None or not mixed or isinstance(g, StepGroup):
             dropped += 1
             continue
         kept_groups.append(dataclasses.replace(g, responses=tuple(g.responses[i] for i in keep),

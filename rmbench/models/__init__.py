@@ -57,9 +57,9 @@ MODEL_KINDS.register("vllm_implicit", "rmbench.models.vllm:VLLMImplicitRM",
                      description="implicit RM through vLLM prompt_logprobs (GPU; pip install 'rmbench[vllm]')")
 MODEL_KINDS.register("vllm_seqcls", "rmbench.models.vllm:VLLMSeqClsRM",
                      description="seqcls RM through vLLM's pooling runner (GPU; pip install 'rmbench[vllm]')")
-MODEL_KINDS.register("judge", "rmbench.models.judge.adapter:JudgeRM",
+MODEL_KINDS.register("judge", "rmbench.models.judge.step_judge:Judge",
                      description="LLM judge behind an OpenAI-compatible server (judge:MODEL; mode rating, pairwise or "
-                     "fourway)")
+                     "fourway; steps or critic: a process reward model)")
 MODEL_KINDS.register("lmeval", "rmbench.models.lmeval:LMEvalRM",
                      description="lm-evaluation-harness model as implicit RM via loglikelihood (args lm, model_args)")
 MODEL_KINDS.register("published", "rmbench.models.published:PublishedRM",

@@ -315,6 +315,10 @@ class StepScoringModel(ABC):
     depend on it, so their cache is shared by every aggregate)."""
 
     step_scale: str = "probability"
+    step_abstains: bool = False
+    """Whether :meth:`score_steps` may give a solution's steps NaN, "no verdict" (an LLM critic's
+    answer that names no step): such a solution has no prediction (a step-level task counts it as
+    one that matches no label)."""
 
     @abstractmethod
     def score_steps(self, batch: Sequence[StepRequest]) -> Sequence[Sequence[float]]:

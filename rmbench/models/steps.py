@@ -80,9 +80,10 @@ def aggregate(scores: Sequence[float] | np.ndarray, how: str, scale: str = "prob
     raise ConfigError(f"--model-arg aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
 
 
-def checked_step_scores(batch: Sequence[StepRequest], out: Any, scale: str) -> list[np.ndarray]:
+def checked_step_scores(batch: Sequence[StepRequest], out: Any, scale: str, abstains: bool = False) -> list[np.ndarray]:
     """One array of finite step scores per request, as many as its steps (in [0, 1] on the
-    ``probability`` scale), or a ModelError naming the first request at fault."""
+    ``probability`` scale), or a ModelError naming the first request at fault. ``abstains`` (a
+    model's ``step_abstains``): a solution's scores may also be all NaN, no verdict."""
     if isinstance(out, (str, bytes)) or not isinstance(out, Sequence | np.ndarray):
         raise ModelError(f"returned {type(out).__name__}, not a list of lists of step scores, for a batch of "
                          f"{len(batch)} solutions")
@@ -101,6 +102,9 @@ def checked_step_scores(batch: Sequence[StepRequest], out: Any, scale: str) -> l
         if array.shape != (len(request.steps),):
             raise ModelError(f"returned {array.size} step scores for {where} with {len(request.steps)} steps; "
                              f"return one score per step")
+        if abstains and np.isnan(array).all():
+            checked.append(array)
+            continue
         if not np.isfinite(array).all():
             raise ModelError(f"returned a step score that is not finite for {where}: {array.tolist()}")
         if scale == "probability" and ((array < 0) | (array > 1)).any():
@@ -117,9 +121,9 @@ class StepRanker(StepScoringModel):
 
     aggregate: str = "min"
 
-    def score(self, batch: Sequence[ScoreRequest]) -> list[float]:
+    def score(self, batch: Sequence[ScoreRequest]) -> Sequence[float] | np.ndarray:
         requests = [StepRequest(problem_text(r.prompt), split_steps(r.response), r.group_id) for r in batch]
-        scores = checked_step_scores(requests, self.score_steps(requests), self.step_scale)
+        scores = checked_step_scores(requests, self.score_steps(requests), self.step_scale, self.step_abstains)
         return [aggregate(s, self.aggregate, self.step_scale) for s in scores]
 
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:

@@ -16,19 +16,19 @@ from types import EllipsisType
 from typing import Any
 
 from rmbench.catalog import Catalog, load_catalog
-from rmbench.core.metric_registry import METRICS, is_declared
+from rmbench.core.metric_registry import METRICS, is_declared, load_plugin_metrics
 from rmbench.core.metrics import METRIC_VERSION
 from rmbench.core.specs import ModelSpec, TaskSpec
-from rmbench.core.types import ComparisonGroup, data_fingerprint
+from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError, did_you_mean
 from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
-from rmbench.models.base import CallingModel, RewardModel
+from rmbench.models.base import CallingModel, RewardModel, StepScoringModel
 from rmbench.models.names import resolve_model
 from rmbench.models.threads import ThreadGovernor, prepare_threads
 from rmbench.models.trained import trained_split
 from rmbench.results.storage.record import RunIdentity, TaskKeyParts
 from rmbench.scoring.config import EvalConfig, RunSpec
-from rmbench.tasks.base import Task
+from rmbench.tasks.base import Task, task_fingerprint
 from rmbench.tasks.loading import (
     DataOverride,
     held_out_spec,
@@ -121,7 +121,7 @@ def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], v
                  f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
         headline = shown_metrics(catalog.origins.get(("task", name), name), tuple(task.headline),
                                  catalog.headlines.get(name), config.metrics)
-        loaded.append(LoadedTask(spec, task, groups, bad, data_fingerprint(groups), headline))
+        loaded.append(LoadedTask(spec, task, groups, bad, task_fingerprint(task, groups), headline))
     return loaded
 
 
@@ -188,10 +188,26 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
     """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
     measured, execution = config.measured, config.execution
+    load_plugin_metrics()  # every summary computes an installed package's metrics: one that fails to load fails here
     catalog = catalog or load_catalog(measured.include)
     spec = resolve_model_spec(measured, catalog)
     verdicts = gives_pair_verdicts(spec)  # its tasks may take other arguments: read for it alone
     loaded = (tuple(tasks) if tasks is not None and not verdicts
               else tuple(load_tasks(measured, catalog, warn, verdicts, trained_on)))
     threads = prepare_threads(execution.runtime.threads) if execution.engine_kind.in_process else None
-    return RunPlan(config, spec, loaded, check_model(spec, config), threads)
+    model = check_model(spec, config)
+    check_step_tasks(spec, model, loaded, execution.engine_kind.in_process)
+    return RunPlan(config, spec, loaded, model, threads)
+
+
+def check_step_tasks(spec: ModelSpec, model: RewardModel, loaded: Sequence[LoadedTask], in_process: bool) -> None:
+    """A step-level task (``Task.steps``) needs a model that scores steps, in this process."""
+    step_tasks = [t.spec.name for t in loaded if t.task.steps]
+    if not step_tasks:
+        return
+    if not isinstance(model, StepScoringModel):
+        raise ConfigError(f"task {step_tasks[0]!r} scores each step of a solution, and model {spec.name!r} scores "
+                          f"whole responses; use a process reward model: prm:CHECKPOINT, python-prm:FILE:FN, or "
+                          f"judge:MODEL with --model-arg mode=steps or mode=critic")
+    if not in_process:
+        raise ConfigError(f"task {step_tasks[0]!r} scores steps, which only --engine local does yet")

@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rmbench.core.types import data_fingerprint
 from rmbench.errors import ConfigError
 from rmbench.results.storage.folder import RunFolder, load_run
 from rmbench.results.storage.reload import reload_task
@@ -17,6 +16,7 @@ from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
 from rmbench.scoring.planning import LoadedTask, plan_run
 from rmbench.scoring.runner import ProgressFactory, evaluate
 from rmbench.scoring.suite import short_model_name
+from rmbench.tasks.base import task_fingerprint
 from rmbench.tasks.loading import DataOverride
 
 
@@ -35,7 +35,7 @@ def run_tasks_loaded(run: RunFolder, tasks: Sequence[str] = (),
     for name in tasks or record.task_names:
         td = reload_task(record.task(name), record.config.limit, data, record.config.limit_sampling)
         assert td.spec is not None  # reload_task always says which spec it read
-        out.append(LoadedTask(td.spec, td.task, td.groups, list(td.bad_rows), data_fingerprint(td.groups)))
+        out.append(LoadedTask(td.spec, td.task, td.groups, list(td.bad_rows), task_fingerprint(td.task, td.groups)))
     return out
 
 

@@ -29,9 +29,18 @@ from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.core.unscored import drop_unscored
 from rmbench.errors import ConfigError, ModelError, RMBenchError
-from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
+from rmbench.models.base import (
+    CallingModel,
+    RewardModel,
+    Runtime,
+    StepRequest,
+    StepScoringModel,
+    close_parts,
+    parts,
+    tokenized_parts,
+)
 from rmbench.models.threads import ThreadGovernor
-from rmbench.results.statistics.summary import summarize
+from rmbench.results.statistics.summary import summarize, task_score_records
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.environment import current_environment
 from rmbench.results.storage.folder import Destination, RewardRow, check_destination, write_run
@@ -54,7 +63,9 @@ from rmbench.scoring.config import EvalConfig, RunSpec
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.scoring.engines import Backend, make_backend
 from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, plan_run
+from rmbench.scoring.steps import score_steps, step_cache
 from rmbench.scoring.timeout import BatchDeadline
+from rmbench.tasks.base import as_task_scores
 
 __all__ = ["EvalConfig", "evaluate", "parse_eps", "run_plan"]
 """``EvalConfig`` is re-exported: scripts build it beside :func:`evaluate`."""
@@ -136,10 +147,20 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         if not scored.groups:
             raise ModelError(f"the model gave no reward to {scored.unscored_responses} responses, which leaves no "
                              f"pair to score")
+        # A step-level task's own scores count every solution, one its judge named no step of
+        # (NaN steps) too, as its benchmark does (a miss); the pairs leave that one out.
+        whole = t.task.steps and scored.dropped_groups > 0
+        own = (t.task.extra_metrics(groups, rewards) if whole
+               else t.task.extra_metrics(scored.groups, scored.rewards))
         records = tuple(summarize(t.spec.name, scored.groups, scored.rewards, config.eps, config.eps_unit,
                                   group_units=t.task.bootstrap_units(scored.groups),
-                                  extra_metrics=t.task.extra_metrics(scored.groups, scored.rewards),
+                                  extra_metrics=None if whole else own,
                                   n_bootstrap=config.n_bootstrap, seed=config.seed, progress=bar))
+        if whole:
+            scores = as_task_scores(own, len(groups))
+            if scores is not None:
+                records += tuple(task_score_records(t.spec.name, scores, t.task.bootstrap_units(groups),
+                                                    config.n_bootstrap, config.seed))
     except (RMBenchError, ValueError) as exc:  # a task's own scores that these rewards cannot give: this task fails
         status, error = "error", f"{type(exc).__name__}: {exc}"
     # --metrics adds a column where the task reports the metric (a rewrite metric: tasks with rewrites)
@@ -169,7 +190,7 @@ def metric_specs(headline: Sequence[str], records: Sequence[MetricRecord],
     plugins loaded), for the run record (:attr:`TaskResult.metric_specs`)."""
     names = [*headline, *(r.metric for r in records)]
     if official is not None:
-        names += [official.metric, *official.beside]
+        names += [*official.metrics, *official.beside]
     return tuple(MetricSpec.of(metric_def(n)) for n in dict.fromkeys(names))
 
 
@@ -248,8 +269,10 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
     # device changed the runtime; workers build their own from the factory.
     model = plan.model if plan.model is not None and runtime == execution.runtime else factory()
 
-    # All tasks are scored in one pass, so a response that several tasks share is scored once.
-    all_groups = [g for t in loaded for g in t.groups]
+    # All tasks are scored in one pass, so a response that several tasks share is scored once;
+    # the steps of step-level tasks in another (rmbench.scoring.steps).
+    response_tasks = [t for t in loaded if not t.task.steps]
+    all_groups = [g for t in response_tasks for g in t.groups]
     calls = isinstance(model, CallingModel)  # a judge keeps its calls, not scores (rmbench.scoring.calls)
     use_cache = execution.use_cache
     cache = ScoreCache(model.fingerprint(), execution.cache_dir, warn) if use_cache and not calls else None
@@ -258,12 +281,16 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
         call_cache = CallCache(model.call_fingerprint(), execution.cache_dir, warn)
         model.use_call_store(call_cache)
     try:
-        truncated = _check_lengths(model_spec.name, model, loaded, measured, cache, warn)
-        advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in loaded)}"
-                           f"{limit_note(measured.limit, loaded)}",
-                           sum(t.n_responses for t in loaded)) if progress else None
+        checked = iter(_check_lengths(model_spec.name, model, response_tasks, measured, cache, warn))
+        truncated = [None if t.task.steps else next(checked) for t in loaded]
+        advance = progress(f"{model_spec.name} on {', '.join(t.spec.name for t in response_tasks)}"
+                           f"{limit_note(measured.limit, response_tasks)}",
+                           sum(t.n_responses for t in response_tasks)) if progress and response_tasks else None
         all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory,
                                           name=model_spec.name)
+        step_rewards = _score_step_tasks(model, [t for t in loaded if t.task.steps], runtime, execution.cache_dir
+                                         if use_cache and not calls else None, progress, model_spec.name,
+                                         measured.limit)
         judgments = _judgments(model, loaded) if calls else None
     finally:
         for store in (cache, call_cache):
@@ -275,8 +302,10 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
              f"batch{'es' * (backend.memory.splits != 1)} again in halves (first: {backend.memory.first}); the rewards "
              f"match whole batches' (to float rounding in torch), but a smaller --token-budget spares the retries")
 
-    bounds = np.cumsum([0] + [t.n_responses for t in loaded])
-    per_task = [np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
+    bounds = np.cumsum([0] + [t.n_responses for t in response_tasks])
+    by_response = iter(np.asarray(all_rewards[a:b], dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:]))
+    by_step = iter(step_rewards)
+    per_task = [next(by_step) if t.task.steps else next(by_response) for t in loaded]
     tasks = tuple(_task_result(t, r, n, measured, model.may_abstain, progress, model_spec.name,
                                _replies_of(model, judgments, t.spec.name))
                   for t, r, n in zip(loaded, per_task, truncated))
@@ -287,6 +316,35 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                                  cache=str(cache.path) if cache is not None else None)
     record = _record(plan, model.fingerprint(), tasks, execution_record)
     return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], judgments
+
+
+def _score_step_tasks(model: RewardModel, step_tasks: Sequence[LoadedTask], runtime: Runtime,
+                      cache_dir: str | Path | None, progress: ProgressFactory | None, name: str,
+                      limit: int | None) -> list[np.ndarray]:
+    """Each step-level task's rewards: the step scores of its solutions, as P(step correct)
+    (a logit-scale model's through the sigmoid), one per step, solutions in order. The step
+    cache is the model's own (:func:`~rmbench.scoring.steps.step_cache`); ``cache_dir`` None:
+    no cache (``--no-cache``, or a judge, whose calls are cached instead)."""
+    if not step_tasks:
+        return []
+    assert isinstance(model, StepScoringModel)  # plan_run checked it
+    groups = [g for t in step_tasks for g in t.groups]
+    requests = [StepRequest(problem=g.prompt if isinstance(g.prompt, str) else "", steps=g.responses, group_id=g.id)
+                for g in groups]
+    advance = _progress_bar(progress, f"{name} on {', '.join(t.spec.name for t in step_tasks)}"
+                                      f"{limit_note(limit, step_tasks)}", len(requests),
+                            "solutions") if progress else None
+    cache = step_cache(model, cache_dir) if cache_dir is not None else None
+    try:
+        scores = score_steps(model, requests, runtime, cache, advance, name=name)
+    finally:
+        if cache is not None:
+            cache.close()
+    flat = np.concatenate(scores).astype(np.float64) if scores else np.zeros(0)
+    if model.step_scale == "logit":
+        flat = 1.0 / (1.0 + np.exp(-flat))
+    bounds = np.cumsum([0] + [t.n_responses for t in step_tasks])
+    return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _record(plan: RunPlan, fingerprint: str, tasks: tuple[TaskResult, ...], execution: Execution) -> RunRecord:

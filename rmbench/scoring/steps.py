@@ -81,7 +81,7 @@ def score_steps(model: StepScoringModel, requests: Sequence[StepRequest], runtim
 def _score_batch(model: StepScoringModel, batch: list[StepRequest], name: str) -> list[np.ndarray]:
     try:
         out = model.score_steps(batch)
-        return checked_step_scores(batch, out, model.step_scale)
+        return checked_step_scores(batch, out, model.step_scale, model.step_abstains)
     except ModelError as exc:
         raise ModelError(f"model {name!r} {exc}") from exc
     except RMBenchError:

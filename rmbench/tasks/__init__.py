@@ -11,8 +11,8 @@ metrics reference, a leaderboard of older runs, which schema a row looks like).
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
-``m_rewardbench``, ``judgebench``, ``ppe``, ``ppe_human``, ``rmb``), where data comes from
-(``sources``), loading with ``--data`` overrides (``loading``) and the plugin skeleton
+``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``prmbench``),
+where data comes from (``sources``), loading with ``--data`` overrides (``loading``) and the plugin skeleton
 (``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
 """
 
@@ -91,6 +91,8 @@ from rmbench.tasks.m_rewardbench import MRewardBenchTask  # noqa: E402
 from rmbench.tasks.persona import PersonaTask  # noqa: E402
 from rmbench.tasks.ppe import PPECorrectnessTask  # noqa: E402
 from rmbench.tasks.ppe_human import PPEHumanTask  # noqa: E402
+from rmbench.tasks.prmbench import PRMBenchTask  # noqa: E402
+from rmbench.tasks.processbench import ProcessBenchTask  # noqa: E402
 from rmbench.tasks.rewardbench import RewardBench2Task, RewardBenchTask  # noqa: E402
 from rmbench.tasks.rewrite_invariance import RewriteInvarianceTask  # noqa: E402
 from rmbench.tasks.rm_bench import RMBenchTask  # noqa: E402
@@ -137,3 +139,9 @@ _builtin("ppe_human", PPEHumanTask,
 _builtin("rmb", RMBTask,
          "RMB pairwise and Best-of-N items (conversation_input, chosen/reject or bon_best/"
          "loser_list, category_path): official accuracy per scenario, set and goal, overall")
+_builtin("prmbench", PRMBenchTask,
+         "PRMBench solutions (modified_process, error_steps, classification), scored step by "
+         "step by a PRM: official PRMScore per error type, per category and overall")
+_builtin("processbench", ProcessBenchTask,
+         "ProcessBench solutions (problem, steps, label = first wrong step or -1), scored step by step "
+         "by a process reward model: official error/correct accuracy and F1 per split, mean F1")

@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.items import item_correct
 from rmbench.core.metric_def import MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import slice_label
-from rmbench.core.types import ComparisonGroup, PairIndex
+from rmbench.core.types import ComparisonGroup, PairIndex, data_fingerprint
 from rmbench.tasks.schemas import RowSchema
 
 ExtraMetric = Callable[[np.ndarray], float]
@@ -73,6 +74,15 @@ class Task(ABC):
     official: OfficialLayout | None = None
     scores: tuple[MetricDef, ...] = ()
     row_schemas: tuple[RowSchema, ...] = ()
+    score_args: tuple[str, ...] = ()
+    """Arguments that change the task's scores but not its groups (ProcessBench's and PRMBench's
+    ``threshold``): their values (the task's attributes of those names) are part
+    of its fingerprint (:func:`task_fingerprint`), so runs made with other values are never
+    compared nor shown in one column."""
+    steps: bool = False
+    """A step-level task: its groups are :class:`~rmbench.core.types.StepGroup` solutions whose
+    steps a process reward model (:class:`~rmbench.models.base.StepScoringModel`) scores, one
+    reward per step, as P(step correct) (a logit-scale model's scores pass through the sigmoid)."""
     verdict_args: Mapping[str, Any] = {}
     """Arguments the task takes when the model gives pair verdicts (a pairwise LLM judge, whose
     reward gap is its verdict in {+1, 0, -1}) and ``--task-arg`` does not set them: JudgeBench
@@ -113,6 +123,16 @@ class Task(ABC):
         strictly (:func:`rmbench.core.items.item_correct`), which is RewardBench 1's and 2's (a
         best-of-n row: the chosen answer outscores every rejected one) and Ties' ``accurate``."""
         return item_correct(PairIndex.from_groups(groups), rewards)
+
+
+def task_fingerprint(task: Task, groups: Sequence[ComparisonGroup]) -> str:
+    """What a task's results rest on: its groups' :func:`~rmbench.core.types.data_fingerprint`,
+    and, for a task that declares :attr:`Task.score_args`, their values (sha256 of both)."""
+    fingerprint = data_fingerprint(groups)
+    if not task.score_args:
+        return fingerprint
+    args = {name: getattr(task, name) for name in task.score_args}
+    return sha256_hex(canonical_json({"data": fingerprint, "score_args": args}))
 
 
 def units_by_source(groups: Sequence[ComparisonGroup]) -> np.ndarray:

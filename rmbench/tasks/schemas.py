@@ -32,6 +32,10 @@ def _ints(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
 
 
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _flag_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, bool) or v in (0, 1) for v in value)
 
@@ -97,6 +101,13 @@ PERSONA = RowSchema("persona statements", (("question", "text", _text), ("answer
 JUDGEBENCH = RowSchema("JudgeBench rows", (("pair_id", "text", _id), ("source", "text", _text),
                                            ("question", "text", _prompt), ("response_A", "text", _text),
                                            ("response_B", "text", _text), ("label", "A>B or B>A", _text)))
+PROCESSBENCH = RowSchema("ProcessBench rows", (("id", "text", _id), ("problem", "text", _text),
+                                                ("steps", "list of steps", _texts),
+                                                ("label", "index of the first wrong step, -1 if none", _int)))
+PRMBENCH = RowSchema("PRMBench rows", (("idx", "text", _id), ("classification", "error type", _text),
+                                       ("modified_question", "text", _text),
+                                       ("modified_process", "list of steps", _texts),
+                                       ("error_steps", "list of step numbers", _ints)))
 PPE_CORRECTNESS = RowSchema("PPE correctness rows", (("question_id", "text", _id), ("prompt", "text", _prompt),
                                                      ("scores", "list of booleans", _flag_list),
                                                      ("response_1", "text, one per score", _text)))

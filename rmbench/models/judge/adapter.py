@@ -6,12 +6,14 @@
 * ``api_key_env`` (default ``OPENAI_API_KEY``): the *name* of the environment variable that
   holds the key; a server without auth needs none. The key itself is read when the first call
   is made and is never written anywhere (identity, results, caches, judgments, logs, errors);
-* ``mode``: ``rating``, ``pairwise`` or ``fourway``; ``prompt``: a registered protocol of the mode
+* ``mode``: ``rating``, ``pairwise`` or ``fourway``; ``steps`` or ``critic``: a process reward
+  model (:mod:`rmbench.models.judge.step_judge`, with ``aggregate``); ``prompt``: a registered protocol of the mode
   (:mod:`rmbench.models.judge.judge_protocol`) or a template file whose front matter declares its
   grade (:mod:`rmbench.models.judge.template`); ``fidelity`` (``official``, the default for a
   named protocol: requests, parses and unparsed answers as the official client; ``strict``);
   ``max_tokens`` (the official client's), ``temperature`` (0), ``n`` (ratings averaged),
-  ``seed`` (none: not sent), ``score`` (``rating`` or ``expected``), ``unparsed``
+  ``seed`` (none: not sent), ``score`` (``rating`` or ``expected``; steps: ``probability`` or
+  ``verdict``), ``unparsed``
   (``official`` or ``skip``; by default ``official`` under fidelity official);
 * ``concurrency`` (16), ``timeout`` (seconds per request, 120): how it runs, not its identity;
 * ``batch`` (off): ``openai`` (the Files + Batches API of ``base_url``), ``anthropic`` (Message
@@ -41,10 +43,11 @@ import numpy as np
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.judge_replies import JudgeReplies, count_replies
 from rmbench.errors import ConfigError, did_you_mean
-from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest
+from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest, StepScoringModel
 from rmbench.models.judge.batch import DEFAULT_BASE_URLS, BatchExecutor, BatchOutcome, make_batch_executor
 from rmbench.models.judge.batch import KINDS as BATCH_KINDS
 from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats
+from rmbench.models.judge.judge_protocol import STEP_MODES
 from rmbench.models.judge.protocol import Protocol
 from rmbench.paths import user_cache_dir
 
@@ -84,21 +87,28 @@ def _server_address(base_url: str | None, batch: str | None) -> str | None:
 class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     kind = "judge"
     target_arg = "model"
-    description = "LLM judge behind an OpenAI-compatible server (judge:MODEL; modes rating, pairwise, fourway)"
+    description = ("LLM judge behind an OpenAI-compatible server (judge:MODEL; modes rating, pairwise, fourway; "
+                   "steps, critic: a PRM)")
     reads_subset = True
     may_abstain = True
     preferred_batch = 1024
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV,
                  mode: str = "rating", prompt: str | None = None, max_tokens: int | None = None,
-                 temperature: float = 0.0, n: int = 1, seed: int | None = None, score: str = "rating",
+                 temperature: float = 0.0, n: int = 1, seed: int | None = None, score: str | None = None,
                  unparsed: str | None = None, fidelity: str | None = None, concurrency: int = 16,
                  timeout: float = 120.0,
                  revision: str | None = None, price_in: float | None = None, price_out: float | None = None,
                  batch: str | None = None, batch_poll: float = 30.0, batch_wait: float | None = None,
-                 batch_model: str | None = None, batch_args: str = "") -> None:
+                 batch_model: str | None = None, batch_args: str = "", aggregate: str | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("judge: give the served model's name, judge:MODEL")
+        if aggregate is not None and mode not in STEP_MODES:
+            raise ConfigError(f"judge aggregate (how step scores make a reward) is for mode steps or critic, not "
+                              f"{mode!r}")
+        if mode in STEP_MODES and not isinstance(self, StepScoringModel):
+            raise ConfigError(f"judge mode {mode} scores steps: build it as kind 'judge' (judge:MODEL), which gives "
+                              f"a StepJudgeRM")
         if batch is not None and batch not in BATCH_KINDS:
             raise ConfigError(f"judge batch must be one of {', '.join(BATCH_KINDS)} (or left out: no batch), got "
                               f"{batch!r}{did_you_mean(str(batch), BATCH_KINDS)}")

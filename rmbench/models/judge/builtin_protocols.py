@@ -1,5 +1,5 @@
 """The built-in judge protocols as records: RewardBench 2's ratings, Ties ratings and best-of-4,
-JudgeBench's arena_hard and vanilla.
+JudgeBench's arena_hard and vanilla; ProcessBench's chat PRM (steps) and critic.
 
 Each is a :class:`~rmbench.models.judge.judge_protocol.JudgeProtocol` over the pure functions of
 :mod:`~rmbench.models.judge.rewardbench2` and :mod:`~rmbench.models.judge.judgebench`, with the
@@ -7,6 +7,9 @@ official client it reproduces: ``rewardbench/generative_v2.py`` at reward-bench 
 (``get_single_rating``: ``max_tokens=1024``; ``run_judge_four`` -> ``chat_completion_openai``:
 ``n=1, max_tokens=2048``) and JudgeBench's ``utils/judges.py`` at e2c52c2 (``ArenaHard``:
 ``max_tokens=4096``; ``Vanilla``: ``top_p=1.0, max_tokens=1024``); all at temperature 0, no seed.
+ProcessBench at e802463 (:mod:`~rmbench.models.judge.processbench`): ``run_eval_prm_rlhflow.py``
+sends ``n=1, temperature=0., max_tokens=1``; ``run_eval.py`` samples ``temperature=0.,
+max_tokens=8192, seed=42`` (32768 for QwQ: give ``max_tokens``).
 Each ``text`` is the string whose sha256 the judge's identity has held since before the
 registry, so cached scores and calls stay hits.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rmbench.models.judge import judgebench as JB
+from rmbench.models.judge import processbench as PB
 from rmbench.models.judge import rewardbench2 as RB2
 from rmbench.models.judge.judge_protocol import JudgeProtocol, Messages, Official
 
@@ -83,3 +87,24 @@ ARENA_HARD = JudgeProtocol(
 VANILLA = JudgeProtocol(
     "vanilla", "pairwise", _pair("vanilla"), _verdict("vanilla"), _pair_text("vanilla"),
     official=Official("JudgeBench run_judge.py (vanilla)", 1024, top_p=1.0))
+
+
+def _steps(question: str, answers: Sequence[str], subset: str | None) -> Messages:
+    return PB.step_messages(question, answers)
+
+
+def _critic(question: str, answers: Sequence[str], subset: str | None) -> Messages:
+    return PB.critic_messages(question, answers)
+
+
+def _step_verdict(text: str) -> float:
+    return 1.0 if PB.parse_step(text) == PB.PLUS else 0.0
+
+
+STEPS_RLHFLOW = JudgeProtocol(
+    "rlhflow", "steps", _steps, _step_verdict, PB.STEP_PROMPT_TEXT,
+    official=Official("ProcessBench run_eval_prm_rlhflow.py (RLHFlow PRM)", 1, n=1), probability=PB.plus_probability)
+
+CRITIC_PROCESSBENCH = JudgeProtocol(
+    "processbench", "critic", _critic, PB.parse_critic, PB.CRITIQUE_TEMPLATE,
+    official=Official("ProcessBench run_eval.py (critic)", 8192, seed=42))

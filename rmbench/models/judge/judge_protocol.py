@@ -1,6 +1,7 @@
 """A judge protocol as data: what an LLM judge is asked and how its reply is read, one record each.
 
-A :class:`JudgeProtocol` is a name and a mode (``rating``, ``pairwise`` or ``fourway``), a messages
+A :class:`JudgeProtocol` is a name and a mode (``rating``, ``pairwise``, ``fourway``; ``steps`` and
+``critic``, which score each step of a solution: :mod:`rmbench.models.judge.step_judge`), a messages
 builder, a reply parser, the rating scale (mode rating), the official client it reproduces if
 any (:class:`Official`: its ``max_tokens``, ``top_p`` and ``n``) and the text hashed into the
 judge's identity. :class:`~rmbench.models.judge.protocol.Protocol` asks its record for everything
@@ -26,10 +27,13 @@ from rmbench.errors import ConfigError, did_you_mean
 from rmbench.registry import Registry, RegistryError
 
 ENTRY_POINT_GROUP = "rmbench.judge_protocols"
-MODES = ("rating", "pairwise", "fourway")
-DEFAULT_PROTOCOL = {"rating": "rewardbench2", "pairwise": "vanilla", "fourway": "rewardbench2"}
+MODES = ("rating", "pairwise", "fourway", "steps", "critic")
+STEP_MODES = ("steps", "critic")
+"""The modes that score each step of a solution (a judge in them is a process reward model)."""
+DEFAULT_PROTOCOL = {"rating": "rewardbench2", "pairwise": "vanilla", "fourway": "rewardbench2", "steps": "rlhflow",
+                    "critic": "processbench"}
 """The protocol a mode uses when no ``prompt`` is given."""
-DEFAULT_MAX_TOKENS = {"rating": 1024, "pairwise": 2048, "fourway": 2048}
+DEFAULT_MAX_TOKENS = {"rating": 1024, "pairwise": 2048, "fourway": 2048, "steps": 1, "critic": 8192}
 """``max_tokens`` for a protocol that names neither an official client nor its own."""
 
 Messages = tuple[tuple[str, str], ...]
@@ -38,12 +42,14 @@ TopLogprobs = Sequence[Sequence[tuple[str, float]]]
 
 @dataclass(frozen=True)
 class Official:
-    """What an official client sends for one protocol (besides the messages), at temperature 0 and no seed."""
+    """What an official client sends for one protocol (besides the messages), at temperature 0
+    (and no seed unless it names one: ProcessBench's critic samples with ``seed=42``)."""
 
     client: str
     max_tokens: int
     top_p: float | None = None
     n: int | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -51,12 +57,15 @@ class JudgeProtocol:
     """One judge protocol: how a request becomes messages and a reply a verdict.
 
     ``messages(question, answers, subset)``: the chat messages (role, content) for ``answers`` in
-    the order shown (one for rating; A, B for pairwise; slots A-D for fourway); ``subset`` is the
+    the order shown (one for rating; A, B for pairwise; slots A-D for fourway; the steps of a
+    solution up to the one asked about for steps; all its steps for critic; the question is then
+    the problem); ``subset`` is the
     row's subset (RewardBench 2 asks its Ties rows with their own prompt). ``parse(text)``: the
     verdict in a reply's text, or None: a number (rating; one outside ``scale`` is no verdict), a
     label ``"A>B"``, ``"B>A"`` or ``"A=B"`` (pairwise; a pair's two games combine by JudgeBench's
-    vote), or a slot ``"A"``..``"D"`` (fourway). ``text``: the protocol's prompt text, whose sha256
-    is in the judge's identity and every judgment (``protocol_sha256``).
+    vote), a slot ``"A"``..``"D"`` (fourway), the last step's P(correct), 1.0 or 0.0 (steps), or
+    the index of the earliest wrong step, -1 for none (critic). ``text``: the protocol's prompt
+    text, whose sha256 is in the judge's identity and every judgment (``protocol_sha256``).
     """
 
     name: str
@@ -78,6 +87,8 @@ class JudgeProtocol:
     """``score=expected``: the expected grade from a reply's ``top_logprobs`` (None: not offered)."""
     template: str | None = None
     """A template file's whole text (the identity shows it in place of the name)."""
+    probability: Callable[[TopLogprobs], float | None] | None = None
+    """Mode steps, ``score=probability``: the step's P(correct) from a reply's ``top_logprobs`` (None: not there)."""
 
     def __post_init__(self) -> None:
         """A malformed record fails where it is built (a plugin: as it loads), naming the protocol."""
@@ -94,6 +105,8 @@ class JudgeProtocol:
                              f"got {self.scale!r} in mode {self.mode!r}")
         if self.expected is not None and self.mode != "rating":
             raise ValueError(f"{where}: expected (score=expected) is for mode rating")
+        if self.probability is not None and self.mode != "steps":
+            raise ValueError(f"{where}: probability (score=probability) is for mode steps")
 
     @property
     def key(self) -> str:
@@ -170,5 +183,9 @@ for _key, _attr, _description in (
     ("pairwise/arena_hard", "ARENA_HARD", "JudgeBench's arena_hard, [[A>>B]]..[[B>>A]], asked once more without a "
      "label; official: run_judge.py"),
     ("pairwise/vanilla", "VANILLA", "JudgeBench's vanilla, Output (a) / Output (b); official: run_judge.py"),
+    ("steps/rlhflow", "STEPS_RLHFLOW", "a chat PRM answering +/- after each step (RLHFlow's); official: ProcessBench "
+     "run_eval_prm_rlhflow.py"),
+    ("critic/processbench", "CRITIC_PROCESSBENCH", "ProcessBench's critique template, the earliest wrong paragraph "
+     "in \\boxed{}; official: ProcessBench run_eval.py"),
 ):
     PROTOCOLS.register(_key, _BUILTIN + _attr, description=_description, origin="built-in")

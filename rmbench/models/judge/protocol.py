@@ -57,6 +57,11 @@ from rmbench.models.judge.judge_protocol import DEFAULT_PROTOCOL, MODES, JudgePr
 from rmbench.models.judge.template import read_template
 
 FIDELITIES = ("official", "strict")
+SCORES = {"rating": ("rating", "expected"), "pairwise": ("rating",), "fourway": ("rating",),
+          "steps": ("probability", "verdict"), "critic": ("verdict",)}
+"""Each mode's readings of a reply's value (``--model-arg score``), its default first: ``expected``
+(the expected grade) and ``probability`` (P(+) of a step) read ``top_logprobs``."""
+LOGPROB_SCORES = ("expected", "probability")
 UNPARSED = ("official", "skip")
 """``official``: an answer with no verdict scored as the official client scores it; ``skip``: left
 out. ``rewardbench`` (the older name) reads as ``official``."""
@@ -106,14 +111,13 @@ class Protocol:
 
     @classmethod
     def make(cls, mode: str, prompt: str | None, max_tokens: int | None, temperature: float, n: int,
-             seed: int | None, score: str, unparsed: str | None, fidelity: str | None = None) -> Protocol:
+             seed: int | None, score: str | None, unparsed: str | None, fidelity: str | None = None) -> Protocol:
         if mode not in MODES:
             raise ConfigError(f"judge mode must be one of {', '.join(MODES)}, got {mode!r}")
         spec = resolve(mode, prompt or DEFAULT_PROTOCOL[mode])
         official = spec.official
         fidelity = _fidelity(fidelity, official is not None, spec)
-        if score not in ("rating", "expected") or (score == "expected" and mode != "rating"):
-            raise ConfigError(f"judge score must be 'rating' or, in mode rating, 'expected', got {score!r}")
+        score = _score(mode, score, spec)
         if score == "expected" and spec.expected is None:
             raise ConfigError(f"judge score=expected: the {mode} protocol {spec.name!r} does not read a rating's "
                               f"top_logprobs (rewardbench2's ratings do); use score=rating")
@@ -131,6 +135,8 @@ class Protocol:
             raise ConfigError(f"judge seed must be an integer, got {seed!r}")
         if seed is None and n > 1:
             seed = 0  # n samples of one prompt are told apart by their seeds: seed .. seed+n-1
+        if seed is None and official is not None and fidelity == "official":
+            seed = official.seed  # ProcessBench's critic samples with seed 42; the others send none
         if max_tokens is None:
             max_tokens = spec.default_max_tokens
         top_p = official.top_p if official and fidelity == "official" else None
@@ -193,12 +199,21 @@ class Protocol:
             return "rated -1, as RewardBench 2's client does"
         if self.mode == "fourway":
             return "no winner (every value 0; RewardBench 2's 0.25 for the row), as RewardBench 2's client does"
+        if self.mode == "steps":
+            return "never: a reply not starting with '+' is '-', as ProcessBench's RLHFlow script reads it"
+        if self.mode == "critic":
+            return ("every step's score NaN (no step named): left out and counted, as an unparsed judge answer; "
+                    "ProcessBench counts such an answer wrong whatever the label")
         return "no decision for the game (a pair with none is not correct), as JudgeBench does"
 
     # --- requests -----------------------------------------------------------------------------
     def _request(self, messages: Sequence[tuple[str, str]], seed: int | None) -> ChatRequest:
         return ChatRequest(tuple(messages), self.max_tokens, self.temperature, seed,
-                           top_logprobs=20 if self.score == "expected" else None, top_p=self.top_p, n=self.n_key)
+                           top_logprobs=20 if self.score in LOGPROB_SCORES else None, top_p=self.top_p, n=self.n_key)
+
+    def request(self, messages: Sequence[tuple[str, str]]) -> ChatRequest:
+        """The chat request for ``messages`` under this protocol's sampling (its seed)."""
+        return self._request(messages, self.seed)
 
     def calls(self, req: ScoreRequest) -> tuple[list[ChatRequest], dict[str, Any]]:
         """The chat requests behind ``req``'s value, and what the judgments record about them
@@ -313,6 +328,18 @@ class Protocol:
         values = [p if p is not None else -1.0 for p in parsed] if self.unparsed == "official" else \
             [p for p in parsed if p is not None]
         return (sum(values) / len(values) if values else None), parsed
+
+
+def _score(mode: str, score: str | None, spec: JudgeProtocol) -> str:
+    """The reading of a reply's value: :data:`SCORES` lists each mode's, its default first."""
+    allowed = SCORES[mode]
+    score = allowed[0] if score is None else score
+    if score not in allowed:
+        raise ConfigError(f"judge score must be {' or '.join(repr(s) for s in allowed)} in mode {mode}, got {score!r}")
+    if score == "probability" and spec.probability is None:
+        raise ConfigError(f"judge score=probability: the steps protocol {spec.name!r} does not read a reply's "
+                          f"top_logprobs; use score=verdict")
+    return score
 
 
 def resolve(mode: str, prompt: str) -> JudgeProtocol:

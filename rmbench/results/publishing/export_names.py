@@ -81,6 +81,8 @@ RANGES: dict[str, tuple[Any, Any]] = {
     "m_rewardbench_score": (0.0, 1.0),
     "m_rewardbench_english_gap": (-1.0, 1.0), "judgebench_score": (0.0, 1.0),
     "rmb_score": (0.0, 1.0),
+    "prmbench_score": (0.0, 1.0), "prmbench_f1": (-1.0, 1.0), "prmbench_negative_f1": (-1.0, 1.0),
+    "processbench_f1": (0.0, 1.0), "processbench_error_acc": (0.0, 1.0), "processbench_correct_acc": (0.0, 1.0),
     "ppe_accuracy": (0.0, 1.0), "ppe_best_of_k": (0.0, 1.0), "ppe_bok_gap": (0.0, 1.0),
     "ppe_human_accuracy": (0.0, 1.0),
     "length_correlation": (-1.0, 1.0), "length_bias_gap": (-1.0, 1.0), "accuracy_longer_better": (0.0, 1.0),

@@ -167,7 +167,7 @@ def task_entries(task: TaskResult, record: RunRecord, options: ExportOptions) ->
     revision = task.args.get("revision")
     entries = []
     for column in layout.columns:
-        found = [m for m in _records(task, layout.metric, column.subset) if _finite(m.value)]
+        found = [m for m in _records(task, layout.metric_of(column), column.subset) if _finite(m.value)]
         if not found:
             continue
         m = found[0]

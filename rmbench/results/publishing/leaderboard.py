@@ -383,11 +383,11 @@ def _official_table(name: str, task: TaskResult, layout: OfficialLayout, entries
                     eps: float, said: str = "") -> Table:
     """The official layout of column group ``name`` (``said``: what its name says beside the
     task's, ``limit 10``); a run whose task failed has no row (a line under the task's table says so)."""
-    cols = [_column(task, layout.metric, eps, "", c.subset, c.label, name) for c in layout.columns]
+    cols = [_column(task, layout.metric_of(c), eps, "", c.subset, c.label, name) for c in layout.columns]
     cols += [_column(task, m, eps, "", column_task=name) for m in layout.beside]
     rows = [((label,), tuple(_cell(rec, c) for c in cols)) for label, rec in entries
             if rec.has_task(name) and rec.task(name).status == "success"]
-    total = next((i for i, c in enumerate(layout.columns) if c.subset is None), 0)
+    total = next((i for i, c in enumerate(layout.columns) if c.subset is None and c.metric is None), 0)
     rows = _sorted_rows(rows, task.metric_def(layout.metric).higher_is_better, total)
     strict = [label for label, e in entries if e.has_task(name) and (r := e.task(name).judge_replies) is not None
               and r.fidelity == "strict"]

@@ -95,6 +95,27 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatA
     return records
 
 
+def task_score_records(task_name: str, scores: TaskScores, units: IntArray, n_bootstrap: int = 1000,
+                       seed: int = 0) -> list[MetricRecord]:
+    """A task's own scores alone, with percentile bootstrap 95% CIs over its ``units`` (the unit
+    of each group the scores were computed on): the records :func:`summarize` gives them on the
+    overall slice, for scores over other groups than the pairs' (a step-level task counts a
+    solution its judge named no step of, which the pairs leave out)."""
+    uniq = np.unique(units)
+
+    def statistic(drawn: IntArray) -> FloatArray:
+        return np.asarray(scores.statistic(uniq[drawn]), dtype=np.float64)
+
+    point = statistic(np.arange(len(uniq)))
+    low, high = M.bootstrap_ci(statistic, len(uniq), n_bootstrap, seed)
+    counts = scores.counts or (len(units),) * len(scores.labels)
+    records = []
+    for j, ((metric, subset), n) in enumerate(zip(scores.labels, counts)):
+        ci = (None, None) if low.size == 0 or math.isnan(low[j]) else (float(low[j]), float(high[j]))
+        records.append(MetricRecord(task_name, subset, None, metric, None, None, Estimate(float(point[j]), *ci), n))
+    return records
+
+
 def _weighted(method: str) -> bool:
     """Whether ``method`` (see :func:`summarize`) is the weighted bootstrap; an unknown one is an error."""
     if method not in ("weighted", "resample"):

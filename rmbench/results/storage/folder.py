@@ -211,7 +211,8 @@ def _metric_spec(f: Fields) -> MetricSpec:
 def _layout(f: Fields) -> OfficialLayout:
     """A task's official layout as written, its provenance too (absent: checked against the code)."""
     o = f.obj("official")
-    columns = tuple(OfficialColumn(c.string("label"), c.opt_string("subset")) for c in o.items("columns"))
+    columns = tuple(OfficialColumn(c.string("label"), c.opt_string("subset"), c.opt_string("metric"))
+                    for c in o.items("columns"))
     return OfficialLayout(o.string("title"), o.string("metric"), columns, o.strings("beside", ()),
                           o.opt_string("provenance") or CHECKED_AGAINST_CODE)
 

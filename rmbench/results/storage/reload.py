@@ -16,12 +16,12 @@ import numpy as np
 from rmbench.catalog import load_catalog
 from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import LIMIT_FIRST
-from rmbench.core.types import ComparisonGroup, data_fingerprint
+from rmbench.core.types import ComparisonGroup
 from rmbench.core.unscored import Scored, drop_unscored
 from rmbench.errors import DataError
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import TaskResult
-from rmbench.tasks.base import Task
+from rmbench.tasks.base import Task, task_fingerprint
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
 
 
@@ -63,7 +63,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
         # (the fingerprint check below makes sure it is the same data).
         spec = catalog.task_spec(result.name)
         task, groups, bad = load_task(spec, limit, skip, sampling)
-    if data_fingerprint(groups) != result.data_fingerprint:
+    if task_fingerprint(task, groups) != result.data_fingerprint:
         where = _source(spec)
         if spec is not recorded:  # the recorded source failed and this install's copy differs
             raise DataError(f"task {result.name!r}: the data the run used ({_source(recorded)}) cannot be read "

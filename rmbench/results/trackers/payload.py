@@ -72,7 +72,7 @@ def headline_metrics(task: TaskResult) -> tuple[str, ...]:
     it, each with its shift gap (``METRIC_shift_gap``) where the task has shifts."""
     names = list(task.headline)
     if task.official is not None:
-        names += [task.official.metric, *task.official.beside]
+        names += [*task.official.metrics, *task.official.beside]
     names = list(dict.fromkeys(names))
     return tuple(names + [n + GAP_SUFFIX for n in names])
 
