@@ -9,7 +9,8 @@ one process with the ``register_*`` function beside it. The names, by what they 
 * a task kind: :class:`Task` (its ``scores``, ``row_schemas``, ``headline`` and ``official``
   declarations), :class:`TaskScores`, :func:`grouped`, :class:`RowSchema`, :class:`RowReader`,
   :func:`iter_rows`, :class:`ComparisonGroup`, :class:`Message`, :class:`MetricDef`,
-  :class:`OfficialLayout` with :class:`OfficialColumn`; :func:`register_task_kind`;
+  :class:`OfficialLayout` with :class:`OfficialColumn`, and for a step-level task (``steps =
+  True``, scored by a process RM) :class:`StepGroup`; :func:`register_task_kind`;
 * a computed metric: :class:`ComputedMetric` (its :class:`MetricDef`, counting a kind of pair of
   :class:`Counted`, and its two forms) with :class:`Computation`, :class:`PooledPairs` (the pooled
   form's input), :class:`WeightedBlock` and :class:`PairColumn` over a :class:`PairSet` (the
@@ -42,7 +43,7 @@ from rmbench import _lazy_exports
 _NAMES: dict[str, tuple[str, ...]] = {
     "a task kind": (
         "Task", "TaskScores", "grouped", "RowSchema", "RowReader", "iter_rows", "ComparisonGroup", "Message",
-        "MetricDef", "OfficialLayout", "OfficialColumn", "register_task_kind"),
+        "MetricDef", "OfficialLayout", "OfficialColumn", "StepGroup", "register_task_kind"),
     "a computed metric": (
         "ComputedMetric", "Computation", "Counted", "PooledPairs", "WeightedBlock", "PairColumn", "PairSet", "ratio",
         "register_metric"),
@@ -60,6 +61,7 @@ _NAMES: dict[str, tuple[str, ...]] = {
 
 _OWN: dict[str, str] = {  # name -> "module:attribute", for the names that rmbench itself does not export
     "OfficialColumn": "rmbench.core.metric_registry:OfficialColumn",
+    "StepGroup": "rmbench.core.types:StepGroup",
     "ComputedMetric": "rmbench.core.metric_declaration:ComputedMetric",
     "Computation": "rmbench.core.metric_declaration:Computation",
     "Counted": "rmbench.core.metric_def:Counted",
