@@ -22,7 +22,7 @@ import rmbench
 from rmbench.catalog import load_catalog
 from rmbench.core import metric_registry as R
 from rmbench.core.prmbench import CATEGORIES, CORRECT, PRMBENCH_LAYOUT, f1_pair, official_f1, prm_score
-from rmbench.core.types import StepGroup
+from rmbench.core.step_groups import StepGroup
 from rmbench.errors import DataError
 from rmbench.tasks import TASK_KINDS, downloads, schemas
 from rmbench.tasks.prmbench import PRMBENCH_COMMIT, PRMBENCH_FILES, PRMBenchTask

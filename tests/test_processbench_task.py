@@ -34,7 +34,7 @@ from rmbench.core.processbench import (
     processbench_scores,
     split_accuracies,
 )
-from rmbench.core.types import StepGroup
+from rmbench.core.step_groups import StepGroup
 from rmbench.errors import DataError
 from rmbench.tasks.loading import load_groups, task_spec_with_args, task_spec_with_data
 from rmbench.tasks.processbench import ProcessBenchTask

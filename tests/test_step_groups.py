@@ -9,7 +9,8 @@ import pytest
 
 import rmbench
 from rmbench.core import metric_registry as R
-from rmbench.core.types import PairIndex, StepGroup
+from rmbench.core.step_groups import StepGroup
+from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
 from rmbench.tasks import TASK_KINDS
 

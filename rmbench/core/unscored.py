@@ -12,7 +12,7 @@ groups before any metric is computed:
   answer and kept answers of one utility only (what it measured is gone: a RewardBench 2 Ties row
   needs a correct and an incorrect answer); one whose responses hold rewrites of one another
   (``forms``: removing an original would orphan its rewrites) with any response unscored; a
-  solution's steps (:class:`~rmbench.core.types.StepGroup`, a critic that named no step) with any
+  solution's steps (:class:`~rmbench.core.step_groups.StepGroup`, a critic that named no step) with any
   step unscored: a solution without one of its steps is another solution.
 """
 
@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rmbench.core.types import ComparisonGroup, StepGroup, group_slices
+from rmbench.core.step_groups import StepGroup
+from rmbench.core.types import ComparisonGroup, group_slices
 
 
 @dataclass(frozen=True)

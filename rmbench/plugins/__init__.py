@@ -61,7 +61,7 @@ _NAMES: dict[str, tuple[str, ...]] = {
 
 _OWN: dict[str, str] = {  # name -> "module:attribute", for the names that rmbench itself does not export
     "OfficialColumn": "rmbench.core.metric_registry:OfficialColumn",
-    "StepGroup": "rmbench.core.types:StepGroup",
+    "StepGroup": "rmbench.core.step_groups:StepGroup",
     "ComputedMetric": "rmbench.core.metric_declaration:ComputedMetric",
     "Computation": "rmbench.core.metric_declaration:Computation",
     "Counted": "rmbench.core.metric_def:Counted",

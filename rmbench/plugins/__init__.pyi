@@ -9,7 +9,8 @@ from rmbench.tasks.grouped import grouped
 from rmbench.tasks.schemas import RowSchema
 from rmbench.tasks.rows import RowReader
 from rmbench.tasks.sources import iter_rows
-from rmbench.core.types import ComparisonGroup, Message, StepGroup
+from rmbench.core.step_groups import StepGroup
+from rmbench.core.types import ComparisonGroup, Message
 from rmbench.core.metric_registry import MetricDef, OfficialColumn, OfficialLayout
 from rmbench.tasks import register_task_kind
 

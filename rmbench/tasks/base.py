@@ -80,7 +80,7 @@ class Task(ABC):
     of its fingerprint (:func:`task_fingerprint`), so runs made with other values are never
     compared nor shown in one column."""
     steps: bool = False
-    """A step-level task: its groups are :class:`~rmbench.core.types.StepGroup` solutions whose
+    """A step-level task: its groups are :class:`~rmbench.core.step_groups.StepGroup` solutions whose
     steps a process reward model (:class:`~rmbench.models.base.StepScoringModel`) scores, one
     reward per step, as P(step correct) (a logit-scale model's scores pass through the sigmoid)."""
     verdict_args: Mapping[str, Any] = {}

@@ -18,7 +18,7 @@ solution ``modified_process`` to ``modified_question``, id ``CLASSIFICATION_IDX`
 of an id is kept, a later one dropped, as its loader does); the first ``redundency`` row of each
 ``idx`` also gives, just before it, the original solution ``original_process`` to
 ``original_question``, class ``correct``, id ``correct_IDX``. Each is one
-:class:`~rmbench.core.types.StepGroup`: its steps, utilities 1 for a correct step and 0 for an
+:class:`~rmbench.core.step_groups.StepGroup`: its steps, utilities 1 for a correct step and 0 for an
 error step, subset its class, meta ``idx`` and ``classification``. Its step-level D/Spec pairs
 run up to its first error; PRMBench's F1s use every step's score.
 
@@ -58,7 +58,8 @@ from rmbench.core.prmbench import (
     prm_score,
     step_confusion,
 )
-from rmbench.core.types import ComparisonGroup, StepGroup, split_by_group
+from rmbench.core.step_groups import StepGroup
+from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, TaskScores
 from rmbench.tasks.rows import RowReader

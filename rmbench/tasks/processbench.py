@@ -8,7 +8,7 @@ row: ``id`` (``gsm8k-0``: the split, a dash, a number), ``generator`` (the model
 solution), ``problem``, ``steps`` (the solution's paragraphs), ``final_answer_correct`` and
 ``label``, the index of the first wrong step (-1: none is wrong).
 
-Each row is one :class:`~rmbench.core.types.StepGroup`: prompt = ``problem``, responses = all of
+Each row is one :class:`~rmbench.core.step_groups.StepGroup`: prompt = ``problem``, responses = all of
 its ``steps`` (a process reward model scores the whole solution, as the official scripts send
 it), utilities 1 for the steps before ``label`` and 0 from ``label`` on (the steps after the
 first error are not labelled: 0, and in no pair), id ``id``, subset = the split, meta
@@ -56,7 +56,8 @@ from rmbench.core.processbench import (
     processbench_layout,
     split_accuracies,
 )
-from rmbench.core.types import ComparisonGroup, StepGroup, split_by_group
+from rmbench.core.step_groups import StepGroup
+from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.tasks.base import Task, TaskScores
 from rmbench.tasks.rows import RowReader
 from rmbench.tasks.schemas import PROCESSBENCH
