@@ -260,3 +260,31 @@ def test_on_the_gpu_the_step_scores_are_the_cpus(ckpt, style):
     gpu_scores = _prm(ckpt[style], runtime=gpu, style=style).score_steps(SOLUTIONS)
     for c, g in zip(cpu_scores, gpu_scores):
         np.testing.assert_allclose(g, c, atol=1e-4, rtol=0)  # TF32 is off by default
+
+
+def test_a_checkpoint_on_processbench_through_the_cli(ckpt, tmp_path):
+    """``rmbench eval --model prm:CHECKPOINT --tasks processbench``: ProcessBench's official
+    layout with CIs and step-level D/Spec, the step scores cached (a rerun loads no weights)."""
+    from typer.testing import CliRunner
+
+    import rmbench
+    from rmbench.cli import app
+
+    data = Path(__file__).resolve().parent.parent / "examples" / "processbench.jsonl"
+    args = ["eval", "--model", f"prm:{ckpt['trl']}", "--tasks", "processbench", "--data", f"processbench={data}",
+            "--task-arg", "split=gsm8k", "--dtype", "float32", "--bootstrap", "50",
+            "--cache-dir", str(tmp_path / "cache")]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    for header in ("ProcessBench (processbench): official layout", "GSM8K error", "GSM8K correct", "GSM8K F1",
+                   "Avg F1", "D@0.1σ", "Spec@0.1σ"):
+        assert header in result.output, header
+    record = rmbench.read_run(tmp_path / "run")
+    f1 = record.metric("processbench", "processbench_f1", subset="gsm8k")
+    assert f1 is not None and 0 <= f1.value <= 1 and f1.n == 8
+    d = record.metric("processbench", "discrimination", eps=0.0)
+    assert d is not None and d.n == 5  # (correct step before the first error, first wrong step): 1 + 2 + 2
+    again = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "again")], env={"COLUMNS": "300"})
+    assert again.exit_code == 0, again.output
+    assert rmbench.read_run(tmp_path / "again").value("processbench", "processbench_f1") == f1.value
+    assert (tmp_path / "cache" / "steps").is_dir()
