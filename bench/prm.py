@@ -37,7 +37,7 @@ WORDS = ("so the total is we add then multiply divide each of the numbers gives 
 
 
 def workload(n: int, seed: int = 0):
-    from rmbench.models.base import StepRequest
+    from rmbench.models.step_model import StepRequest
 
     rng = np.random.default_rng(seed)
     text = lambda k: " ".join(rng.choice(WORDS, k))  # noqa: E731

@@ -27,10 +27,11 @@ from test_step_groups import StepsTask  # noqa: E402  (a step-level task kind: f
 
 import rmbench  # noqa: E402
 from rmbench.core import metric_registry as R  # noqa: E402
-from rmbench.models.base import ScoreRequest, StepRequest, StepScoringModel  # noqa: E402
+from rmbench.models.base import ScoreRequest  # noqa: E402
 from rmbench.models.judge import processbench as PB  # noqa: E402
 from rmbench.models.judge.adapter import JudgeRM  # noqa: E402
 from rmbench.models.judge.step_judge import Judge, StepJudgeRM, critic_step_scores  # noqa: E402
+from rmbench.models.step_model import StepRequest, StepScoringModel  # noqa: E402
 from rmbench.models.steps import StepRanker  # noqa: E402
 from rmbench.scoring.steps import score_steps  # noqa: E402
 from rmbench.tasks import TASK_KINDS  # noqa: E402

@@ -10,7 +10,7 @@ from rmbench.core.specs import ModelSpec
 from rmbench.core.types import ComparisonGroup, Message
 from rmbench.errors import ConfigError, ModelError
 from rmbench.models import build_model
-from rmbench.models.base import StepRequest, StepScoringModel
+from rmbench.models.step_model import StepRequest, StepScoringModel
 from rmbench.models.steps import aggregate, checked_step_scores, problem_text, split_steps
 from rmbench.scoring.engine import score_groups
 from rmbench.scoring.steps import score_steps, step_cache

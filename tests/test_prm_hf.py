@@ -23,7 +23,8 @@ from rmbench.core.specs import ModelSpec  # noqa: E402
 from rmbench.core.types import ComparisonGroup  # noqa: E402
 from rmbench.errors import ConfigError, ModelError  # noqa: E402
 from rmbench.models import build_model  # noqa: E402
-from rmbench.models.base import Runtime, StepRequest, Truncation  # noqa: E402
+from rmbench.models.base import Runtime, Truncation  # noqa: E402
+from rmbench.models.step_model import StepRequest  # noqa: E402
 from rmbench.models.steps import aggregate, split_steps  # noqa: E402
 from rmbench.scoring.engine import score_groups  # noqa: E402
 from rmbench.scoring.steps import score_steps  # noqa: E402

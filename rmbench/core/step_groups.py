@@ -16,7 +16,7 @@ from rmbench.core.types import ComparisonGroup
 class StepGroup(ComparisonGroup):
     """One solution of a step-level task (ProcessBench, PRMBench): ``prompt`` the problem,
     ``responses`` its steps in order (a process reward model scores them together: one
-    :class:`~rmbench.models.base.StepRequest`), ``utilities`` each step's label, 1 correct and
+    :class:`~rmbench.models.step_model.StepRequest`), ``utilities`` each step's label, 1 correct and
     0 wrong (a step after the first wrong one that the benchmark does not label: 0, unused).
 
     Its rewards are the step scores, as P(step correct). Its pairs are the step-level

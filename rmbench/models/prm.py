@@ -30,7 +30,7 @@ import numpy as np
 
 from rmbench.core.choices import PaddingSide
 from rmbench.errors import ConfigError, ModelError
-from rmbench.models.base import Runtime, StepRequest, Truncation
+from rmbench.models.base import Runtime, Truncation
 from rmbench.models.hf import HFTokenizedModel, load_weights
 from rmbench.models.hf.base import no_kv_cache
 from rmbench.models.hf.loading import resolve_device
@@ -44,6 +44,7 @@ from rmbench.models.prm_inputs import (
     prm_input,
     shepherd_candidates,
 )
+from rmbench.models.step_model import StepRequest
 from rmbench.models.steps import StepRanker, check_aggregate
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rmbench.errors import ConfigError, ModelError
-from rmbench.models.base import StepRequest
+from rmbench.models.step_model import StepRequest
 
 PRMStyle = Literal["trl", "qwen", "math_shepherd"]
 PRM_STYLES: tuple[PRMStyle, ...] = ("trl", "qwen", "math_shepherd")

@@ -14,7 +14,8 @@ import inspect
 from collections.abc import Sequence
 from pathlib import Path
 
-from rmbench.models.base import RewardModel, StepRequest
+from rmbench.models.base import RewardModel
+from rmbench.models.step_model import StepRequest
 from rmbench.models.steps import StepRanker, check_aggregate, check_scale
 from rmbench.registry import import_target
 

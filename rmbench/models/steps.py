@@ -1,7 +1,7 @@
 """Process reward models as response-level RMs: splitting a response into steps, checking step
 scores, and aggregating them into one reward.
 
-A :class:`~rmbench.models.base.StepScoringModel` that also subclasses :class:`StepRanker`
+A :class:`~rmbench.models.step_model.StepScoringModel` that also subclasses :class:`StepRanker`
 scores whole responses like any RM, so it runs on every task (``ppe_correctness``,
 ``rewardbench2``...):
 
@@ -27,7 +27,8 @@ import numpy as np
 
 from rmbench.core.types import Prompt
 from rmbench.errors import ConfigError, ModelError
-from rmbench.models.base import STEP_SCALES, ScoreRequest, StepRequest, StepScoringModel
+from rmbench.models.base import ScoreRequest
+from rmbench.models.step_model import STEP_SCALES, StepRequest, StepScoringModel
 
 AGGREGATES = ("min", "last", "prod", "mean")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")

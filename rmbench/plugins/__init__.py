@@ -74,8 +74,8 @@ _OWN: dict[str, str] = {  # name -> "module:attribute", for the names that rmben
     "Section": "rmbench.results.publishing.leaderboard_tables:Section",
     "Table": "rmbench.results.publishing.leaderboard_tables:Table",
     "Column": "rmbench.results.publishing.leaderboard_tables:Column",
-    "StepScoringModel": "rmbench.models.base:StepScoringModel",
-    "StepRequest": "rmbench.models.base:StepRequest",
+    "StepScoringModel": "rmbench.models.step_model:StepScoringModel",
+    "StepRequest": "rmbench.models.step_model:StepRequest",
 }
 
 _PUBLIC: dict[str, str] = {name: _OWN.get(name) or _RMBENCH[name] for names in _NAMES.values() for name in names}

@@ -35,7 +35,8 @@ from rmbench.scoring.memory import MemoryRetries
 
 # a model kind
 from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
-                                 StepRequest, StepScoringModel, StochasticModel, TokenizedModel, Truncation)
+                                 StochasticModel, TokenizedModel, Truncation)
+from rmbench.models.step_model import StepRequest, StepScoringModel
 from rmbench.models import register_model_kind
 
 # a judge protocol

@@ -22,8 +22,9 @@ from rmbench.core.specs import ModelSpec, TaskSpec
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError, did_you_mean
 from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
-from rmbench.models.base import CallingModel, RewardModel, StepScoringModel
+from rmbench.models.base import CallingModel, RewardModel
 from rmbench.models.names import resolve_model
+from rmbench.models.step_model import StepScoringModel
 from rmbench.models.threads import ThreadGovernor, prepare_threads
 from rmbench.models.trained import trained_split
 from rmbench.results.storage.record import RunIdentity, TaskKeyParts

@@ -29,16 +29,8 @@ from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.core.unscored import drop_unscored
 from rmbench.errors import ConfigError, ModelError, RMBenchError
-from rmbench.models.base import (
-    CallingModel,
-    RewardModel,
-    Runtime,
-    StepRequest,
-    StepScoringModel,
-    close_parts,
-    parts,
-    tokenized_parts,
-)
+from rmbench.models.base import CallingModel, RewardModel, Runtime, close_parts, parts, tokenized_parts
+from rmbench.models.step_model import StepRequest, StepScoringModel
 from rmbench.models.threads import ThreadGovernor
 from rmbench.results.statistics.summary import summarize, task_score_records
 from rmbench.results.storage.engine_stats import EngineStats

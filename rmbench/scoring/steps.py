@@ -1,14 +1,14 @@
 """Scoring solutions step by step: the step-level counterpart of :func:`rmbench.scoring.engine.score_groups`.
 
-For a :class:`~rmbench.models.base.StepScoringModel` (a PRM) over (problem, steps) requests:
+For a :class:`~rmbench.models.step_model.StepScoringModel` (a PRM) over (problem, steps) requests:
 
-1. keep one request per distinct input (:meth:`~rmbench.models.base.StepRequest.key`: the problem
+1. keep one request per distinct input (:meth:`~rmbench.models.step_model.StepRequest.key`: the problem
    and the steps), so a solution that two tasks share is scored once;
 2. take every list of step scores the cache holds (a :class:`~rmbench.scoring.cache.ScoreCache`
-   under the model's :meth:`~rmbench.models.base.StepScoringModel.step_fingerprint`, in its own
+   under the model's :meth:`~rmbench.models.step_model.StepScoringModel.step_fingerprint`, in its own
    ``steps`` folder: a cached step score is the step score, never computed again nor replaced);
 3. plan the rest with the engine's length-sorted batches (:func:`~rmbench.scoring.engine.plan_batches`
-   over :meth:`~rmbench.models.base.StepScoringModel.step_lengths`, under the run's batch limits)
+   over :meth:`~rmbench.models.step_model.StepScoringModel.step_lengths`, under the run's batch limits)
    and score each batch in this process, checking each list (one finite score per step:
    :func:`rmbench.models.steps.checked_step_scores`), and write each batch to the cache in one
    transaction, so an interrupted run resumes from its whole batches.
@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from rmbench.errors import ModelError, RMBenchError
-from rmbench.models.base import RewardModel, Runtime, StepRequest, StepScoringModel
+from rmbench.models.base import RewardModel, Runtime
 from rmbench.models.batching import batch_limits
+from rmbench.models.step_model import StepRequest, StepScoringModel
 from rmbench.models.steps import checked_step_scores
 from rmbench.scoring.cache import ScoreCache
 from rmbench.scoring.engine import plan_batches

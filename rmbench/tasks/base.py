@@ -81,7 +81,7 @@ class Task(ABC):
     compared nor shown in one column."""
     steps: bool = False
     """A step-level task: its groups are :class:`~rmbench.core.step_groups.StepGroup` solutions whose
-    steps a process reward model (:class:`~rmbench.models.base.StepScoringModel`) scores, one
+    steps a process reward model (:class:`~rmbench.models.step_model.StepScoringModel`) scores, one
     reward per step, as P(step correct) (a logit-scale model's scores pass through the sigmoid)."""
     verdict_args: Mapping[str, Any] = {}
     """Arguments the task takes when the model gives pair verdicts (a pairwise LLM judge, whose

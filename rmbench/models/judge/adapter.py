@@ -43,12 +43,13 @@ import numpy as np
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.judge_replies import JudgeReplies, count_replies
 from rmbench.errors import ConfigError, did_you_mean
-from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest, StepScoringModel
+from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, ScoreRequest
 from rmbench.models.judge.batch import DEFAULT_BASE_URLS, BatchExecutor, BatchOutcome, make_batch_executor
 from rmbench.models.judge.batch import KINDS as BATCH_KINDS
 from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats
 from rmbench.models.judge.judge_protocol import STEP_MODES
 from rmbench.models.judge.protocol import Protocol
+from rmbench.models.step_model import StepScoringModel
 from rmbench.paths import user_cache_dir
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"

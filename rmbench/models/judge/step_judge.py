@@ -3,7 +3,7 @@
 ``--model judge:MODEL --model-arg mode=steps`` (or ``mode=critic``) builds a :class:`StepJudgeRM`
 (the kind ``judge`` is :class:`Judge`, which builds a
 :class:`~rmbench.models.judge.adapter.JudgeRM` in the other modes): a
-:class:`~rmbench.models.base.StepScoringModel` (step-level tasks score each step with it:
+:class:`~rmbench.models.step_model.StepScoringModel` (step-level tasks score each step with it:
 :func:`rmbench.scoring.steps.score_steps`) and, through :class:`~rmbench.models.steps.StepRanker`,
 a response-level RM (its response split into steps, their scores aggregated:
 ``--model-arg aggregate=min|last|prod|mean``). Its calls go through the judge's call cache like
@@ -41,11 +41,12 @@ from typing import Any
 import numpy as np
 
 from rmbench.core.canonical import canonical_json, sha256_hex
-from rmbench.models.base import ScoreRequest, StepRequest
+from rmbench.models.base import ScoreRequest
 from rmbench.models.judge.adapter import JudgeRM
 from rmbench.models.judge.client import ChatReply, ChatRequest
 from rmbench.models.judge.judge_protocol import STEP_MODES
 from rmbench.models.judge.protocol import answer_text
+from rmbench.models.step_model import StepRequest
 from rmbench.models.steps import StepRanker, check_aggregate, problem_text, split_steps
 
 
