@@ -142,10 +142,9 @@ def batch_limits(model: RewardModel, runtime: Runtime, scores_here: bool = True)
     device decides; a Ray driver plans for workers it cannot see, with the CPU defaults unless
     the runtime sets them. On CUDA this loads the weights (the engine asks only when a batch is
     left to score)."""
-    from rmbench.models.hf.base import HFRewardModel
-    from rmbench.models.prm import TransformersPRM
+    from rmbench.models.hf.base import HFWeights
 
-    on_cuda = [p for p in parts(model) if scores_here and isinstance(p, (HFRewardModel, TransformersPRM))
+    on_cuda = [p for p in parts(model) if scores_here and isinstance(p, HFWeights)
                and p.device.startswith("cuda")] if _torch_loaded() else []
     rows = runtime.max_batch or model.preferred_batch or (CUDA_MAX_BATCH if on_cuda else CPU_MAX_BATCH)
     if model.max_batch:

@@ -31,9 +31,8 @@ import numpy as np
 from rmbench.core.choices import PaddingSide
 from rmbench.errors import ConfigError, ModelError
 from rmbench.models.base import Runtime, Truncation
-from rmbench.models.hf import HFTokenizedModel, load_weights
-from rmbench.models.hf.base import no_kv_cache
-from rmbench.models.hf.loading import resolve_device
+from rmbench.models.hf import load_weights
+from rmbench.models.hf.base import HFWeights, no_kv_cache
 from rmbench.models.prefix import forward_takes
 from rmbench.models.prm_inputs import (
     TRL_SEPARATOR,
@@ -48,7 +47,7 @@ from rmbench.models.step_model import StepRequest
 from rmbench.models.steps import StepRanker, check_aggregate
 
 
-class TransformersPRM(StepRanker, HFTokenizedModel):
+class TransformersPRM(StepRanker, HFWeights):
     kind = "prm"
     description = "prm:MODEL, a transformers PRM (style=trl|qwen|math_shepherd, read from the checkpoint where it says)"
     step_scale = "probability"
@@ -56,17 +55,11 @@ class TransformersPRM(StepRanker, HFTokenizedModel):
     def __init__(self, model: str, style: str | None = None, separator: str | None = None, aggregate: str = "min",
                  runtime: Runtime | None = None, revision: str | None = None, max_length: int | None = None,
                  truncation: Truncation | None = None, padding_side: PaddingSide = "right") -> None:
-        import importlib.util
-
-        if importlib.util.find_spec("torch") is None:
-            raise ConfigError("the prm adapter needs torch: pip install torch")
         super().__init__(model, runtime, revision, "plain", None, max_length, truncation, padding_side)
         self.style_arg = check_style(style)
         self.separator_arg = separator
         self.aggregate = check_aggregate(aggregate)
         self._style: PRMStyle | None = self.style_arg
-        self._model: Any = None
-        self._device: str | None = None
         self._inputs: dict[str, PRMInput] = {}
 
     # --- what the checkpoint is ----------------------------------------------------------------
@@ -86,26 +79,6 @@ class TransformersPRM(StepRanker, HFTokenizedModel):
                                   f"config records step_separator={recorded!r}")
             return recorded
         return TRL_SEPARATOR if self.separator_arg is None else self.separator_arg
-
-    @property
-    def device(self) -> str:
-        if self._device is None:
-            self._device = resolve_device(self.runtime.device)
-        return self._device
-
-    @property
-    def model(self):
-        """The transformers model, loaded on first use."""
-        if self._model is None:
-            self._model = self._load_weights()
-        return self._model
-
-    @property
-    def weights_loaded(self) -> bool:
-        return self._model is not None
-
-    def loaded_config(self):
-        return self._model.config if self._model is not None else super().loaded_config()
 
     def _load_weights(self):
         from transformers import AutoModel, AutoModelForCausalLM, AutoModelForTokenClassification

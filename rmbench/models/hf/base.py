@@ -131,8 +131,9 @@ class HFTokenizedModel(RewardModel, TokenizedModel):
                 "truncation": self.truncation.side}
 
 
-class HFRewardModel(HFTokenizedModel, StochasticModel):
-    """Transformers weights behind :class:`HFTokenizedModel`; see the module docstring."""
+class HFWeights(HFTokenizedModel):
+    """Transformers weights loaded on first use (:meth:`_load_weights`), on the run's device:
+    what every transformers adapter holds (:class:`HFRewardModel`, the ``prm:`` adapter)."""
 
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
@@ -142,7 +143,7 @@ class HFRewardModel(HFTokenizedModel, StochasticModel):
         if importlib.util.find_spec("torch") is None:
             raise ConfigError("the transformers adapters need torch: pip install torch")
         super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation, padding_side)
-        self._model = None
+        self._model: Any = None
         self._device: str | None = None
 
     @property
@@ -165,11 +166,15 @@ class HFRewardModel(HFTokenizedModel, StochasticModel):
     def loaded_config(self):
         return self.model.config if self._model is not None else super().loaded_config()
 
-    # --- subclasses implement -------------------------------------------------------------------
     @abstractmethod
     def _load_weights(self):
         """Load the transformers model (in ``self.dtype`` on ``self.device``, evaluation mode)."""
 
+
+class HFRewardModel(HFWeights, StochasticModel):
+    """Transformers weights behind :class:`HFTokenizedModel`; see the module docstring."""
+
+    # --- subclasses implement (and HFWeights._load_weights) ------------------------------------
     @property
     @abstractmethod
     def backbone(self):
