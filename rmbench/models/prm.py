@@ -176,18 +176,7 @@ class TransformersPRM(StepRanker, HFWeights):
         out = super().identity()
         return {**out, "args": {k: v for k, v in out["args"].items() if k != "padding_side"}}
 
-    def ran_with(self) -> dict[str, Any]:
-        """The device and attention implementation the weights ran with, once loaded (and the GPU's name)."""
-        if self._model is None:
-            return {}
-        out = {"device": self.device, "attention": getattr(self._model.config, "_attn_implementation", None)}
-        if self.device.startswith("cuda"):
-            import torch
-
-            out["gpu"] = torch.cuda.get_device_name(torch.device(self.device))
-        return out
-
     def describe(self) -> dict[str, Any]:
-        out = {**super().describe(), "device": self._device or self.runtime.device, "style": self._style}
+        out = {**super().describe(), "style": self._style}
         out.pop("template", None)
         return out

@@ -166,6 +166,24 @@ class HFWeights(HFTokenizedModel):
     def loaded_config(self):
         return self.model.config if self._model is not None else super().loaded_config()
 
+    def describe(self) -> dict[str, Any]:
+        """The base's description and the device: the one the weights run on, or where no batch
+        needed them (every score cached), the one asked for (so a warm re-run of a command
+        describes itself as the cold run did when the device was named)."""
+        return {**super().describe(), "device": self._device or self.runtime.device}
+
+    def ran_with(self) -> dict[str, Any]:
+        """How the weights ran in this process, once loaded: the attention implementation
+        transformers chose (SDPA where the architecture has it) and the GPU's name."""
+        if self._model is None:
+            return {}
+        out = {"device": self.device, "attention": getattr(self._model.config, "_attn_implementation", None)}
+        if self.device.startswith("cuda"):
+            import torch
+
+            out["gpu"] = torch.cuda.get_device_name(torch.device(self.device))
+        return out
+
     @abstractmethod
     def _load_weights(self):
         """Load the transformers model (in ``self.dtype`` on ``self.device``, evaluation mode)."""
@@ -248,24 +266,6 @@ class HFRewardModel(HFWeights, StochasticModel):
                     for _ in range(n_samples):
                         samples.append(self._head(enc, self._hidden(enc)))
         return self._finish(batch, enc, np.stack(samples, axis=1))
-
-    def describe(self) -> dict[str, Any]:
-        """The base's description and the device: the one the weights run on, or where no batch
-        needed them (every score cached), the one asked for (so a warm re-run of a command
-        describes itself as the cold run did when the device was named)."""
-        return {**super().describe(), "device": self._device or self.runtime.device}
-
-    def ran_with(self) -> dict[str, Any]:
-        """How the weights ran in this process, once loaded: the attention implementation
-        transformers chose (SDPA where the architecture has it) and the GPU's name."""
-        if self._model is None:
-            return {}
-        out = {"device": self.device, "attention": getattr(self._model.config, "_attn_implementation", None)}
-        if self.device.startswith("cuda"):
-            import torch
-
-            out["gpu"] = torch.cuda.get_device_name(torch.device(self.device))
-        return out
 
 
 def no_kv_cache(backbone) -> dict[str, Any]:

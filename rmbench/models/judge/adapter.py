@@ -284,9 +284,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         """One judgments.jsonl row: ``prompt_sha256`` hashes the messages this call sent (rendered),
         ``protocol_sha256`` the protocol's text (a template's, or a named protocol's prompts)."""
         p = self.protocol
-        row: dict[str, Any] = {"mode": p.mode, "call": key[:16],
-                               "prompt_sha256": sha256_hex(canonical_json([list(m) for m in call.messages])),
-                               "protocol_sha256": p.text_sha256}
+        row = self._call_fields(key, call)
         if p.mode == "pairwise":
             first, _ = p.pair_order(req)
             row["order"] = ("AB" if (req.response == first) == (i == 0) else "BA")  # where this response stood
@@ -297,11 +295,22 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         if attempt > 1:
             row["attempt"] = attempt  # a follow-up asking for the verdict (arena_hard)
         row.update(facts)
-        row.update({"parsed": parsed, "text": reply.text, "reasoning": reply.reasoning,
-                    "finish_reason": reply.finish_reason, "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens, "latency_s": round(reply.latency_s, 4),
-                    "retries": reply.retries, "cached": cached})
+        row.update({"parsed": parsed, **self._reply_fields(reply, cached)})
         return row
+
+    def _call_fields(self, key: str, call: ChatRequest) -> dict[str, Any]:
+        """A judgments.jsonl row's head: the mode, the call's key, the hashes of its messages and
+        of the protocol's text."""
+        return {"mode": self.protocol.mode, "call": key[:16],
+                "prompt_sha256": sha256_hex(canonical_json([list(m) for m in call.messages])),
+                "protocol_sha256": self.protocol.text_sha256}
+
+    @staticmethod
+    def _reply_fields(reply: ChatReply, cached: bool) -> dict[str, Any]:
+        """A judgments.jsonl row's tail: the reply's text, reasoning, tokens and timing."""
+        return {"text": reply.text, "reasoning": reply.reasoning, "finish_reason": reply.finish_reason,
+                "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                "latency_s": round(reply.latency_s, 4), "retries": reply.retries, "cached": cached}
 
     def judgments(self, requests: Sequence[ScoreRequest]) -> list[dict[str, Any]]:
         return [{"group_id": r.group_id, "response_index": r.index, **j}

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.models.base import ScoreRequest
 from rmbench.models.judge.adapter import JudgeRM
 from rmbench.models.judge.client import ChatReply, ChatRequest
@@ -138,13 +137,7 @@ class StepJudgeRM(StepRanker, JudgeRM):
     def _step_row(self, key: str, call: ChatRequest, reply: ChatReply, cached: bool,
                   facts: dict[str, Any]) -> dict[str, Any]:
         """One judgments.jsonl row (as :meth:`JudgeRM._judgment`'s), with the step and what was read."""
-        p = self.protocol
-        return {"mode": p.mode, "call": key[:16],
-                "prompt_sha256": sha256_hex(canonical_json([list(m) for m in call.messages])),
-                "protocol_sha256": p.text_sha256, **facts,
-                "text": reply.text, "reasoning": reply.reasoning, "finish_reason": reply.finish_reason,
-                "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                "latency_s": round(reply.latency_s, 4), "retries": reply.retries, "cached": cached}
+        return {**self._call_fields(key, call), **facts, **self._reply_fields(reply, cached)}
 
     def judgments(self, requests: Sequence[ScoreRequest]) -> list[dict[str, Any]]:
         """The calls behind ``requests``' scores: a step-level task's solution (its requests are its
