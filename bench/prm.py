@@ -99,7 +99,7 @@ def per_solution(model, prm, requests):
 
 
 def padded_tokens(prm, requests, runtime) -> int:
-    """Tokens the adapter runs, padding included: its batches as score_steps plans them."""
+    """Tokens the adapter runs, padding included: its batches as the engine plans them on a CPU (score_steps)."""
     from rmbench.models.batching import batch_limits
     from rmbench.scoring.engine import plan_batches
 
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
         steps = sum(len(r.steps) for r in requests)
         warm = requests[:1]  # weights loaded and kernels warm on every side before the clock starts
         score_steps(prm, warm, runtime), per_step_prefix(plain, tok, warm), per_solution(plain, prm, warm)
-        measured = interleaved({"ours": lambda: score_steps(prm, requests, runtime),
+        measured = interleaved({"ours": lambda: score_steps(prm, requests, runtime)[0],
                                 "naive": lambda: per_step_prefix(plain, tok, requests),
                                 "card": lambda: per_solution(plain, prm, requests)}, args.reps)
         (ours_s, ours), (naive_s, (naive, naive_tokens)), (card_s, (card, _)) = measured.values()

@@ -242,7 +242,7 @@ def test_critic_sends_run_evals_request_and_scores_steps_from_the_index(server):
 
 def test_a_critic_with_no_verdict_through_score_steps_is_nan_not_an_error(server):
     model = judge(server, mode="critic")
-    (row,) = score_steps(model, [StepRequest("E [say=none]", ("a", "b"))])
+    (row,), _ = score_steps(model, [StepRequest("E [say=none]", ("a", "b"))])
     assert np.isnan(row).all() and row.shape == (2,)
     (value,) = model.score([ScoreRequest("E [say=none]", "a\n\nb", "g", 0)])
     assert math.isnan(value)  # a response-level task leaves it out, as an unparsed judge answer

@@ -106,10 +106,10 @@ def test_step_scores_are_cached_and_shared_across_aggregates(prm_file, tmp_path)
     assert by_min.fingerprint() != by_last.fingerprint()  # the aggregate is part of the RM's identity
     assert by_min.step_fingerprint() == by_last.step_fingerprint()  # ... not of the step scores'
     cache = step_cache(by_min, tmp_path / "cache")
-    first = score_steps(by_min, reqs, cache=cache)
+    first, _ = score_steps(by_min, reqs, cache=cache)
     assert [s.tolist() for s in first] == [[0.9, 0.8], [0.1], [0.9, 0.8]]
     assert sum(calls()) == 2  # the duplicate scored once
-    again = score_steps(by_last, reqs, cache=step_cache(by_last, tmp_path / "cache"))
+    again, _ = score_steps(by_last, reqs, cache=step_cache(by_last, tmp_path / "cache"))
     assert [s.tolist() for s in again] == [s.tolist() for s in first] and sum(calls()) == 2  # all cached
     assert (tmp_path / "cache" / "steps" / f"{by_min.step_fingerprint()}.sqlite").exists()
     before = by_min.step_fingerprint()

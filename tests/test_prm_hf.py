@@ -246,7 +246,7 @@ def test_a_prm_scores_responses_as_a_response_level_rm(ckpt):
 def test_the_engine_scores_steps_in_length_sorted_batches(ckpt, tmp_path):
     model = _prm(ckpt["qwen"])
     runtime = Runtime(dtype="float32", device="cpu", trust_remote_code=True, max_batch=2)
-    got = score_steps(model, SOLUTIONS + SOLUTIONS[:1], runtime)
+    got, _ = score_steps(model, SOLUTIONS + SOLUTIONS[:1], runtime)
     want = qwen_by_solution(ckpt["qwen"], SOLUTIONS + SOLUTIONS[:1])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, atol=1e-5, rtol=0)

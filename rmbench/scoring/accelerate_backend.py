@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from rmbench.errors import ConfigError
-from rmbench.models.base import RewardModel, ScoreRequest
+from rmbench.models.base import RewardModel
 from rmbench.models.batching import BatchLimits
 from rmbench.scoring.backends import score_batch
 from rmbench.scoring.engines import BackendOptions, Engine, Factory
 from rmbench.scoring.memory import MemoryRetries
+from rmbench.scoring.requests import Request
 
 
 class AccelerateBackend:
@@ -44,7 +45,7 @@ class AccelerateBackend:
             local = int(os.environ.get("LOCAL_WORLD_SIZE", self.workers))
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
 
-    def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[ScoreRequest]]
+    def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[Request]]
             ) -> Iterator[tuple[int, Any]]:
         from accelerate.utils import gather_object
 

@@ -36,12 +36,13 @@ import numpy as np
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ModelError
-from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRequest, TokenizedModel, use_prompt_reuse
+from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRequest, use_prompt_reuse
 from rmbench.models.batching import BatchLimits, batch_limits
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.scoring.backends import LocalBackend
-from rmbench.scoring.cache import ScoreCache, request_key
+from rmbench.scoring.cache import ScoreCache, request_key  # noqa: F401 (re-exported: tests import it here)
 from rmbench.scoring.engines import Backend
+from rmbench.scoring.requests import RESPONSES, Request, kind_of
 
 Progress = Callable[[int], None]
 """Called with the number of distinct responses just scored (or found in the cache)."""
@@ -210,32 +211,34 @@ def plan_for(lengths: Sequence[int], shareable: Sequence[int] | None, prompts: S
     return best._replace(name=f"{best.name} (cheapest at {overhead} tokens per forward pass)")
 
 
-def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
-                 progress: Progress | None = None, cache: ScoreCache | None = None,
-                 backend: Backend | None = None,
-                 factory: Callable[[], RewardModel] | None = None, name: str | None = None
-                 ) -> tuple[np.ndarray, EngineStats]:
-    """One reward per response of ``groups``, flattened in group order, and what it cost.
+def score_requests(model: RewardModel, requests: Sequence[Request], runtime: Runtime | None = None,
+                   progress: Progress | None = None, cache: ScoreCache | None = None,
+                   backend: Backend | None = None, factory: Callable[[], RewardModel] | None = None,
+                   name: str | None = None) -> tuple[list[np.ndarray], EngineStats]:
+    """One value per request, in order, and what it cost: steps 1-3 of the module docstring,
+    for any kind of request (:mod:`rmbench.scoring.requests`: responses or a solution's steps;
+    all of ``requests`` of one kind).
 
     ``backend`` (:mod:`rmbench.scoring.backends`; default local) runs the batches that the cache does
     not hold; ``factory`` rebuilds ``model`` in a worker process (the Ray backend needs it);
-    ``name``: the model's display name in errors. A model whose scores are all cached is never
-    asked for anything but :meth:`~rmbench.models.base.RewardModel.postprocess`, so its weights
-    (and tokenizer) never load."""
+    ``name``: the model's display name in errors. A model whose values are all cached is never
+    asked for anything, so its weights (and tokenizer) never load."""
     t0 = time.perf_counter()
     runtime = runtime or Runtime()
     name = name or model.kind_name()
-    requests = model_requests(model, groups)
-    keys = [request_key(r, model.uses_utility) for r in requests]
+    kind = kind_of(requests[0]) if requests else RESPONSES
+    keys = [kind.key(model, r) for r in requests]
     first: dict[str, int] = {}
     for i, k in enumerate(keys):
         first.setdefault(k, i)
     distinct_keys = list(first)
     distinct = [requests[first[k]] for k in distinct_keys]
 
-    known = cache.get_many(distinct_keys) if cache is not None else {}
+    stored = cache.get_many(distinct_keys) if cache is not None else {}
+    known = {k: v for k, v in stored.items() if kind.fits(requests[first[k]], v)}  # another shape: damage, rescored
     backend = backend or LocalBackend()
-    prompts = [r.prompt for r in distinct]
+    # what a plan that reuses prompts groups by: a response's prompt; a solution shares nothing
+    prompts = [r.prompt for r in distinct] if kind is RESPONSES else distinct_keys
     limits: BatchLimits | None = None
     plan_name: str | None = None
     if len(known) == len(distinct):  # all cached (a re-run with other --eps): no tokenising, no plan
@@ -243,15 +246,15 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
         plan = [list(range(len(distinct)))] if distinct else []
     else:
         limits = backend.agree(batch_limits(model, runtime, scores_here=backend.scores_here))
-        shareable = model.prefix_lengths(distinct) if isinstance(model, TokenizedModel) else None
-        lengths = model.lengths(distinct)
+        shareable = kind.shareable(model, distinct)
+        lengths = kind.lengths(model, distinct)
         chosen = plan_for(lengths, shareable, prompts, limits)
         plan, prefix, plan_name = chosen
         use_prompt_reuse(model, chosen.reuse)
     results: dict[str, np.ndarray] = {}
     cached = computed = batches = real = work = padded = 0
     todo = []
-    for idx in plan:  # a cached score is the score: only the batch's other requests run
+    for idx in plan:  # a cached value is the value: only the batch's other requests run
         hits = [i for i in idx if distinct_keys[i] in known]
         results.update((distinct_keys[i], known[distinct_keys[i]]) for i in hits)
         cached += len(hits)
@@ -262,7 +265,8 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     for j, out in _named(name, backend.run(model, factory, [[distinct[i] for i in idx] for idx in todo])):
         idx = todo[j]
         batch_keys = [distinct_keys[i] for i in idx]
-        values = np.asarray(out, dtype=np.float64)  # checked by the backend (rmbench.scoring.backends.score_batch)
+        # checked by the backend (rmbench.scoring.backends.score_batch), as one flat array
+        values = kind.unflatten([distinct[i] for i in idx], np.asarray(out, dtype=np.float64))
         results.update(zip(batch_keys, values))
         if cache is not None and backend.is_main:
             results.update(cache.put_many(zip(batch_keys, values)))  # another process's earlier write wins
@@ -277,7 +281,26 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
 
     if progress is not None and len(requests) > len(distinct):
         progress(len(requests) - len(distinct))  # the duplicates: done with their first copy
-    raw = np.stack([np.atleast_1d(results[k]) for k in keys]) if keys else np.zeros((0, 1))
+    stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, work, padded,
+                        time.perf_counter() - t0, backend.memory.splits,
+                        **(limits.to_json() if limits is not None else {}),
+                        plan=plan_name)
+    return [results[k] for k in keys], stats
+
+
+def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime: Runtime | None = None,
+                 progress: Progress | None = None, cache: ScoreCache | None = None,
+                 backend: Backend | None = None,
+                 factory: Callable[[], RewardModel] | None = None, name: str | None = None
+                 ) -> tuple[np.ndarray, EngineStats]:
+    """One reward per response of ``groups``, flattened in group order, and what it cost: the
+    responses' requests through :func:`score_requests` (arguments as there), then step 4 of the
+    module docstring. A model whose scores are all cached is never asked for anything but
+    :meth:`~rmbench.models.base.RewardModel.postprocess`."""
+    name = name or model.kind_name()
+    requests = model_requests(model, groups)
+    values, stats = score_requests(model, requests, runtime, progress, cache, backend, factory, name)
+    raw = np.stack([np.atleast_1d(v) for v in values]) if values else np.zeros((0, 1))
     if raw.shape[1] == 1:
         raw = raw[:, 0]
     try:
@@ -288,10 +311,6 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     if rewards.shape != (len(requests),) or not finite.all():
         raise ModelError(f"model {name!r} post-processing returned {rewards.shape} values, some not finite, "
                          f"for {len(requests)} responses")
-    stats = EngineStats(len(requests), len(distinct), cached, computed, batches, real, work, padded,
-                        time.perf_counter() - t0, backend.memory.splits,
-                        **(limits.to_json() if limits is not None else {}),
-                        plan=plan_name)
     return rewards, stats
 
 

@@ -20,10 +20,11 @@ from rmbench.errors import ConfigError
 from rmbench.registry import Registry, RegistryError
 
 if TYPE_CHECKING:  # types only: importing them here would load the backends' dependencies
-    from rmbench.models.base import RewardModel, ScoreRequest
+    from rmbench.models.base import RewardModel
     from rmbench.models.batching import BatchLimits
     from rmbench.models.threads import ThreadGovernor
     from rmbench.scoring.memory import MemoryRetries
+    from rmbench.scoring.requests import Request
     from rmbench.scoring.timeout import BatchDeadline
 
 Factory = Callable[[], "RewardModel"]
@@ -31,10 +32,13 @@ Factory = Callable[[], "RewardModel"]
 
 
 class Backend(Protocol):
-    """What the scoring engine (:func:`rmbench.scoring.engine.score_groups`) and the runner use
-    of a backend. A backend turns planned batches into raw scores; every batch must be scored
-    through :func:`rmbench.scoring.backends.score_batch` (it checks the values and splits a batch
-    that runs out of memory, counting the splits in ``memory``)."""
+    """What the scoring engine (:func:`rmbench.scoring.engine.score_requests`) and the runner use
+    of a backend. A backend turns planned batches into raw scores; a batch holds responses
+    (:class:`~rmbench.models.base.ScoreRequest`) or solutions whose steps a process RM scores
+    (:class:`~rmbench.models.step_model.StepRequest`), and every batch must be scored through
+    :func:`rmbench.scoring.backends.score_batch`, which knows which (it checks the values, one
+    flat float array per batch, and splits a batch that runs out of memory, counting the splits
+    in ``memory``)."""
 
     @property
     def is_main(self) -> bool:
@@ -52,7 +56,7 @@ class Backend(Protocol):
     def memory(self) -> MemoryRetries:
         """Batches scored again in halves after running out of memory, over the whole run."""
 
-    def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[ScoreRequest]]
+    def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[Request]]
             ) -> Iterator[tuple[int, Any]]:
         """``(batch index, values)`` for every batch, in any order, as they finish."""
 

@@ -1,4 +1,5 @@
-"""A batch that runs out of memory is scored again in halves, down to one response.
+"""A batch that runs out of memory is scored again in halves, down to one request (a response,
+or a solution's steps).
 
 Every backend scores through :func:`rmbench.scoring.backends.score_batch`, which hands a model's
 out-of-memory failure here: :func:`score_in_halves` frees what the failed attempt held, scores
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rmbench.errors import ModelError
-from rmbench.models.base import ScoreRequest
+from rmbench.scoring.requests import Request, kind_of, where
 
 OOM_TEXTS = ("out of memory", "not enough memory", "defaultcpuallocator: can't allocate")
 """What the allocators write (lower case): CUDA and MPS ``... out of memory``, the CPU allocator's
@@ -81,13 +82,12 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def score_in_halves(batch: Sequence[ScoreRequest], failure: str, retries: MemoryRetries,
-                    score: Callable[[Sequence[ScoreRequest]], np.ndarray]) -> np.ndarray:
+def score_in_halves(batch: Sequence[Request], failure: str, retries: MemoryRetries,
+                    score: Callable[[Sequence[Request]], np.ndarray]) -> np.ndarray:
     """The values of ``batch`` after its whole failed with out-of-memory ``failure``: ``score``
     (which may split again) on each half, joined in order; for one response, the error."""
     if len(batch) == 1:
-        r = batch[0]
-        raise ModelError(f"ran out of memory on a single response (group {r.group_id!r}, response {r.index}), so "
+        raise ModelError(f"ran out of memory on a single {kind_of(batch[0]).unit[:-1]} ({where(batch[0])}), so "
                          f"no smaller batch is left to try: {failure}; make the texts shorter (--max-length N) or "
                          f"the weights smaller (--dtype bfloat16 or float16), or run on a device with more memory "
                          f"(a smaller --token-budget makes batches smaller, not single responses)")

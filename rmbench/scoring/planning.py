@@ -197,12 +197,12 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
               else tuple(load_tasks(measured, catalog, warn, verdicts, trained_on)))
     threads = prepare_threads(execution.runtime.threads) if execution.engine_kind.in_process else None
     model = check_model(spec, config)
-    check_step_tasks(spec, model, loaded, execution.engine_kind.in_process)
+    check_step_tasks(spec, model, loaded)
     return RunPlan(config, spec, loaded, model, threads)
 
 
-def check_step_tasks(spec: ModelSpec, model: RewardModel, loaded: Sequence[LoadedTask], in_process: bool) -> None:
-    """A step-level task (``Task.steps``) needs a model that scores steps, in this process."""
+def check_step_tasks(spec: ModelSpec, model: RewardModel, loaded: Sequence[LoadedTask]) -> None:
+    """A step-level task (``Task.steps``) needs a model that scores steps (on any engine)."""
     step_tasks = [t.spec.name for t in loaded if t.task.steps]
     if not step_tasks:
         return
@@ -210,5 +210,3 @@ def check_step_tasks(spec: ModelSpec, model: RewardModel, loaded: Sequence[Loade
         raise ConfigError(f"task {step_tasks[0]!r} scores each step of a solution, and model {spec.name!r} scores "
                           f"whole responses; use a process reward model: prm:CHECKPOINT, python-prm:FILE:FN, or "
                           f"judge:MODEL with --model-arg mode=steps or mode=critic")
-    if not in_process:
-        raise ConfigError(f"task {step_tasks[0]!r} scores steps, which only --engine local does yet")

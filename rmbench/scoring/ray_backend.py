@@ -14,15 +14,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rmbench.errors import ConfigError, ModelError
-from rmbench.models.base import RewardModel, ScoreRequest
+from rmbench.models.base import RewardModel
 from rmbench.models.batching import BatchLimits
-from rmbench.scoring.backends import request_from_json, request_to_json, score_batch
+from rmbench.scoring.backends import score_batch
 from rmbench.scoring.engines import BackendOptions, Engine, Factory
 from rmbench.scoring.memory import MemoryRetries
+from rmbench.scoring.requests import Request, request_from_json, request_to_json
 
 
 class _RayScorer:
-    """A Ray Data actor: builds the model once, then scores one planned batch per call."""
+    """A Ray Data actor: builds the model once, then scores one planned batch per call (of
+    responses or of solutions' steps: :mod:`rmbench.scoring.requests`)."""
 
     def __init__(self, factory: Factory, fingerprint: str) -> None:
         self.model = factory()
@@ -90,7 +92,7 @@ class RayBackend:
             where = f"the cluster at {self.address}" if self.address else "a local Ray cluster"
             raise ConfigError(f"--engine ray: cannot start or reach {where}: {type(exc).__name__}: {exc}") from None
 
-    def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[ScoreRequest]]
+    def run(self, model: RewardModel, factory: Factory | None, batches: Sequence[Sequence[Request]]
             ) -> Iterator[tuple[int, Any]]:
         import json
 

@@ -262,7 +262,7 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
     model = plan.model if plan.model is not None and runtime == execution.runtime else factory()
 
     # All tasks are scored in one pass, so a response that several tasks share is scored once;
-    # the steps of step-level tasks in another (rmbench.scoring.steps).
+    # the steps of step-level tasks in another, through the same engine and backend (rmbench.scoring.steps).
     response_tasks = [t for t in loaded if not t.task.steps]
     all_groups = [g for t in response_tasks for g in t.groups]
     calls = isinstance(model, CallingModel)  # a judge keeps its calls, not scores (rmbench.scoring.calls)
@@ -280,9 +280,11 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                            sum(t.n_responses for t in response_tasks)) if progress and response_tasks else None
         all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory,
                                           name=model_spec.name)
-        step_rewards = _score_step_tasks(model, [t for t in loaded if t.task.steps], runtime, execution.cache_dir
-                                         if use_cache and not calls else None, progress, model_spec.name,
-                                         measured.limit)
+        step_cache_on = use_cache and not calls
+        step_rewards, step_stats = _score_step_tasks(model, [t for t in loaded if t.task.steps], runtime,
+                                                     StepCacheChoice(step_cache_on, execution.cache_dir, warn),
+                                                     progress, model_spec.name, measured.limit, backend, factory)
+        stats = stats.plus(step_stats)
         judgments = _judgments(model, loaded) if calls else None
     finally:
         for store in (cache, call_cache):
@@ -310,15 +312,29 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
     return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], judgments
 
 
+@dataclasses.dataclass(frozen=True)
+class StepCacheChoice:
+    """Where a run keeps its step scores: ``on`` False for ``--no-cache`` or a judge (whose calls
+    are cached instead); ``cache_dir`` None: the default location, as for response scores."""
+
+    on: bool
+    cache_dir: str | Path | None
+    warn: Callable[[str], None] | None = None
+
+    def open(self, model: StepScoringModel) -> ScoreCache | None:
+        return step_cache(model, self.cache_dir, self.warn) if self.on else None
+
+
 def _score_step_tasks(model: RewardModel, step_tasks: Sequence[LoadedTask], runtime: Runtime,
-                      cache_dir: str | Path | None, progress: ProgressFactory | None, name: str,
-                      limit: int | None) -> list[np.ndarray]:
+                      caching: StepCacheChoice, progress: ProgressFactory | None, name: str,
+                      limit: int | None, backend: Backend | None = None,
+                      factory: ModelFactory | None = None) -> tuple[list[np.ndarray], EngineStats]:
     """Each step-level task's rewards: the step scores of its solutions, as P(step correct)
-    (a logit-scale model's through the sigmoid), one per step, solutions in order. The step
-    cache is the model's own (:func:`~rmbench.scoring.steps.step_cache`); ``cache_dir`` None:
-    no cache (``--no-cache``, or a judge, whose calls are cached instead)."""
+    (a logit-scale model's through the sigmoid), one per step, solutions in order; and what the
+    engine did. The steps run through the one engine (:func:`~rmbench.scoring.steps.score_steps`)
+    on the run's backend, with the model's own step cache (:func:`~rmbench.scoring.steps.step_cache`)."""
     if not step_tasks:
-        return []
+        return [], EngineStats()
     assert isinstance(model, StepScoringModel)  # plan_run checked it
     groups = [g for t in step_tasks for g in t.groups]
     requests = [StepRequest(problem=g.prompt if isinstance(g.prompt, str) else "", steps=g.responses, group_id=g.id)
@@ -326,9 +342,9 @@ def _score_step_tasks(model: RewardModel, step_tasks: Sequence[LoadedTask], runt
     advance = _progress_bar(progress, f"{name} on {', '.join(t.spec.name for t in step_tasks)}"
                                       f"{limit_note(limit, step_tasks)}", len(requests),
                             "solutions") if progress else None
-    cache = step_cache(model, cache_dir) if cache_dir is not None else None
+    cache = caching.open(model)
     try:
-        scores = score_steps(model, requests, runtime, cache, advance, name=name)
+        scores, stats = score_steps(model, requests, runtime, cache, advance, name, backend, factory)
     finally:
         if cache is not None:
             cache.close()
@@ -336,7 +352,7 @@ def _score_step_tasks(model: RewardModel, step_tasks: Sequence[LoadedTask], runt
     if model.step_scale == "logit":
         flat = 1.0 / (1.0 + np.exp(-flat))
     bounds = np.cumsum([0] + [t.n_responses for t in step_tasks])
-    return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])], stats
 
 
 def _record(plan: RunPlan, fingerprint: str, tasks: tuple[TaskResult, ...], execution: Execution) -> RunRecord:

@@ -1,19 +1,17 @@
-"""Scoring solutions step by step: the step-level counterpart of :func:`rmbench.scoring.engine.score_groups`.
+"""Scoring solutions step by step: the step requests' adapter over the one scoring engine.
 
-For a :class:`~rmbench.models.step_model.StepScoringModel` (a PRM) over (problem, steps) requests:
+A :class:`~rmbench.models.step_model.StepScoringModel` (a PRM) scores (problem, steps) requests
+(:class:`~rmbench.models.step_model.StepRequest`) through :func:`rmbench.scoring.engine.score_requests`,
+as responses are scored: one request per distinct input (the problem and the steps, so a
+solution that two tasks share is scored once), every list of step scores the cache holds taken
+as it is, the rest planned in length-sorted batches under the run's batch limits and run by the
+run's backend (this process, Ray, accelerate or a plugin's engine), each list checked (one
+finite score per step: :func:`rmbench.models.steps.checked_step_scores`) and each batch written
+to the cache in one transaction, so an interrupted run resumes from its whole batches.
 
-1. keep one request per distinct input (:meth:`~rmbench.models.step_model.StepRequest.key`: the problem
-   and the steps), so a solution that two tasks share is scored once;
-2. take every list of step scores the cache holds (a :class:`~rmbench.scoring.cache.ScoreCache`
-   under the model's :meth:`~rmbench.models.step_model.StepScoringModel.step_fingerprint`, in its own
-   ``steps`` folder: a cached step score is the step score, never computed again nor replaced);
-3. plan the rest with the engine's length-sorted batches (:func:`~rmbench.scoring.engine.plan_batches`
-   over :meth:`~rmbench.models.step_model.StepScoringModel.step_lengths`, under the run's batch limits)
-   and score each batch in this process, checking each list (one finite score per step:
-   :func:`rmbench.models.steps.checked_step_scores`), and write each batch to the cache in one
-   transaction, so an interrupted run resumes from its whole batches.
-
-Only the local engine scores steps (no Ray/accelerate distribution yet).
+The step scores have their own cache (:func:`step_cache`): a :class:`~rmbench.scoring.cache.ScoreCache`
+under the model's :meth:`~rmbench.models.step_model.StepScoringModel.step_fingerprint` (which
+leaves out the response-level ``aggregate``), in a ``steps`` folder beside the response scores'.
 """
 
 from __future__ import annotations
@@ -23,13 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rmbench.errors import ModelError, RMBenchError
 from rmbench.models.base import RewardModel, Runtime
-from rmbench.models.batching import batch_limits
 from rmbench.models.step_model import StepRequest, StepScoringModel
-from rmbench.models.steps import checked_step_scores
+from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.scoring.cache import ScoreCache
-from rmbench.scoring.engine import plan_batches
+from rmbench.scoring.engine import score_requests
+from rmbench.scoring.engines import Backend
 
 
 class StepScoreCache(ScoreCache):
@@ -37,56 +34,20 @@ class StepScoreCache(ScoreCache):
     folder_name = "steps"
 
 
-def step_cache(model: StepScoringModel, cache_dir: str | Path | None = None) -> StepScoreCache:
-    """The step-score cache of ``model`` (``cache_dir``: the run's ``--cache-dir``; the
-    step scores go in its ``steps`` folder, beside the response scores)."""
+def step_cache(model: StepScoringModel, cache_dir: str | Path | None = None,
+               warn: Callable[[str], None] | None = None) -> StepScoreCache:
+    """The step-score cache of ``model``: in ``cache_dir``'s ``steps`` folder (the run's
+    ``--cache-dir``, beside the response scores), or in the user cache's ``steps`` folder when
+    ``cache_dir`` is None, as the response scores default to the user cache's ``scores``."""
     folder = Path(cache_dir) / StepScoreCache.folder_name if cache_dir is not None else None
-    return StepScoreCache(model.step_fingerprint(), folder)
+    return StepScoreCache(model.step_fingerprint(), folder, warn)
 
 
-def score_steps(model: StepScoringModel, requests: Sequence[StepRequest], runtime: Runtime | None = None,
+def score_steps(model: RewardModel, requests: Sequence[StepRequest], runtime: Runtime | None = None,
                 cache: ScoreCache | None = None, progress: Callable[[int], None] | None = None,
-                name: str | None = None) -> list[np.ndarray]:
-    """One array of step scores per request, in order (module docstring). ``name``: the
-    model's display name in errors."""
-    name = name or (model.kind_name() if isinstance(model, RewardModel) else type(model).__name__)
-    keys = [r.key() for r in requests]
-    first: dict[str, int] = {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
-    distinct_keys = list(first)
-    distinct = [requests[first[k]] for k in distinct_keys]
-    results: dict[str, np.ndarray] = dict(cache.get_many(distinct_keys)) if cache is not None else {}
-    for k, r in zip(distinct_keys, distinct):  # a stored list of another length is damage: scored again
-        if k in results and results[k].shape != (len(r.steps),):
-            del results[k]
-    todo = [i for i, k in enumerate(distinct_keys) if k not in results]
-    if progress is not None and len(distinct) > len(todo):
-        progress(len(distinct) - len(todo))
-    if todo:
-        limits = batch_limits(model, runtime or Runtime()) if isinstance(model, RewardModel) else None
-        budget, rows = (limits.token_budget, limits.max_batch) if limits is not None else (8192, 64)
-        lengths = model.step_lengths([distinct[i] for i in todo])
-        for idx in plan_batches(lengths, budget, rows):
-            batch = [distinct[todo[j]] for j in idx]
-            batch_keys = [distinct_keys[todo[j]] for j in idx]
-            values = _score_batch(model, batch, name)
-            results.update(zip(batch_keys, values))
-            if cache is not None:
-                results.update(cache.put_many(zip(batch_keys, values)))  # an earlier write wins
-            if progress is not None:
-                progress(len(batch))
-    return [results[k] for k in keys]
-
-
-def _score_batch(model: StepScoringModel, batch: list[StepRequest], name: str) -> list[np.ndarray]:
-    try:
-        out = model.score_steps(batch)
-        return checked_step_scores(batch, out, model.step_scale, model.step_abstains)
-    except ModelError as exc:
-        raise ModelError(f"model {name!r} {exc}") from exc
-    except RMBenchError:
-        raise
-    except Exception as exc:
-        where = f"solution {batch[0].group_id!r}" if batch[0].group_id else "the first solution"
-        raise ModelError(f"model {name!r} failed on a batch starting at {where}: {type(exc).__name__}: {exc}") from exc
+                name: str | None = None, backend: Backend | None = None,
+                factory: Callable[[], RewardModel] | None = None) -> tuple[list[np.ndarray], EngineStats]:
+    """One array of step scores per request, in order, and what it cost
+    (:func:`~rmbench.scoring.engine.score_requests`, whose arguments these are; ``progress``
+    counts solutions)."""
+    return score_requests(model, requests, runtime, progress, cache, backend, factory, name)

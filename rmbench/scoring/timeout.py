@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from rmbench.errors import ConfigError, ModelError
-from rmbench.models.base import ScoreRequest
+from rmbench.scoring.requests import Request, what, where
 
 GRACE_SECONDS = 5.0
 """How long after the timeout the watchdog waits for the model to return to Python."""
@@ -58,9 +58,8 @@ def check_score_timeout(seconds: float | None) -> None:
         raise ConfigError("--score-timeout needs signal.setitimer, which this platform (Windows) lacks")
 
 
-def _where(batch: Sequence[ScoreRequest]) -> str:
-    return (f"a batch of {len(batch)} response{'s' * (len(batch) != 1)} starting at group "
-            f"{batch[0].group_id!r}, response {batch[0].index}")
+def _where(batch: Sequence[Request]) -> str:
+    return f"a batch of {what(batch)} starting at {where(batch[0])}"
 
 
 def _stop_process(message: str) -> None:
@@ -87,7 +86,7 @@ class BatchDeadline:
     def describe(self) -> dict:
         return {"score_timeout": self.seconds}
 
-    def _message(self, batch: Sequence[ScoreRequest]) -> str:
+    def _message(self, batch: Sequence[Request]) -> str:
         return (f"took longer than --score-timeout {self.seconds:g} s on {_where(batch)}; every batch "
                 f"before it is in the score cache, so the same command resumes from it; if the model is only "
                 f"slow, raise --score-timeout (or leave it out: no limit)")
@@ -96,13 +95,13 @@ class BatchDeadline:
         if self._active:  # a late alarm, after the batch ended, is ignored
             raise BatchTimeout()
 
-    def _watchdog(self, batch: Sequence[ScoreRequest]) -> None:
+    def _watchdog(self, batch: Sequence[Request]) -> None:
         if self._active:
             name = f"model {self.label!r} " if self.label else ""
             self.stuck(f"{name}{self._message(batch)} (the model did not return to Python within {self.grace:g} s "
                        f"after the timeout, inside a call that signals cannot interrupt, so rmbench ended the process)")
 
-    def call(self, batch: Sequence[ScoreRequest], score: Callable[[], T]) -> T:
+    def call(self, batch: Sequence[Request], score: Callable[[], T]) -> T:
         """``score()`` for ``batch``, or a ModelError when it runs past the deadline."""
         if threading.current_thread() is not threading.main_thread():
             raise ConfigError("--score-timeout works only when rmbench scores in the main thread (only it receives "

@@ -33,6 +33,28 @@ class EngineStats:
     other: Mapping[str, Any] = field(default_factory=dict)
     """Fields of a results.json that this version does not know, kept as they were read."""
 
+    def plus(self, other: EngineStats) -> EngineStats:
+        """The stats of two scoring calls of one run (a run's responses, then its solutions'
+        steps): counts, tokens and seconds added; ``oom_splits`` is the backend's running count
+        over the run, so the later call's; the limits and plan of the call that planned (both
+        plans named where both did)."""
+        if other == EngineStats():
+            return self
+        if self == EngineStats():
+            return other
+        plans = [p for p in (self.plan, other.plan) if p]
+        return EngineStats(
+            self.requests + other.requests, self.distinct + other.distinct, self.cached + other.cached,
+            self.computed + other.computed, self.batches_computed + other.batches_computed,
+            self.real_tokens + other.real_tokens, self.work_tokens + other.work_tokens,
+            self.padded_tokens + other.padded_tokens, self.seconds + other.seconds,
+            max(self.oom_splits, other.oom_splits),
+            self.token_budget if self.token_budget is not None else other.token_budget,
+            self.max_batch if self.max_batch is not None else other.max_batch,
+            self.batch_limits if self.batch_limits is not None else other.batch_limits,
+            "; ".join(dict.fromkeys(plans)) or None, self.ran_with or other.ran_with,
+            self.threads if self.threads is not None else other.threads, {**other.other, **self.other})
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {f: getattr(self, f) for f in _STATS_FIELDS}
         if self.ran_with:
