@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_processbench_task import ROWS, write_lines
 
 import rmbench
 from rmbench import Backend, BackendOptions, Engine, MemoryRetries, register_engine, score_batch
@@ -21,7 +22,6 @@ from rmbench.models.base import ScoreRequest
 from rmbench.models.step_model import StepRequest
 from rmbench.scoring.engines import ENGINES
 from rmbench.scoring.requests import request_from_json, request_to_json
-from test_processbench_task import ROWS, write_lines
 
 # Each call appends one line per solution to $PRM_CALLS and, at the call numbered $PRM_DIE_AT,
 # kills its own process (SIGKILL: nothing runs after it, as a machine that loses power).

@@ -238,7 +238,7 @@ def score_requests(model: RewardModel, requests: Sequence[Request], runtime: Run
     known = {k: v for k, v in stored.items() if kind.fits(requests[first[k]], v)}  # another shape: damage, rescored
     backend = backend or LocalBackend()
     # what a plan that reuses prompts groups by: a response's prompt; a solution shares nothing
-    prompts = [r.prompt for r in distinct] if kind is RESPONSES else distinct_keys
+    prompts = [r.prompt if isinstance(r, ScoreRequest) else k for r, k in zip(distinct, distinct_keys)]
     limits: BatchLimits | None = None
     plan_name: str | None = None
     if len(known) == len(distinct):  # all cached (a re-run with other --eps): no tokenising, no plan

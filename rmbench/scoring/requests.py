@@ -25,17 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from rmbench.core.types import prompt_from_json, prompt_to_json
+from rmbench.errors import ModelError
 from rmbench.models.base import RewardModel, ScoreRequest, TokenizedModel
 from rmbench.models.step_model import StepRequest, StepScoringModel
 from rmbench.models.steps import checked_step_scores
-from rmbench.errors import ModelError
 
-Request = ScoreRequest | StepRequest
+Request: TypeAlias = ScoreRequest | StepRequest
+"""What the engine scores: a response, or a solution whose steps a process RM scores."""
 
 
 @dataclass(frozen=True)
