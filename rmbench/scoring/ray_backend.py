@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from rmbench.errors import ConfigError, ModelError
 from rmbench.models.base import RewardModel, ScoreRequest
 from rmbench.models.batching import BatchLimits
 from rmbench.scoring.backends import request_from_json, request_to_json, score_batch
-from rmbench.scoring.engines import BackendOptions, Engine, Factory
+from rmbench.scoring.engines import BackendOptions, Factory
 from rmbench.scoring.memory import MemoryRetries
 
 
@@ -147,9 +147,9 @@ def _unwrap_ray_error(exc: BaseException) -> Exception:
     return ModelError(f"--engine ray: scoring failed on a worker: {type(exc).__name__}: {first[:300]}")
 
 
-def _ray(options: BackendOptions) -> RayBackend:
-    return RayBackend(address=options.ray_address, concurrency=options.workers, num_cpus=options.worker_cpus,
-                      num_gpus=options.worker_gpus)
-
-
-RAY_ENGINE = Engine(build=_ray)
+def build_ray(options: BackendOptions) -> RayBackend:
+    """``--engine ray``'s build (:data:`rmbench.scoring.engines.RAY_ENGINE` declares its options,
+    read and checked into ``options.args``)."""
+    args = options.args
+    return RayBackend(address=cast(str | None, args["ray_address"]), concurrency=cast(int, args["workers"]),
+                      num_cpus=cast(float, args["worker_cpus"]), num_gpus=cast(float, args["worker_gpus"]))
