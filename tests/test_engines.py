@@ -14,6 +14,7 @@ from rmbench import (
     EvalConfig,
     ExecutionSettings,
     MemoryRetries,
+    Option,
     RunSpec,
     Runtime,
     evaluate,
@@ -44,7 +45,11 @@ class ReversedBackend:
         return limits
 
     def describe(self):
-        return {"name": "reversed", "workers": 1, "batches": len(self.order)}
+        return {"name": "reversed", "batches": len(self.order)}
+
+
+REVERSED_OPTIONS = (Option("stride", help="every Nth batch first", kind=int, default=1, at_least=1),
+                    Option("order", ("last", "first"), "which batch runs first"))
 
 
 @pytest.fixture
@@ -55,7 +60,8 @@ def reversed_engine():
         built.append(ReversedBackend(options))
         return built[-1]
 
-    register_engine("reversed", Engine(build=build), description="every batch here, last first")
+    register_engine("reversed", Engine(build=build, options=REVERSED_OPTIONS),
+                    description="every batch here, last first")
     yield built
     ENGINES._entries.pop("reversed")
 
@@ -64,11 +70,12 @@ def test_a_registered_engine_runs_a_whole_evaluation_with_the_local_engines_rewa
     config = dict(model="length", tasks=("ties_sample",), n_bootstrap=20, use_cache=False,
                   runtime=Runtime(token_budget=512))
     local = evaluate(EvalConfig(**config), out_dir=tmp_path / "local")
-    toy = evaluate(EvalConfig(**config, engine="reversed", workers=3), out_dir=tmp_path / "toy")
+    toy = evaluate(EvalConfig(**config, engine="reversed", engine_args={"stride": "3"}), out_dir=tmp_path / "toy")
     (backend,) = reversed_engine
-    assert backend.options.workers == 3 and backend.options.deadline is None
+    assert backend.options.args == {"stride": 3, "order": "last"} and backend.options.deadline is None
     assert len(backend.order) > 1 and backend.order == sorted(backend.order, reverse=True)
-    assert toy.execution.backend == {"name": "reversed", "workers": 1, "batches": len(backend.order)}
+    # results.json records the engine's options beside what its backend describes
+    assert toy.execution.backend == {"name": "reversed", "batches": len(backend.order), "stride": 3, "order": "last"}
     assert toy.execution.stats.batches_computed == local.execution.stats.batches_computed == len(backend.order)
     assert (tmp_path / "toy" / "rewards.jsonl").read_text() == (tmp_path / "local" / "rewards.jsonl").read_text()
     assert [m.to_json() for m in toy.records()] == [m.to_json() for m in local.records()]
@@ -123,9 +130,10 @@ def test_the_cli_takes_and_lists_a_registered_engine(reversed_engine, tmp_path):
 
 
 def test_the_config_is_what_is_measured_and_how_it_runs():
-    config = EvalConfig(model="length", tasks=("ties_sample",), eps=(0.1, 0.0, 0.1), engine="local", workers=3)
+    config = EvalConfig(model="length", tasks=("ties_sample",), eps=(0.1, 0.0, 0.1), engine="ray",
+                        engine_args={"workers": 3})
     assert config.measured == RunSpec(model="length", tasks=("ties_sample",), eps=(0.0, 0.1))
-    assert config.execution == ExecutionSettings(engine="local", workers=3)
+    assert config.execution == ExecutionSettings(engine="ray", engine_args=(("workers", "3"),))
     assert EvalConfig(config.measured, config.execution) == config
     again = EvalConfig(config.measured, config.execution, eps=(0.2,), use_cache=False)
     assert again.measured.eps == (0.2,) and again.measured.model == "length" and not again.execution.use_cache
