@@ -25,6 +25,7 @@ import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from rmbench.core.choices import EPS_UNITS, EpsUnit, TruncationSide, choice
@@ -166,7 +167,8 @@ class ExecutionSettings:
 def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside this module (and the ``__init__`` dataclasses
     write), for a warning about how that code called it."""
-    frame, level = sys._getframe(2), 2  # 1: __post_init__, which warns
+    frame: FrameType | None = sys._getframe(2)
+    level = 2  # 1: __post_init__, which warns
     while frame is not None and (frame.f_code.co_filename == __file__ or
                                  (frame.f_code.co_name == "__init__" and frame.f_code.co_filename.startswith("<"))):
         frame, level = frame.f_back, level + 1
