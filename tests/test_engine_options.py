@@ -93,6 +93,15 @@ def test_one_record_serves_formats_engines_and_trackers():
     assert legacy == Option("ci", ("brackets", "pm"), "CI style") and legacy.default == "brackets"
 
 
+def test_a_tracker_reads_its_options_through_the_record():
+    for name in TRACKERS.names():
+        cls = TRACKERS.get(name)
+        words = {o.name: o.choices[-1] if o.choices else f"{o.name}-value" for o in cls.options}
+        given, bare = cls(words), cls()
+        assert {k: given.setting(k) for k in words} == words, name
+        assert all(bare.setting(k) is None for k in words), name  # unset: the library's environment decides
+
+
 # --- engines ------------------------------------------------------------------------------------
 
 def test_the_ray_engine_declares_its_options_and_they_are_checked_before_ray_loads():
