@@ -28,8 +28,9 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`;
 * registering: :func:`register_task_kind`, :func:`register_model_kind`, :func:`register_engine`
   with :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch` and
-  :class:`MemoryRetries`, :func:`register_format` with :class:`OutputFormat`,
-  :class:`FormatOption` and :class:`RenderContext` (a leaderboard output format),
+  :class:`MemoryRetries`, :func:`register_format` with :class:`OutputFormat` and
+  :class:`RenderContext` (a leaderboard output format), :class:`Option` (an option an engine or a
+  format declares; ``FormatOption`` is its older name),
   :func:`register_judge_protocol` with :class:`JudgeProtocol` and :class:`Official` (an LLM
   judge's protocol), :func:`register_metric` with :class:`MetricDef`, all in this process (a
   package uses the ``rmbench.tasks`` / ``rmbench.models`` / ``rmbench.engines`` /
@@ -106,7 +107,8 @@ _PUBLIC: dict[str, str] = {
     "MemoryRetries": "rmbench.scoring.memory:MemoryRetries",
     "register_format": "rmbench.results.publishing.formats:register_format",
     "OutputFormat": "rmbench.results.publishing.formats:OutputFormat",
-    "FormatOption": "rmbench.results.publishing.formats:FormatOption",
+    "Option": "rmbench.core.options:Option",
+    "FormatOption": "rmbench.core.options:FormatOption",
     "RenderContext": "rmbench.results.publishing.formats:RenderContext",
     "register_judge_protocol": "rmbench.models.judge.judge_protocol:register_judge_protocol",
     "JudgeProtocol": "rmbench.models.judge.judge_protocol:JudgeProtocol",

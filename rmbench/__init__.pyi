@@ -15,7 +15,8 @@ from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel
 from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.statistics.verify import Verification, verify_runs
 from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
-from rmbench.results.publishing.formats import FormatOption, OutputFormat, RenderContext, register_format
+from rmbench.core.options import FormatOption, Option
+from rmbench.results.publishing.formats import OutputFormat, RenderContext, register_format
 from rmbench.models.judge.judge_protocol import JudgeProtocol, Official, register_judge_protocol
 from rmbench.results.publishing.report import ReportOptions, build_report, write_report
 from rmbench.results.storage.record import Estimate, MetricRecord, RunRecord, TaskResult
@@ -94,6 +95,7 @@ __all__ = [
     "MemoryRetries",
     "register_format",
     "OutputFormat",
+    "Option",
     "FormatOption",
     "RenderContext",
     "register_judge_protocol",

@@ -1,6 +1,7 @@
 """--engine is a registry: a third-party engine is one module and one registration, and runs
 the same batches as the local engine (so gives the same rewards)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -14,6 +15,7 @@ from rmbench import (
     EvalConfig,
     ExecutionSettings,
     MemoryRetries,
+    Option,
     RunSpec,
     Runtime,
     evaluate,
@@ -26,7 +28,7 @@ from rmbench.scoring.engines import ENGINES, engine_named
 
 class ReversedBackend:
     """A toy engine: every batch scored in this process, the last batch first (results may come
-    back in any order)."""
+    back in any order), or with ``--engine-arg order=first`` in the plan's order."""
 
     is_main = True
     scores_here = True
@@ -36,7 +38,8 @@ class ReversedBackend:
         self.options, self.memory, self.order = options, MemoryRetries(), []
 
     def run(self, model, factory, batches):
-        for j in reversed(range(len(batches))):
+        order = range(len(batches))
+        for j in reversed(order) if self.options.args.get("order", "last") == "last" else order:
             self.order.append(j)
             yield j, score_batch(model, batches[j], self.memory)
 
@@ -44,7 +47,11 @@ class ReversedBackend:
         return limits
 
     def describe(self):
-        return {"name": "reversed", "workers": 1, "batches": len(self.order)}
+        return {"name": "reversed", "batches": len(self.order)}
+
+
+REVERSED = Engine(build=ReversedBackend, options=(
+    Option("order", ("last", "first"), "which batch runs first: the plan's last or its first"),))
 
 
 @pytest.fixture
@@ -55,7 +62,7 @@ def reversed_engine():
         built.append(ReversedBackend(options))
         return built[-1]
 
-    register_engine("reversed", Engine(build=build), description="every batch here, last first")
+    register_engine("reversed", dataclasses.replace(REVERSED, build=build), description="every batch here, last first")
     yield built
     ENGINES._entries.pop("reversed")
 
@@ -64,11 +71,15 @@ def test_a_registered_engine_runs_a_whole_evaluation_with_the_local_engines_rewa
     config = dict(model="length", tasks=("ties_sample",), n_bootstrap=20, use_cache=False,
                   runtime=Runtime(token_budget=512))
     local = evaluate(EvalConfig(**config), out_dir=tmp_path / "local")
-    toy = evaluate(EvalConfig(**config, engine="reversed", workers=3), out_dir=tmp_path / "toy")
-    (backend,) = reversed_engine
-    assert backend.options.workers == 3 and backend.options.deadline is None
+    toy = evaluate(EvalConfig(**config, engine="reversed"), out_dir=tmp_path / "toy")
+    backend = reversed_engine[-1]
+    assert backend.options.args == {"order": "last"} and backend.options.deadline is None  # its default
     assert len(backend.order) > 1 and backend.order == sorted(backend.order, reverse=True)
-    assert toy.execution.backend == {"name": "reversed", "workers": 1, "batches": len(backend.order)}
+    # results.json records the engine's options beside what its backend describes
+    assert toy.execution.backend == {"name": "reversed", "batches": len(backend.order), "order": "last"}
+    first = evaluate(EvalConfig(**config, engine="reversed", engine_args={"order": "first"}), out_dir=tmp_path / "1st")
+    assert reversed_engine[-1].order == sorted(backend.order) and first.execution.backend["order"] == "first"
+    assert (tmp_path / "1st" / "rewards.jsonl").read_text() == (tmp_path / "local" / "rewards.jsonl").read_text()
     assert toy.execution.stats.batches_computed == local.execution.stats.batches_computed == len(backend.order)
     assert (tmp_path / "toy" / "rewards.jsonl").read_text() == (tmp_path / "local" / "rewards.jsonl").read_text()
     assert [m.to_json() for m in toy.records()] == [m.to_json() for m in local.records()]
@@ -120,16 +131,19 @@ def test_the_cli_takes_and_lists_a_registered_engine(reversed_engine, tmp_path):
     assert json.loads((tmp_path / "run" / "results.json").read_text())["execution"]["backend"]["name"] == "reversed"
     bad = CliRunner().invoke(app, ["eval", "--model", "length", "--engine", "revresed", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "--engine 'revresed': use one of" in bad.output
+    bad = CliRunner().invoke(app, ["eval", "--engine", "reversed", "--engine-arg", "ordr=first"])  # add-engine.md's
+    assert bad.exit_code == 2 and bad.output.splitlines() == [
+        "error: --engine reversed has no option 'ordr'; did you mean 'order'? (its options: order=last|first)"]
 
 
 def test_the_config_is_what_is_measured_and_how_it_runs():
-    config = EvalConfig(model="length", tasks=("ties_sample",), eps=(0.1, 0.0, 0.1), engine="local", workers=3)
+    config = EvalConfig(model="length", tasks=("ties_sample",), eps=(0.1, 0.0, 0.1), engine="ray",
+                        engine_args={"workers": 3})
     assert config.measured == RunSpec(model="length", tasks=("ties_sample",), eps=(0.0, 0.1))
-    assert config.execution == ExecutionSettings(engine="local", workers=3)
+    assert config.execution == ExecutionSettings(engine="ray", engine_args=(("workers", "3"),))
     assert EvalConfig(config.measured, config.execution) == config
     again = EvalConfig(config.measured, config.execution, eps=(0.2,), use_cache=False)
     assert again.measured.eps == (0.2,) and again.measured.model == "length" and not again.execution.use_cache
-    import dataclasses
 
     assert dataclasses.replace(config, seed=3).measured.seed == 3
     with pytest.raises(TypeError, match="unexpected keyword argument 'modle'"):

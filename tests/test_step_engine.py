@@ -167,14 +167,14 @@ def test_ray_scores_a_prm_on_processbench_as_local_does_bit_for_bit(tmp_path):
     local = rmbench.evaluate(rmbench.EvalConfig(**base, cache_dir=str(tmp_path / "c_local")),
                              out_dir=tmp_path / "local")
     try:
-        remote = rmbench.evaluate(rmbench.EvalConfig(**base, engine="ray", workers=2,
+        remote = rmbench.evaluate(rmbench.EvalConfig(**base, engine="ray", engine_args={"workers": 2},
                                                      cache_dir=str(tmp_path / "c_ray")), out_dir=tmp_path / "ray")
         assert remote.execution.backend["name"] == "ray"
         assert remote.execution.stats.computed == local.execution.stats.computed == N_SOLUTIONS
         rewards = [json.loads(line)["reward"] for line in (tmp_path / "ray" / "rewards.jsonl").read_text().splitlines()]
         want = [json.loads(line)["reward"] for line in (tmp_path / "local" / "rewards.jsonl").read_text().splitlines()]
         assert len(rewards) == N_STEPS and np.array_equal(rewards, want)  # bit for bit
-        again = rmbench.evaluate(rmbench.EvalConfig(**base, engine="ray", workers=2,
+        again = rmbench.evaluate(rmbench.EvalConfig(**base, engine="ray", engine_args={"workers": 2},
                                                     cache_dir=str(tmp_path / "c_ray")))
         assert again.execution.stats.computed == 0  # the driver cached every worker's step scores
     finally:

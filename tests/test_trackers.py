@@ -289,7 +289,9 @@ def test_bad_tracker_names_and_options_are_one_line(tmp_path):
     cases = [(["--log-to", "wandbb"], "unknown tracker 'wandbb'; did you mean 'wandb'"),
              (["--log-to", "tensorboard", "--log-arg", "wandb.project=x"], "'wandb' is not a tracker this command"),
              (["--log-to", "tensorboard", "--log-arg", "tensorboard.api_key=x"],
-              "tensorboard takes no option 'api_key'"),
+              "--log-to tensorboard has no option 'api_key' (its options: logdir=TEXT); credentials are never"),
+             (["--log-to", "wandb", "--log-arg", "wandb.mode=live"],  # checked by its Option, installed or not
+              "--log-to wandb: option mode='live': use one of online, offline, disabled (its options: project=TEXT,"),
              (["--log-to", "tensorboard", "--log-arg", "logdir=x"], "expected TRACKER.KEY=VALUE")]
     for args, message in cases:
         result = runner.invoke(app, [*EVAL, "--model", "length", "--out", str(tmp_path / "r"), *args])

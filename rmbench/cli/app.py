@@ -31,7 +31,8 @@ from rmbench.cli.common import (
 from rmbench.cli.tables import Grid, print_grid
 from rmbench.cli.trackers import LOG_ARG_HELP, LOG_TO_HELP, log_command, log_to_trackers, open_log_to, print_errors
 from rmbench.core.choices import DEVICES, DTYPE_ALIASES, DTYPES, EPS_UNITS, TRUNCATION_SIDES, DType
-from rmbench.scoring.engines import engines_help
+from rmbench.core.options import OptionValue, split_assignment
+from rmbench.scoring.engines import engine_options_help, engines_help
 
 
 def _details_grid(record) -> Grid:
@@ -141,11 +142,12 @@ def eval_command(
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "
                                       ".pt), which can run code when loaded; default: safetensors or GGUF only."),
     engine: str = typer.Option("local", "--engine", help=f"Where batches run: {engines_help()}."),
-    workers: int = typer.Option(2, "--workers", help="--engine ray: number of actors, each loading the model once."),
-    ray_address: str | None = typer.Option(None, "--ray-address", help="--engine ray: an existing cluster "
-                                              "(e.g. ray://head:10001 or auto) (default: start a local one)."),
-    worker_cpus: float = typer.Option(1.0, "--worker-cpus", help="--engine ray: CPUs per actor."),
-    worker_gpus: float = typer.Option(0.0, "--worker-gpus", help="--engine ray: GPUs per actor."),
+    engine_arg: list[str] = typer.Option([], "--engine-arg", metavar="KEY=VALUE", help="An option of the --engine "
+                                         f"(repeatable), checked against those it declares: {engine_options_help()}."),
+    workers: int | None = typer.Option(None, "--workers", help="Deprecated: --engine-arg workers=N."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Deprecated: --engine-arg ray_address=ADDRESS."),
+    worker_cpus: float | None = typer.Option(None, "--worker-cpus", help="Deprecated: --engine-arg worker_cpus=N."),
+    worker_gpus: float | None = typer.Option(None, "--worker-gpus", help="Deprecated: --engine-arg worker_gpus=N."),
     score_timeout: float | None = typer.Option(None, "--score-timeout", metavar="SECONDS", help="Stop the run "
                                                   "when one batch takes longer (--engine local; default: no limit); "
                                                   "the batches before it stay in the score cache."),
@@ -181,9 +183,11 @@ def eval_command(
                             truncation=cast(TruncationSide, truncation),  # checked by RunSpec
                             name=n, metrics=tuple(dict.fromkeys(x.strip() for x in metrics.split(",") if x.strip())))
                     for m, n in zip(models, names)]
+        old_flags: dict[str, OptionValue] = {"workers": workers, "ray_address": ray_address,
+                                             "worker_cpus": worker_cpus, "worker_gpus": worker_gpus}
         execution = ExecutionSettings(runtime=runtime, cache_dir=str(cache_dir) if cache_dir else None,
-                                      use_cache=not no_cache, engine=engine, workers=workers, ray_address=ray_address,
-                                      worker_cpus=worker_cpus, worker_gpus=worker_gpus, score_timeout=score_timeout)
+                                      use_cache=not no_cache, engine=engine,
+                                      engine_args=_engine_args(engine_arg, old_flags), score_timeout=score_timeout)
         configs = [EvalConfig(m, execution) for m in measured]
         trackers = open_log_to(log_to, log_arg)  # a missing extra: one line, before any scoring
         main = execution.engine_kind.is_main()
@@ -211,6 +215,17 @@ def eval_command(
         print_errors(not_logged)
         if failed or not_logged:
             raise typer.Exit(1)
+
+
+def _engine_args(words: list[str], old_flags: dict[str, OptionValue]) -> tuple[tuple[str, OptionValue], ...]:
+    """``--engine-arg KEY=VALUE`` words as (KEY, VALUE) pairs, then each deprecated Ray flag given
+    (``--workers 8``) as its engine option, with a note saying the ``--engine-arg`` form."""
+    pairs: list[tuple[str, OptionValue]] = [split_assignment(w, "--engine-arg", "workers=8") for w in words]
+    for key, value in old_flags.items():
+        if value is not None:
+            _warn(f"--{key.replace('_', '-')} is deprecated: use --engine-arg {key}={value}")
+            pairs.append((key, value))
+    return tuple(pairs)
 
 
 def _write_reports(run_dirs) -> None:

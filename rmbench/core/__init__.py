@@ -27,7 +27,9 @@
   and the official table layouts; :mod:`~rmbench.core.metric_def` (``MetricDef``, ``Counted``),
   :mod:`~rmbench.core.metric_declaration` (``ComputedMetric``: a metric with its computation in
   both bootstrap forms) and :mod:`~rmbench.core.computed_metrics` (the built-in ones);
-* :mod:`~rmbench.core.progress`: the text of a plain progress line (off a terminal) and its interval.
+* :mod:`~rmbench.core.progress`: the text of a plain progress line (off a terminal) and its interval;
+* :mod:`~rmbench.core.options`: ``Option``, the one record of an option that a leaderboard
+  format, an engine or a tracker declares, and the one check of what a user gives it.
 
 May import: numpy and the shared top-level modules (``rmbench.errors``). Nothing else in rmbench.
 """

@@ -15,10 +15,12 @@ one process with the ``register_*`` function beside it. The names, by what they 
   :class:`Counted`, and its two forms) with :class:`Computation`, :class:`PooledPairs` (the pooled
   form's input), :class:`WeightedBlock` and :class:`PairColumn` over a :class:`PairSet` (the
   weighted form's), :func:`ratio`; :func:`register_metric`;
-* a leaderboard format: :class:`OutputFormat`, :class:`FormatOption`, :class:`RenderContext`, and
+* a leaderboard format: :class:`OutputFormat`, :class:`Option` (its options; ``FormatOption`` is
+  the same class under its older name), :class:`RenderContext`, and
   what its render function walks: :class:`Leaderboard` (``lb.sections()``), :class:`Section`,
   :class:`Table`, :class:`Column`, :class:`Estimate`; :func:`register_format`;
-* an engine: :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch`,
+* an engine: :class:`Engine` (with its options, each an :class:`Option`: ``--engine-arg
+  KEY=VALUE``), :class:`Backend`, :class:`BackendOptions`, :func:`score_batch`,
   :class:`MemoryRetries`; :func:`register_engine`;
 * a model kind: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`, :class:`Truncation`
   and the capabilities :class:`TokenizedModel`, :class:`StochasticModel`, :class:`CompositeModel`,
@@ -48,8 +50,8 @@ _NAMES: dict[str, tuple[str, ...]] = {
         "ComputedMetric", "Computation", "Counted", "PooledPairs", "WeightedBlock", "PairColumn", "PairSet", "ratio",
         "register_metric"),
     "a leaderboard format": (
-        "OutputFormat", "FormatOption", "RenderContext", "Leaderboard", "Section", "Table", "Column", "Estimate",
-        "register_format"),
+        "OutputFormat", "Option", "FormatOption", "RenderContext", "Leaderboard", "Section", "Table", "Column",
+        "Estimate", "register_format"),
     "an engine": ("Engine", "Backend", "BackendOptions", "score_batch", "MemoryRetries", "register_engine"),
     "a model kind": (
         "RewardModel", "ScoreRequest", "Runtime", "Truncation", "TokenizedModel", "StochasticModel", "CompositeModel",

@@ -23,7 +23,8 @@ from rmbench.core.weighted_order import ratio
 from rmbench.core.metric_registry import register_metric
 
 # a leaderboard format
-from rmbench.results.publishing.formats import FormatOption, OutputFormat, RenderContext, register_format
+from rmbench.core.options import FormatOption, Option
+from rmbench.results.publishing.formats import OutputFormat, RenderContext, register_format
 from rmbench.results.publishing.leaderboard import Leaderboard
 from rmbench.results.publishing.leaderboard_tables import Column, Section, Table
 from rmbench.results.storage.record import Estimate
@@ -69,6 +70,7 @@ __all__ = [
     "ratio",
     "register_metric",
     "OutputFormat",
+    "Option",
     "FormatOption",
     "RenderContext",
     "Leaderboard",

@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from rmbench.core.choices import EPS_UNITS, EpsUnit, TruncationSide, choice
+from rmbench.core.options import OptionValue
 from rmbench.errors import ConfigError
 from rmbench.models import Runtime, Truncation
 from rmbench.models.threads import ThreadGovernor, check_threads
-from rmbench.scoring.engines import BackendOptions, Engine, engine_named
+from rmbench.scoring.engines import BackendOptions, Engine, engine_args, engine_named
 from rmbench.scoring.timeout import BatchDeadline, check_score_timeout
 from rmbench.tasks.loading import DataOverride
 
@@ -107,16 +112,35 @@ class ExecutionSettings:
     use_cache: bool = True
     engine: str = "local"
     """``--engine``: a name registered in :data:`rmbench.scoring.engines.ENGINES`."""
-    workers: int = 2
+    engine_args: tuple[tuple[str, OptionValue], ...] = ()
+    """``--engine-arg KEY=VALUE``: options the engine declares (``Engine.options``; ray:
+    ``workers``, ``ray_address``, ``worker_cpus``, ``worker_gpus``), given as ``(KEY, value)``
+    pairs or a mapping, the values words or Python values; kept read and checked, in the
+    engine's order (:meth:`engine_options` adds the defaults)."""
+    workers: int | None = None
+    """Deprecated: ``engine_args={"workers": N}``; folded into ``engine_args`` (so None after init)."""
     ray_address: str | None = None
-    worker_cpus: float = 1.0
-    worker_gpus: float = 0.0
+    """Deprecated: ``engine_args={"ray_address": ...}``, as ``workers``."""
+    worker_cpus: float | None = None
+    """Deprecated: ``engine_args={"worker_cpus": ...}``, as ``workers``."""
+    worker_gpus: float | None = None
+    """Deprecated: ``engine_args={"worker_gpus": ...}``, as ``workers``."""
     score_timeout: float | None = None
     """``--score-timeout``: seconds one batch may take on an in-process engine (None: no limit;
     :mod:`rmbench.scoring.timeout`)."""
 
     def __post_init__(self) -> None:
         engine = engine_named(self.engine)
+        given = list(self.engine_args.items() if isinstance(self.engine_args, Mapping) else self.engine_args)
+        for old in DEPRECATED_ENGINE_FIELDS:
+            value = getattr(self, old)
+            if value is None:
+                continue
+            warnings.warn(f"ExecutionSettings({old}=...) is deprecated: give engine_args={{{old!r}: {value!r}}} "
+                          f"(--engine-arg {old}={value})", DeprecationWarning, stacklevel=_caller_level())
+            given.append((old, value))
+            object.__setattr__(self, old, None)
+        object.__setattr__(self, "engine_args", tuple(engine_args(self.engine, given, defaults=False).items()))
         check_threads(self.runtime.threads)
         check_score_timeout(self.score_timeout)
         if self.score_timeout is not None and not engine.in_process:
@@ -128,12 +152,32 @@ class ExecutionSettings:
         """The registered engine ``engine`` names."""
         return engine_named(self.engine)
 
+    def engine_options(self) -> dict[str, OptionValue]:
+        """Every option the engine declares: its ``--engine-arg`` value, else its default."""
+        return engine_args(self.engine, self.engine_args)
+
     def backend_options(self, threads: ThreadGovernor | None = None,
                         deadline: BatchDeadline | None = None) -> BackendOptions:
-        """The options the engine's backend is built with, with a run's thread policy and
-        ``--score-timeout`` deadline (an in-process engine's)."""
-        return BackendOptions(workers=self.workers, ray_address=self.ray_address, worker_cpus=self.worker_cpus,
-                              worker_gpus=self.worker_gpus, threads=threads, deadline=deadline)
+        """The options the engine's backend is built with: its ``--engine-arg`` options (the
+        defaults filled in), with a run's thread policy and ``--score-timeout`` deadline (an
+        in-process engine's)."""
+        return BackendOptions(args=self.engine_options(), threads=threads, deadline=deadline)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this module (and the ``__init__`` dataclasses
+    write), for a warning about how that code called it."""
+    frame: FrameType | None = sys._getframe(2)
+    level = 2  # 1: __post_init__, which warns
+    while frame is not None and (frame.f_code.co_filename == __file__ or
+                                 (frame.f_code.co_name == "__init__" and frame.f_code.co_filename.startswith("<"))):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+DEPRECATED_ENGINE_FIELDS = ("workers", "ray_address", "worker_cpus", "worker_gpus")
+"""Ray's options before engines declared theirs: ``ExecutionSettings(workers=8)`` (and ``--workers 8``)
+still work, as ``--engine-arg workers=8``, with a deprecation note."""
 
 
 _PARTS = {part: frozenset(f.name for f in dataclasses.fields(part)) for part in (RunSpec, ExecutionSettings)}

@@ -1,23 +1,31 @@
 """``--engine``: where the scoring engine's batches run, as a registry of engines.
 
-An engine is a :class:`Backend` factory and what it allows (:class:`Engine`). ``local``,
-``ray`` and ``accelerate`` register here as lazy ``"module:attr"`` strings, the way model kinds
-do (:mod:`rmbench.models`), so nothing heavy is imported until a run uses one; a third-party
-engine registers through the ``rmbench.engines`` entry-point group (the entry point names an
-:class:`Engine`, or a ``build(options) -> Backend`` callable) or :func:`register_engine` in this
-process. ``--engine``'s check and help list come from :data:`ENGINES`.
+An engine is a :class:`Backend` factory, what it allows and the options it takes
+(:class:`Engine`). ``local`` and ``accelerate`` register here as lazy ``"module:attr"``
+strings, the way model kinds do (:mod:`rmbench.models`), and ``ray`` as an :class:`Engine`
+whose ``build`` is one (its options declared here, where the CLI's help reads them), so nothing
+heavy is imported until a run uses one; a third-party engine registers through the
+``rmbench.engines`` entry-point group (the entry point names an :class:`Engine`, or a
+``build(options) -> Backend`` callable) or :func:`register_engine` in this process.
+``--engine``'s check and help list come from :data:`ENGINES`.
+
+An engine's options (``--engine-arg KEY=VALUE``) are :class:`~rmbench.core.options.Option`
+records, the ones formats and trackers declare theirs with; :func:`engine_args` checks what a
+run gives against the chosen engine's, and its backend's ``build`` gets every one of them,
+defaults filled in, as ``options.args``.
 
 This module imports no backend: it is what the configuration and the CLI read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rmbench.core.options import Option, OptionValue, resolve_options
 from rmbench.errors import ConfigError
-from rmbench.registry import Registry, RegistryError
+from rmbench.registry import Registry, RegistryError, import_target
 
 if TYPE_CHECKING:  # types only: importing them here would load the backends' dependencies
     from rmbench.models.base import RewardModel
@@ -71,11 +79,9 @@ class Backend(Protocol):
 class BackendOptions:
     """What a run gives an engine's ``build``; each engine reads the options it has."""
 
-    workers: int = 2
-    """``--workers``: processes or actors that score (ray)."""
-    ray_address: str | None = None
-    worker_cpus: float = 1.0
-    worker_gpus: float = 0.0
+    args: Mapping[str, OptionValue] = field(default_factory=dict)
+    """The engine's declared options (:attr:`Engine.options`, ``--engine-arg KEY=VALUE``), every
+    one with its value, read and checked, or its default (:func:`make_backend` fills them in)."""
     threads: ThreadGovernor | None = None
     """This process's thread policy (:mod:`rmbench.models.threads`), for an ``in_process`` engine."""
     deadline: BatchDeadline | None = None
@@ -86,7 +92,12 @@ class BackendOptions:
 class Engine:
     """An engine: how to build its backend, and what it allows."""
 
-    build: Callable[[BackendOptions], Backend]
+    build: Callable[[BackendOptions], Backend] | str
+    """``build(options) -> Backend``, or a lazy ``"module:function"`` naming it (imported when a
+    run uses the engine, so that declaring it, and its options, imports nothing heavy)."""
+    options: tuple[Option, ...] = ()
+    """What ``--engine-arg KEY=VALUE`` may set (ray: ``workers``, ``ray_address``, ...), each
+    checked before the run and given to ``build`` in ``options.args``."""
     in_process: bool = False
     """Its batches run one after another in this process, as the local engine's do, and its
     backend honours ``options.threads`` and ``options.deadline`` (as
@@ -99,14 +110,28 @@ class Engine:
     def is_main(self) -> bool:
         return self.main_process is None or self.main_process()
 
+    def builder(self) -> Callable[[BackendOptions], Backend]:
+        """``build``, imported if it was given as ``"module:function"``."""
+        if isinstance(self.build, str):
+            loaded: Callable[[BackendOptions], Backend] = import_target(self.build)
+            return loaded
+        return self.build
+
 
 BuildBackend = Callable[[BackendOptions], Backend]
 """``build(options)``: an engine that allows nothing in-process, as a plain callable."""
 
 ENGINES: Registry[Engine | BuildBackend] = Registry("engine", entry_point_group="rmbench.engines")
 ENGINES.register("local", "rmbench.scoring.backends:LOCAL_ENGINE", description="this process")
-ENGINES.register("ray", "rmbench.scoring.ray_backend:RAY_ENGINE",
-                 description="Ray Data actors; pip install 'rmbench[ray]'")
+RAY_ENGINE = Engine(build="rmbench.scoring.ray_backend:build_ray", options=(
+    Option("workers", help="actors, each loading the model once", kind=int, default=2, at_least=1),
+    Option("ray_address", help="an existing cluster, e.g. ray://head:10001 or auto; default: start a local one"),
+    Option("worker_cpus", help="CPUs per actor", kind=float, default=1.0, above=0),
+    Option("worker_gpus", help="GPUs per actor", kind=float, default=0.0, at_least=0)))
+"""``--engine ray`` (:mod:`rmbench.scoring.ray_backend`), declared here with its options."""
+ENGINES.register("ray", RAY_ENGINE, description="Ray Data actors; pip install 'rmbench[ray]'")
+_DECLARED = {"ray": RAY_ENGINE}
+"""The built-in engines whose options this module declares (``--engine-arg``'s help lists them)."""
 ENGINES.register("accelerate", "rmbench.scoring.accelerate_backend:ACCELERATE_ENGINE",
                  description="under 'accelerate launch'")
 
@@ -144,6 +169,32 @@ def engines_help() -> str:
     return ", ".join(f"{n} ({d})" if (d := ENGINES.describe(n)[0]) else n for n in ENGINES.names())
 
 
+def engine_args(name: str, given: Mapping[str, object] | Iterable[tuple[str, object]] = (), *,
+                defaults: bool = True) -> dict[str, OptionValue]:
+    """``given`` (``--engine-arg KEY=VALUE``: names and values, words or Python values) read
+    against the options engine ``name`` declares: every option, the defaults filled in
+    (``defaults=False``: the given ones only). An option it lacks or a value it refuses: one
+    ConfigError line naming the engine and listing its options."""
+    return resolve_options(engine_named(name).options, given, f"--engine {name}", defaults=defaults)
+
+
+def engine_options_help() -> str:
+    """``ray: workers=INT (...; default 2), ...``: the options of the built-in engines that take
+    some (each declared in its :class:`Engine`), for ``--engine-arg``'s help."""
+    return "; ".join(f"{name}: {', '.join(o.line for o in engine.options)}" for name, engine in _DECLARED.items())
+
+
+def recorded_backend(backend: Backend, args: Mapping[str, OptionValue]) -> dict[str, Any]:
+    """What results.json records as ``execution.backend``: the backend's ``describe()``, then
+    each of the engine's options (``args``) that it does not report itself."""
+    described = dict(backend.describe())
+    return {**described, **{k: v for k, v in args.items() if k not in described}}
+
+
 def make_backend(engine: str = "local", options: BackendOptions | None = None) -> Backend:
-    """The backend of engine ``engine``, built with ``options``."""
-    return engine_named(engine).build(options or BackendOptions())
+    """The backend of engine ``engine``, built with ``options`` (its ``args`` checked against the
+    engine's options and completed with their defaults)."""
+    found = engine_named(engine)
+    options = options or BackendOptions()
+    args = engine_args(engine, options.args)
+    return found.builder()(replace(options, args=args))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from rmbench.errors import ConfigError, ModelError
 from rmbench.models.base import RewardModel
 from rmbench.models.batching import BatchLimits
 from rmbench.scoring.backends import score_batch
-from rmbench.scoring.engines import BackendOptions, Engine, Factory
+from rmbench.scoring.engines import BackendOptions, Factory
 from rmbench.scoring.memory import MemoryRetries
 from rmbench.scoring.requests import Request, request_from_json, request_to_json
 
@@ -60,9 +60,10 @@ class RayBackend:
     def __post_init__(self) -> None:
         self.memory = MemoryRetries()  # the workers' out-of-memory splits, summed as their batches arrive
         if self.concurrency < 1:
-            raise ConfigError(f"--workers must be >= 1, got {self.concurrency}")
+            raise ConfigError(f"--engine ray: option workers must be >= 1, got {self.concurrency}")
         if self.num_cpus <= 0 or self.num_gpus < 0:
-            raise ConfigError(f"--worker-cpus must be > 0 and --worker-gpus >= 0, got {self.num_cpus}, {self.num_gpus}")
+            raise ConfigError(f"--engine ray: options worker_cpus must be > 0 and worker_gpus >= 0, got {self.num_cpus}, "
+                              f"{self.num_gpus}")
         try:
             import ray.data  # noqa: F401
         except ImportError:
@@ -126,8 +127,8 @@ class RayBackend:
         return limits  # one driver plans
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "workers": self.concurrency, "num_cpus": self.num_cpus,
-                "num_gpus": self.num_gpus, "address": self.address or "local"}
+        return {"name": self.name, "workers": self.concurrency, "worker_cpus": self.num_cpus,
+                "worker_gpus": self.num_gpus, "ray_address": self.address or "local"}
 
 
 def _unwrap_ray_error(exc: BaseException) -> Exception:
@@ -149,9 +150,9 @@ def _unwrap_ray_error(exc: BaseException) -> Exception:
     return ModelError(f"--engine ray: scoring failed on a worker: {type(exc).__name__}: {first[:300]}")
 
 
-def _ray(options: BackendOptions) -> RayBackend:
-    return RayBackend(address=options.ray_address, concurrency=options.workers, num_cpus=options.worker_cpus,
-                      num_gpus=options.worker_gpus)
-
-
-RAY_ENGINE = Engine(build=_ray)
+def build_ray(options: BackendOptions) -> RayBackend:
+    """``--engine ray``'s build (:data:`rmbench.scoring.engines.RAY_ENGINE` declares its options,
+    read and checked into ``options.args``)."""
+    args = options.args
+    return RayBackend(address=cast(str | None, args["ray_address"]), concurrency=cast(int, args["workers"]),
+                      num_cpus=cast(float, args["worker_cpus"]), num_gpus=cast(float, args["worker_gpus"]))

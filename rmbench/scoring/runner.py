@@ -53,7 +53,7 @@ from rmbench.scoring.cache import ScoreCache, request_key
 from rmbench.scoring.calls import CallCache
 from rmbench.scoring.config import EvalConfig, RunSpec
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
-from rmbench.scoring.engines import Backend, make_backend
+from rmbench.scoring.engines import Backend, make_backend, recorded_backend
 from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, plan_run
 from rmbench.scoring.steps import score_steps, step_cache
 from rmbench.scoring.timeout import BatchDeadline
@@ -305,7 +305,7 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                   for t, r, n in zip(loaded, per_task, truncated))
     execution_record = Execution(runtime={**dataclasses.asdict(execution.runtime),
                                           "score_timeout": execution.score_timeout},
-                                 model=model.describe(), backend=backend.describe(),
+                                 model=model.describe(), backend=recorded_backend(backend, execution.engine_options()),
                                  stats=_stats(stats, plan.threads, model),
                                  cache=str(cache.path) if cache is not None else None)
     record = _record(plan, model.fingerprint(), tasks, execution_record)

@@ -5,7 +5,8 @@ its files (``--out board.tex`` picks ``latex`` when no ``--format`` is given), a
 description (the CLI's help) and a render function ``render(lb, context) -> str``, given lazily
 as ``"module:function"`` so that nothing heavy (pandas) is imported to list or check formats.
 The built-in formats are registered at the end of this module, one line each; a format may
-declare options (:class:`FormatOption`: ``--format-option ci=pm``), each a closed set of words.
+declare options (:class:`~rmbench.core.options.Option`, also named ``FormatOption``:
+``--format-option ci=pm``), the one option record engines and trackers declare theirs with.
 
 Every renderer (Markdown, CSV, JSON, HTML, LaTeX, the terminal's tables in :mod:`rmbench.cli`)
 walks :func:`~rmbench.results.publishing.leaderboard_tables.sections` (``lb.sections()``): the
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rmbench.core.options import Option, OptionValue, resolve_options, split_assignment
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.registry import Registry, RegistryError, import_target
 
@@ -47,20 +49,11 @@ class RenderContext:
     option, defaults filled in) and ``figures()``, the D-Spec curves as inline SVG by task,
     computed only when a format asks for them (the HTML page embeds them)."""
 
-    options: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, OptionValue] = field(default_factory=dict)
     figures: Callable[[], Mapping[str, str]] = _no_figures
 
 
 Render = Callable[["Leaderboard", RenderContext], str]
-
-
-@dataclass(frozen=True)
-class FormatOption:
-    """An option of a format, ``--format-option NAME=VALUE``: one of ``choices`` (the first is the default)."""
-
-    name: str
-    choices: tuple[str, ...]
-    help: str
 
 
 @dataclass(frozen=True)
@@ -71,7 +64,9 @@ class OutputFormat:
     suffix: str
     description: str
     render: Render | str
-    options: tuple[FormatOption, ...] = ()
+    options: tuple[Option, ...] = ()
+    """``--format-option NAME=VALUE``: e.g. ``Option("ci", ("brackets", "pm"), help)``, one of the
+    words (the first is the default)."""
 
     def renderer(self) -> Render:
         if isinstance(self.render, str):
@@ -79,30 +74,12 @@ class OutputFormat:
             return loaded
         return self.render
 
-    def resolve_options(self, given: Mapping[str, str] | Sequence[str] = ()) -> dict[str, str]:
+    def resolve_options(self, given: Mapping[str, object] | Sequence[str] = ()) -> dict[str, OptionValue]:
         """Every option of the format: ``given`` (a mapping, or ``NAME=VALUE`` words) checked
-        against the declared choices, the defaults for the rest."""
-        pairs = dict(given) if isinstance(given, Mapping) else dict(_split_option(w) for w in given)
-        known = {o.name: o for o in self.options}
-        for name, value in pairs.items():
-            if name not in known:
-                has = f"its options: {_options_text(self.options)}" if self.options else "it takes none"
-                raise ConfigError(f"format {self.name!r} has no option {name!r} ({has})")
-            if value not in known[name].choices:
-                raise ConfigError(f"format {self.name!r}: option {name}={value!r}: use one of "
-                                  f"{', '.join(known[name].choices)}")
-        return {o.name: pairs.get(o.name, o.choices[0]) for o in self.options}
-
-
-def _split_option(word: str) -> tuple[str, str]:
-    name, sep, value = word.partition("=")
-    if not sep or not name.strip():
-        raise ConfigError(f"format option {word!r}: expected NAME=VALUE (e.g. ci=pm)")
-    return name.strip(), value.strip()
-
-
-def _options_text(options: Sequence[FormatOption]) -> str:
-    return ", ".join(f"{o.name}={'|'.join(o.choices)}" for o in options)
+        against the declared options, the defaults for the rest."""
+        pairs = (given.items() if isinstance(given, Mapping) else
+                 [split_assignment(w, "format option", "ci=pm") for w in given])
+        return resolve_options(self.options, pairs, f"format {self.name!r}")
 
 
 FORMATS: Registry[OutputFormat] = Registry("leaderboard format", entry_point_group=ENTRY_POINT_GROUP)
@@ -158,8 +135,7 @@ def formats_help() -> str:
 
 def options_help() -> str:
     """The built-in formats' options as the CLI's help says them."""
-    return "; ".join(f"{name}: {o.name}={'|'.join(o.choices)} ({o.help})"
-                     for name in _BUILTIN for o in output_format(name).options)
+    return "; ".join(f"{name}: {o.line}" for name in _BUILTIN for o in output_format(name).options)
 
 
 # --- the built-in formats: one registration each -----------------------------------------------
@@ -172,7 +148,7 @@ for _fmt in (
     OutputFormat("json", ".json", "every cell with its task, metric, eps and CI", _RENDER + "render_json"),
     OutputFormat("html", ".html", "a sortable page with the D-Spec curves", _RENDER + "render_html"),
     OutputFormat("latex", ".tex", "booktabs tables for a paper", "rmbench.results.publishing.latex:render_latex",
-                 (FormatOption("ci", ("brackets", "pm"), "CIs as 0.712 over [0.69, 0.73] or 0.712 ± 0.02"),)),
+                 (Option("ci", ("brackets", "pm"), "CIs as 0.712 over [0.69, 0.73] or 0.712 ± 0.02"),)),
 ):
     register_format(_fmt, origin="built-in")
     _BUILTIN.append(_fmt.name)

@@ -285,7 +285,7 @@ def _section(lb: Leaderboard, section: Section, ci: str, labels: Mapping[str, st
 
 def render_latex(lb: Leaderboard, context: RenderContext | None = None) -> str:
     """Every section of ``lb`` as booktabs tables (see the module's docstring)."""
-    ci = (context or RenderContext()).options.get("ci", "brackets")
+    ci = str((context or RenderContext()).options.get("ci", "brackets"))  # one of its Option's words
     sections = lb.sections()
     labels, runs = short_labels([keys[0] for s in sections for keys, _ in s.table.rows])
     parts = [r"% rmbench leaderboard: \input{} this file in a document with \usepackage{booktabs,graphicx,longtable}"

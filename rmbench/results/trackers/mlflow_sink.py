@@ -21,6 +21,7 @@ import os
 import time
 from itertools import islice
 
+from rmbench.core.options import Option
 from rmbench.errors import ConfigError
 from rmbench.results.trackers.payload import TrackedRun, flat_config
 from rmbench.results.trackers.sink import TrackerSink, without_credentials
@@ -41,8 +42,9 @@ class MlflowSink(TrackerSink):
     library = "mlflow"
     package = "mlflow-skinny"
     extra = "mlflow"
-    options = {"tracking_uri": "where runs go: http(s)://server, file:/path, sqlite:///file.db (MLFLOW_TRACKING_URI)",
-               "experiment": "the experiment's name (MLFLOW_EXPERIMENT_NAME; default rmbench)"}
+    options = (Option("tracking_uri",
+                      help="where runs go: http(s)://server, file:/path, sqlite:///file.db (MLFLOW_TRACKING_URI)"),
+               Option("experiment", help="the experiment's name (MLFLOW_EXPERIMENT_NAME; default rmbench)"))
     credentials = "MLflow reads MLFLOW_TRACKING_TOKEN or MLFLOW_TRACKING_USERNAME/PASSWORD"
 
     def _client(self):
@@ -62,7 +64,7 @@ class MlflowSink(TrackerSink):
     def _uri(self) -> str:
         from mlflow.tracking import get_tracking_uri
 
-        return self.settings.get("tracking_uri") or get_tracking_uri()
+        return self.setting("tracking_uri") or get_tracking_uri()
 
     def check(self) -> None:
         super().check()
@@ -72,7 +74,7 @@ class MlflowSink(TrackerSink):
         from mlflow.entities import Metric, Param
 
         client = self._client()
-        name = self.settings.get("experiment") or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
+        name = self.setting("experiment") or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
         experiment = client.get_experiment_by_name(name)
         experiment_id = experiment.experiment_id if experiment is not None else client.create_experiment(name)
         tracked = client.create_run(experiment_id, run_name=run.name,

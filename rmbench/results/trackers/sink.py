@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
 
-from rmbench.errors import ConfigError, did_you_mean
+from rmbench.core.options import Option, OptionValue, resolve_options
+from rmbench.errors import ConfigError
 
 if TYPE_CHECKING:  # the payload imports pandas and the publishing layer: only when a run is logged
     from rmbench.results.trackers.payload import TrackedRun
@@ -58,20 +59,22 @@ class TrackerSink(ABC):
     package: ClassVar[str]
     """What pip installs (``mlflow-skinny``)."""
     extra: ClassVar[str]
-    options: ClassVar[Mapping[str, str]]
-    """``--log-arg NAME.KEY=VALUE`` keys, each with what it sets (and its environment variable)."""
+    options: ClassVar[tuple[Option, ...]]
+    """``--log-arg NAME.KEY=VALUE`` keys, each an :class:`~rmbench.core.options.Option` (the record
+    formats and engines declare theirs with) saying what it sets (and its environment variable);
+    their default None: the library's environment decides."""
     credentials: ClassVar[str]
     """Where the library reads its credentials (named in the error for an option that would be one)."""
 
     def __init__(self, options: Mapping[str, str] | None = None) -> None:
-        options = dict(options or {})
-        for key in options:
-            if key not in self.options:
-                known = ", ".join(self.options) or "none"
-                raise ConfigError(f"--log-arg {self.name}.{key}: {self.name} takes no option {key!r}"
-                                  f"{did_you_mean(key, self.options)} (its options: {known}); credentials are "
-                                  f"never options: {self.credentials}")
-        self.settings = options
+        self.settings: dict[str, OptionValue] = resolve_options(
+            self.options, options or {}, f"--log-to {self.name}",
+            note=f"; credentials are never options: {self.credentials}")
+
+    def setting(self, key: str) -> str | None:
+        """The text option ``key`` as given (None: not given)."""
+        value = self.settings[key]
+        return None if value is None else str(value)
 
     def check(self) -> None:
         """Before any scoring: the library imports (else the install line); a sink that can check

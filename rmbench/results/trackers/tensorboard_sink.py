@@ -20,6 +20,7 @@ import json
 import shutil
 from pathlib import Path
 
+from rmbench.core.options import Option
 from rmbench.results.trackers.payload import TrackedRun
 from rmbench.results.trackers.sink import TrackerSink
 
@@ -36,11 +37,11 @@ class TensorBoardSink(TrackerSink):
     library = "tensorboard"
     package = "tensorboard"
     extra = "tensorboard"
-    options = {"logdir": "the parent of one folder per run (default: each run folder's tensorboard/)"}
+    options = (Option("logdir", help="the parent of one folder per run (default: each run folder's tensorboard/)"),)
     credentials = "TensorBoard writes local files and takes none"
 
     def logdir(self, run: TrackedRun) -> Path:
-        base = self.settings.get("logdir")
+        base = self.setting("logdir")
         return Path(base) / run.name if base else run.folder / "tensorboard"
 
     def log(self, run: TrackedRun, step: int = 0) -> str:

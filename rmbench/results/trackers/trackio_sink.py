@@ -13,6 +13,7 @@ that has finished has no system metrics to log.
 
 from __future__ import annotations
 
+from rmbench.core.options import Option
 from rmbench.results.trackers.payload import TrackedRun
 from rmbench.results.trackers.sink import TrackerSink
 
@@ -22,17 +23,17 @@ class TrackioSink(TrackerSink):
     library = "trackio"
     package = "trackio"
     extra = "trackio"
-    options = {"project": "the trackio project (default rmbench)",
-               "group": "the run group",
-               "space_id": "a Hugging Face Space to log to (TRACKIO_SPACE_ID)"}
+    options = (Option("project", help="the trackio project (default rmbench)"),
+               Option("group", help="the run group"),
+               Option("space_id", help="a Hugging Face Space to log to (TRACKIO_SPACE_ID)"))
     credentials = "trackio reads the Hub's token from HF_TOKEN (or hf auth login)"
 
     def log(self, run: TrackedRun, step: int = 0) -> str:
         import trackio
 
-        s = self.settings
-        project = s.get("project") or "rmbench"
-        tracked = trackio.init(project=project, name=run.name, group=s.get("group"), space_id=s.get("space_id"),
+        s = self.setting
+        project = s("project") or "rmbench"
+        tracked = trackio.init(project=project, name=run.name, group=s("group"), space_id=s("space_id"),
                                config=dict(run.config), auto_log_cpu=False, auto_log_gpu=False)
         try:
             tracked.log({**run.scalars(), **{key: trackio.Table(dataframe=frame) for key, frame in run.tables}},

@@ -15,7 +15,7 @@ import os
 import re
 from typing import Literal, cast
 
-from rmbench.errors import ConfigError
+from rmbench.core.options import Option
 from rmbench.results.trackers.payload import TrackedRun
 from rmbench.results.trackers.sink import TrackerSink
 
@@ -25,29 +25,24 @@ class WandbSink(TrackerSink):
     library = "wandb"
     package = "wandb"
     extra = "wandb"
-    options = {"project": "the W&B project (WANDB_PROJECT; default rmbench)",
-               "entity": "the team or user (WANDB_ENTITY)",
-               "group": "the run group (WANDB_RUN_GROUP)",
-               "mode": "online, offline or disabled (WANDB_MODE)",
-               "dir": "the folder of W&B's local files (WANDB_DIR)",
-               "tags": "comma-separated tags (WANDB_TAGS)"}
+    options = (Option("project", help="the W&B project (WANDB_PROJECT; default rmbench)"),
+               Option("entity", help="the team or user (WANDB_ENTITY)"),
+               Option("group", help="the run group (WANDB_RUN_GROUP)"),
+               Option("mode", ("online", "offline", "disabled"), "W&B's mode (WANDB_MODE)", default=None),
+               Option("dir", help="the folder of W&B's local files (WANDB_DIR)"),
+               Option("tags", help="comma-separated tags (WANDB_TAGS)"))
     credentials = "W&B reads WANDB_API_KEY (or the login `wandb login` saved)"
-
-    def check(self) -> None:
-        super().check()
-        mode = self.settings.get("mode")
-        if mode is not None and mode not in ("online", "offline", "disabled"):
-            raise ConfigError(f"--log-arg wandb.mode={mode}: use online, offline or disabled")
 
     def log(self, run: TrackedRun, step: int = 0) -> str:
         import wandb
 
-        s = self.settings
-        project = s.get("project") or (None if os.environ.get("WANDB_PROJECT") else "rmbench")
-        tags = [t.strip() for t in s["tags"].split(",") if t.strip()] if "tags" in s else None
-        mode = cast(Literal["online", "offline", "disabled"] | None, s.get("mode"))  # checked in check()
-        w = wandb.init(project=project, entity=s.get("entity"), group=s.get("group"), mode=mode,
-                       dir=s.get("dir"), tags=tags, name=run.name, job_type="eval", config=dict(run.config))
+        s = self.setting
+        project = s("project") or (None if os.environ.get("WANDB_PROJECT") else "rmbench")
+        given_tags = s("tags")
+        tags = [t.strip() for t in given_tags.split(",") if t.strip()] if given_tags is not None else None
+        mode = cast(Literal["online", "offline", "disabled"] | None, s("mode"))  # one of its choices
+        w = wandb.init(project=project, entity=s("entity"), group=s("group"), mode=mode,
+                       dir=s("dir"), tags=tags, name=run.name, job_type="eval", config=dict(run.config))
         where = w.url or f"offline run in {os.path.dirname(w.dir)} (wandb sync uploads it)"
         ok = False
         try:
