@@ -11,7 +11,7 @@ Every reported number is an :class:`Estimate`: a value with its 95% bootstrap in
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from rmbench.core.metric_registry import (
     metric_def,
 )
 from rmbench.errors import ConfigError
+from rmbench.registry import PluginSource
 from rmbench.results.storage.engine_stats import EngineStats
 
 SCHEMA_VERSION = 2
@@ -355,12 +356,43 @@ class Execution:
 
 @dataclass(frozen=True)
 class Environment:
+    """Where the run ran: Python, platform, the versions of the packages that change scores, the
+    git revision of the current directory's repository, and the plugins the run used."""
+
     python: str
     platform: str
     packages: Mapping[str, str] = field(default_factory=dict)
     git_revision: str | None = None
     git_dirty: bool | None = None
     git_root: str | None = None
+    plugins: tuple[PluginSource, ...] = ()
+    """Every installed distribution whose entry point registered something the run used (its model
+    kind or a part's, a judge protocol, a task kind, a metric it recorded, its engine), one per
+    module, sorted; empty in runs written before plugins were recorded."""
+
+    def plugin_differences(self, other: Environment) -> list[str]:
+        """The plugin distributions the two runs used in other versions (or other module code), one
+        line each, naming both: ``plugin rmbench-plugin-example 0.1.0 vs 0.2.0``."""
+        mine, theirs = _by_distribution(self.plugins), _by_distribution(other.plugins)
+        out = []
+        for name in sorted(mine.keys() & theirs.keys()):
+            a, b = mine[name], theirs[name]
+            if a != b:
+                out.append(f"plugin {name} {_plugin_text(a)} vs {_plugin_text(b)}")
+        return out
+
+
+def _by_distribution(plugins: Iterable[PluginSource]) -> dict[str, tuple[PluginSource, ...]]:
+    out: dict[str, list[PluginSource]] = {}
+    for p in plugins:
+        out.setdefault(p.name, []).append(p)
+    return {name: tuple(sorted(ps)) for name, ps in out.items()}
+
+
+def _plugin_text(sources: tuple[PluginSource, ...]) -> str:
+    """``0.1.0`` or ``0.1.0 (model a1b2c3d4e5f6, tasks 0f1e2d3c4b5a)`` where modules were hashed."""
+    hashed = [f"{s.module.rpartition('.')[2]} {s.sha256[:12]}" for s in sources if s.sha256]
+    return " ".join(sorted({s.version for s in sources})) + (f" ({', '.join(hashed)})" if hashed else "")
 
 
 @dataclass(frozen=True)
