@@ -126,6 +126,7 @@ def plugin(tmp_path, monkeypatch):
     points = [EntryPoint("rating/prometheus", "prometheus_plugin:PROMETHEUS", JP.ENTRY_POINT_GROUP),
               EntryPoint("rating/broken", "prometheus_plugin:NOT_A_PROTOCOL", JP.ENTRY_POINT_GROUP)]
     monkeypatch.setattr(registry, "entry_points", lambda group: points if group == JP.ENTRY_POINT_GROUP else [])
+    monkeypatch.setenv(registry.PLUGINS_VARIABLE, "all")  # the suite runs with none (tests/conftest.py)
     yield tmp_path
     sys.modules.pop("prometheus_plugin", None)
 

@@ -41,6 +41,7 @@ PLUGIN_PKG = Path(__file__).parent / "plugin_pkg"
 """An out-of-tree plugin package: one task kind, computed metric, format, engine, model kind and judge
 protocol, each registered by one entry point and importing only ``rmbench.plugins``."""
 TOPIC_PAIRS = PLUGIN_PKG / "data" / "topic_pairs.jsonl"
+PLUGIN_DIST = "rmbench-plugin-example"
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def plugin_site(tmp_path_factory):
 
 def run_cli(site, cwd, *args):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
-           "COLUMNS": "250"}
+           "COLUMNS": "250", "RMBENCH_PLUGINS": PLUGIN_DIST}  # the suite's own runs load none (tests/conftest.py)
     return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
