@@ -87,7 +87,7 @@ def plugin_scope() -> frozenset[str] | None:
         return None
     if value.lower() == "none":
         return frozenset()
-    return frozenset(_normalized(n) for n in value.split(",") if n.strip())
+    return frozenset(_normalized(n.strip()) for n in value.split(",") if n.strip())
 
 
 @dataclass(frozen=True, order=True)
