@@ -114,6 +114,7 @@ def test_the_plugin_package_s_six_extensions_run_end_to_end(plugin_site, tmp_pat
     assert run.task("topic_pairs").metric_def("tie_rate").label == "tie rate"  # recorded in metric_specs
     assert run.execution.backend == {"name": "serial", "scored": 12}  # the plugin engine scored every response
     assert run.model.spec["kind"] == "keyword-rm"
+    assert {p.module.rpartition(".")[2] for p in run.environment.plugins} == {"model", "tasks", "metric", "engine"}
 
     with ScriptedServer(reply=grade_by_politeness) as server:
         result = run_cli(plugin_site, tmp_path, "eval", "--model", "judge:judge-model", "--model-arg",
@@ -127,6 +128,7 @@ def test_the_plugin_package_s_six_extensions_run_end_to_end(plugin_site, tmp_pat
     assert judged.tasks[0].judge_replies.no_verdict == 0
     # 5 for a "please" (any case), else 2: rows 1, 2, 5 win; 3 and 6 tie (both polite); 4 ties (neither)
     assert judged.value("topic_pairs", "topic_accuracy") == 3 / 6 and judged.value("topic_pairs", "tie_rate") == 3 / 6
+    assert {p.module.rpartition(".")[2] for p in judged.environment.plugins} == {"judge", "tasks", "metric"}
 
     board = tmp_path / "board.org"
     result = run_cli(plugin_site, tmp_path, "leaderboard", "build", str(tmp_path / "kw"), str(tmp_path / "judge"),
