@@ -113,7 +113,7 @@ def _local_install(dist: Distribution) -> bool:
     """Whether ``dist`` was installed from a local folder or file (``pip install -e .``, ``pip install ./pkg``)."""
     try:
         text = dist.read_text("direct_url.json")
-        return bool(text) and str(json.loads(text).get("url", "")).startswith("file:")
+        return text is not None and str(json.loads(text).get("url", "")).startswith("file:")
     except (OSError, ValueError, AttributeError):
         return False
 

@@ -53,8 +53,14 @@ from rmbench.models.judge import judgebench as JB
 from rmbench.models.judge import rewardbench2 as RB2
 from rmbench.models.judge.builtin_protocols import TIES_SUBSETS
 from rmbench.models.judge.client import ChatReply, ChatRequest
-from rmbench.models.judge.judge_protocol import (DEFAULT_PROTOCOL, MODES, JudgeProtocol, is_registered, judge_protocol,
-                                                 protocol_source)
+from rmbench.models.judge.judge_protocol import (
+    DEFAULT_PROTOCOL,
+    MODES,
+    JudgeProtocol,
+    is_registered,
+    judge_protocol,
+    protocol_source,
+)
 from rmbench.models.judge.template import read_template
 from rmbench.registry import PluginSource
 

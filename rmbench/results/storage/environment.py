@@ -7,8 +7,8 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
-from importlib import metadata
 from collections.abc import Iterable
+from importlib import metadata
 from pathlib import Path
 
 from rmbench.registry import PluginSource
