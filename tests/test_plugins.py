@@ -112,6 +112,9 @@ def test_the_plugin_package_s_six_extensions_run_end_to_end(plugin_site, tmp_pat
     assert run.value("topic_pairs", "topic_accuracy", subset="math") == 1 / 3
     assert run.value("topic_pairs", "tie_rate") == 2 / 6
     assert run.task("topic_pairs").metric_def("tie_rate").label == "tie rate"  # recorded in metric_specs
+    specs = {m.name: m for m in run.task("topic_pairs").metric_specs}  # tie_rate's with the package that declared it
+    assert specs["tie_rate"].plugin is not None and specs["tie_rate"].plugin.module == "rmbench_plugin_example.metric"
+    assert specs["topic_accuracy"].plugin is None and specs["pairwise_accuracy"].plugin is None
     assert run.execution.backend == {"name": "serial", "scored": 12}  # the plugin engine scored every response
     assert run.model.spec["kind"] == "keyword-rm"
     assert {p.module.rpartition(".")[2] for p in run.environment.plugins} == {"model", "tasks", "metric", "engine"}

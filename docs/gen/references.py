@@ -304,7 +304,7 @@ EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of
 OPTIONAL = {("TaskResult", "unparsed"), ("TaskResult", "judge_replies"), ("RunConfig", "limit_sampling"),
             ("OfficialLayout", "provenance"), ("OfficialColumn", "metric"), ("TaskResult", "metric_specs"),
             ("MetricSpec", "official"),
-            ("MetricSpec", "reading"), ("Environment", "plugins")}
+            ("MetricSpec", "reading"), ("MetricSpec", "plugin"), ("Environment", "plugins")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
 OPEN = {"EngineStats": "other"}
 """Records read leniently (every field optional: an older file lacks some, and no stats are

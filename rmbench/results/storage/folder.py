@@ -207,7 +207,8 @@ def _metric(f: Fields) -> MetricRecord:
 def _metric_spec(f: Fields) -> MetricSpec:
     return MetricSpec(f.string("name"), f.string("label"), bool(f.get("higher_is_better", (bool,))),
                       bool(f.get("eps_dependent", (bool,))), f.string("n_counts"),
-                      bool(f.get("official", (bool,), False)), f.opt_string("reading"))
+                      bool(f.get("official", (bool,), False)), f.opt_string("reading"),
+                      _plugin(f.obj("plugin")) if "plugin" in f.data else None)
 
 
 def _layout(f: Fields) -> OfficialLayout:
@@ -284,10 +285,11 @@ def _stats(execution: Fields) -> EngineStats | None:
 def _plugins(env: Fields) -> tuple[PluginSource, ...]:
     """``environment.plugins``: name, version, module and sha256 (a local install's, else null) each;
     none in files written before plugins were recorded."""
-    out = []
-    for p in env.items("plugins", []):
-        out.append(PluginSource(p.string("name"), p.string("version"), p.string("module", ""), p.opt_string("sha256")))
-    return tuple(out)
+    return tuple(_plugin(p) for p in env.items("plugins", []))
+
+
+def _plugin(p: Fields) -> PluginSource:
+    return PluginSource(p.string("name"), p.string("version"), p.string("module", ""), p.opt_string("sha256"))
 
 
 def parse_record(data: Any, file: Path) -> RunRecord:
