@@ -178,7 +178,8 @@ def test_a_plugin_protocol_s_package_and_code_are_in_the_judge_s_call_fingerprin
     info = tmp_path / "prometheus_plugin-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: prometheus-plugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[{JP.ENTRY_POINT_GROUP}]\nrating/prometheus = prometheus_plugin:PROMETHEUS\n")
+    (info / "entry_points.txt").write_text(
+        f"[{JP.ENTRY_POINT_GROUP}]\nrating/prometheus = prometheus_plugin:PROMETHEUS\n")
     (info / "direct_url.json").write_text('{"url": "file:///src/prometheus-plugin", "dir_info": {"editable": true}}')
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv(registry.PLUGINS_VARIABLE, "all")
@@ -189,7 +190,8 @@ def test_a_plugin_protocol_s_package_and_code_are_in_the_judge_s_call_fingerprin
             fresh.register(key, protocol, origin=origin)
         monkeypatch.setattr(JP, "PROTOCOLS", fresh)
         base = parse_model_spec("judge:judge-model")
-        args = {**base.args_dict, "base_url": server.base_url, "mode": "rating", **({"prompt": prompt} if prompt else {})}
+        args = {**base.args_dict, "base_url": server.base_url, "mode": "rating",
+                **({"prompt": prompt} if prompt else {})}
         return build_model(ModelSpec.make(base.name, base.kind, args))
 
     try:
