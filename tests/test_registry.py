@@ -123,3 +123,24 @@ def test_a_plugin_in_a_model_s_parts_enters_its_fingerprint():
     prints = {built_in, with_plugin.fingerprint(), edited.fingerprint(), newer.fingerprint()}
     assert len(prints) == 4
     assert Plain().fingerprint() == built_in  # a built-in kind's fingerprint is what it was
+
+
+def test_a_plugin_task_kind_s_source_enters_its_task_key():
+    from rmbench.core.types import ComparisonGroup
+    from rmbench.registry import PluginSource
+    from rmbench.tasks.base import Task, task_fingerprint
+
+    class Pairs(Task):
+        def groups(self):
+            return [ComparisonGroup(id="0", prompt="p", responses=("a", "b"), utilities=(1, 0))]
+
+    def key(plugin):
+        task = Pairs()
+        task.plugin = plugin
+        return task_fingerprint(task, task.groups())
+
+    built_in = key(None)
+    keys = {built_in, key(PluginSource("pkg", "1.0", "pkg.tasks", "a" * 64)),
+            key(PluginSource("pkg", "1.0", "pkg.tasks", "b" * 64)), key(PluginSource("pkg", "1.1", "pkg.tasks"))}
+    assert len(keys) == 4
+    assert built_in == task_fingerprint(Pairs(), Pairs().groups())  # a built-in kind's key: its data's, as before
