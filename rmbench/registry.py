@@ -159,7 +159,7 @@ class Registry(Generic[T]):
         if name in self._entries and not replace:
             raise RegistryError(
                 f"duplicate {self.what} name {name!r}: defined by {self._entries[name].origin} and by {origin}")
-        module = value.rpartition(":")[0] if isinstance(value, str) else getattr(value, "__module__", "")
+        module = value.rpartition(":")[0] if isinstance(value, str) else ""
         self._entries[name] = _Entry(value, origin, description, loaded=not isinstance(value, str), dist=dist,
                                      module=module)
 
