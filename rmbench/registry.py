@@ -2,18 +2,25 @@
 
 Heavy imports (torch, transformers) wait until a registered thing is used. Third-party
 packages register through Python entry points; duplicate names are an error and an unknown
-name answers with "did you mean".
+name answers with "did you mean". Each entry point's name keeps where it came from
+(:class:`PluginSource`: its distribution, version and, for an editable or local install, the
+sha256 of the module that defines it), so that what a plugin computes is keyed by its code;
+``RMBENCH_PLUGINS`` (:func:`plugin_scope`) decides which distributions' entry points load.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import json
+import os
+import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import Distribution, entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -63,12 +70,77 @@ def import_target(target: str) -> Any:
     return obj
 
 
+PLUGINS_VARIABLE = "RMBENCH_PLUGINS"
+"""``all`` (the default): every installed distribution's entry points load; ``none``: none do;
+``DIST,...``: only those distributions' (names compared as pip does: case, ``-``, ``_`` and ``.`` alike)."""
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def plugin_scope() -> frozenset[str] | None:
+    """The distributions whose entry points load, from ``RMBENCH_PLUGINS``: None for all (unset,
+    empty or ``all``), an empty set for ``none``, else the normalized names listed."""
+    value = os.environ.get(PLUGINS_VARIABLE, "").strip()
+    if value.lower() in ("", "all"):
+        return None
+    if value.lower() == "none":
+        return frozenset()
+    return frozenset(_normalized(n.strip()) for n in value.split(",") if n.strip())
+
+
+@dataclass(frozen=True, order=True)
+class PluginSource:
+    """The installed distribution that registered a name through an entry point, as results.json's
+    ``environment.plugins`` records it."""
+
+    name: str
+    """The distribution's name (``pip install NAME``)."""
+    version: str
+    module: str
+    """The module the entry point names (``package.module`` of ``package.module:attr``)."""
+    sha256: str | None = None
+    """sha256 of that module's file, for a distribution installed from a local folder or file
+    (editable or not: its ``direct_url.json`` names a ``file:`` URL), whose code may change without
+    its version; None for one installed from an index, or a module with no readable file."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "module": self.module, "sha256": self.sha256}
+
+
+def _local_install(dist: Distribution) -> bool:
+    """Whether ``dist`` was installed from a local folder or file (``pip install -e .``, ``pip install ./pkg``)."""
+    try:
+        text = dist.read_text("direct_url.json")
+        return text is not None and str(json.loads(text).get("url", "")).startswith("file:")
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _module_sha256(module_name: str) -> str | None:
+    """sha256 of the file of an imported module (None: not imported, or no readable file)."""
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 @dataclass
 class _Entry:
     value: Any
     origin: str
     description: str
     loaded: bool
+    dist: Distribution | None = None
+    """The distribution of an entry point's name; None for a name registered in code."""
+    module: str = ""
+    """The module an entry point's ``"module:attr"`` names."""
+    source: PluginSource | None = None
 
 
 class Registry(Generic[T]):
@@ -81,13 +153,15 @@ class Registry(Generic[T]):
         self._entry_points_loaded = False
 
     def register(self, name: str, value: T | str, *, description: str = "", origin: str = "built-in",
-                 replace: bool = False) -> None:
+                 replace: bool = False, dist: Distribution | None = None) -> None:
         if not name or not isinstance(name, str):
             raise RegistryError(f"a {self.what} name must be a non-empty string, got {name!r}")
         if name in self._entries and not replace:
             raise RegistryError(
                 f"duplicate {self.what} name {name!r}: defined by {self._entries[name].origin} and by {origin}")
-        self._entries[name] = _Entry(value, origin, description, loaded=not isinstance(value, str))
+        module = value.rpartition(":")[0] if isinstance(value, str) else ""
+        self._entries[name] = _Entry(value, origin, description, loaded=not isinstance(value, str), dist=dist,
+                                     module=module)
 
     def decorator(self, name: str, description: str = "") -> Callable[[T], T]:
         def wrap(obj: T) -> T:
@@ -99,10 +173,13 @@ class Registry(Generic[T]):
         if self._entry_points_loaded or not self.entry_point_group:
             return
         self._entry_points_loaded = True
+        scope = plugin_scope()
         for ep in entry_points(group=self.entry_point_group):
             dist = getattr(ep, "dist", None)
+            if scope is not None and (dist is None or _normalized(dist.name) not in scope):
+                continue  # RMBENCH_PLUGINS leaves this distribution out
             origin = f"entry point {ep.name!r} of {dist.name if dist else 'an installed package'}"
-            self.register(ep.name, ep.value, origin=origin, description=f"plugin ({ep.value})")
+            self.register(ep.name, ep.value, origin=origin, description=f"plugin ({ep.value})", dist=dist)
 
     def __contains__(self, name: str) -> bool:
         self._load_entry_points()
@@ -135,6 +212,19 @@ class Registry(Generic[T]):
                 raise RegistryError(f"{self.what} {name!r} from {e.origin} failed to load: {exc}") from exc
             e.loaded = True
         return e.value
+
+    def source(self, name: str) -> PluginSource | None:
+        """Where the entry point ``name`` came from (:class:`PluginSource`), its module loaded; None for a
+        name registered in code (built-in, ``register_*``) or unknown here (an import target)."""
+        self._load_entry_points()
+        e = self._entries.get(name)
+        if e is None or e.dist is None:
+            return None
+        if e.source is None:
+            self.get(name)  # the module is imported: its file is the one that runs
+            e.source = PluginSource(e.dist.name, e.dist.version, e.module,
+                                    _module_sha256(e.module) if _local_install(e.dist) else None)
+        return e.source
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -126,6 +126,7 @@ def plugin(tmp_path, monkeypatch):
     points = [EntryPoint("rating/prometheus", "prometheus_plugin:PROMETHEUS", JP.ENTRY_POINT_GROUP),
               EntryPoint("rating/broken", "prometheus_plugin:NOT_A_PROTOCOL", JP.ENTRY_POINT_GROUP)]
     monkeypatch.setattr(registry, "entry_points", lambda group: points if group == JP.ENTRY_POINT_GROUP else [])
+    monkeypatch.setenv(registry.PLUGINS_VARIABLE, "all")  # the suite runs with none (tests/conftest.py)
     yield tmp_path
     sys.modules.pop("prometheus_plugin", None)
 
@@ -161,6 +162,55 @@ def test_a_plugin_protocol_through_the_entry_points_runs_end_to_end(plugin, tmp_
     ident = Protocol.make("rating", "prometheus", None, 0.0, 1, None, "rating", None).identity()
     rubric = sys.modules["prometheus_plugin"].RUBRIC
     assert ident["prompt"] == "prometheus" and ident["prompt_sha256"] == hashlib.sha256(rubric.encode()).hexdigest()
+
+
+def test_a_plugin_protocol_s_package_and_code_are_in_the_judge_s_call_fingerprint(tmp_path, monkeypatch):
+    """Issue 52: the judge's calls are keyed by its protocol's distribution and, installed from a local
+    folder, the protocol module's sha256 (an edit to it replays no old call); a built-in protocol's
+    key is what it was."""
+    from rmbench import registry
+    from rmbench.core.specs import ModelSpec
+    from rmbench.models import build_model, parse_model_spec
+
+    built_ins = [(key, JP.PROTOCOLS.get(key), origin) for key, _, origin in JP.listing()]  # before it is installed
+    module = tmp_path / "prometheus_plugin.py"
+    module.write_text(how_to_plugin())
+    info = tmp_path / "prometheus_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: prometheus-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{JP.ENTRY_POINT_GROUP}]\nrating/prometheus = prometheus_plugin:PROMETHEUS\n")
+    (info / "direct_url.json").write_text('{"url": "file:///src/prometheus-plugin", "dir_info": {"editable": true}}')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(registry.PLUGINS_VARIABLE, "all")
+
+    def judge(prompt: str | None, server: ScriptedServer):
+        fresh = registry.Registry("judge protocol", entry_point_group=JP.ENTRY_POINT_GROUP)  # reads the file again
+        for key, protocol, origin in built_ins:
+            fresh.register(key, protocol, origin=origin)
+        monkeypatch.setattr(JP, "PROTOCOLS", fresh)
+        base = parse_model_spec("judge:judge-model")
+        args = {**base.args_dict, "base_url": server.base_url, "mode": "rating",
+                **({"prompt": prompt} if prompt else {})}
+        return build_model(ModelSpec.make(base.name, base.kind, args))
+
+    try:
+        with ScriptedServer() as server:
+            first = judge("prometheus", server)
+            plugin = first.protocol.plugin
+            assert plugin is not None and (plugin.name, plugin.version, plugin.module) == (
+                "prometheus-plugin", "1.0", "prometheus_plugin")
+            assert plugin.sha256 == hashlib.sha256(module.read_bytes()).hexdigest()
+            assert first.plugins() == (plugin,) and first.protocol.identity()["plugin"] == plugin.to_json()
+            module.write_text(module.read_text() + "\n# an edit\n")
+            edited = judge("prometheus", server)
+            assert edited.protocol.plugin.sha256 != plugin.sha256
+            assert edited.call_fingerprint() != first.call_fingerprint()
+            built_in = judge(None, server)  # the mode's default protocol, built in
+            assert built_in.protocol.plugin is None and built_in.plugins() == ()
+            assert "protocol_plugin" not in canonical_json(built_in.identity())
+    finally:
+        sys.modules.pop("prometheus_plugin", None)
 
 
 # --- template files ----------------------------------------------------------------------------

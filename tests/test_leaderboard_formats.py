@@ -203,6 +203,7 @@ def test_a_plugin_format_through_the_entry_points(tmp_path, monkeypatch):
     monkeypatch.setattr(formats, "FORMATS", fresh)
     point = EntryPoint("titles", "titles_format_plugin:TITLES", formats.ENTRY_POINT_GROUP)
     monkeypatch.setattr(registry, "entry_points", lambda group: [point] if group == formats.ENTRY_POINT_GROUP else [])
+    monkeypatch.setenv(registry.PLUGINS_VARIABLE, "all")  # the suite runs with none (tests/conftest.py)
     assert format_names()[-1] == "titles" and "titles_format_plugin" not in sys.modules  # listed, not imported
     assert render(_four_sections(), "titles") == " | ".join(TITLES) + "\n"
     assert format_for_path("a.titles") == "titles"

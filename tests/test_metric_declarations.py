@@ -169,6 +169,7 @@ def metric_entry_points(monkeypatch, tmp_path):
     real = registry.entry_points
     monkeypatch.setattr(registry, "entry_points",
                         lambda group: list(points) if group == R.ENTRY_POINT_GROUP else real(group=group))
+    monkeypatch.setenv(registry.PLUGINS_VARIABLE, "all")  # the suite runs with none (tests/conftest.py)
     yield lambda name, value: points.append(EntryPoint(name, value, R.ENTRY_POINT_GROUP))
     for module in ("rmbench_plugin_example.metric", "rmbench_plugin_example", "clashing_metric"):
         sys.modules.pop(module, None)

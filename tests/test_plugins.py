@@ -41,6 +41,7 @@ PLUGIN_PKG = Path(__file__).parent / "plugin_pkg"
 """An out-of-tree plugin package: one task kind, computed metric, format, engine, model kind and judge
 protocol, each registered by one entry point and importing only ``rmbench.plugins``."""
 TOPIC_PAIRS = PLUGIN_PKG / "data" / "topic_pairs.jsonl"
+PLUGIN_DIST = "rmbench-plugin-example"
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def plugin_site(tmp_path_factory):
 
 def run_cli(site, cwd, *args):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
-           "COLUMNS": "250"}
+           "COLUMNS": "250", "RMBENCH_PLUGINS": PLUGIN_DIST}  # the suite's own runs load none (tests/conftest.py)
     return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
@@ -111,8 +112,12 @@ def test_the_plugin_package_s_six_extensions_run_end_to_end(plugin_site, tmp_pat
     assert run.value("topic_pairs", "topic_accuracy", subset="math") == 1 / 3
     assert run.value("topic_pairs", "tie_rate") == 2 / 6
     assert run.task("topic_pairs").metric_def("tie_rate").label == "tie rate"  # recorded in metric_specs
+    specs = {m.name: m for m in run.task("topic_pairs").metric_specs}  # tie_rate's with the package that declared it
+    assert specs["tie_rate"].plugin is not None and specs["tie_rate"].plugin.module == "rmbench_plugin_example.metric"
+    assert specs["topic_accuracy"].plugin is None and specs["pairwise_accuracy"].plugin is None
     assert run.execution.backend == {"name": "serial", "scored": 12}  # the plugin engine scored every response
     assert run.model.spec["kind"] == "keyword-rm"
+    assert {p.module.rpartition(".")[2] for p in run.environment.plugins} == {"model", "tasks", "metric", "engine"}
 
     with ScriptedServer(reply=grade_by_politeness) as server:
         result = run_cli(plugin_site, tmp_path, "eval", "--model", "judge:judge-model", "--model-arg",
@@ -126,6 +131,7 @@ def test_the_plugin_package_s_six_extensions_run_end_to_end(plugin_site, tmp_pat
     assert judged.tasks[0].judge_replies.no_verdict == 0
     # 5 for a "please" (any case), else 2: rows 1, 2, 5 win; 3 and 6 tie (both polite); 4 ties (neither)
     assert judged.value("topic_pairs", "topic_accuracy") == 3 / 6 and judged.value("topic_pairs", "tie_rate") == 3 / 6
+    assert {p.module.rpartition(".")[2] for p in judged.environment.plugins} == {"judge", "tasks", "metric"}
 
     board = tmp_path / "board.org"
     result = run_cli(plugin_site, tmp_path, "leaderboard", "build", str(tmp_path / "kw"), str(tmp_path / "judge"),
@@ -165,3 +171,67 @@ def test_broken_plugin_fails_loudly(plugin_site, tmp_path, module):
     assert f"entry point {name!r} of rmbench-plugin-example" in result.stderr and "half-installed" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_a_plugin_s_code_is_in_the_identity_of_what_it_computes(plugin_site, tmp_path):
+    """Issue 52: an edit to an installed plugin model's module (a local install: its sha256 is kept) is
+    another model to the score cache, so its next run computes again and its numbers change; the runs
+    name the plugin modules they used, and the leaderboard and verify name the one they differ by."""
+    import hashlib
+
+    data = f"topic_pairs={TOPIC_PAIRS}"
+
+    def run(out):
+        result = run_cli(plugin_site, tmp_path, "eval", "--model", "keyword-rm", "--tasks", "topic_pairs", "--data",
+                         data, "--bootstrap", "20", "--out", str(tmp_path / out))
+        assert result.returncode == 0, result.stderr
+        return read_run(tmp_path / out)
+
+    module = plugin_site / "rmbench_plugin_example" / "model.py"
+    kept = module.read_text()
+    run("first")
+    again = run("again")  # the same code: every score is the cache's
+    assert again.execution.stats.cached == 12 and again.execution.stats.computed == 0
+    assert again.value("topic_pairs", "topic_accuracy") == 3 / 6
+    used = {p.module: p for p in again.environment.plugins}
+    assert set(used) == {"rmbench_plugin_example.model", "rmbench_plugin_example.tasks",
+                         "rmbench_plugin_example.metric"}  # the model, the task and the computed tie_rate
+    assert all(p.name == PLUGIN_DIST and p.version == "0.1.0" for p in used.values())
+    assert used["rmbench_plugin_example.model"].sha256 == hashlib.sha256(module.read_bytes()).hexdigest()
+    try:
+        module.write_text(kept.replace("return [float(", "return [-float("))  # the reward's sign flipped
+        flipped = run("flipped")
+    finally:
+        module.write_text(kept)
+    assert flipped.execution.stats.cached == 0 and flipped.execution.stats.computed == 12
+    assert flipped.model.fingerprint != again.model.fingerprint
+    # "please" counted in (good, bad): (1, 0) (0, 0) (1, 0) (1, 0) (0, 0) (1, 2); negated, only the last wins
+    assert flipped.value("topic_pairs", "topic_accuracy") == 1 / 6
+    tasks_code = [[p.sha256 for p in r.environment.plugins if p.module.endswith(".tasks")] for r in (again, flipped)]
+    assert tasks_code[0] == tasks_code[1] and tasks_code[0][0] is not None  # the task's module is as it was
+
+    board = run_cli(plugin_site, tmp_path, "leaderboard", "build", str(tmp_path / "again"), str(tmp_path / "flipped"),
+                    "--format", "md")
+    assert board.returncode == 0, board.stderr
+    short = {name: next(p.sha256[:12] for p in r.environment.plugins if p.module.endswith(".model"))
+             for name, r in (("again", again), ("flipped", flipped))}
+    assert f"plugin {PLUGIN_DIST} differs between runs: " in board.stdout
+    assert f"model {short['again']}" in board.stdout and f"model {short['flipped']}" in board.stdout
+    verified = run_cli(plugin_site, tmp_path, "verify", str(tmp_path / "flipped"), "--against", str(tmp_path / "again"))
+    assert (f"the runs differ in plugin {PLUGIN_DIST} 0.1.0, module model {short['flipped']} vs {short['again']}"
+            in verified.stdout), verified.stdout + verified.stderr
+
+
+@pytest.mark.slow
+def test_rmbench_plugins_none_loads_no_installed_plugin(plugin_site, tmp_path):
+    """``RMBENCH_PLUGINS=none`` (the suite's own setting, tests/conftest.py): an installed package's kinds are
+    unknown."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(plugin_site), os.environ.get("PYTHONPATH")])),
+           "RMBENCH_PLUGINS": "none"}
+    result = subprocess.run([sys.executable, "-m", "rmbench", "eval", "--model", "keyword-rm", "--tasks", "ties_sample",
+                             "--out", str(tmp_path / "r")], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 2 and "error: unknown model 'keyword-rm'" in result.stderr, result.stderr
+    listed = subprocess.run([sys.executable, "-m", "rmbench", "models", "list"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True)
+    assert listed.returncode == 0 and "keyword-rm" not in listed.stdout and "prometheus" not in listed.stdout

@@ -44,3 +44,103 @@ def test_import_target_from_file(tmp_path):
     bad.write_text("raise RuntimeError('boom')\n")
     with pytest.raises(RegistryError, match="RuntimeError: boom"):
         import_target(f"{bad}:score")
+
+
+# --- entry points: where each name came from, and RMBENCH_PLUGINS -----------------------------------
+
+GROUP = "rmbench_test.things"
+
+
+def _install(site, dist: str, module: str, *, local: bool) -> None:
+    """A distribution as pip leaves it in site-packages: its module, and a .dist-info with an entry
+    point in GROUP (and, installed from a local folder, a direct_url.json naming a file: URL)."""
+    (site / f"{module}.py").write_text(f"THING = {module!r}\n")
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{GROUP}]\n{module}_thing = {module}:THING\n")
+    if local:
+        (info / "direct_url.json").write_text('{"url": "file:///src/' + dist + '", "dir_info": {"editable": true}}')
+
+
+@pytest.fixture
+def two_plugins(tmp_path, monkeypatch):
+    import sys
+
+    _install(tmp_path, "fake-plugin-a", "fake_plugin_a", local=True)
+    _install(tmp_path, "fake_plugin_b", "fake_plugin_b", local=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("RMBENCH_PLUGINS", raising=False)
+    yield tmp_path
+    for module in ("fake_plugin_a", "fake_plugin_b"):
+        sys.modules.pop(module, None)
+
+
+@pytest.mark.parametrize(("scope", "loaded"), [
+    (None, ["fake_plugin_a_thing", "fake_plugin_b_thing"]), ("all", ["fake_plugin_a_thing", "fake_plugin_b_thing"]),
+    ("none", []), ("Fake_Plugin.A", ["fake_plugin_a_thing"]), (" fake-plugin-b , other ", ["fake_plugin_b_thing"])])
+def test_rmbench_plugins_decides_which_distributions_entry_points_load(two_plugins, monkeypatch, scope, loaded):
+    if scope is not None:
+        monkeypatch.setenv("RMBENCH_PLUGINS", scope)
+    reg = Registry("thing", entry_point_group=GROUP)
+    reg.register("builtin", 1)
+    assert reg.names() == sorted(["builtin", *loaded])
+
+
+def test_an_entry_point_keeps_its_distribution_and_a_local_install_s_module_hash(two_plugins):
+    import hashlib
+
+    from rmbench.registry import PluginSource
+
+    reg = Registry("thing", entry_point_group=GROUP)
+    reg.register("builtin", "math:sqrt")
+    assert reg.source("builtin") is None and reg.source("no_such_name") is None
+    code = (two_plugins / "fake_plugin_a.py").read_bytes()
+    assert reg.source("fake_plugin_a_thing") == PluginSource("fake-plugin-a", "1.0", "fake_plugin_a",
+                                                             hashlib.sha256(code).hexdigest())
+    assert reg.get("fake_plugin_a_thing") == "fake_plugin_a"  # source() imported it: the file that runs is hashed
+    # installed from an index (no direct_url.json): its version says what it is, no file is hashed
+    assert reg.source("fake_plugin_b_thing") == PluginSource("fake_plugin_b", "1.0", "fake_plugin_b", None)
+
+
+def test_a_plugin_in_a_model_s_parts_enters_its_fingerprint():
+    from rmbench.models.base import RewardModel
+    from rmbench.registry import PluginSource
+
+    class Plain(RewardModel):
+        kind = "plain"
+
+        def score(self, batch):
+            return [0.0] * len(batch)
+
+    built_in = Plain().fingerprint()
+    with_plugin = Plain()
+    with_plugin.plugin = PluginSource("pkg", "1.0", "pkg.model", "a" * 64)
+    edited = Plain()
+    edited.plugin = PluginSource("pkg", "1.0", "pkg.model", "b" * 64)
+    newer = Plain()
+    newer.plugin = PluginSource("pkg", "1.1", "pkg.model", None)
+    prints = {built_in, with_plugin.fingerprint(), edited.fingerprint(), newer.fingerprint()}
+    assert len(prints) == 4
+    assert Plain().fingerprint() == built_in  # a built-in kind's fingerprint is what it was
+
+
+def test_a_plugin_task_kind_s_source_enters_its_task_key():
+    from rmbench.core.types import ComparisonGroup
+    from rmbench.registry import PluginSource
+    from rmbench.tasks.base import Task, task_fingerprint
+
+    class Pairs(Task):
+        def groups(self):
+            return [ComparisonGroup(id="0", prompt="p", responses=("a", "b"), utilities=(1, 0))]
+
+    def key(plugin):
+        task = Pairs()
+        task.plugin = plugin
+        return task_fingerprint(task, task.groups())
+
+    built_in = key(None)
+    keys = {built_in, key(PluginSource("pkg", "1.0", "pkg.tasks", "a" * 64)),
+            key(PluginSource("pkg", "1.0", "pkg.tasks", "b" * 64)), key(PluginSource("pkg", "1.1", "pkg.tasks"))}
+    assert len(keys) == 4
+    assert built_in == task_fingerprint(Pairs(), Pairs().groups())  # a built-in kind's key: its data's, as before

@@ -63,6 +63,15 @@ def test_the_current_schema_round_trips(tmp_path):
     doc["execution"]["stats"] = {}
     assert parse_record(doc, tmp_path / "x").execution.stats is None
     assert record_to_json(parse_record(doc, tmp_path / "x")) == doc
+    # The plugins a run used (none here) round trip; a file written before they were recorded reads as none.
+    assert doc["environment"]["plugins"] == [] and again.environment.plugins == ()
+    doc["environment"]["plugins"] = [{"name": "pkg", "version": "1.0", "module": "pkg.model", "sha256": "ab" * 32},
+                                     {"name": "pkg", "version": "1.0", "module": "pkg.tasks", "sha256": None}]
+    with_plugins = parse_record(doc, tmp_path / "x")
+    assert [p.module for p in with_plugins.environment.plugins] == ["pkg.model", "pkg.tasks"]
+    assert record_to_json(with_plugins) == doc
+    del doc["environment"]["plugins"]
+    assert parse_record(doc, tmp_path / "x").environment.plugins == ()
 
 
 def test_queries():
@@ -95,6 +104,7 @@ def test_queries():
     (lambda d: d["model"].pop("name"), "field 'model.name': missing"),
     (lambda d: d.update(schema_version=3), "field 'schema_version': 3 is not supported"),
     (lambda d: d["execution"]["stats"].update(cached="all"), "field 'execution.stats.cached': expected int, got 'all'"),
+    (lambda d: d["environment"].update(plugins=[{"name": "pkg"}]), "field 'environment.plugins[0].version': missing"),
 ])
 def test_a_bad_file_names_the_file_and_the_field(tmp_path, edit, words):
     evaluate(EvalConfig(model="length", n_bootstrap=10, use_cache=False), out_dir=tmp_path / "run")
@@ -129,3 +139,21 @@ def test_a_task_that_fails_is_recorded_and_the_others_kept(tmp_path):
     assert read_run(tmp_path / "run").task("broken").error == broken.error
     notes = build_leaderboard([run]).notes
     assert any("on broken: the task failed" in n for n in notes)
+
+
+def test_two_runs_plugin_differences_name_the_version_or_the_module_code():
+    from rmbench.registry import PluginSource
+    from rmbench.results.storage.record import Environment
+
+    def env(*plugins):
+        return Environment("3.11", "linux", plugins=plugins)
+
+    a = env(PluginSource("pkg", "1.0", "pkg.model", "a" * 64), PluginSource("pkg", "1.0", "pkg.tasks", "c" * 64),
+            PluginSource("other", "2.0", "other.metric"))
+    edited = env(PluginSource("pkg", "1.0", "pkg.model", "b" * 64), PluginSource("pkg", "1.0", "pkg.tasks", "c" * 64),
+                 PluginSource("other", "2.0", "other.metric"))
+    newer = env(PluginSource("pkg", "1.1", "pkg.model"), PluginSource("other", "2.0", "other.metric"))
+    assert a.plugin_differences(a) == [] and a.plugin_differences(env()) == []  # a plugin only one run used: no line
+    assert a.plugin_differences(edited) == [f"plugin pkg 1.0, module model {'a' * 12} vs {'b' * 12}"]
+    assert a.plugin_differences(newer) == ["plugin pkg 1.0 vs 1.1"]
+    assert a.plugin_versions() == {"other": "2.0", "pkg": f"1.0 (model {'a' * 12}, tasks {'c' * 12})"}

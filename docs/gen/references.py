@@ -104,7 +104,9 @@ def cli_page() -> str:
     out = [HEADER, "# CLI reference\n\n",
            "Every command and option of `rmbench`, as `rmbench COMMAND --help` prints them (read from the "
            "typer app). `rmbench --version` prints the version; `rmbench --traceback COMMAND ...` (or "
-           "`RMBENCH_DEBUG=1`) shows the traceback of an error that came out of your own code.\n\n"]
+           "`RMBENCH_DEBUG=1`) shows the traceback of an error that came out of your own code. "
+           "`RMBENCH_PLUGINS=all|none|DIST,...` decides which installed packages' plugins load (default all; "
+           "[Write a plugin package](../how-to/write-a-plugin.md)).\n\n"]
     for full, cmd in _commands(root):
         ctx = cmd.context_class(cmd, info_name=full.split()[-1])
         out.append(f"## `{full}`\n\n")
@@ -302,7 +304,7 @@ EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of
 OPTIONAL = {("TaskResult", "unparsed"), ("TaskResult", "judge_replies"), ("RunConfig", "limit_sampling"),
             ("OfficialLayout", "provenance"), ("OfficialColumn", "metric"), ("TaskResult", "metric_specs"),
             ("MetricSpec", "official"),
-            ("MetricSpec", "reading")}
+            ("MetricSpec", "reading"), ("MetricSpec", "plugin"), ("Environment", "plugins")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
 OPEN = {"EngineStats": "other"}
 """Records read leniently (every field optional: an older file lacks some, and no stats are

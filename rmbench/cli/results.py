@@ -312,6 +312,8 @@ def _print_verification(result) -> None:
                                          "differ most"))
     for t in result.tasks:
         console.print(f"{t.task}: {t.summary}", markup=False, highlight=False, soft_wrap=True)
+    for line in result.plugins:  # the two runs' numbers were computed by other plugin code
+        console.print(f"the runs differ in {line}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"verdict: {result.verdict}", markup=False, highlight=False)
 
 

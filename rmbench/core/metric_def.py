@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from rmbench.registry import PluginSource
+
 
 class Counted(StrEnum):
     """What a record's ``n`` counts. A member is its words (a ``str``); :class:`MetricDef`
@@ -88,10 +90,14 @@ class MetricSpec:
     n_counts: str
     official: bool = False
     reading: str | None = None
+    plugin: PluginSource | None = None
+    """The installed distribution whose ``rmbench.metrics`` entry point declared the metric (its
+    version and, for a local install, its module's sha256); None for rmbench's own, a task's, or
+    one registered in code."""
 
     @classmethod
-    def of(cls, d: MetricDef) -> MetricSpec:
-        return cls(d.name, d.label, d.higher_is_better, d.eps_dependent, d.n_counts, d.official, d.reading)
+    def of(cls, d: MetricDef, plugin: PluginSource | None = None) -> MetricSpec:
+        return cls(d.name, d.label, d.higher_is_better, d.eps_dependent, d.n_counts, d.official, d.reading, plugin)
 
     def definition(self, description: str = UNKNOWN_FORMULA) -> MetricDef:
         """The declaration as the run recorded it, with ``description`` (the formula, which the
@@ -106,4 +112,6 @@ class MetricSpec:
             out["official"] = True
         if self.reading is not None:
             out["reading"] = self.reading
+        if self.plugin is not None:
+            out["plugin"] = self.plugin.to_json()
         return out

@@ -99,9 +99,13 @@ class _PluginModel(RewardModel):
 def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Truncation | None = None) -> RewardModel:
     """Instantiate the adapter a spec describes; factories that take ``runtime`` or
     ``truncation`` (the run's ``--max-length``/``--truncation`` policy) get them. Errors name the
-    model and what was wrong."""
-    return instantiate(MODEL_KINDS, spec, "model", "score", RewardModel, _PluginModel,
-                       {"runtime": runtime or Runtime(), "truncation": truncation})
+    model and what was wrong. A kind an installed package registered (an entry point) records its
+    :class:`~rmbench.registry.PluginSource` on the adapter (:attr:`RewardModel.plugin`)."""
+    model = instantiate(MODEL_KINDS, spec, "model", "score", RewardModel, _PluginModel,
+                        {"runtime": runtime or Runtime(), "truncation": truncation})
+    if ":" not in spec.kind:  # a registered kind: an entry point's distribution enters its fingerprint
+        model.plugin = MODEL_KINDS.source(spec.kind)
+    return model
 
 
 def gives_pair_verdicts(spec: ModelSpec) -> bool:

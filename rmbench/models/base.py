@@ -34,6 +34,7 @@ from rmbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from rmbench.core.types import ComparisonGroup
+    from rmbench.registry import PluginSource
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,9 @@ class RewardModel(ABC):
     """Requests per batch the adapter wants when the run sets none (an LLM judge sends a batch's
     requests concurrently, so it wants many; a batch-mode judge sets it per instance); None: the device's default."""
     _init_args: dict[str, Any] | None = None
+    plugin: PluginSource | None = None
+    """The installed distribution whose entry point registered this model's kind (set by
+    :func:`~rmbench.models.build_model`); None for a built-in kind or one registered in code."""
 
     def __new__(cls, *args: Any, **kwargs: Any):
         obj = super().__new__(cls)
@@ -203,8 +207,17 @@ class RewardModel(ABC):
 
     def fingerprint(self) -> str:
         """sha256 of :meth:`identity` and rmbench's version: keys the score cache (a new release
-        re-scores)."""
-        return sha256_hex(canonical_json({"identity": self.identity(), "rmbench": __version__}))
+        re-scores); and, for a model with a part whose kind a plugin registered, that plugin's
+        distribution, version and module hash (:attr:`plugin`: a new version, or an edit to an
+        editable install's module, re-scores)."""
+        plugins = sorted({source for p in parts(self) for source in p.plugins()})
+        return sha256_hex(canonical_json({"identity": self.identity(), "rmbench": __version__,
+                                          **({"plugins": [p.to_json() for p in plugins]} if plugins else {})}))
+
+    def plugins(self) -> tuple[PluginSource, ...]:
+        """The installed distributions whose entry points registered what this adapter itself (not
+        its parts) runs: its kind's (:attr:`plugin`); an LLM judge adds its protocol's."""
+        return (self.plugin,) if self.plugin is not None else ()
 
     def describe(self) -> dict[str, Any]:
         """What the run record should say about how this model ran (dtype, device, versions)."""

@@ -23,7 +23,7 @@ from rmbench import __version__
 from rmbench.catalog import Catalog
 from rmbench.core.choices import TaskStatus
 from rmbench.core.judge_replies import JudgeReplies
-from rmbench.core.metric_registry import MetricSpec, OfficialLayout, metric_def
+from rmbench.core.metric_registry import PLUGIN_METRICS, MetricSpec, OfficialLayout, metric_def
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.core.types import ComparisonGroup, split_by_group
@@ -32,6 +32,7 @@ from rmbench.errors import ConfigError, ModelError, RMBenchError
 from rmbench.models.base import CallingModel, RewardModel, Runtime, close_parts, parts, tokenized_parts
 from rmbench.models.step_model import StepRequest, StepScoringModel
 from rmbench.models.threads import ThreadGovernor
+from rmbench.registry import PluginSource
 from rmbench.results.statistics.summary import summarize, task_score_records
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.environment import current_environment
@@ -55,6 +56,7 @@ from rmbench.scoring.config import EvalConfig, RunSpec
 from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.scoring.engines import Backend, make_backend, recorded_backend
 from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, plan_run
+from rmbench.scoring.plugins_used import run_plugins
 from rmbench.scoring.steps import score_steps, step_cache
 from rmbench.scoring.timeout import BatchDeadline
 from rmbench.tasks.base import as_task_scores
@@ -179,11 +181,12 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
 def metric_specs(headline: Sequence[str], records: Sequence[MetricRecord],
                  official: OfficialLayout | None) -> tuple[MetricSpec, ...]:
     """The declaration of every metric a task shows or reports, as this process knows it (its
-    plugins loaded), for the run record (:attr:`TaskResult.metric_specs`)."""
+    plugins loaded), for the run record (:attr:`TaskResult.metric_specs`); a plugin's metric with
+    the distribution that declared it."""
     names = [*headline, *(r.metric for r in records)]
     if official is not None:
         names += [*official.metrics, *official.beside]
-    return tuple(MetricSpec.of(metric_def(n)) for n in dict.fromkeys(names))
+    return tuple(MetricSpec.of(metric_def(n), PLUGIN_METRICS.source(n)) for n in dict.fromkeys(names))
 
 
 def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:
@@ -308,7 +311,8 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                                  model=model.describe(), backend=recorded_backend(backend, execution.engine_options()),
                                  stats=_stats(stats, plan.threads, model),
                                  cache=str(cache.path) if cache is not None else None)
-    record = _record(plan, model.fingerprint(), tasks, execution_record)
+    plugins = run_plugins(model, loaded, execution.engine, (m.metric for t in tasks for m in t.metrics))
+    record = _record(plan, model.fingerprint(), tasks, execution_record, plugins)
     return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], judgments
 
 
@@ -355,8 +359,10 @@ def _score_step_tasks(model: RewardModel, step_tasks: Sequence[LoadedTask], runt
     return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])], stats
 
 
-def _record(plan: RunPlan, fingerprint: str, tasks: tuple[TaskResult, ...], execution: Execution) -> RunRecord:
-    """The run record of the plan's scored ``tasks``: what was measured (from the plan), how."""
+def _record(plan: RunPlan, fingerprint: str, tasks: tuple[TaskResult, ...], execution: Execution,
+            plugins: Sequence[PluginSource] = ()) -> RunRecord:
+    """The run record of the plan's scored ``tasks``: what was measured (from the plan), how, and
+    the ``plugins`` that computed it."""
     config, spec = plan.config.measured, plan.model_spec
     failed = sum(t.status != "success" for t in tasks)
     return RunRecord(
@@ -369,7 +375,7 @@ def _record(plan: RunPlan, fingerprint: str, tasks: tuple[TaskResult, ...], exec
                          data={task: "; ".join(d.source_text() for d in config.data if d.task == task)
                                for task in dict.fromkeys(d.task for d in config.data)},
                          limit_sampling=LIMIT_SAMPLING if config.limit is not None else None),
-        execution=execution, environment=current_environment(),
+        execution=execution, environment=current_environment(plugins=plugins),
         status="success" if not failed else ("error" if failed == len(tasks) else "partial"))
 
 

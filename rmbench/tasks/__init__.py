@@ -32,6 +32,8 @@ def build_task(spec: TaskSpec) -> Task:
     loaded lazily: an entry point's); errors name the task and what was wrong."""
     task = instantiate(TASK_KINDS, spec, "task", "groups", Task, _PluginTask)
     declare_kind(spec.kind, task.inner if isinstance(task, _PluginTask) else task)
+    if ":" not in spec.kind:  # a registered kind: an entry point's distribution enters the task's key
+        task.plugin = TASK_KINDS.source(spec.kind)
     return task
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import slice_label
 from rmbench.core.types import ComparisonGroup, PairIndex, data_fingerprint
 from rmbench.tasks.schemas import RowSchema
+
+if TYPE_CHECKING:
+    from rmbench.registry import PluginSource
 
 ExtraMetric = Callable[[np.ndarray], float]
 """A task-specific statistic of the resampling units (see :meth:`Task.bootstrap_units`)."""
@@ -74,6 +77,9 @@ class Task(ABC):
     official: OfficialLayout | None = None
     scores: tuple[MetricDef, ...] = ()
     row_schemas: tuple[RowSchema, ...] = ()
+    plugin: PluginSource | None = None
+    """The installed distribution whose entry point registered this task's kind (set by
+    :func:`~rmbench.tasks.build_task`); None for a built-in kind or one registered in code."""
     score_args: tuple[str, ...] = ()
     """Arguments that change the task's scores but not its groups (ProcessBench's and PRMBench's
     ``threshold``): their values (the task's attributes of those names) are part
@@ -127,8 +133,12 @@ class Task(ABC):
 
 def task_fingerprint(task: Task, groups: Sequence[ComparisonGroup]) -> str:
     """What a task's results rest on: its groups' :func:`~rmbench.core.types.data_fingerprint`,
-    and, for a task that declares :attr:`Task.score_args`, their values (sha256 of both)."""
+    and, for a task that declares :attr:`Task.score_args`, their values (sha256 of both); for a
+    task kind an installed package registered, its :attr:`Task.plugin` too (a new version of the
+    plugin, or an edit to an editable install's module, is another task key)."""
     fingerprint = data_fingerprint(groups)
+    if task.plugin is not None:  # a plugin's task kind: its distribution, version and module hash
+        fingerprint = sha256_hex(canonical_json({"data": fingerprint, "plugin": task.plugin.to_json()}))
     if not task.score_args:
         return fingerprint
     args = {name: getattr(task, name) for name in task.score_args}

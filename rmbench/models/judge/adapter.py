@@ -51,6 +51,7 @@ from rmbench.models.judge.judge_protocol import STEP_MODES
 from rmbench.models.judge.protocol import Protocol
 from rmbench.models.step_model import StepScoringModel
 from rmbench.paths import user_cache_dir
+from rmbench.registry import PluginSource
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 BATCH_ROWS = 50_000
@@ -188,12 +189,18 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
 
     def call_fingerprint(self) -> str:
         if self._call_fingerprint is None:
+            plugin = self.protocol.plugin  # a plugin protocol's code makes the requests and reads the replies
             self._call_fingerprint = sha256_hex(canonical_json({"model": self.model_name, "served": self.served(),
-                                                                "revision": self.revision}))
+                                                                "revision": self.revision,
+                                                                **({"protocol_plugin": plugin.to_json()}
+                                                                   if plugin is not None else {})}))
         return self._call_fingerprint
 
     def use_call_store(self, store: Any) -> None:
         self._store = store
+
+    def plugins(self) -> tuple[PluginSource, ...]:
+        return tuple(p for p in (self.plugin, self.protocol.plugin) if p is not None)
 
     def describe(self) -> dict[str, Any]:
         return {"judge": self.model_name, "mode": self.protocol.mode, "prompt": self.protocol.prompt,

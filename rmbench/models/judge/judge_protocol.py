@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rmbench.errors import ConfigError, did_you_mean
-from rmbench.registry import Registry, RegistryError
+from rmbench.registry import PluginSource, Registry, RegistryError
 
 ENTRY_POINT_GROUP = "rmbench.judge_protocols"
 MODES = ("rating", "pairwise", "fourway", "steps", "critic")
@@ -143,6 +143,14 @@ def protocol_names(mode: str) -> list[str]:
     """The names of the protocols registered for ``mode``."""
     prefix = f"{mode}/"
     return [key[len(prefix):] for key in PROTOCOLS.names() if key.startswith(prefix)]
+
+
+def protocol_source(protocol: JudgeProtocol) -> PluginSource | None:
+    """The installed distribution whose entry point registered ``protocol`` (None: built in, registered
+    in code, or a template file)."""
+    if protocol.template is not None or protocol.key not in PROTOCOLS:
+        return None
+    return PROTOCOLS.source(protocol.key)
 
 
 def is_registered(mode: str, name: str) -> bool:

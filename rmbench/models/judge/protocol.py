@@ -53,8 +53,16 @@ from rmbench.models.judge import judgebench as JB
 from rmbench.models.judge import rewardbench2 as RB2
 from rmbench.models.judge.builtin_protocols import TIES_SUBSETS
 from rmbench.models.judge.client import ChatReply, ChatRequest
-from rmbench.models.judge.judge_protocol import DEFAULT_PROTOCOL, MODES, JudgeProtocol, is_registered, judge_protocol
+from rmbench.models.judge.judge_protocol import (
+    DEFAULT_PROTOCOL,
+    MODES,
+    JudgeProtocol,
+    is_registered,
+    judge_protocol,
+    protocol_source,
+)
 from rmbench.models.judge.template import read_template
+from rmbench.registry import PluginSource
 
 FIDELITIES = ("official", "strict")
 SCORES = {"rating": ("rating", "expected"), "pairwise": ("rating",), "fourway": ("rating",),
@@ -108,6 +116,8 @@ class Protocol:
     fidelity: str
     top_p: float | None = None
     n_key: int | None = None
+    plugin: PluginSource | None = None
+    """The installed distribution whose entry point registered the protocol (None: built in, a file)."""
 
     @classmethod
     def make(cls, mode: str, prompt: str | None, max_tokens: int | None, temperature: float, n: int,
@@ -141,7 +151,8 @@ class Protocol:
             max_tokens = spec.default_max_tokens
         top_p = official.top_p if official and fidelity == "official" else None
         n_key = official.n if official and fidelity == "official" else None
-        return cls(spec, int(max_tokens), float(temperature), n, seed, score, unparsed, fidelity, top_p, n_key)
+        return cls(spec, int(max_tokens), float(temperature), n, seed, score, unparsed, fidelity, top_p, n_key,
+                   protocol_source(spec))
 
     @property
     def mode(self) -> str:
@@ -171,6 +182,8 @@ class Protocol:
                "score": self.score, "unparsed": self.unparsed, "fidelity": self.fidelity}
         if self.top_p is not None:
             out["top_p"] = self.top_p
+        if self.plugin is not None:
+            out["plugin"] = self.plugin.to_json()
         return out
 
     @functools.cached_property

@@ -242,6 +242,18 @@ def _reply_notes(label: str, task: str, responses: int, r: JudgeReplies) -> list
     return notes
 
 
+def plugin_notes(runs: Sequence[tuple[str, _Entry]]) -> list[str]:
+    """A note for each plugin distribution the ``(label, entry)`` runs used in more than one version (or
+    module code, for a local install): which runs used which, since their numbers may differ by it."""
+    used: dict[str, dict[str, list[str]]] = {}
+    for label, e in runs:
+        for name, text in e.record.environment.plugin_versions().items():
+            used.setdefault(name, {}).setdefault(text, []).append(label)
+    return [f"plugin {name} differs between runs: " + "; ".join(f"{text} in {', '.join(labels)}"
+                                                                for text, labels in texts.items())
+            for name, texts in used.items() if len(texts) > 1]
+
+
 def run_notes(label: str, rec: RunRecord, names: Mapping[str, str] | None = None) -> list[str]:
     """Footnotes for a run: skipped bad rows, truncated texts and judge replies, where non-zero
     (a failed task is a line under its table, and a note where it leaves a column empty:
@@ -538,7 +550,7 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     official = tuple(table for _, table in named_official)
     having_by_task = {name: [(label, e.task(name)) for label, e in ordered if e.has_task(name)] for name in task_order}
     notes = ([n for label, e in ordered for n in run_notes(label, e.record, _run_names(e, names))] + notes
-             + undefined_notes(columns, having_by_task, names))
+             + plugin_notes(ordered) + undefined_notes(columns, having_by_task, names))
     notes += missing_subset_notes(named_official, first, names)
     readings = [first[columns[j].task].metric_def(columns[j].metric).reading for j in keep]
     notes += list(dict.fromkeys(r for r in readings if r))

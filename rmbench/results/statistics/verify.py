@@ -160,6 +160,8 @@ class Verification:
     n_bootstrap: int
     seed: int
     tasks: tuple[TaskVerification, ...]
+    plugins: tuple[str, ...] = ()
+    """The plugin distributions both runs used in other versions or module code (one line each)."""
 
     @property
     def verdict(self) -> Verdict:
@@ -169,7 +171,7 @@ class Verification:
         return {"run": self.run, "reference": self.reference, "model_run": self.model_run,
                 "model_reference": self.model_reference, "verdict": self.verdict, "tolerance": self.tolerance,
                 "n_bootstrap": self.n_bootstrap, "seed": self.seed, "ci_level": 0.95,
-                "tasks": [t.to_json() for t in self.tasks]}
+                "plugins": list(self.plugins), "tasks": [t.to_json() for t in self.tasks]}
 
 
 def verify_runs(run: RunFolder, reference: RunFolder, tasks: Sequence[str] = (),
@@ -194,7 +196,8 @@ def verify_runs(run: RunFolder, reference: RunFolder, tasks: Sequence[str] = (),
     out = [verify_task(paired_task(run, reference, name, data, rows), n_bootstrap, seed, tolerance, top)
            for name in names]
     return Verification(str(run.path), str(reference.path), run.record.model.name, reference.record.model.name,
-                        tolerance, n_bootstrap, seed, tuple(out))
+                        tolerance, n_bootstrap, seed, tuple(out),
+                        tuple(run.record.environment.plugin_differences(reference.record.environment)))
 
 
 def verify_task(paired: PairedTask, n_bootstrap: int = 1000, seed: int = 0, tolerance: float = DEFAULT_TOLERANCE,

@@ -1,14 +1,17 @@
 """Where a run ran: Python, platform, the versions of the packages that change scores, and the
-user's own git revision (the repository of the current directory, if any) with a dirty flag."""
+user's own git revision (the repository of the current directory, if any) with a dirty flag, and
+the plugin distributions whose entry points the run used (:class:`~rmbench.registry.PluginSource`)."""
 
 from __future__ import annotations
 
 import platform
 import subprocess
 import sys
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
+from rmbench.registry import PluginSource
 from rmbench.results.storage.record import Environment
 
 PACKAGES = ("rmbench", "numpy", "torch", "transformers", "tokenizers", "safetensors", "datasets", "accelerate",
@@ -44,7 +47,9 @@ def git_state(cwd: Path | None = None) -> tuple[str | None, bool | None, str | N
     return revision, (None if status is None else bool(status)), root
 
 
-def current_environment(cwd: Path | None = None) -> Environment:
+def current_environment(cwd: Path | None = None, plugins: Iterable[PluginSource] = ()) -> Environment:
+    """This process's environment; ``plugins``: the entry points' distributions the run used
+    (recorded once each, sorted)."""
     revision, dirty, root = git_state(cwd)
     return Environment(python=sys.version.split()[0], platform=platform.platform(), packages=package_versions(),
-                       git_revision=revision, git_dirty=dirty, git_root=root)
+                       git_revision=revision, git_dirty=dirty, git_root=root, plugins=tuple(sorted(set(plugins))))

@@ -35,6 +35,7 @@ from rmbench.core.metric_registry import (
 )
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, json_error_text, signals_deferred
+from rmbench.registry import PluginSource
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.fields import Fields
 from rmbench.results.storage.record import (
@@ -101,7 +102,8 @@ def record_to_json(run: RunRecord) -> dict:
         "execution": {"runtime": dict(x.runtime), "model": dict(x.model), "backend": dict(x.backend),
                       "stats": x.stats.to_json() if x.stats is not None else {}, "cache": x.cache},
         "environment": {"python": e.python, "platform": e.platform, "packages": dict(e.packages),
-                        "git_revision": e.git_revision, "git_dirty": e.git_dirty, "git_root": e.git_root},
+                        "git_revision": e.git_revision, "git_dirty": e.git_dirty, "git_root": e.git_root,
+                        "plugins": [p.to_json() for p in e.plugins]},
     }
 
 
@@ -205,7 +207,8 @@ def _metric(f: Fields) -> MetricRecord:
 def _metric_spec(f: Fields) -> MetricSpec:
     return MetricSpec(f.string("name"), f.string("label"), bool(f.get("higher_is_better", (bool,))),
                       bool(f.get("eps_dependent", (bool,))), f.string("n_counts"),
-                      bool(f.get("official", (bool,), False)), f.opt_string("reading"))
+                      bool(f.get("official", (bool,), False)), f.opt_string("reading"),
+                      _plugin(f.obj("plugin")) if "plugin" in f.data else None)
 
 
 def _layout(f: Fields) -> OfficialLayout:
@@ -279,6 +282,16 @@ def _stats(execution: Fields) -> EngineStats | None:
         raise execution.obj("stats").fail(*exc.args) from None
 
 
+def _plugins(env: Fields) -> tuple[PluginSource, ...]:
+    """``environment.plugins``: name, version, module and sha256 (a local install's, else null) each;
+    none in files written before plugins were recorded."""
+    return tuple(_plugin(p) for p in env.items("plugins", []))
+
+
+def _plugin(p: Fields) -> PluginSource:
+    return PluginSource(p.string("name"), p.string("version"), p.string("module", ""), p.opt_string("sha256"))
+
+
 def parse_record(data: Any, file: Path) -> RunRecord:
     """Validate a results.json document (any readable schema) and build the current record."""
     top = Fields(data, file, "")
@@ -301,7 +314,7 @@ def parse_record(data: Any, file: Path) -> RunRecord:
                             _stats(execution), execution.opt_string("cache")),
         environment=Environment(env.string("python", ""), env.string("platform", ""), env.mapping("packages"),
                                 env.opt_string("git_revision"), env.get("git_dirty", (bool, type(None)), None),
-                                env.opt_string("git_root")),
+                                env.opt_string("git_root"), _plugins(env)),
         status=status, schema_version=SCHEMA_VERSION)
 
 

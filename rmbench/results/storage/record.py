@@ -11,7 +11,7 @@ Every reported number is an :class:`Estimate`: a value with its 95% bootstrap in
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from rmbench.core.metric_registry import (
     metric_def,
 )
 from rmbench.errors import ConfigError
+from rmbench.registry import PluginSource
 from rmbench.results.storage.engine_stats import EngineStats
 
 SCHEMA_VERSION = 2
@@ -355,12 +356,60 @@ class Execution:
 
 @dataclass(frozen=True)
 class Environment:
+    """Where the run ran: Python, platform, the versions of the packages that change scores, the
+    git revision of the current directory's repository, and the plugins the run used."""
+
     python: str
     platform: str
     packages: Mapping[str, str] = field(default_factory=dict)
     git_revision: str | None = None
     git_dirty: bool | None = None
     git_root: str | None = None
+    plugins: tuple[PluginSource, ...] = ()
+    """Every installed distribution whose entry point registered something the run used (its model
+    kind or a part's, a judge protocol, a task kind, a metric it recorded, its engine), one per
+    module, sorted; empty in runs written before plugins were recorded."""
+
+    def plugin_versions(self) -> dict[str, str]:
+        """Each plugin distribution the run used, by name: its version, with its hashed modules'
+        sha256 (first 12 digits) where taken: ``0.1.0 (model a1b2c3d4e5f6, tasks 0f1e2d3c4b5a)``."""
+        return {name: _plugin_text(sources) for name, sources in _by_name(self.plugins).items()}
+
+    def plugin_differences(self, other: Environment) -> list[str]:
+        """The plugin distributions both runs used in other versions, or in one version with other
+        module code (a local install's), one line each naming both: ``plugin rmbench-plugin-example
+        0.1.0 vs 0.2.0``, ``plugin rmbench-plugin-example 0.1.0, module model a1b2c3d4e5f6 vs 0f1e2d3c4b5a``."""
+        mine, theirs = _by_name(self.plugins), _by_name(other.plugins)
+        out = []
+        for name in sorted(mine.keys() & theirs.keys()):
+            a, b = mine[name], theirs[name]
+            va, vb = _versions(a), _versions(b)
+            if va != vb:
+                out.append(f"plugin {name} {va} vs {vb}")
+                continue
+            sha_a, sha_b = {s.module: s.sha256 for s in a}, {s.module: s.sha256 for s in b}
+            changed = [f"module {m.rpartition('.')[2]} {str(sha_a[m])[:12]} vs {str(sha_b[m])[:12]}"
+                       for m in sorted(sha_a.keys() & sha_b.keys()) if sha_a[m] != sha_b[m]]
+            if changed:
+                out.append(f"plugin {name} {va}, {', '.join(changed)}")
+        return out
+
+
+def _by_name(plugins: Iterable[PluginSource]) -> dict[str, list[PluginSource]]:
+    out: dict[str, list[PluginSource]] = {}
+    for p in sorted(plugins):
+        out.setdefault(p.name, []).append(p)
+    return out
+
+
+def _versions(sources: Iterable[PluginSource]) -> str:
+    return " ".join(sorted({s.version for s in sources}))
+
+
+def _plugin_text(sources: Sequence[PluginSource]) -> str:
+    """``0.1.0`` or ``0.1.0 (model a1b2c3d4e5f6, tasks 0f1e2d3c4b5a)`` where modules were hashed."""
+    hashed = [f"{s.module.rpartition('.')[2]} {s.sha256[:12]}" for s in sources if s.sha256]
+    return _versions(sources) + (f" ({', '.join(hashed)})" if hashed else "")
 
 
 @dataclass(frozen=True)
