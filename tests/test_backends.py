@@ -35,13 +35,13 @@ def test_ray_engine_equals_local_and_resumes_through_the_cache(tiny, tmp_path):
     base = dict(model=model, tasks=("ties_sample",), limit=8, n_bootstrap=0, runtime=FP32)
     local = evaluate(EvalConfig(**base, cache_dir=str(tmp_path / "c_local")), out_dir=tmp_path / "local")
     try:
-        first = evaluate(EvalConfig(**base, engine="ray", engine_args={"workers": 2}, cache_dir=str(tmp_path / "c_ray")),
-                         out_dir=tmp_path / "ray")
+        ray_config = dict(engine="ray", engine_args={"workers": 2}, cache_dir=str(tmp_path / "c_ray"))
+        first = evaluate(EvalConfig(**base, **ray_config), out_dir=tmp_path / "ray")
         assert first.execution.backend["name"] == "ray" and first.execution.backend["workers"] == 2
         assert first.execution.stats.computed == local.execution.stats.computed > 0
         assert np.allclose(_rewards(tmp_path / "ray"), _rewards(tmp_path / "local"), rtol=1e-6, atol=1e-6)
         # The driver wrote every worker's scores to the cache: a rerun computes nothing.
-        again = evaluate(EvalConfig(**base, engine="ray", engine_args={"workers": 2}, cache_dir=str(tmp_path / "c_ray")))
+        again = evaluate(EvalConfig(**base, **ray_config))
         assert again.execution.stats.computed == 0
     finally:
         ray.shutdown()

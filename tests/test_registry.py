@@ -125,6 +125,24 @@ def test_a_plugin_in_a_model_s_parts_enters_its_fingerprint():
     assert Plain().fingerprint() == built_in  # a built-in kind's fingerprint is what it was
 
 
+def test_a_plugin_prm_s_source_enters_its_step_cache_key(tmp_path):
+    from rmbench.core.specs import ModelSpec
+    from rmbench.models import build_model
+    from rmbench.registry import PluginSource
+
+    (tmp_path / "prm.py").write_text("def score(items):\n    return [[0.5] * len(s) for _, s in items]\n")
+
+    def prm(source=None):
+        model = build_model(ModelSpec(name="p", kind="python-prm", args={"target": f"{tmp_path / 'prm.py'}:score"}))
+        model.plugin = source
+        return model
+
+    built_in = prm().step_fingerprint()
+    edited = {prm(PluginSource("pkg", "1.0", "pkg.prm", h * 64)).step_fingerprint() for h in "ab"}
+    assert len(edited | {built_in}) == 3  # an edit to a plugin PRM's module scores its steps again
+    assert prm().step_fingerprint() == built_in
+
+
 def test_a_plugin_task_kind_s_source_enters_its_task_key():
     from rmbench.core.types import ComparisonGroup
     from rmbench.registry import PluginSource

@@ -210,8 +210,13 @@ class RewardModel(ABC):
         re-scores); and, for a model with a part whose kind a plugin registered, that plugin's
         distribution, version and module hash (:attr:`plugin`: a new version, or an edit to an
         editable install's module, re-scores)."""
+        return self.fingerprint_of(self.identity())
+
+    def fingerprint_of(self, identity: dict[str, Any]) -> str:
+        """sha256 of ``identity``, rmbench's version and the plugins of this model's parts (as
+        :meth:`fingerprint`; a process RM's step cache keys its :meth:`step_identity` with it)."""
         plugins = sorted({source for p in parts(self) for source in p.plugins()})
-        return sha256_hex(canonical_json({"identity": self.identity(), "rmbench": __version__,
+        return sha256_hex(canonical_json({"identity": identity, "rmbench": __version__,
                                           **({"plugins": [p.to_json() for p in plugins]} if plugins else {})}))
 
     def plugins(self) -> tuple[PluginSource, ...]:

@@ -64,5 +64,9 @@ class StepScoringModel(ABC):
         return {**ident, "args": args, "scores": "steps"}
 
     def step_fingerprint(self) -> str:
-        """sha256 of :meth:`step_identity` and rmbench's version: keys the step-score cache."""
+        """sha256 of :meth:`step_identity`, rmbench's version and, for a plugin's model kind, the
+        plugin's distribution and module hash (:meth:`RewardModel.fingerprint_of`): keys the
+        step-score cache, so an edited plugin PRM scores its steps again."""
+        if isinstance(self, RewardModel):
+            return self.fingerprint_of(self.step_identity())
         return sha256_hex(canonical_json({"identity": self.step_identity(), "rmbench": __version__}))

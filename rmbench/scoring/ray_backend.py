@@ -62,8 +62,8 @@ class RayBackend:
         if self.concurrency < 1:
             raise ConfigError(f"--engine ray: option workers must be >= 1, got {self.concurrency}")
         if self.num_cpus <= 0 or self.num_gpus < 0:
-            raise ConfigError(f"--engine ray: options worker_cpus must be > 0 and worker_gpus >= 0, got {self.num_cpus}, "
-                              f"{self.num_gpus}")
+            raise ConfigError(f"--engine ray: options worker_cpus must be > 0 and worker_gpus >= 0, got "
+                              f"{self.num_cpus}, {self.num_gpus}")
         try:
             import ray.data  # noqa: F401
         except ImportError:
