@@ -65,15 +65,15 @@ async def _read(http: httpx.AsyncClient, method: str, url: str, max_bytes: int |
         declared = resp.headers.get("content-length", "")
         if ok and limit is not None and declared.isdigit() and int(declared) > limit:
             raise TooLarge(limit, int(declared))
-        body = bytearray()
+        chunks, size = [], 0
         async for chunk in resp.aiter_bytes():
-            body += chunk
-            if limit is not None and len(body) > limit:
+            chunks.append(chunk)
+            size += len(chunk)
+            if limit is not None and size > limit:
                 if not ok:  # an error message: its start is enough
-                    del body[limit:]
-                    break
+                    return Exchange(resp.status_code, resp.headers, b"".join(chunks)[:limit])
                 raise TooLarge(limit)
-        return Exchange(resp.status_code, resp.headers, bytes(body))
+        return Exchange(resp.status_code, resp.headers, b"".join(chunks))
 
 
 async def exchange(http: httpx.AsyncClient, method: str, url: str, *, timeout: float,
