@@ -16,9 +16,9 @@ takes the next fault of ``server.faults``, if any:
 * ``("empty_choices",)``: 200 with ``"choices": []``;
 * ``("drip", SECONDS)``: the normal answer sent one byte every SECONDS (the status line and
   headers at once); ``("drip", SECONDS, True)``: the status line and headers dripped too;
-* ``("patch", FUNCTION)``: the normal answer as ``FUNCTION(answer)`` returns it (it may change it in
-  place and return None; bytes are sent as they are), written with Python's ``json.dumps`` (so ``float("inf")`` is sent as
-  ``Infinity``, NaN as ``NaN``); ``("usage", VALUE)``: ``prompt_tokens`` set to VALUE;
+* ``("patch", FUNCTION)``: the normal answer as ``FUNCTION(answer)`` returns it (it may change it
+  in place and return None; bytes are sent as they are), written with Python's ``json.dumps``
+  (so ``float("inf")`` is sent as ``Infinity``, NaN as ``NaN``); ``("usage", VALUE)``: ``prompt_tokens`` set to VALUE;
   ``("nan_logprobs",)``: the first logprob of the first token NaN (the request asks logprobs);
 * ``("big", BYTES)``: 200 with a JSON answer whose content is BYTES long, sent chunked (no
   Content-Length) in 64 KiB writes; ``("big", BYTES, True)``: with its Content-Length.
@@ -263,7 +263,8 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 patch = {"patch": lambda: fault[1], "usage": lambda: _set_usage(fault[1]),
                          "nan_logprobs": lambda: _nan_logprob}[kind]()
                 answer = patch(answer) or answer
-                return self.send_json(200, None, raw=answer if isinstance(answer, bytes) else json.dumps(answer).encode())
+                raw = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+                return self.send_json(200, None, raw=raw)
             if kind == "big":
                 return self.big(fault[1], len(fault) > 2 and fault[2])
             if kind is not None:
