@@ -95,11 +95,12 @@ class ChatClient:
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{description} server {self.base_url!r}: expected an http:// or https:// URL")
         if (concurrency < 1 or max_retries < 0 or max_consecutive_failures < 1 or not 0 < timeout < float("inf")
-                or backoff_base < 0 or isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int)
-                or max_reply_bytes < 1):
+                or backoff_base < 0):
             raise ConfigError(f"{description} client: concurrency and max_consecutive_failures must be >= 1, "
-                              "max_retries and backoff_base >= 0, timeout > 0 (finite), max_reply_bytes a "
-                              f"positive integer (got {max_reply_bytes!r})")
+                              "max_retries and backoff_base >= 0, timeout > 0 (finite)")
+        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
+            raise ConfigError(f"{description} client: max_reply_bytes must be a positive integer, got "
+                              f"{max_reply_bytes!r}")
         self.max_reply_bytes = max_reply_bytes
         self._key = Secret.of(api_key, self.base_url)
         self.concurrency, self.timeout, self.max_retries = int(concurrency), float(timeout), int(max_retries)
