@@ -13,7 +13,15 @@ takes the next fault of ``server.faults``, if any:
 * ``("hang", SECONDS)``: no answer for that long, then the connection closes;
 * ``("drop",)``: the connection closes without a response;
 * ``("malformed",)``: 200 with a body that is not JSON;
-* ``("empty_choices",)``: 200 with ``"choices": []``.
+* ``("empty_choices",)``: 200 with ``"choices": []``;
+* ``("drip", SECONDS)``: the normal answer sent one byte every SECONDS (the status line and
+  headers at once); ``("drip", SECONDS, True)``: the status line and headers dripped too;
+* ``("patch", FUNCTION)``: the normal answer as ``FUNCTION(answer)`` returns it (it may change it
+  in place and return None; bytes are sent as they are), written with Python's ``json.dumps``
+  (so ``float("inf")`` is sent as ``Infinity``, NaN as ``NaN``); ``("usage", VALUE)``: ``prompt_tokens`` set to VALUE;
+  ``("nan_logprobs",)``: the first logprob of the first token NaN (the request asks logprobs);
+* ``("big", BYTES)``: 200 with a JSON answer whose content is BYTES long, sent chunked (no
+  Content-Length) in 64 KiB writes; ``("big", BYTES, True)``: with its Content-Length.
 
 ``die_after=N``: after N successful chat replies the server stops listening, and requests on
 connections already open are dropped. ``reply``: the content string, or a function of the request
@@ -23,6 +31,7 @@ body returning a string or a dict (``content``, ``reasoning_content``, ``finish_
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import threading
@@ -128,6 +137,16 @@ class ScriptedServer:
             threading.Thread(target=self.stop, daemon=True).start()
 
 
+def _set_usage(value: Any) -> Callable[[dict], None]:
+    """A patch setting the answer's ``usage.prompt_tokens`` to ``value``."""
+    return lambda answer: answer["usage"].__setitem__("prompt_tokens", value)
+
+
+def _nan_logprob(answer: dict) -> None:
+    """A patch making the first logprob of the first token NaN."""
+    answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"][0]["logprob"] = float("nan")
+
+
 def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     """The request handler class bound to ``server``."""
 
@@ -150,6 +169,35 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)
+
+        def drip(self, data: bytes, every: float, head_too: bool) -> None:
+            """A 200 with ``data``, one byte every ``every`` seconds (its head too if ``head_too``)."""
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                    f"\r\n").encode()
+            if not head_too:
+                self.wfile.write(head)
+                self.wfile.flush()
+            for i in range(len(data) + (len(head) if head_too else 0)):
+                byte = (head + data)[i:i + 1] if head_too else data[i:i + 1]
+                time.sleep(every)
+                self.wfile.write(byte)
+                self.wfile.flush()
+
+        def big(self, size: int, declared: bool) -> None:
+            """A 200 whose content is ``size`` bytes of "x", chunked unless ``declared``."""
+            head, tail = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "', b'"}}]}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if declared:
+                self.send_header("Content-Length", str(len(head) + size + len(tail)))
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            middle = (b"x" * min(65_536, size - i) for i in range(0, size, 65_536))  # made as sent, never whole
+            for piece in itertools.chain([head], middle, [tail]):
+                self.wfile.write(piece if declared else b"%x\r\n%s\r\n" % (len(piece), piece))
+            if not declared:
+                self.wfile.write(b"0\r\n\r\n")
 
         def drop(self) -> None:
             self.close_connection = True  # nothing written: the client sees the socket close
@@ -208,6 +256,17 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 return self.send_json(200, None, raw=b'{"choices": [{"message": ')
             if kind == "empty_choices":
                 return self.send_json(200, {"id": "x", "object": "chat.completion", "choices": []})
+            if kind in ("drip", "patch", "usage", "nan_logprobs"):
+                answer = server.answer(body)
+                if kind == "drip":
+                    return self.drip(json.dumps(answer).encode(), fault[1], len(fault) > 2 and fault[2])
+                patch = {"patch": lambda: fault[1], "usage": lambda: _set_usage(fault[1]),
+                         "nan_logprobs": lambda: _nan_logprob}[kind]()
+                answer = patch(answer) or answer
+                raw = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+                return self.send_json(200, None, raw=raw)
+            if kind == "big":
+                return self.big(fault[1], len(fault) > 2 and fault[2])
             if kind is not None:
                 raise ValueError(f"unknown fault {fault!r}")
             if not server.admit():  # past die_after: the server dies once the last admitted is served

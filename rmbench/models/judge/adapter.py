@@ -15,7 +15,9 @@
   ``seed`` (none: not sent), ``score`` (``rating`` or ``expected``; steps: ``probability`` or
   ``verdict``), ``unparsed``
   (``official`` or ``skip``; by default ``official`` under fidelity official);
-* ``concurrency`` (16), ``timeout`` (seconds per request, 120): how it runs, not its identity;
+* ``concurrency`` (16), ``timeout`` (seconds for a whole attempt, connect to the reply's last
+  byte, 120), ``max_reply_bytes`` (1,000,000: a larger reply is a failed call): how it runs, not
+  its identity;
 * ``batch`` (off): ``openai`` (the Files + Batches API of ``base_url``), ``anthropic`` (Message
   Batches; ``base_url`` defaults to Anthropic's, ``api_key_env`` to ``ANTHROPIC_API_KEY``) or
   ``vllm`` (vLLM's offline ``run_batch`` on ``batch_model``, default the model's name, with
@@ -49,6 +51,7 @@ from rmbench.models.judge.batch import KINDS as BATCH_KINDS
 from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats
 from rmbench.models.judge.judge_protocol import STEP_MODES
 from rmbench.models.judge.protocol import Protocol
+from rmbench.models.judge.wire import MAX_REPLY_BYTES
 from rmbench.models.step_model import StepScoringModel
 from rmbench.paths import user_cache_dir
 from rmbench.registry import PluginSource
@@ -99,7 +102,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
                  mode: str = "rating", prompt: str | None = None, max_tokens: int | None = None,
                  temperature: float = 0.0, n: int = 1, seed: int | None = None, score: str | None = None,
                  unparsed: str | None = None, fidelity: str | None = None, concurrency: int = 16,
-                 timeout: float = 120.0,
+                 timeout: float = 120.0, max_reply_bytes: int = MAX_REPLY_BYTES,
                  revision: str | None = None, price_in: float | None = None, price_out: float | None = None,
                  batch: str | None = None, batch_poll: float = 30.0, batch_wait: float | None = None,
                  batch_model: str | None = None, batch_args: str = "", aggregate: str | None = None) -> None:
@@ -119,6 +122,11 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         base_url = _server_address(base_url, batch)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"judge concurrency must be a positive integer, got {concurrency!r}")
+        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
+            raise ConfigError(f"judge max_reply_bytes must be a positive integer, got {max_reply_bytes!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+            raise ConfigError(f"judge timeout must be a positive number of seconds, got {timeout!r}")
+        self.max_reply_bytes = max_reply_bytes
         self.model_name, self.base_url, self.api_key_env = model, str(base_url or ""), str(api_key_env)
         self.batch, self.batch_model, self.batch_args = batch, batch_model, str(batch_args or "")
         self.batch_poll, self.batch_wait = float(batch_poll), None if batch_wait is None else float(batch_wait)
@@ -150,7 +158,8 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     def client(self) -> ChatClient:
         if self._client is None:
             self._client = ChatClient(self.base_url, self.model_name, self._key(), concurrency=self.concurrency,
-                                      timeout=self.timeout, description=f"judge {self.model_name}")
+                                      timeout=self.timeout, description=f"judge {self.model_name}",
+                                      max_reply_bytes=self.max_reply_bytes)
         return self._client
 
     @property
@@ -334,7 +343,8 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
                                "unparsed": self.counters["unparsed"]}
         tokens = [0, 0]
         if stats is not None:
-            out.update(retries=stats.retries, failures=stats.failures, prompt_tokens=stats.prompt_tokens,
+            out.update(retries=stats.retries, failures=stats.failures, timeouts=stats.timeouts,
+                       malformed=stats.malformed, prompt_tokens=stats.prompt_tokens,
                        completion_tokens=stats.completion_tokens, seconds=round(stats.seconds, 3))
             if stats.seconds > 0 and stats.calls:
                 out["calls_per_s"] = round(stats.calls / stats.seconds, 3)

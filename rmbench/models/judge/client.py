@@ -5,10 +5,18 @@ SGLang, OpenAI...), called from plain synchronous code.
 flight) and hands each :class:`ChatReply` to the caller as it finishes, so a caller that stores
 finished calls keeps them through a later failure or Ctrl-C. The retry policy is our own:
 
+* ``timeout`` bounds a whole attempt (connect, send, every byte of the reply), not one read: an
+  attempt not whole by then is given up, its connection closed
+  (:func:`rmbench.models.judge.transfer.exchange`); a reply body over ``max_reply_bytes`` is
+  given up as it streams in, never held whole;
 * retried, with exponential backoff and full jitter (``uniform(0, min(backoff_max,
   backoff_base * 2**attempt))``): HTTP 408, 429 and 5xx, timeouts, refused and dropped
-  connections, a body that is not JSON and a 200 without ``choices``; on 429 and 503 the server's
-  ``Retry-After`` (seconds or an HTTP date, at most :data:`RETRY_AFTER_MAX`) replaces the backoff;
+  connections, a body that is not JSON or over ``max_reply_bytes``, and a 200 that
+  :func:`~rmbench.models.judge.wire.parse_reply` cannot use (no ``choices``, a malformed field,
+  non-finite usage or logprobs: :class:`~rmbench.models.judge.wire.MalformedReply`); on 429 and
+  503 the server's ``Retry-After`` (seconds or an HTTP date, at most :data:`RETRY_AFTER_MAX`)
+  replaces the backoff; timeouts and unusable replies are counted (``stats.timeouts``,
+  ``stats.malformed``) and shown in the progress line;
 * not retried: any other 4xx (400, 401, 403, 404, 422...): :class:`JudgeServerError` at once,
   with the status and the start of the server's message;
 * a request that fails ``max_retries + 1`` times raises :class:`JudgeServerError`, and so does
@@ -22,12 +30,12 @@ repr, progress line or statistic (any text a server echoes back has it masked).
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import random
 import sys
-import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,21 +43,23 @@ import httpx
 
 from rmbench.core.progress import progress_every, progress_line
 from rmbench.errors import ConfigError
+from rmbench.models.judge.transfer import DONE, DeadlineExceeded, LoopThread, TooLarge, exchange, request_within
 from rmbench.models.judge.wire import (
+    MAX_REPLY_BYTES,
     RETRY_AFTER_MAX,
     ChatReply,
     ChatRequest,
     ClientStats,
     Failed,
     JudgeServerError,
+    MalformedReply,
     Secret,
+    body_message,
     one_line,
     parse_reply,
     retry_after,
     server_message,
 )
-
-_DONE = object()  # the worker thread's last message to the calling thread
 
 Follow = Callable[[int, ChatRequest, ChatReply], "ChatRequest | None"]
 """``follow(i, request, reply)``: the follow-up to send after ``reply`` to request ``i``, or None."""
@@ -66,51 +76,9 @@ class _Run:
     consecutive: int = 0
     retries: int = 0
     timeouts: int = 0  # attempts given up after ``timeout`` s (the connection closed; a server may go on generating)
+    malformed: int = 0  # replies that could not be used (MalformedReply, an oversized one included)
     tokens: int = 0
     error: JudgeServerError | None = None  # the first one raised
-
-
-class _LoopThread:
-    """Runs one coroutine on a private event loop in a worker thread, then puts ``_DONE`` in
-    ``inbox``; :meth:`cancel` (from any thread) cancels it, so its ``finally`` blocks run."""
-
-    def __init__(self, make: Callable[[], Coroutine[Any, Any, Any]], inbox: queue.SimpleQueue) -> None:
-        self._make, self._inbox, self._lock = make, inbox, threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task | None = None
-        self._cancelled = False
-        self.value: Any = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._main, name="rmbench-chat-client", daemon=True)
-        self.thread.start()
-
-    def _main(self) -> None:
-        """The thread: run the coroutine, keep its result or error, then say it is done."""
-        try:
-            self.value = asyncio.run(self._guarded())
-        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
-            self.error = exc
-        finally:
-            self._inbox.put(_DONE)
-
-    async def _guarded(self) -> Any:
-        """The coroutine, unless cancelled before it started."""
-        with self._lock:
-            if self._cancelled:
-                raise asyncio.CancelledError
-            self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
-        return await self._make()
-
-    def cancel(self) -> None:
-        """Cancel the coroutine; a no-op once it has ended."""
-        with self._lock:
-            self._cancelled = True
-            loop, task = self._loop, self._task
-        if loop is not None and task is not None:
-            try:
-                loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # the loop has closed: nothing is left to cancel
-                pass
 
 
 class ChatClient:
@@ -120,14 +88,20 @@ class ChatClient:
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *, concurrency: int = 16,
                  timeout: float = 120.0, max_retries: int = 6, max_consecutive_failures: int = 8,
                  backoff_base: float = 0.5, backoff_max: float = 30.0, progress: bool = True,
-                 description: str = "judge") -> None:
-        """``base_url`` ends before ``/chat/completions`` (``http://127.0.0.1:8000/v1``)."""
+                 description: str = "judge", max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
+        """``base_url`` ends before ``/chat/completions`` (``http://127.0.0.1:8000/v1``);
+        ``timeout``: seconds for a whole attempt; ``max_reply_bytes``: the largest reply body."""
         self.base_url, self.model, self.description = str(base_url).rstrip("/"), str(model), description
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{description} server {self.base_url!r}: expected an http:// or https:// URL")
-        if concurrency < 1 or max_retries < 0 or max_consecutive_failures < 1 or timeout <= 0 or backoff_base < 0:
+        if (concurrency < 1 or max_retries < 0 or max_consecutive_failures < 1 or not 0 < timeout < float("inf")
+                or backoff_base < 0):
             raise ConfigError(f"{description} client: concurrency and max_consecutive_failures must be >= 1, "
-                              "max_retries and backoff_base >= 0, timeout > 0")
+                              "max_retries and backoff_base >= 0, timeout > 0 (finite)")
+        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
+            raise ConfigError(f"{description} client: max_reply_bytes must be a positive integer, got "
+                              f"{max_reply_bytes!r}")
+        self.max_reply_bytes = max_reply_bytes
         self._key = Secret.of(api_key, self.base_url)
         self.concurrency, self.timeout, self.max_retries = int(concurrency), float(timeout), int(max_retries)
         self.max_consecutive_failures = int(max_consecutive_failures)
@@ -171,9 +145,10 @@ class ChatClient:
         """The entries of ``GET {base_url}/models`` (each with an ``id``; vLLM adds ``root``, the
         weights it serves); :class:`JudgeServerError` when unreachable or malformed."""
         try:
-            with httpx.Client(headers=self._headers(), timeout=min(self.timeout, 30.0), verify=self._ssl) as http:
-                resp = http.get(f"{self.base_url}/models")
-        except httpx.HTTPError as exc:
+            resp = request_within("GET", f"{self.base_url}/models", timeout=min(self.timeout, 30.0),
+                                  max_bytes=max(self.max_reply_bytes, 16_000_000), headers=self._headers(),
+                                  verify=self._ssl)
+        except (httpx.HTTPError, TooLarge) as exc:
             raise self._error(f"is unreachable: {type(exc).__name__}: {one_line(str(exc))}") from None
         if resp.status_code != 200:
             raise self._error(f"answered GET /models with HTTP {resp.status_code}: {server_message(resp)}") from None
@@ -182,7 +157,7 @@ class ChatClient:
             if not all(isinstance(m, dict) and "id" in m for m in entries):
                 raise TypeError("an entry without an id")
             return list(entries)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise self._error("answered GET /models without a list of models") from None
 
     def complete(self, requests: Sequence[ChatRequest],
@@ -207,9 +182,9 @@ class ChatClient:
         inbox: queue.SimpleQueue = queue.SimpleQueue()
         start = time.perf_counter()
         keeping = on_reply is not None or on_follow is not None
-        runner = _LoopThread(lambda: self._complete_async(requests, inbox, every, keeping, follow), inbox)
+        runner = LoopThread(lambda: self._complete_async(requests, inbox, every, keeping, follow), inbox)
         try:
-            while (item := inbox.get()) is not _DONE:
+            while (item := inbox.get()) is not DONE:
                 i, request, reply, first = item
                 if first and on_reply is not None:
                     on_reply(i, reply)
@@ -273,6 +248,10 @@ class ChatClient:
                 last = self._scrub(exc.reason)
                 run.consecutive += 1
                 run.timeouts += exc.timed_out
+                self.stats.timeouts += exc.timed_out
+                malformed = isinstance(exc, MalformedReply)
+                run.malformed += malformed
+                self.stats.malformed += malformed
                 if not exc.retry or run.consecutive >= self.max_consecutive_failures:
                     self.stats.failures += 1
                     detail = (f"failed request {i} (not retried): {last}" if not exc.retry
@@ -292,23 +271,28 @@ class ChatClient:
         raise self._error(f"failed request {i} after {self.max_retries + 1} attempts; last: {last}", run) from None
 
     async def _attempt(self, http: httpx.AsyncClient, body: dict) -> Any:
-        """One POST: the JSON of a 2xx, else :class:`Failed` (retry or not)."""
+        """One POST within ``timeout`` in all: the JSON of a 2xx, else :class:`Failed` (retry or
+        not; :class:`MalformedReply` for a body that is over ``max_reply_bytes`` or not JSON)."""
         try:
-            resp = await http.post(f"{self.base_url}/chat/completions", json=body)
-        except httpx.TimeoutException as exc:
-            raise Failed(f"{type(exc).__name__}: no answer within {self.timeout:g} s (gave up: connection closed)",
-                         timed_out=True) from None
+            done = await exchange(http, "POST", f"{self.base_url}/chat/completions", timeout=self.timeout,
+                                  max_bytes=self.max_reply_bytes, json=body)
+        except httpx.TimeoutException as exc:  # DeadlineExceeded, or one of httpx's own
+            why = str(exc) if isinstance(exc, DeadlineExceeded) else \
+                f"no answer within {self.timeout:g} s (gave up: connection closed)"
+            raise Failed(f"{type(exc).__name__}: {why}", timed_out=True) from None
+        except TooLarge as exc:
+            raise MalformedReply(f"{exc} (max_reply_bytes={self.max_reply_bytes})") from None
         except httpx.RequestError as exc:  # refused, dropped, reset; a bad URL is not worth retrying
             retry = not isinstance(exc, (httpx.UnsupportedProtocol, httpx.LocalProtocolError))
             raise Failed(f"{type(exc).__name__}: {one_line(str(exc)) or 'connection failed'}", retry) from None
-        code = resp.status_code
+        code = done.status_code
         if not 200 <= code < 300:
-            wait = retry_after(resp.headers.get("retry-after")) if code in (429, 503) else None
-            raise Failed(f"HTTP {code}: {server_message(resp)}", code in (408, 429) or code >= 500, wait)
+            wait = retry_after(done.headers.get("retry-after")) if code in (429, 503) else None
+            raise Failed(f"HTTP {code}: {body_message(done.content)}", code in (408, 429) or code >= 500, wait)
         try:
-            return resp.json()
-        except ValueError as exc:
-            raise Failed(f"HTTP {code} with a body that is not JSON ({one_line(str(exc), 80)})") from None
+            return json.loads(done.content)
+        except (ValueError, RecursionError) as exc:
+            raise MalformedReply(f"HTTP {code} with a body that is not JSON ({one_line(str(exc), 80)})") from None
 
     def _wait(self, attempt: int, hint: float | None) -> float:
         """Seconds before the next attempt: the server's hint, else full-jitter backoff."""
@@ -330,8 +314,10 @@ class ChatClient:
         rate = run.tokens / elapsed if elapsed > 0 else 0.0
         gave_up = (f", {run.timeouts} timed out (given up, connection closed: a server that goes on generating "
                    f"for them is slower than its timeout; raise timeout or lower max_tokens)") if run.timeouts else ""
-        print(self._scrub(f"{line}, {rate:,.0f} tokens/s, {run.retries} retries{gave_up}"), file=sys.stderr,
+        bad = f", {run.malformed} unusable replies" if run.malformed else ""
+        print(self._scrub(f"{line}, {rate:,.0f} tokens/s, {run.retries} retries{gave_up}{bad}"), file=sys.stderr,
               flush=True)
 
 
-__all__ = ["ChatClient", "ChatReply", "ChatRequest", "ClientStats", "JudgeServerError", "RETRY_AFTER_MAX"]
+__all__ = ["ChatClient", "ChatReply", "ChatRequest", "ClientStats", "JudgeServerError", "MalformedReply",
+           "RETRY_AFTER_MAX", "request_within"]

@@ -3,12 +3,17 @@
 cache), how an answer or an error response is read, and the client's counters and error.
 
 :class:`Failed` is one failed attempt, raised while an answer is read and handled by
-:mod:`rmbench.models.judge.client`'s retry policy.
+:mod:`rmbench.models.judge.client`'s retry policy. :func:`parse_reply` reads a reply
+defensively: anything it cannot use (no choice, a malformed message, a usage count that is not a
+whole number in ``[0, MAX_TOKEN_COUNT]``, a NaN or infinite logprob...) is
+:class:`MalformedReply` (a :class:`Failed`), never another exception, so one bad reply is one
+failed call (a batch line: one failed line), and every reply kept is JSON-ready.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import math
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -20,6 +25,10 @@ from rmbench.errors import ConfigError
 
 RETRY_AFTER_MAX = 120.0  # seconds: the longest Retry-After honoured
 ERROR_CHARS = 200  # how much of a server's error message a JudgeServerError quotes
+MAX_REPLY_BYTES = 1_000_000
+"""The default limit on one reply's body (``max_reply_bytes``): a larger one is a failed call."""
+MAX_TOKEN_COUNT = 10**12
+"""The largest usage count (prompt or completion tokens) believed; above it the reply is malformed."""
 
 TopLogprobs = tuple[tuple[tuple[str, float], ...], ...]
 
@@ -129,11 +138,15 @@ class ChatReply:
 @dataclass
 class ClientStats:
     """Cumulative counts of a :class:`ChatClient`: successful calls, retried attempts, requests
-    that ended in an error, tokens of the successful calls and wall seconds inside ``complete``."""
+    that ended in an error, attempts given up at ``timeout`` and replies that could not be used
+    (:class:`MalformedReply`, an oversized one included), tokens of the successful calls and wall
+    seconds inside ``complete``."""
 
     calls: int = 0
     retries: int = 0
     failures: int = 0
+    timeouts: int = 0
+    malformed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
@@ -152,6 +165,11 @@ class Failed(Exception):
         self.reason, self.retry, self.wait, self.timed_out = reason, retry, wait, timed_out
 
 
+class MalformedReply(Failed):
+    """A reply that cannot be used (:func:`parse_reply`, :func:`token_count`, or a body over
+    ``max_reply_bytes``): one failed call, retried like any other; a batch catches it per line."""
+
+
 def one_line(text: str, limit: int = ERROR_CHARS) -> str:
     """``text`` on one line, at most ``limit`` characters."""
     text = " ".join(str(text).split())
@@ -160,9 +178,14 @@ def one_line(text: str, limit: int = ERROR_CHARS) -> str:
 
 def server_message(resp: httpx.Response) -> str:
     """The message of an error response: ``error.message``, ``detail`` or ``message``, else its text."""
+    return body_message(resp.content)
+
+
+def body_message(raw: bytes) -> str:
+    """:func:`server_message` of an error response's body."""
     try:
-        data = resp.json()
-    except ValueError:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
         data = None
     msg: Any = None
     if isinstance(data, dict):
@@ -170,7 +193,7 @@ def server_message(resp: httpx.Response) -> str:
         msg = err.get("message") if isinstance(err, dict) else err
         msg = msg or data.get("detail") or data.get("message")
     if not msg:
-        msg = resp.text
+        msg = raw.decode("utf-8", "replace")
     return one_line(msg if isinstance(msg, str) else repr(msg)) or "(no message)"
 
 
@@ -192,37 +215,71 @@ def retry_after(value: str | None) -> float | None:
     return min(max(seconds, 0.0), RETRY_AFTER_MAX) if math.isfinite(seconds) else None
 
 
+def token_count(value: Any, field: str) -> int:
+    """A usage count: None or absent is 0; a whole number (an int, an integral float, a string of
+    digits) in ``[0, MAX_TOKEN_COUNT]``; anything else (Infinity, NaN, -3, 2.5, 1e300, a list) is
+    :class:`MalformedReply` naming ``field``."""
+    if value is None:
+        return 0
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 13:
+        value = int(value.strip())
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise MalformedReply(f"HTTP 200 with malformed usage: {field} is {one_line(repr(value), 40)}")
+    return value
+
+
+def _logprob(value: Any) -> float:
+    """One logprob: a finite number <= 0 (a little above 0 is rounding)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value > 1e-6:
+        raise MalformedReply(f"the server answered malformed logprobs: a logprob of {one_line(repr(value), 40)}")
+    return float(value)
+
+
 def _top_logprobs(logprobs: Any) -> TopLogprobs | None:
     """Per completion token, its alternatives (token, logprob), from ``choices[0].logprobs``."""
     if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
         return None
-    try:
-        return tuple(tuple((str(a["token"]), float(a["logprob"])) for a in (pos.get("top_logprobs") or []))
-                     for pos in logprobs["content"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise Failed("the server answered malformed logprobs") from None
+    out = []
+    for pos in logprobs["content"]:
+        alts = pos.get("top_logprobs") if isinstance(pos, dict) else None
+        if not isinstance(alts, list | None) or not all(isinstance(a, dict) and isinstance(a.get("token"), str)
+                                                         for a in alts or []):
+            raise MalformedReply("the server answered malformed logprobs")
+        out.append(tuple((a["token"], _logprob(a.get("logprob"))) for a in alts or []))
+    return tuple(out)
+
+
+def _content(message: dict) -> str | None:
+    """The message's text: a string, content parts' texts joined, or None (no content)."""
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        if not all(isinstance(p, dict) and isinstance(p.get("text"), str | None) for p in content):
+            raise MalformedReply("HTTP 200 with malformed content parts")
+        return "".join(p.get("text") or "" for p in content)
+    if content is not None and not isinstance(content, str):
+        raise MalformedReply(f"HTTP 200 with content of type {type(content).__name__}")
+    return content
 
 
 def parse_reply(data: Any, latency: float, retries: int) -> ChatReply:
-    """The reply in a 200's JSON; :class:`Failed` when it holds no usable choice."""
+    """The reply in a 200's JSON; :class:`MalformedReply` when it holds no usable choice or a
+    field it keeps is malformed (see the module docstring); never another exception."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         err = data.get("error") if isinstance(data, dict) else None
-        raise Failed("HTTP 200 without choices" + (f": {one_line(err)}" if err else ""))
+        raise MalformedReply("HTTP 200 without choices" + (f": {one_line(str(err))}" if err else ""))
     choice = choices[0]
     message = choice.get("message") or {}
-    if not isinstance(message, dict):
-        raise Failed("HTTP 200 with a malformed message")
-    content = message.get("content")
-    if isinstance(content, list):  # content parts
-        content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    finish = choice.get("finish_reason")
+    if not isinstance(message, dict) or not isinstance(finish, str | None):
+        raise MalformedReply("HTTP 200 with a malformed message")
+    content = _content(message)
     reasoning = next((message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str)), None)
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    try:
-        tokens = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-    except (TypeError, ValueError):
-        raise Failed("HTTP 200 with malformed usage") from None
-    return ChatReply(text=content if isinstance(content, str) else "", reasoning=reasoning,
-                     finish_reason=choice.get("finish_reason"), prompt_tokens=tokens[0], completion_tokens=tokens[1],
-                     latency_s=latency, retries=retries, top_logprobs=_top_logprobs(choice.get("logprobs")),
-                     no_content=not isinstance(content, str))
+    tokens = token_count(usage.get("prompt_tokens"), "prompt_tokens"), \
+        token_count(usage.get("completion_tokens"), "completion_tokens")
+    return ChatReply(text=content or "", reasoning=reasoning, finish_reason=finish, prompt_tokens=tokens[0],
+                     completion_tokens=tokens[1], latency_s=latency, retries=retries,
+                     top_logprobs=_top_logprobs(choice.get("logprobs")), no_content=content is None)
