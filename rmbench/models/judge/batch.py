@@ -49,8 +49,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rmbench.errors import ConfigError, did_you_mean
-from rmbench.models.judge.batch_core import BatchExecutor, BatchOutcome, BatchStatus, LineResult, OnReply, RemoteBatch
+from rmbench.models.judge.batch_core import BatchExecutor, BatchOutcome, BatchStatus, LineResult, OnReply, read_lines
 from rmbench.models.judge.batch_providers import AnthropicBatch, OpenAIBatch, VLLMBatch, anthropic_params, openai_input
+from rmbench.models.judge.batch_remote import RemoteBatch
 
 KINDS = ("openai", "anthropic", "vllm")
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
@@ -59,6 +60,7 @@ DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https:
 def make_batch_executor(kind: str, *, base_url: str | None = None, model: str, api_key: str | None = None,
                         state_dir: Path | str, poll_interval: float = 30.0, timeout: float = 120.0,
                         progress: bool = True, retry_sync: bool = True, wait_limit: float | None = None,
+                        outage_limit: float = 1800.0, backoff_first: float = 1.0, backoff_cap: float = 60.0,
                         description: str | None = None, served_name: str | None = None, python: str | None = None,
                         extra_args: Sequence[str] = ()) -> BatchExecutor:
     """The executor of ``kind`` (``openai``, ``anthropic`` or ``vllm``).
@@ -68,6 +70,9 @@ def make_batch_executor(kind: str, *, base_url: str | None = None, model: str, a
     ``api_key``: sent to ``base_url``'s host only, never printed or stored; ``state_dir``: where
     the state files go (vllm: its temporary folder); ``poll_interval``/``timeout``/``wait_limit``:
     seconds between polls, per HTTP call, and to wait in all (None: until the batch ends);
+    ``outage_limit``/``backoff_first``/``backoff_cap``: how long a management call that fails in
+    passing (429, 5xx, a dropped connection) is tried again, the first wait (at most
+    ``poll_interval``) and the longest (the server's Retry-After is honoured above it);
     ``retry_sync``: retry unanswered requests synchronously (openai); ``description``: how
     messages name the judge (``judge MODEL``); vllm only: ``served_name``, ``python`` (default
     this interpreter) and ``extra_args`` for run_batch (``--dtype float32``...)."""
@@ -80,9 +85,11 @@ def make_batch_executor(kind: str, *, base_url: str | None = None, model: str, a
         raise ConfigError(f"served_name, python and extra_args are for the vllm batch, not {kind}")
     cls = OpenAIBatch if kind == "openai" else AnthropicBatch
     return cls(model, base_url=base_url or DEFAULT_BASE_URLS[kind], state_dir=state_dir, api_key=api_key,
-               poll_interval=poll_interval, timeout=timeout, wait_limit=wait_limit, progress=progress,
-               retry_sync=retry_sync, description=description)
+               poll_interval=poll_interval, timeout=timeout, wait_limit=wait_limit, outage_limit=outage_limit,
+               backoff_first=backoff_first, backoff_cap=backoff_cap, progress=progress, retry_sync=retry_sync,
+               description=description)
 
 
 __all__ = ["AnthropicBatch", "BatchExecutor", "BatchOutcome", "BatchStatus", "KINDS", "LineResult", "OnReply",
-           "OpenAIBatch", "RemoteBatch", "VLLMBatch", "anthropic_params", "make_batch_executor", "openai_input"]
+           "OpenAIBatch", "RemoteBatch", "VLLMBatch", "anthropic_params", "make_batch_executor", "openai_input",
+           "read_lines"]
