@@ -384,8 +384,7 @@ class RemoteBatch(BatchExecutor):
             sep = "&" if "?" in url else "?"
             page = self._json(self._call(http, "GET", url + (f"{sep}{cursor}={after}" if after else ""), what), what)
             items = [d for d in page.get("data") or [] if isinstance(d, dict)]
-            for item in items:
-                yield item
+            yield from items
             when = [t for t in (created(d) for d in items) if t is not None]
             after = page.get("last_id") or (items[-1].get("id") if items else None)
             if not page.get("has_more") or not after or (when and min(when) < oldest):
