@@ -30,7 +30,8 @@ connection without an answer (the answer lost); ``create_hold``: seconds a creat
 making the batch before it answers (time to SIGKILL the client); ``output_faults``: input line
 number -> how its output line comes out broken: ``"infinity_usage"`` (``Infinity`` as a token
 count), ``"nan_logprobs"`` (``NaN`` as a logprob), ``"huge_usage"`` (``1e999``), ``"garbage"``
-(not JSON; the custom_id still in its text). Counters: ``batches_created``, ``uploads``,
+(not JSON; the custom_id still in its text); ``drip_downloads=N``: the next N file downloads
+send their bytes one at a time, ``drip`` seconds apart. Counters: ``batches_created``, ``uploads``,
 ``polls``, ``listings``; ``billed``: the lines of every batch created plus the chat calls served.
 ``require_key``: the Bearer key (OpenAI) or ``x-api-key`` (Anthropic) every call must carry.
 """
@@ -54,12 +55,14 @@ class BatchServer(ScriptedServer):
     def __init__(self, reply: Any = "ok", *, expire=(), fail=(), expired_lines: bool = True,
                  fail_batch: bool = False, in_progress_polls: int = 1, status_faults=(), create_faults=(),
                  create_drop: int = 0, create_hold: float = 0.0, output_faults: dict | None = None,
+                 drip_downloads: int = 0, drip: float = 0.05,
                  require_key: str | None = None, model_id: str = "judge-model") -> None:
         super().__init__(reply=reply, model_id=model_id, require_key=require_key)
         self.expire, self.fail, self.expired_lines = set(expire), set(fail), expired_lines
         self.fail_batch, self.in_progress_polls = fail_batch, in_progress_polls
         self.status_faults, self.create_faults = list(status_faults), list(create_faults)
         self.create_drop, self.create_hold, self.output_faults = create_drop, create_hold, dict(output_faults or {})
+        self.drip_downloads, self.drip = drip_downloads, drip
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self.batches_created = self.uploads = self.polls = self.listings = 0
@@ -285,7 +288,17 @@ def _batch_handler(server: BatchServer, base: type) -> type:
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            with server.lock:
+                drip, server.drip_downloads = server.drip_downloads > 0, max(server.drip_downloads - 1, 0)
+            if not drip:
+                return self.wfile.write(data)
+            try:
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(server.drip)
+            except OSError:  # the client gave up
+                self.close_connection = True
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             path, _, query = self.path.partition("?")

@@ -239,3 +239,16 @@ def test_the_state_file_is_written_before_the_upload(tmp_path, monkeypatch):
         ["created", "host", "kind", "model", "requests", "requests_sha256"],
         ["created", "creating", "host", "input_file_id", "kind", "model", "requests", "requests_sha256"]]
     assert all(KEY not in json.dumps(s) for s in seen)
+
+
+def test_a_dripping_download_is_cut_at_timeout_and_tried_again(tmp_path, capsys):
+    reqs = requests(6)
+    with BatchServer(reply=reply, drip_downloads=1, drip=0.02) as server:
+        start = time.monotonic()
+        got, outcome = run(executor(server, tmp_path, timeout=0.5), reqs)
+        took = time.monotonic() - start
+        assert (server.batches_created, server.billed) == (1, 6)
+    assert took < 3  # the dripping file (hundreds of bytes, 0.02 s each) would take many seconds
+    err = capsys.readouterr().err
+    assert "could not read the batch's output file (ReadTimeout: no whole answer within timeout 0.5 s)" in err
+    equal_to_clean(got, "openai", tmp_path)

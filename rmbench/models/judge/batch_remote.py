@@ -341,7 +341,7 @@ class RemoteBatch(BatchExecutor):
         while True:
             server_wait = None
             try:
-                resp = http.request(method, url, **kw)
+                resp = self._send(http, method, url, **kw)
             except httpx.TransportError as exc:
                 detail = f"{type(exc).__name__}: {one_line(str(exc)) or 'connection failed'}"
             else:
@@ -357,6 +357,25 @@ class RemoteBatch(BatchExecutor):
             if not retry:
                 raise FailedInPassing(detail, server_wait)
             self._pause(backoff, server_wait, what, detail)
+
+    def _send(self, http: httpx.Client, method: str, url: str, **kw: Any) -> httpx.Response:
+        """One attempt, its answer read whole within ``timeout`` seconds of its start (httpx's own
+        timeout is per read: a server dripping bytes would hold a download for ever); a slower
+        answer is a :class:`httpx.ReadTimeout`, a failure in passing."""
+        deadline = time.monotonic() + self.timeout
+        request = http.build_request(method, url, **kw)
+        resp = http.send(request, stream=True)
+        try:
+            body = bytearray()
+            for chunk in resp.iter_bytes():
+                body += chunk
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"no whole answer within timeout {self.timeout:g} s", request=request)
+        finally:
+            resp.close()
+        headers = [(k, v) for k, v in resp.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(resp.status_code, headers=headers, content=bytes(body), request=request)
 
     def _json(self, resp: httpx.Response, what: str) -> dict:
         """The JSON object of a response; a one-line error when it is none."""
