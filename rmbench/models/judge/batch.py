@@ -45,7 +45,7 @@ One interface, :class:`BatchExecutor`, made by :func:`make_batch_executor`::
   ``backoff_cap``, never sooner than the server's ``Retry-After``, one line on stderr per wait,
   until the failures have lasted ``outage_limit`` seconds (30 minutes) or ``wait_limit`` is
   reached. ``timeout`` bounds each call whole (connect to the answer's last byte, the result
-  files' downloads included), not only each read.
+  files' downloads included, plus 1 s per 100 kB received), not only each read.
 * **Result lines** are read one by one (:func:`read_lines`): a line that is not JSON, holds a
   number that is not finite (``NaN``, ``Infinity``, ``1e999``), absurd usage counts or anything
   else unreadable is one failed line of its request, after every good line has been handed on.

@@ -53,6 +53,7 @@ from rmbench.models.judge.batch_core import (
 from rmbench.models.judge.wire import ChatRequest, one_line, retry_after, server_message
 
 PASSING = (408, 409, 425, 429)  # besides 5xx: statuses of a call that failed in passing
+MIN_RATE = 100_000  # bytes/s: an answer's whole-read deadline grows by 1 s per this many bytes received
 
 
 class Gone(Exception):
@@ -359,22 +360,23 @@ class RemoteBatch(BatchExecutor):
             self._pause(backoff, server_wait, what, detail)
 
     def _send(self, http: httpx.Client, method: str, url: str, **kw: Any) -> httpx.Response:
-        """One attempt, its answer read whole within ``timeout`` seconds of its start (httpx's own
-        timeout is per read: a server dripping bytes would hold a download for ever); a slower
-        answer is a :class:`httpx.ReadTimeout`, a failure in passing."""
-        deadline = time.monotonic() + self.timeout
+        """One attempt, its answer read whole within ``timeout`` seconds of its start, plus one
+        second per :data:`MIN_RATE` bytes received (a large result file at a modest rate is not
+        cut; httpx's own timeout is per read: a server dripping bytes would hold a download for
+        ever); a slower answer is a :class:`httpx.ReadTimeout`, a failure in passing."""
+        start = time.monotonic()
         request = http.build_request(method, url, **kw)
         resp = http.send(request, stream=True)
         try:
             body = bytearray()
-            for chunk in resp.iter_bytes():
+            for chunk in resp.iter_raw():
                 body += chunk
-                if time.monotonic() > deadline:
+                if time.monotonic() - start > self.timeout + len(body) / MIN_RATE:
                     raise httpx.ReadTimeout(f"no whole answer within timeout {self.timeout:g} s", request=request)
         finally:
             resp.close()
-        headers = [(k, v) for k, v in resp.headers.multi_items()
-                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        headers = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in ("content-length",
+                                                                                     "transfer-encoding")]
         return httpx.Response(resp.status_code, headers=headers, content=bytes(body), request=request)
 
     def _json(self, resp: httpx.Response, what: str) -> dict:
