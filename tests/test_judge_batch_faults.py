@@ -74,6 +74,7 @@ ex.complete(reqs, keys_of(reqs), lambda i, r: None)
 """
 
 
+@pytest.mark.slow  # a subprocess, SIGKILLed
 @pytest.mark.parametrize("kind,ended", [("openai", False), ("anthropic", False), ("anthropic", True)])
 def test_sigkill_during_creation_then_a_rerun_re_attaches(tmp_path, kind, ended):
     reqs = reqs_for(kind)

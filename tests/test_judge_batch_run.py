@@ -136,6 +136,7 @@ evaluate(cfg, out_dir=out, overwrite=True)
 """
 
 
+@pytest.mark.slow  # two rmbench processes at once
 def test_two_runs_of_the_same_requests_at_once_pay_for_one_batch(tmp_path):
     import os
     import subprocess
