@@ -253,3 +253,33 @@ def test_a_dripping_download_is_cut_at_timeout_and_tried_again(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "could not read the batch's output file (ReadTimeout: no whole answer within timeout 0.5 s)" in err
     equal_to_clean(got, "openai", tmp_path)
+
+
+def test_read_lines_makes_each_bad_line_one_failed_line_and_keeps_the_rest():
+    from rmbench.models.judge.batch_core import read_lines
+    from rmbench.models.judge.batch_providers import openai_line
+
+    def line(cid: str, usage: str, extra: str = "") -> str:
+        return ('{"custom_id": "' + cid + '", "error": null, "response": {"status_code": 200, "body": {"choices": '
+                '[{"message": {"content": "A"}, "finish_reason": "stop"' + extra + '}], "usage": ' + usage + '}}}')
+
+    text = "\n".join([
+        line("good1", '{"prompt_tokens": 3, "completion_tokens": 1}'),
+        line("inf", '{"prompt_tokens": Infinity, "completion_tokens": 1}'),
+        line("neg", '{"prompt_tokens": -4, "completion_tokens": 1}'),
+        line("absurd", '{"prompt_tokens": 1000000000000, "completion_tokens": 1}'),
+        line("nan", '{"prompt_tokens": 3, "completion_tokens": 1}',
+             ', "logprobs": {"content": [{"token": "A", "logprob": NaN, "top_logprobs": []}]}'),
+        line("digits", '{"prompt_tokens": ' + "9" * 5000 + ', "completion_tokens": 1}'),
+        '{"custom_id": "deep", "x": ' + "[" * 100000 + "]" * 100000 + "}",
+        '{"custom_id": "cut", "response": {"status_co',
+        "garbage without an id",
+        line("good2", '{"prompt_tokens": 5, "completion_tokens": 2}'),
+    ])
+    got = list(read_lines(text, openai_line))
+    assert [(r.custom_id, r.reply is not None) for r in got] == [
+        ("good1", True), ("inf", False), ("neg", False), ("absurd", False), ("nan", False), ("digits", False),
+        ("deep", False), ("cut", False), ("", False), ("good2", True)]
+    assert "not finite (Infinity)" in got[1].error and "not finite (NaN)" in got[4].error
+    assert "absurd" in got[3].error and "not JSON" in got[7].error
+    assert got[-1].reply.prompt_tokens == 5
