@@ -1,6 +1,7 @@
 """Atomic file writes (a file is written to a temporary name and renamed into place, so no
 reader ever sees half of it), writes that Ctrl-C and SIGTERM wait for (:func:`signals_deferred`),
-safe file names, and how a bad JSON line is described."""
+a lock that processes wait for (:func:`waiting_lock`), safe file names, and how a bad JSON line is
+described."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import re
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -79,3 +81,61 @@ def signals_deferred() -> Iterator[None]:
             signal.signal(signum, handler)
         for number in dict.fromkeys(caught):
             signal.raise_signal(number)
+
+
+class LockWaitExpired(TimeoutError):
+    """:func:`waiting_lock` waited its ``wait_limit`` and another process still holds the lock."""
+
+
+@contextmanager
+def waiting_lock(path: Path, *, wait_limit: float | None = None,
+                 on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive ``fcntl.flock`` on the file ``path`` (made if absent, holding the
+    holder's pid) for the block, waiting while another process holds it: ``on_wait(pid)`` once
+    when the wait begins (pid "" when the holder has not written it yet), :class:`LockWaitExpired`
+    after ``wait_limit`` seconds (None: wait as long as it takes). The OS releases a flock when
+    its process ends, however it ends, so a killed holder leaves no stale lock. The file is
+    removed on release; a taker checks that the file it locked is still the one at ``path``. Two
+    holders in one process exclude each other too (a flock belongs to the open file). Where the
+    OS has no ``fcntl`` (Windows) no lock is taken."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = None if wait_limit is None else time.monotonic() + wait_limit
+    told, pause = False, 0.05
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            if not told and on_wait is not None:
+                on_wait(holder if holder.isdigit() else "")
+            told = True
+            if deadline is not None and time.monotonic() + pause > deadline:
+                raise LockWaitExpired(f"{path} is held by another process") from None
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+            continue
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:  # its last holder removed it after we opened it
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        try:
+            path.unlink(missing_ok=True)  # still locked: no one can take the file we remove
+        except OSError:
+            pass
+        os.close(fd)

@@ -18,12 +18,22 @@ made when the batch ends, by ``reply`` (a string, or a function of the chat body
 a dict with ``content``, ``reasoning_content``, ``finish_reason``; an Anthropic request is shown to
 it as the equivalent chat body, its system text first).
 
+Both listings are served too, newest first, paged: ``GET /v1/batches?limit=N&after=ID`` and
+``GET /v1/messages/batches?limit=N&after_id=ID`` (``has_more``, ``last_id``).
+
 Script: ``expire``/``fail``: input line numbers (0-based) that come out expired / as error lines
 (``expired_lines=False``: the expired ones are simply missing from the output, as when OpenAI's
 window runs out); ``fail_batch=True``: the whole batch fails at validation; ``status_faults``:
-HTTP codes answered to the next status polls; ``create_faults``: to the next batch creations.
-Counters: ``batches_created``, ``uploads``, ``polls``. ``require_key``: the Bearer key (OpenAI) or
-``x-api-key`` (Anthropic) every call must carry.
+HTTP codes (or ``(code, headers)``) answered to the next status polls; ``create_faults``: to the
+next batch creations; ``create_drop=N``: the next N creations make the batch, then close the
+connection without an answer (the answer lost); ``create_hold``: seconds a creation waits after
+making the batch before it answers (time to SIGKILL the client); ``output_faults``: input line
+number -> how its output line comes out broken: ``"infinity_usage"`` (``Infinity`` as a token
+count), ``"nan_logprobs"`` (``NaN`` as a logprob), ``"huge_usage"`` (``1e999``), ``"garbage"``
+(not JSON; the custom_id still in its text); ``drip_downloads=N``: the next N file downloads
+send their bytes one at a time, ``drip`` seconds apart. Counters: ``batches_created``, ``uploads``,
+``polls``, ``listings``; ``billed``: the lines of every batch created plus the chat calls served.
+``require_key``: the Bearer key (OpenAI) or ``x-api-key`` (Anthropic) every call must carry.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import email.policy
 import json
 import re
 import time
+import urllib.parse
 from typing import Any
 
 from judge_server import ScriptedServer
@@ -43,14 +54,18 @@ class BatchServer(ScriptedServer):
 
     def __init__(self, reply: Any = "ok", *, expire=(), fail=(), expired_lines: bool = True,
                  fail_batch: bool = False, in_progress_polls: int = 1, status_faults=(), create_faults=(),
+                 create_drop: int = 0, create_hold: float = 0.0, output_faults: dict | None = None,
+                 drip_downloads: int = 0, drip: float = 0.05,
                  require_key: str | None = None, model_id: str = "judge-model") -> None:
         super().__init__(reply=reply, model_id=model_id, require_key=require_key)
         self.expire, self.fail, self.expired_lines = set(expire), set(fail), expired_lines
         self.fail_batch, self.in_progress_polls = fail_batch, in_progress_polls
         self.status_faults, self.create_faults = list(status_faults), list(create_faults)
+        self.create_drop, self.create_hold, self.output_faults = create_drop, create_hold, dict(output_faults or {})
+        self.drip_downloads, self.drip = drip_downloads, drip
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
-        self.batches_created = self.uploads = self.polls = 0
+        self.batches_created = self.uploads = self.polls = self.listings = 0
         # Same server, same port: the batch routes first, the rest (chat, models) as ScriptedServer.
         self._httpd.RequestHandlerClass = _batch_handler(self, self._httpd.RequestHandlerClass)
 
@@ -111,11 +126,12 @@ class BatchServer(ScriptedServer):
                 else:
                     good.append({**head, "error": None, "response": {"status_code": 200, "request_id": f"r{i}",
                                                                      "body": self.answer(line["body"])}})
+                    good[-1]["fault"] = self.output_faults.get(i)
             batch["files"] = {}
             for name, rows in (("output_file_id", good), ("error_file_id", bad)):
                 if rows:
                     file_id = f"file-{len(self.files) + 1}"
-                    self.files[file_id] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                    self.files[file_id] = "".join(_broken(r) + "\n" for r in rows).encode()
                     batch["files"][name] = file_id
         return batch["files"]
 
@@ -124,8 +140,8 @@ class BatchServer(ScriptedServer):
         reqs = body.get("requests")
         if not isinstance(reqs, list) or not reqs:
             return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "no requests"}}
-        return 200, self._anthropic_json(self._new({"kind": "anthropic", "requests": reqs,
-                                                    "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ")}, "msgbatch"),
+        return 200, self._anthropic_json(self._new({"kind": "anthropic", "requests": reqs, "created_at":
+                                                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, "msgbatch"),
                                          "in_progress")
 
     def anthropic_status(self, batch: dict) -> dict:
@@ -183,15 +199,68 @@ class BatchServer(ScriptedServer):
             self.polls += 1
             state = steps[min(batch["polls"], len(steps) - 1)]
             batch["polls"] += 1
+            batch["last_state"] = state
         return state
 
-    def status_fault(self) -> int | None:
+    @property
+    def billed(self) -> int:
+        """Requests paid for: every line of every batch created, and every chat call served."""
         with self.lock:
-            return self.status_faults.pop(0) if self.status_faults else None
+            lines = sum(len(b.get("lines") or b.get("requests") or []) for b in self.batches.values())
+            return lines + self.served
+
+    def listing(self, kind: str, query: dict[str, list[str]]) -> dict:
+        """One page of the batches of ``kind``, newest first (OpenAI's or Anthropic's shape)."""
+        with self.lock:
+            self.listings += 1
+            items = [b for b in reversed(list(self.batches.values())) if b["kind"] == kind]
+        cursor = (query.get("after") or query.get("after_id") or [None])[0]
+        if cursor is not None:
+            ids = [b["id"] for b in items]
+            items = items[ids.index(cursor) + 1:] if cursor in ids else []
+        limit = int((query.get("limit") or ["20"])[0])
+        page, more = items[:limit], len(items) > limit
+        data = [self.openai_view(b) if kind == "openai" else self._anthropic_json(b, self.anthropic_state(b))
+                for b in page]
+        return {"object": "list", "data": data, "has_more": more, "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None}
+
+    def openai_view(self, batch: dict) -> dict:
+        """A batch as a listing shows it (its last polled state; no step taken)."""
+        return {"id": batch["id"], "object": "batch", "input_file_id": batch["input_file_id"],
+                "status": batch.get("last_state", "validating"), "created_at": batch["created_at"]}
+
+    def anthropic_state(self, batch: dict) -> str:
+        return "ended" if batch["polls"] > self.in_progress_polls else "in_progress"
+
+    def status_fault(self) -> tuple[int, dict] | None:
+        with self.lock:
+            fault = self.status_faults.pop(0) if self.status_faults else None
+        return None if fault is None else (fault, {}) if isinstance(fault, int) else tuple(fault)  # type: ignore
 
     def create_fault(self) -> int | None:
         with self.lock:
             return self.create_faults.pop(0) if self.create_faults else None
+
+
+def _broken(row: dict) -> str:
+    """An output line as JSON text, broken as its ``fault`` says (see the module docstring)."""
+    fault = row.pop("fault", None)
+    if fault is None:
+        return json.dumps(row)
+    body = row["response"]["body"]
+    if fault == "infinity_usage":
+        body["usage"]["completion_tokens"] = float("inf")
+    elif fault == "huge_usage":
+        return json.dumps(row).replace('"prompt_tokens": ', '"prompt_tokens": 1e999, "was": ', 1)
+    elif fault == "nan_logprobs":
+        body["choices"][0]["logprobs"] = {"content": [{"token": "x", "logprob": float("nan"),
+                                                       "top_logprobs": [{"token": "x", "logprob": float("nan")}]}]}
+    elif fault == "garbage":
+        return f'{{"custom_id": "{row["custom_id"]}", "response": {{"status_code": 200, "body": garbage'
+    else:
+        raise ValueError(f"unknown output fault {fault!r}")
+    return json.dumps(row)  # allow_nan: Infinity and NaN as Python writes them
 
 
 def _multipart(content_type: str, raw: bytes) -> dict[str, bytes]:
@@ -219,10 +288,28 @@ def _batch_handler(server: BatchServer, base: type) -> type:
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            with server.lock:
+                drip, server.drip_downloads = server.drip_downloads > 0, max(server.drip_downloads - 1, 0)
+            if not drip:
+                return self.wfile.write(data)
+            try:
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(server.drip)
+            except OSError:  # the client gave up
+                self.close_connection = True
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            path = self.path.split("?")[0]
+            path, _, query = self.path.partition("?")
+            if path in ("/v1/batches", "/v1/messages/batches") and not server.dead:
+                self.record(None)
+                if not self.authorized(path != "/v1/batches"):
+                    return self.send_json(401, {"error": {"message": "invalid API key"}})
+                if (fault := server.status_fault()) is not None:
+                    return self.send_json(fault[0], {"error": {"message": f"scripted {fault[0]}"}}, fault[1])
+                kind = "openai" if path == "/v1/batches" else "anthropic"
+                return self.send_json(200, server.listing(kind, urllib.parse.parse_qs(query)))
             m = re.fullmatch(r"/v1/(batches|files|messages/batches)/([^/]+)(/content|/results)?", path)
             if not m or server.dead:
                 return super().do_GET()
@@ -238,8 +325,8 @@ def _batch_handler(server: BatchServer, base: type) -> type:
                 return self.send_json(404, {"error": {"message": f"no batch {item}", "code": "not_found"}})
             if tail == "/results":
                 return self.send_raw(server.anthropic_results(batch))
-            if (code := server.status_fault()) is not None:
-                return self.send_json(code, {"error": {"message": f"scripted {code}"}})
+            if (fault := server.status_fault()) is not None:
+                return self.send_json(fault[0], {"error": {"message": f"scripted {fault[0]}"}}, fault[1])
             self.send_json(200, server.openai_status(batch) if route == "batches" else server.anthropic_status(batch))
 
         def do_POST(self) -> None:  # noqa: N802
@@ -260,6 +347,13 @@ def _batch_handler(server: BatchServer, base: type) -> type:
                 return self.send_json(401, {"error": {"message": "invalid API key"}})
             if (code := server.create_fault()) is not None:
                 return self.send_json(code, {"error": {"message": f"scripted {code}"}})
-            self.send_json(*(server.create_anthropic(body) if anthropic else server.create_openai(body)))
+            answer = server.create_anthropic(body) if anthropic else server.create_openai(body)
+            if server.create_hold:
+                time.sleep(server.create_hold)
+            with server.lock:
+                drop, server.create_drop = server.create_drop > 0, max(server.create_drop - 1, 0)
+            if drop and answer[0] == 200:
+                return self.drop()  # the batch exists; its answer is lost
+            self.send_json(*answer)
 
     return Handler

@@ -194,14 +194,18 @@ def test_a_state_file_of_a_batch_the_server_forgot_submits_anew(tmp_path):
     assert sorted(got) == [0, 1, 2] and server.batches_created == 2 and not outcome.reattached
 
 
-def test_a_batch_that_could_not_be_created_leaves_no_state(tmp_path):
+def test_a_batch_that_could_not_be_created_keeps_its_state_and_the_rerun_looks_first(tmp_path):
     reqs = requests(3)
     with BatchServer(reply=reply, create_faults=[400]) as server:
         with pytest.raises(JudgeServerError, match="could not create the batch: HTTP 400: scripted 400"):
             run(executor(server, tmp_path), reqs)
-        assert not list((tmp_path / "state").glob("*"))
+        [path] = (tmp_path / "state").glob("*.json")
+        state = json.loads(path.read_text())
+        assert state["input_file_id"] == "file-1" and state["creating"] and "batch_id" not in state
+        assert len(state["requests_sha256"]) == 64 and server.listings == 0
         got, _ = run(executor(server, tmp_path), reqs)
-        assert sorted(got) == [0, 1, 2] and server.uploads == 2 and server.batches_created == 1
+        assert sorted(got) == [0, 1, 2] and server.uploads == 1 and server.batches_created == 1
+        assert server.listings == 1  # looked the batch up before creating it
 
 
 def test_a_run_killed_between_upload_and_creation_reuses_its_upload(tmp_path):

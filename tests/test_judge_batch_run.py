@@ -100,3 +100,64 @@ def test_batch_arguments_are_checked(tmp_path):
     judge = JudgeRM("m", batch="anthropic")
     assert judge.base_url == "https://api.anthropic.com/v1" and judge.api_key_env == "ANTHROPIC_API_KEY"
     assert JudgeRM("m", batch="vllm", batch_model="/models/m").served() == {"id": "m", "root": "/models/m"}
+
+
+def test_a_bad_batch_line_is_retried_synchronously_and_billed_at_the_synchronous_price(tmp_path):
+    rows = [("q0", "good score=9", "bad score=2"), ("q1", "good score=8", "bad score=3"),
+            ("q2", "good score=7", "bad score=4")]
+    data = (("preference", str(write_pairs(tmp_path / "p.jsonl", rows))),)
+    with BatchServer(reply=rating_reply) as server:
+        sync = run(server, tmp_path, "sync", data=data)
+    with BatchServer(reply=rating_reply, output_faults={0: "infinity_usage", 3: "nan_logprobs"}) as server:
+        batch = run(server, tmp_path, "batch", data=data, batch="openai", batch_poll=0.01, price_in=1.0,
+                    price_out=2.0)
+        assert (server.batches_created, server.billed, len(server.chat_requests())) == (1, 8, 2)
+    same_scores(sync, batch)
+    assert parses(tmp_path / "sync") == parses(tmp_path / "batch")
+    calls = batch.execution.stats.ran_with["judge_calls"]
+    [outcome] = calls["batches"]
+    assert (outcome["completed"], outcome["failed"], outcome["retried_sync"]) == (4, 2, 2)
+    sync_cost = (outcome["sync_prompt_tokens"] * 1.0 + outcome["sync_completion_tokens"] * 2.0) / 1e6
+    batch_cost = 0.5 * ((outcome["prompt_tokens"] - outcome["sync_prompt_tokens"]) * 1.0
+                        + (outcome["completion_tokens"] - outcome["sync_completion_tokens"]) * 2.0) / 1e6
+    assert sync_cost > 0 and batch_cost > 0
+    assert calls["cost_usd_sync"] == pytest.approx(sync_cost) and calls["cost_usd_batch"] == pytest.approx(batch_cost)
+    assert calls["cost_usd"] == pytest.approx(sync_cost + batch_cost)
+
+
+CHILD = """
+import sys
+from rmbench.scoring.runner import EvalConfig, evaluate
+base_url, data, cache, out = sys.argv[1:5]
+args = (("base_url", base_url), ("batch", "openai"), ("batch_poll", 0.05))
+cfg = EvalConfig(model="judge:judge-model", model_args=args, tasks=("preference",), data=(("preference", data),),
+                 n_bootstrap=50, cache_dir=cache)
+evaluate(cfg, out_dir=out, overwrite=True)
+"""
+
+
+@pytest.mark.slow  # two rmbench processes at once
+def test_two_runs_of_the_same_requests_at_once_pay_for_one_batch(tmp_path):
+    import os
+    import subprocess
+
+    from rmbench.results.storage.folder import read_run
+
+    rows = [("q0", "good score=9", "bad score=2"), ("q1", "good score=8", "bad score=3")]
+    pairs = write_pairs(tmp_path / "p.jsonl", rows)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    with BatchServer(reply=rating_reply, in_progress_polls=60) as server:
+        procs = [subprocess.Popen([sys.executable, "-c", CHILD, server.base_url, str(pairs), str(tmp_path / "cache"),
+                                   str(tmp_path / out)], env=env, stderr=subprocess.PIPE, text=True)
+                 for out in ("a", "b")]
+        errs = [p.communicate(timeout=120)[1] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], errs
+        assert (server.batches_created, server.billed) == (1, 4)
+        sync = run(server, tmp_path, "sync", data=(("preference", str(pairs)),))
+    assert sum("holds the batch of these 4 requests" in e for e in errs) == 1
+    a, b = (read_run(tmp_path / out) for out in ("a", "b"))
+    same_scores(a, sync)
+    same_scores(b, sync)
+    calls = sorted((r.execution.stats.ran_with["judge_calls"]["calls"],
+                    r.execution.stats.ran_with["judge_calls"]["cached_calls"]) for r in (a, b))
+    assert calls == [(0, 4), (4, 0)]

@@ -241,7 +241,11 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
 
         if todo and self.batch is not None:  # follow-ups go in the next batch (_chains asks for them)
             self._batches.append(self.executor.complete([wanted[k] for k in todo], todo,
-                                                        lambda i, reply: keep(todo[i], reply)))
+                                                        lambda i, reply: keep(todo[i], reply),
+                                                        answered=lambda ks: set(self._store.get_many(list(ks)))))
+            # what another run's batch of the same requests answered while this one waited for it
+            known.update(self._store.get_many([k for k in todo if k not in fresh]))
+            todo = [k for k in todo if k not in known]
         elif todo:
             self.client.complete([wanted[k] for k in todo], on_reply=lambda i, reply: keep(todo[i], reply),
                                  follow=lambda i, request, reply: self.protocol.continuation(request, reply),
@@ -356,9 +360,16 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         price_in, price_out = self.prices
         if (price_in is not None or price_out is not None) and (stats is not None or self._batches):
             factor = self._executor.price_factor if self._executor is not None else 1.0
-            sync = (tokens[0] * float(price_in or 0) + tokens[1] * float(price_out or 0)) / 1e6
-            batched = (batch_tokens[0] * float(price_in or 0) + batch_tokens[1] * float(price_out or 0)) / 1e6
-            out["cost_usd"] = round(sync + factor * batched, 6)  # a batch at its provider's batch price
+            in_batch = [sum(b.batch_tokens[j] for b in self._batches) for j in (0, 1)]  # lines the batch answered
+
+            def price(prompt: int, completion: int) -> float:
+                return (prompt * float(price_in or 0) + completion * float(price_out or 0)) / 1e6
+
+            sync = price(tokens[0] + batch_tokens[0] - in_batch[0], tokens[1] + batch_tokens[1] - in_batch[1])
+            batched = factor * price(*in_batch)  # the provider's batch price, for the lines the batch answered
+            out["cost_usd"] = round(sync + batched, 6)
+            if self._batches:  # both parts: a batch's synchronous retries are billed at the synchronous price
+                out["cost_usd_batch"], out["cost_usd_sync"] = round(batched, 6), round(sync, 6)
         return {"judge_calls": out}
 
     def close(self) -> None:

@@ -1,42 +1,39 @@
 """The provider-independent half of batch execution (the design is in
 :mod:`rmbench.models.judge.batch`): the outcome and the per-line result types, the base
 :class:`BatchExecutor` (argument checks, handing results to the caller, the synchronous retry of
-what failed) and :class:`RemoteBatch`, the submit / state file / poll / read loop shared by the
-providers that run a batch on a server (OpenAI, Anthropic).
+what failed) and :func:`read_lines`, the reader of result files that never lets one bad line
+end the run. The loop of a batch run on a server is :mod:`rmbench.models.judge.batch_remote`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import math
 import re
 import sys
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
-
-from rmbench.core.progress import progress_line
-from rmbench.errors import ConfigError
-from rmbench.files import atomic_write_text
+from rmbench.errors import ConfigError, RMBenchError
 from rmbench.models.judge.client import ChatClient
-from rmbench.models.judge.wire import ChatReply, ChatRequest, JudgeServerError, Secret, one_line, server_message
+from rmbench.models.judge.wire import ChatReply, ChatRequest, JudgeServerError, Secret, one_line
 
 OnReply = Callable[[int, ChatReply], None]
+Answered = Callable[[Sequence[str]], set[str]]
 CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what both OpenAI and Anthropic accept as a custom_id
-HTTP_RETRIES = 5  # tries more of one batch-management call that failed in passing (5xx, 429, a dropped connection)
 
 
 @dataclass
 class BatchOutcome:
     """What one :meth:`BatchExecutor.complete` did. ``completed``: replies read from the batch;
     ``failed``/``expired``: requests the batch did not answer (``retried_sync`` of them were then
-    answered by synchronous calls); tokens count both kinds of reply."""
+    answered by synchronous calls); ``answered_elsewhere``: requests another run answered while
+    this one waited for the batch state's lock (not submitted). ``prompt_tokens`` and
+    ``completion_tokens`` count both kinds of reply, ``sync_prompt_tokens`` and
+    ``sync_completion_tokens`` those of the synchronous retries alone (billed at the synchronous
+    price: the batch price is for the lines the batch answered)."""
 
     batch_ids: list[str] = field(default_factory=list)
     submitted: int = 0
@@ -46,13 +43,24 @@ class BatchOutcome:
     retried_sync: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    sync_prompt_tokens: int = 0
+    sync_completion_tokens: int = 0
     seconds: float = 0.0
     reattached: bool = False
+    answered_elsewhere: int = 0
 
-    def count(self, reply: ChatReply) -> None:
-        """Add a reply's tokens."""
+    def count(self, reply: ChatReply, sync: bool = False) -> None:
+        """Add a reply's tokens (``sync``: a synchronous retry's)."""
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
+        if sync:
+            self.sync_prompt_tokens += reply.prompt_tokens
+            self.sync_completion_tokens += reply.completion_tokens
+
+    @property
+    def batch_tokens(self) -> tuple[int, int]:
+        """(prompt, completion) tokens of the replies the batch itself answered."""
+        return self.prompt_tokens - self.sync_prompt_tokens, self.completion_tokens - self.sync_completion_tokens
 
     def to_json(self) -> dict:
         """The outcome as a dict."""
@@ -106,12 +114,16 @@ class BatchExecutor(ABC):
                 f"api_key={'set' if self._key else 'none'})")
 
     @abstractmethod
-    def complete(self, requests: Sequence[ChatRequest], keys: Sequence[str], on_reply: OnReply) -> BatchOutcome:
+    def complete(self, requests: Sequence[ChatRequest], keys: Sequence[str], on_reply: OnReply,
+                 answered: Answered | None = None) -> BatchOutcome:
         """Get a reply for every request; ``on_reply(i, reply)`` runs in this thread for each
         reply as it is read (the caller stores it at once). ``keys[i]``: the call-cache key of
         ``requests[i]``, the batch line's ``custom_id``. Requests the batch did not answer are
         retried synchronously where the provider allows (``retry_sync``); otherwise, once every
-        reply has gone to ``on_reply``, a one-line :class:`JudgeServerError`."""
+        reply has gone to ``on_reply``, a one-line :class:`JudgeServerError`. ``answered(keys)``:
+        the keys the caller's store holds by now (another run's batch of the same requests may
+        have answered them while this one waited for the batch state's lock): those are not
+        submitted, nor handed to ``on_reply``."""
 
     # --- shared by the providers ------------------------------------------------------------
     @staticmethod
@@ -189,206 +201,62 @@ class BatchExecutor(ABC):
 
         def keep(j: int, reply: ChatReply) -> None:
             outcome.retried_sync += 1
-            outcome.count(reply)
+            outcome.count(reply, sync=True)
             on_reply(order[j], reply)
 
         client.complete([requests[i] for i in order], on_reply=keep)
 
 
-class _Gone(Exception):
-    """The server does not know the batch (404 on its status)."""
+class _NonFinite(ValueError):
+    """A JSON number that is not finite (``NaN``, ``Infinity``, ``1e999``)."""
 
 
-class RemoteBatch(BatchExecutor):
-    """A batch run by a server: submitted once (its id kept in a state file), polled until it
-    ends, its results read, then the state file removed. A provider supplies ``_headers``,
-    ``_auth``, ``_submit``, ``_status`` and ``_results``."""
-
-    def __init__(self, model: str, *, base_url: str, state_dir: Path | str, api_key: str | None = None,
-                 poll_interval: float = 30.0, timeout: float = 120.0, wait_limit: float | None = None,
-                 progress: bool = True, retry_sync: bool = True, description: str | None = None) -> None:
-        super().__init__(model, api_key=api_key, progress=progress, retry_sync=retry_sync, description=description)
-        self.base_url = self.where = str(base_url).rstrip("/")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"{self.kind} batch server {self.base_url!r}: expected an http:// or https:// URL")
-        if not poll_interval > 0 or not timeout > 0 or (wait_limit is not None and not wait_limit >= 0):
-            raise ConfigError(f"{self.kind} batch: poll_interval and timeout must be > 0, wait_limit >= 0")
-        self.state_dir, self.poll_interval, self.timeout = Path(state_dir), float(poll_interval), float(timeout)
-        self.wait_limit = None if wait_limit is None else float(wait_limit)
-
-    # --- what a provider supplies -----------------------------------------------------------
-    @abstractmethod
-    def _headers(self) -> dict[str, str]:
-        """The headers of every call, without the key."""
-
-    @abstractmethod
-    def _auth(self) -> dict[str, str]:
-        """The headers that carry the key (sent to ``base_url``'s host only)."""
-
-    @abstractmethod
-    def _submit(self, http: httpx.Client, requests: list[ChatRequest], keys: list[str], state: dict,
-                save: Callable[[], None]) -> None:
-        """Create the batch (continuing from what ``state`` holds); sets ``state["batch_id"]``,
-        calling ``save()`` after each step that made something on the server."""
-
-    @abstractmethod
-    def _status(self, http: httpx.Client, batch_id: str) -> BatchStatus:
-        """One poll; :class:`_Gone` when the server does not know the batch."""
-
-    @abstractmethod
-    def _results(self, http: httpx.Client, status: BatchStatus) -> Iterable[LineResult]:
-        """The result lines of the ended batch (may be fewer than its requests)."""
-
-    # --- the loop ---------------------------------------------------------------------------
-    def state_path(self, keys: Sequence[str]) -> Path:
-        """The state file of a batch of ``keys`` (from the kind, model, server host and keys)."""
-        ident = json.dumps([self.kind, self.model, urlsplit(self.base_url).netloc, sorted(keys)])
-        return self.state_dir / f"batch-{self.kind}-{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
-
-    def complete(self, requests: Sequence[ChatRequest], keys: Sequence[str], on_reply: OnReply) -> BatchOutcome:
-        requests, keys = self._check(requests, keys)
-        outcome, start = BatchOutcome(submitted=len(requests)), time.perf_counter()
-        if not requests:
-            return outcome
-        path = self.state_path(keys)
-        with httpx.Client(headers=self._headers(), timeout=self.timeout) as http:
-            status, state = self._run(http, requests, keys, path, self._load(path), outcome)
-            outcome.batch_ids.append(str(state["batch_id"]))
-            failures = self._consume(self._results(http, status), keys, on_reply, outcome, status.state, status.error)
-        path.unlink(missing_ok=True)  # every reply went to on_reply: nothing left to re-attach to
-        try:
-            self._finish(requests, failures, on_reply, outcome)
-        finally:
-            outcome.seconds = time.perf_counter() - start
-        return outcome
-
-    def _run(self, http: httpx.Client, requests: list[ChatRequest], keys: list[str], path: Path,
-             state: dict | None, outcome: BatchOutcome) -> tuple[BatchStatus, dict]:
-        """Re-attach to the batch of ``state`` (or submit one), and wait for it to end."""
-        if state is not None and state.get("batch_id"):
-            outcome.reattached = True
-            created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state["created"]))
-            self._say(f"{self.description}: re-attaching to batch {state['batch_id']} ({len(keys)} requests, "
-                      f"submitted {created}); state in {path}")
-            try:
-                return self._wait(http, state, path), state
-            except _Gone:
-                self._say(f"{self.description}: the server does not know batch {state['batch_id']}; "
-                          f"submitting a new one")
-                path.unlink(missing_ok=True)
-                outcome.reattached, state = False, None
-        state = self._start(http, requests, keys, path, state)
-        try:
-            return self._wait(http, state, path), state
-        except _Gone:
-            raise self._error(f"lost batch {state['batch_id']} while it ran (HTTP 404 on its status)") from None
-
-    def _start(self, http: httpx.Client, requests: list[ChatRequest], keys: list[str], path: Path,
-               state: dict | None) -> dict:
-        """Submit the batch (or finish submitting the one ``state`` began), saving its state."""
-        state = state if state is not None else {"kind": self.kind, "model": self.model,
-                                                 "host": urlsplit(self.base_url).netloc, "requests": len(keys),
-                                                 "created": time.time()}
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            self._submit(http, requests, keys, state, lambda: self._save(path, state))
-        except BaseException:
-            if not state.get("batch_id"):  # no batch to re-attach to: the next run starts afresh
-                path.unlink(missing_ok=True)
-            raise
-        self._say(f"{self.description}: submitted batch {state['batch_id']} ({len(keys)} requests); state in {path}")
-        return state
-
-    def _wait(self, http: httpx.Client, state: dict, path: Path) -> BatchStatus:
-        """Poll every ``poll_interval`` s until the batch ends (a progress line each poll)."""
-        limit = None if self.wait_limit is None else time.monotonic() + self.wait_limit
-        while True:
-            status = self._status(http, str(state["batch_id"]))
-            if self.progress:
-                self._report(status, state)
-            if status.finished:
-                return status
-            if limit is not None and time.monotonic() >= limit:
-                raise self._error(f"batch {state['batch_id']} is still {status.state} after {self.wait_limit:g} s; "
-                                  f"it goes on running on the server: run again to re-attach (state in {path})")
-            time.sleep(self.poll_interval)
-
-    def _report(self, status: BatchStatus, state: dict) -> None:
-        """``judge M batch ID [in_progress]: 3/10 requests (30%), ..., eta 0:00:07, 0 failed``."""
-        total = status.total or int(state.get("requests") or 0)
-        elapsed = max(time.time() - float(state.get("created") or time.time()), 0.0)
-        line = progress_line(f"{self.description} batch {state['batch_id']} [{status.state}]", status.completed,
-                             total, "requests", elapsed, finished=status.finished)
-        self._say(f"{line}, {status.failed} failed")
-
-    @staticmethod
-    def _load(path: Path) -> dict | None:
-        """The state file's content; None when there is none (or it is unreadable: submit anew)."""
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        return state if isinstance(state, dict) and isinstance(state.get("created"), int | float) else None
-
-    @staticmethod
-    def _save(path: Path, state: dict) -> None:
-        """Write the state file atomically (never half-written)."""
-        atomic_write_text(path, json.dumps(state, indent=1) + "\n")
-
-    # --- HTTP -------------------------------------------------------------------------------
-    def _call(self, http: httpx.Client, method: str, url: str, what: str, *, missing_ok: bool = False,
-              **kw: Any) -> httpx.Response:
-        """One call to the server (``url`` relative to ``base_url``, or absolute), retried when it
-        failed in passing; a one-line error naming ``what`` when it cannot be done; :class:`_Gone`
-        on a 404 when ``missing_ok``. A POST is retried only where it surely did not run."""
-        url = url if url.startswith(("http://", "https://")) else self.base_url + url
-        if urlsplit(url)[:2] == urlsplit(self.base_url)[:2]:  # the key goes to the configured server only
-            kw["headers"] = {**self._auth(), **kw.get("headers", {})}
-        last = ""
-        for attempt in range(HTTP_RETRIES + 1):
-            if attempt:
-                time.sleep(min(self.poll_interval, 0.5 * 2 ** (attempt - 1)))
-            try:
-                resp = http.request(method, url, **kw)
-            except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {one_line(str(exc)) or 'connection failed'}"
-                if method == "GET" or isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-                    continue
-                break
-            code = resp.status_code
-            if 200 <= code < 300:
-                return resp
-            if code == 404 and missing_ok:
-                raise _Gone
-            last = f"HTTP {code}: {server_message(resp)}"
-            if not (code in (408, 429, 503) or (method == "GET" and code >= 500)):
-                break
-        raise self._error(f"could not {what}: {last}")
-
-    def _json(self, resp: httpx.Response, what: str) -> dict:
-        """The JSON object of a response; a one-line error when it is none."""
-        try:
-            data = resp.json()
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise self._error(f"answered {what} with something that is not a JSON object")
-        return data
-
-    def _id(self, resp: httpx.Response, what: str) -> str:
-        """The ``id`` of a created object."""
-        value = self._json(resp, what).get("id")
-        if not isinstance(value, str) or not value:
-            raise self._error(f"answered {what} without an id")
-        return value
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonFinite(text)
+    return value
 
 
-def read_jsonl(text: str) -> Iterable[Any]:
-    """The JSON values of the non-empty lines of ``text`` (an unreadable line is skipped: its
-    request then counts as having no result)."""
+def _refuse(text: str) -> Any:
+    raise _NonFinite(text)
+
+
+MAX_TOKENS_COUNT = 10**9  # more tokens than any reply has: a usage count beyond is absurd
+
+
+def _check_reply(reply: ChatReply) -> None:
+    """``ValueError`` when the reply's usage counts are absurd (negative, beyond
+    :data:`MAX_TOKENS_COUNT`)."""
+    for name in ("prompt_tokens", "completion_tokens"):
+        if not 0 <= getattr(reply, name) <= MAX_TOKENS_COUNT:
+            raise ValueError(f"usage {name} {getattr(reply, name)} is absurd")
+
+
+def read_lines(text: str, parse: Callable[[Any], LineResult]) -> Iterator[LineResult]:
+    """The results of the non-empty lines of ``text``, each read by ``parse``, never raising: a
+    line that is not JSON, holds a number that is not finite (``NaN``, ``Infinity``), absurd usage
+    counts or anything ``parse`` cannot read is a failed line of its ``custom_id`` (found by its
+    text where the JSON cannot be read; "" when none is), so that request is retried or reported
+    like any failed line, and every other line is still read."""
     for line in text.splitlines():
-        if line.strip():
-            try:
-                yield json.loads(line)
-            except ValueError:
-                continue
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line, parse_float=_finite, parse_constant=_refuse)
+            result = parse(item)
+            if result.reply is not None:
+                _check_reply(result.reply)
+        except _NonFinite as exc:
+            yield LineResult(_custom_id_in(line), None, f"a result line with a number that is not finite ({exc})")
+        except (RMBenchError, ValueError, OverflowError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            why = "not JSON" if isinstance(exc, json.JSONDecodeError) else one_line(f"{type(exc).__name__}: {exc}")
+            yield LineResult(_custom_id_in(line), None, f"a malformed result line ({why})")
+        else:
+            yield result
+
+
+def _custom_id_in(line: str) -> str:
+    """The ``custom_id`` a result line names, found in its text ("" when none is)."""
+    m = re.search(r'"custom_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"', line)
+    return m.group(1) if m else ""

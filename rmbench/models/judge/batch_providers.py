@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,15 @@ import httpx
 
 from rmbench.errors import ConfigError
 from rmbench.models.judge.batch_core import (
+    Answered,
     BatchExecutor,
     BatchOutcome,
     BatchStatus,
     LineResult,
     OnReply,
-    RemoteBatch,
-    read_jsonl,
+    read_lines,
 )
+from rmbench.models.judge.batch_remote import RemoteBatch
 from rmbench.models.judge.client import ChatClient
 from rmbench.models.judge.wire import ChatReply, ChatRequest, Failed, one_line, parse_reply
 
@@ -41,6 +43,20 @@ OPENAI_ENDED = ("completed", "failed", "expired", "cancelled")
 def _obj(value: Any) -> dict:
     """``value`` if it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float | None:
+    """``value`` if it is a number (epoch seconds), else None."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _iso_time(value: Any) -> float | None:
+    """An RFC 3339 time (``2024-09-24T18:37:24.100435Z``) as epoch seconds; None if unreadable."""
+    try:
+        when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.timestamp() if when.tzinfo is not None else None
 
 
 def openai_input(requests: Sequence[ChatRequest], keys: Sequence[str], model: str) -> bytes:
@@ -97,16 +113,29 @@ class OpenAIBatch(RemoteBatch):
 
     def _submit(self, http: httpx.Client, requests: list[ChatRequest], keys: list[str], state: dict,
                 save: Callable[[], None]) -> None:
-        if not state.get("input_file_id"):
-            files = {"file": ("rmbench-batch.jsonl", openai_input(requests, keys, self.model), "application/jsonl")}
+        rerun = bool(state.get("input_file_id"))  # an earlier run uploaded: it may have created the batch
+        if not rerun:  # an upload whose answer was lost is made again: a file is not billed, a batch is
+            name = f"rmbench-batch-{str(state.get('requests_sha256', ''))[:16]}.jsonl"
+            files = {"file": (name, openai_input(requests, keys, self.model), "application/jsonl")}
             resp = self._call(http, "POST", "/files", "upload the batch input", data={"purpose": "batch"},
                               files=files)
             state["input_file_id"] = self._id(resp, "the upload")
             save()
         body = {"input_file_id": state["input_file_id"], "endpoint": CHAT_URL, "completion_window": "24h"}
-        state["batch_id"] = self._id(self._call(http, "POST", "/batches", "create the batch", json=body),
-                                     "the batch's creation")
-        save()
+        self._create(http, keys, state, save, lambda: self._call(http, "POST", "/batches", "create the batch",
+                                                                 retry=False, json=body), look=rerun)
+
+    def _find(self, http: httpx.Client, keys: list[str], state: dict) -> str | None:
+        """The batch made from the state's ``input_file_id`` (``GET /batches``, newest first, back
+        to a day before the first try): one still running or completed before one that failed."""
+        file_id = state.get("input_file_id")
+        since = float(state.get("creating") or state.get("created") or 0) - 86400
+        found = [b for b in self._pages(http, "/batches?limit=100", "list the batches", "after", since,
+                                        lambda b: _number(b.get("created_at")))
+                 if b.get("input_file_id") == file_id and isinstance(b.get("id"), str)]
+        found.sort(key=lambda b: (b.get("status") in ("failed", "cancelling", "cancelled"),
+                                  _number(b.get("created_at")) or 0.0))
+        return found[0]["id"] if found else None
 
     def _status(self, http: httpx.Client, batch_id: str) -> BatchStatus:
         data = self._json(self._call(http, "GET", f"/batches/{batch_id}", f"poll batch {batch_id}", missing_ok=True),
@@ -126,7 +155,7 @@ class OpenAIBatch(RemoteBatch):
             file_id = status.data.get(name)
             if file_id:
                 resp = self._call(http, "GET", f"/files/{file_id}/content", f"read the batch's {name[:-8]} file")
-                yield from (openai_line(item) for item in read_jsonl(resp.content.decode("utf-8", "replace")))
+                yield from read_lines(resp.content.decode("utf-8", "replace"), openai_line)
 
 
 def anthropic_params(request: ChatRequest, model: str) -> dict:
@@ -190,9 +219,36 @@ class AnthropicBatch(RemoteBatch):
                 save: Callable[[], None]) -> None:
         body = {"requests": [{"custom_id": k, "params": anthropic_params(r, self.model)}
                              for r, k in zip(requests, keys)]}
-        state["batch_id"] = self._id(self._call(http, "POST", "/messages/batches", "create the batch", json=body),
-                                     "the batch's creation")
-        save()
+        self._create(http, keys, state, save, lambda: self._call(http, "POST", "/messages/batches",
+                                                                 "create the batch", retry=False, json=body))
+
+    def _find(self, http: httpx.Client, keys: list[str], state: dict) -> str | None:
+        """The batch an earlier try created: Anthropic's listing (newest first) shows no custom
+        ids, so a candidate is a batch created since five minutes before the first try with as
+        many requests; one that has ended is confirmed by its results' custom ids. Two candidates
+        still running: a one-line error (which one is this run's cannot be told yet)."""
+        since = float(state.get("creating") or state.get("created") or 0) - 300
+        candidates = []
+        for b in self._pages(http, "/messages/batches?limit=100", "list the message batches", "after_id", since,
+                             lambda b: _iso_time(b.get("created_at"))):
+            counts = _obj(b.get("request_counts"))
+            total = sum(int(v) for v in counts.values() if isinstance(v, int))
+            if isinstance(b.get("id"), str) and total == len(keys) and (_iso_time(b.get("created_at")) or 0) >= since:
+                candidates.append(b)
+        wanted, running = set(keys), []
+        for b in candidates:
+            if b.get("processing_status") != "ended" or not b.get("results_url"):
+                running.append(b["id"])
+                continue
+            resp = self._call(http, "GET", str(b["results_url"]), f"read the results of batch {b['id']}")
+            if {line.custom_id for line in read_lines(resp.content.decode("utf-8", "replace"),
+                                                      anthropic_line)} == wanted:
+                return str(b["id"])
+        if len(running) > 1:
+            raise self._error(f"cannot tell which of the running batches {', '.join(running)} an earlier try of "
+                              f"this run created (its answer was lost); once they have ended, run again (state in "
+                              f"{self._path})")
+        return running[0] if running else None
 
     def _status(self, http: httpx.Client, batch_id: str) -> BatchStatus:
         data = self._json(self._call(http, "GET", f"/messages/batches/{batch_id}", f"poll batch {batch_id}",
@@ -208,7 +264,7 @@ class AnthropicBatch(RemoteBatch):
         if not isinstance(url, str) or not url:
             raise self._error("ended a batch without a results_url")
         resp = self._call(http, "GET", url, "read the results")
-        yield from (anthropic_line(item) for item in read_jsonl(resp.content.decode("utf-8", "replace")))
+        yield from read_lines(resp.content.decode("utf-8", "replace"), anthropic_line)
 
 
 class VLLMBatch(BatchExecutor):
@@ -232,7 +288,8 @@ class VLLMBatch(BatchExecutor):
         return [self.python, "-m", "vllm.entrypoints.openai.run_batch", "-i", str(input_path), "-o",
                 str(output_path), "--model", self.model, *served, *self.extra_args]
 
-    def complete(self, requests: Sequence[ChatRequest], keys: Sequence[str], on_reply: OnReply) -> BatchOutcome:
+    def complete(self, requests: Sequence[ChatRequest], keys: Sequence[str], on_reply: OnReply,
+                 answered: Answered | None = None) -> BatchOutcome:
         requests, keys = self._check(requests, keys)
         outcome, start = BatchOutcome(submitted=len(requests)), time.perf_counter()
         if not requests:
@@ -245,8 +302,7 @@ class VLLMBatch(BatchExecutor):
             self._say(f"{self.description}: running vLLM run_batch on {len(requests)} requests ({self.model})")
             self._run(self.command(inp, out))
             text = out.read_text() if out.exists() else ""
-        failures = self._consume((openai_line(item) for item in read_jsonl(text)), keys, on_reply, outcome,
-                                 "completed")
+        failures = self._consume(read_lines(text, openai_line), keys, on_reply, outcome, "completed")
         outcome.seconds = time.perf_counter() - start
         self._finish(requests, failures, on_reply, outcome)
         return outcome
