@@ -175,7 +175,8 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
                 else self.model_name, api_key=None if vllm else self._key(), state_dir=state_dir,
                 poll_interval=self.batch_poll, timeout=self.timeout, wait_limit=self.batch_wait,
                 description=f"judge {self.model_name}", served_name=self.model_name if vllm else None,
-                extra_args=shlex.split(self.batch_args) if vllm else ())
+                extra_args=shlex.split(self.batch_args) if vllm else (),
+                max_reply_bytes=None if vllm else self.max_reply_bytes)
         return self._executor
 
     def served(self) -> dict[str, Any]:

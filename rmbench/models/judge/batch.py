@@ -90,7 +90,7 @@ def make_batch_executor(kind: str, *, base_url: str | None = None, model: str, a
                         progress: bool = True, retry_sync: bool = True, wait_limit: float | None = None,
                         outage_limit: float = 1800.0, backoff_first: float = 1.0, backoff_cap: float = 60.0,
                         description: str | None = None, served_name: str | None = None, python: str | None = None,
-                        extra_args: Sequence[str] = ()) -> BatchExecutor:
+                        extra_args: Sequence[str] = (), max_reply_bytes: int | None = None) -> BatchExecutor:
     """The executor of ``kind`` (``openai``, ``anthropic`` or ``vllm``).
 
     ``base_url``: the server's ``/v1`` address (default: the provider's own; unused by vllm);
@@ -101,7 +101,8 @@ def make_batch_executor(kind: str, *, base_url: str | None = None, model: str, a
     ``outage_limit``/``backoff_first``/``backoff_cap``: how long a management call that fails in
     passing (429, 5xx, a dropped connection) is tried again, the first wait (at most
     ``poll_interval``) and the longest (the server's Retry-After is honoured above it);
-    ``retry_sync``: retry unanswered requests synchronously (openai); ``description``: how
+    ``retry_sync``: retry unanswered requests synchronously (openai), their replies limited to
+    ``max_reply_bytes`` (None: the client's default); ``description``: how
     messages name the judge (``judge MODEL``); vllm only: ``served_name``, ``python`` (default
     this interpreter) and ``extra_args`` for run_batch (``--dtype float32``...)."""
     if kind not in KINDS:
@@ -115,7 +116,7 @@ def make_batch_executor(kind: str, *, base_url: str | None = None, model: str, a
     return cls(model, base_url=base_url or DEFAULT_BASE_URLS[kind], state_dir=state_dir, api_key=api_key,
                poll_interval=poll_interval, timeout=timeout, wait_limit=wait_limit, outage_limit=outage_limit,
                backoff_first=backoff_first, backoff_cap=backoff_cap, progress=progress, retry_sync=retry_sync,
-               description=description)
+               description=description, max_reply_bytes=max_reply_bytes)
 
 
 __all__ = ["AnthropicBatch", "BatchExecutor", "BatchOutcome", "BatchStatus", "KINDS", "LineResult", "OnReply",

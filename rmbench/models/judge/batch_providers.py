@@ -33,7 +33,7 @@ from rmbench.models.judge.batch_core import (
 )
 from rmbench.models.judge.batch_remote import RemoteBatch
 from rmbench.models.judge.client import ChatClient
-from rmbench.models.judge.wire import ChatReply, ChatRequest, Failed, one_line, parse_reply
+from rmbench.models.judge.wire import ChatReply, ChatRequest, Failed, MalformedReply, one_line, parse_reply, token_count
 
 CHAT_URL = "/v1/chat/completions"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -108,8 +108,9 @@ class OpenAIBatch(RemoteBatch):
 
     def _sync_client(self) -> ChatClient | None:
         key = self._key.value if self._key is not None else None
+        limit = {"max_reply_bytes": self.max_reply_bytes} if self.max_reply_bytes is not None else {}
         return ChatClient(self.base_url, self.model, key, timeout=self.timeout, progress=self.progress,
-                          description=self.description)
+                          description=self.description, **limit)
 
     def _submit(self, http: httpx.Client, requests: list[ChatRequest], keys: list[str], state: dict,
                 save: Callable[[], None]) -> None:
@@ -193,11 +194,15 @@ def anthropic_line(item: Any) -> LineResult:
     blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
     thinking = [str(b.get("thinking") or "") for b in blocks if b.get("type") == "thinking"]
     usage = _obj(message.get("usage"))
+    try:
+        tokens = token_count(usage.get("input_tokens"), "input_tokens"), token_count(usage.get("output_tokens"),
+                                                                                      "output_tokens")
+    except MalformedReply as exc:
+        return LineResult(item["custom_id"], None, one_line(str(exc)))
     reply = ChatReply(text="".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text"),
                       reasoning="".join(thinking) if thinking else None,
                       finish_reason="length" if message.get("stop_reason") == "max_tokens" else "stop",
-                      prompt_tokens=int(usage.get("input_tokens") or 0),
-                      completion_tokens=int(usage.get("output_tokens") or 0), latency_s=0.0, retries=0,
+                      prompt_tokens=tokens[0], completion_tokens=tokens[1], latency_s=0.0, retries=0,
                       top_logprobs=None)
     return LineResult(item["custom_id"], reply)
 

@@ -98,8 +98,11 @@ class RemoteBatch(BatchExecutor):
     def __init__(self, model: str, *, base_url: str, state_dir: Path | str, api_key: str | None = None,
                  poll_interval: float = 30.0, timeout: float = 120.0, wait_limit: float | None = None,
                  outage_limit: float = 1800.0, backoff_first: float = 1.0, backoff_cap: float = 60.0,
-                 progress: bool = True, retry_sync: bool = True, description: str | None = None) -> None:
+                 progress: bool = True, retry_sync: bool = True, description: str | None = None,
+                 max_reply_bytes: int | None = None) -> None:
         super().__init__(model, api_key=api_key, progress=progress, retry_sync=retry_sync, description=description)
+        self.max_reply_bytes = max_reply_bytes
+        """The synchronous retries' reply limit (None: the client's default)."""
         self.base_url = self.where = str(base_url).rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{self.kind} batch server {self.base_url!r}: expected an http:// or https:// URL")
