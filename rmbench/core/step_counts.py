@@ -1,0 +1,244 @@
+"""A step-level slice's pairs counted, not listed: the specificity pairs of a solution (every
+two of its correct steps before the first error, k(k-1)/2 of them) as counts from its sorted
+step rewards, so that a solution of n steps costs O(n log n) time and O(n) memory in D,
+Spec, accuracy and sign accuracy, and the bootstrap resamples solutions with their counts.
+
+Notation: a solution's correct steps before its first error have rewards sorted ascending
+``s``; a specificity pair is a < b (sorted positions) with gap y = fl(s_b - s_a) >= 0, which is
+|r(a) - r(b)| of the pair loop bit for bit (IEEE subtraction rounds -(s_b - s_a) to the negation
+of fl(s_b - s_a), and fl(s_b - s_a) is non-decreasing in s_b). So:
+
+    #(y > e)  = sum_a (n - first_a(y > e)),   first_a = the first b > a with fl(s_b - s_a) > e
+    #(y = 0)  = #(y <= 0),                    #pairs = n(n - 1) / 2
+
+each ``first_a`` a binary search on ``s`` with the exact test fl(s_b - s_a) > e at its edge
+(:func:`first_past`). The discrimination pairs (each correct step before the first error with
+the first wrong step) are k per solution: they stay a list.
+
+The order metrics (ds_auc, balanced_best) compare every discrimination gap x of the slice
+with every |y|. Their counts need |y| only in the cells between the slice's distinct x values
+v_1 < ... < v_m: cell 2j = {y = v_j}, cell 2j + 1 = {v_j < y < v_{j+1}} (v_0 = -inf,
+v_{m+1} = inf), so per resample
+
+    ds_auc numerator = sum_j #w(x = v_j) (#w(y < v_j) + 0.5 [v_j > 0] #w(y = v_j)),
+
+and balanced_best needs its score only at 0 and at the largest |y| of each interval
+[v_j, v_{j+1}) (:class:`StepOrder`). A solution's cells come from its pairs listed in blocks
+of rows (O(pairs) time, O(n + m) memory) or, when it has many more pairs than the slice has x
+values, from two searches per (step, x value) (:func:`solution_cells`). Counting pairs at
+thresholds that are themselves gaps of the solution is 3SUM-like, so these two are
+quadratic in time in the worst case (a long solution whose first error is its last step);
+D, Spec and the rest are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rmbench.core.arrays import FloatArray, IntArray
+
+BLOCK = 1 << 21
+"""Most (pair or step x value) entries held at once while counting a long solution."""
+
+
+def first_past(s: FloatArray, a: IntArray, t: FloatArray, strict: bool) -> IntArray:
+    """For each i: the first b > a[i] with fl(s[b] - s[a[i]]) > t[i] (``strict``) or >= t[i]
+    (else), len(s) if none; ``s`` sorted ascending. A search on s + t, corrected at its edge
+    with the exact test, a run of equal values at a time (the test is the same on a run)."""
+    n = len(s)
+    sa = s[a]
+    j = np.clip(np.searchsorted(s, sa + t, side="right" if strict else "left"), a + 1, n)
+
+    def passes(i: IntArray, b: IntArray) -> np.ndarray:
+        d = s[b] - sa[i]
+        return d > t[i] if strict else d >= t[i]
+
+    todo = np.flatnonzero(j - 1 > a)  # down while the step before passes too
+    while todo.size:
+        b = j[todo] - 1
+        move = passes(todo, b)
+        todo, b = todo[move], b[move]
+        j[todo] = np.maximum(np.searchsorted(s, s[b], side="left"), a[todo] + 1)
+        todo = todo[j[todo] - 1 > a[todo]]
+    todo = np.flatnonzero(j < n)  # up while this step fails
+    while todo.size:
+        b = j[todo]
+        stay = ~passes(todo, b)
+        todo, b = todo[stay], b[stay]
+        j[todo] = np.searchsorted(s, s[b], side="right")
+        todo = todo[j[todo] < n]
+    return j
+
+
+def pairs_at_most(s: FloatArray, t: float) -> int:
+    """#(pairs a < b of sorted ``s`` with fl(s_b - s_a) <= t)."""
+    n = len(s)
+    if n < 2:
+        return 0
+    a = np.arange(n, dtype=np.int64)
+    return int((first_past(s, a, np.full(n, float(t)), strict=True) - a - 1).sum())
+
+
+@dataclass(frozen=True)
+class SolutionCounts:
+    """One solution's specificity pairs counted: ``pairs``, ``zero`` (y = 0), ``above[k]``
+    (y > the run's k-th raw eps)."""
+
+    pairs: int
+    zero: int
+    above: tuple[int, ...]
+
+    @classmethod
+    def of(cls, s: FloatArray, eps_raw: Sequence[float]) -> SolutionCounts:
+        """The counts of the correct-step rewards ``s`` (sorted ascending)."""
+        n = len(s)
+        pairs = n * (n - 1) // 2
+        return cls(pairs, pairs_at_most(s, 0.0), tuple(pairs - pairs_at_most(s, e) for e in eps_raw))
+
+
+@dataclass(frozen=True)
+class Cells:
+    """A solution's specificity pairs by cell of the slice's x values ``v`` (module docstring):
+    ``cell`` (nonempty cells) with their ``count``; ``top[j]``: the largest |y| in [v_j, v_{j+1})
+    (-inf when none), j = 0..m."""
+
+    cell: IntArray
+    count: IntArray
+    top: FloatArray
+
+
+def _cells_from_gaps(d: FloatArray, v: FloatArray, counts: np.ndarray, top: FloatArray) -> None:
+    """Add gaps ``d`` to per-cell ``counts`` and per-interval maxima ``top`` (in place)."""
+    j = np.searchsorted(v, d, side="right")  # interval: #(v <= d)
+    equal = (j > 0) & (v[np.maximum(j - 1, 0)] == d) if len(v) else np.zeros(len(d), dtype=bool)
+    counts += np.bincount(2 * j + 1 - equal, minlength=len(counts))
+    np.maximum.at(top, j, d)
+
+
+def solution_cells(s: FloatArray, v: FloatArray) -> Cells:
+    """:class:`Cells` of the correct-step rewards ``s`` (sorted ascending) against the slice's
+    sorted distinct x values ``v``: from the pairs in blocks of rows, or (many more pairs than
+    steps x values) from the counts #(y < v_j), #(y <= v_j) and the largest y < v_j."""
+    n, m = len(s), len(v)
+    counts = np.zeros(2 * m + 2, dtype=np.int64)
+    top = np.full(m + 1, -np.inf)
+    pairs = n * (n - 1) // 2
+    if pairs == 0:
+        pass
+    elif pairs <= 2 * n * m or m == 0:
+        rows = max(1, BLOCK // n)
+        for a0 in range(0, n - 1, rows):
+            a = np.arange(a0, min(a0 + rows, n - 1))
+            block = s[None, :] - s[a, None]
+            _cells_from_gaps(block[np.arange(n)[None, :] > a[:, None]], v, counts, top)
+    else:
+        lt, le, below = _threshold_counts(s, v)
+        counts[2:2 * m + 1:2] = le - lt  # y = v_j
+        counts[1::2] = np.append(lt, pairs) - np.append(0, le)  # v_j < y < v_{j+1}
+        top[:m] = np.where(counts[1:2 * m:2] + np.append(0, counts[2:2 * m:2]) > 0, below, -np.inf)
+        top[m] = s[-1] - s[0] if counts[2 * m] + counts[2 * m + 1] > 0 else -np.inf
+    cell = np.flatnonzero(counts)
+    return Cells(cell, counts[cell], top)
+
+
+def _threshold_counts(s: FloatArray, v: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:
+    """Per x value v_j: #(y < v_j), #(y <= v_j) and the largest y < v_j (-inf when none)."""
+    n, m = len(s), len(v)
+    lt, le, below = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.full(m, -np.inf)
+    per = max(1, BLOCK // n)
+    steps = np.arange(n, dtype=np.int64)
+    for j0 in range(0, m, per):
+        t = v[j0:j0 + per]
+        a = np.repeat(steps, len(t))
+        tt = np.tile(t, n)
+        ge = first_past(s, a, tt, strict=False)
+        gt = first_past(s, a, tt, strict=True)
+        lt[j0:j0 + per] = (ge - a - 1).reshape(n, len(t)).sum(axis=0)
+        le[j0:j0 + per] = (gt - a - 1).reshape(n, len(t)).sum(axis=0)
+        b = ge - 1
+        gap = np.where(b > a, s[b] - s[a], -np.inf)
+        below[j0:j0 + per] = gap.reshape(n, len(t)).max(axis=0)
+    return lt, le, below
+
+
+def correct_steps(utilities: Sequence[int], rewards: FloatArray) -> FloatArray:
+    """The rewards of a solution's correct steps before its first error (all, when none is
+    wrong), sorted ascending: the steps of its specificity pairs."""
+    k = list(utilities).index(0) if 0 in utilities else len(utilities)
+    return np.sort(np.asarray(rewards[:k], dtype=np.float64))
+
+
+class StepOrder:
+    """ds_auc and balanced_best (score and eps) of a step-level slice as functions of group
+    weights ``W`` (resamples x groups), from its discrimination gaps ``x`` (groups ``gx``) and
+    each group's :class:`Cells` and ``zero`` count; the same integers, and the same float
+    operations on them, as :class:`rmbench.core.weighted_order.OrderStats`, so bit-equal.
+    length_correlation, a rank correlation over every pair, is not computed here (nan).
+
+    balanced_best: on an interval [v_j, v_{j+1}) D is constant and Spec grows with eps, so
+    the largest |y| of the interval scores at least as well as any other eps in it; its
+    candidates are 0 and those (the first maximum and its eps are the pair loop's).
+    """
+
+    def __init__(self, x: FloatArray, gx: IntArray, v: FloatArray, cells: Sequence[Cells], zero: IntArray,
+                 pairs: IntArray) -> None:
+        self.m = len(v)
+        jx = np.searchsorted(v, x)
+        self.x = _Entries(gx, jx, np.ones(len(x), dtype=np.int64), self.m)
+        gy = np.concatenate([np.full(len(c.cell), g, dtype=np.int64) for g, c in enumerate(cells)] or [np.zeros(0, int)])
+        cy = np.concatenate([c.cell for c in cells] or [np.zeros(0, np.int64)])
+        ny = np.concatenate([c.count for c in cells] or [np.zeros(0, np.int64)])
+        self.y = _Entries(gy, cy, ny, 2 * self.m + 2)
+        self.zero, self.pairs = zero.astype(np.float64), pairs.astype(np.float64)
+        self.x_per_group = np.bincount(gx, minlength=len(cells)).astype(np.float64)
+        self.positive = np.flatnonzero(v > 0)
+        top = np.max(np.stack([c.top for c in cells]), axis=0) if cells else np.full(self.m + 1, -np.inf)
+        self.cand = np.unique(np.concatenate([[0.0], top[np.isfinite(top)]]))
+        self.cand_interval = np.searchsorted(v, self.cand, side="right")  # #(v <= c)
+        self.active = len(x) > 0 and int(self.pairs.sum()) > 0
+
+    def values(self, W: np.ndarray) -> dict[str, FloatArray]:
+        """ds_auc, balanced_best, balanced_eps and length_correlation (nan) of each row of ``W``."""
+        from rmbench.core.weighted_order import balanced_best, ratio
+
+        b = W.shape[0]
+        nan = np.full(b, np.nan)
+        out = {"ds_auc": nan, "balanced_best": nan, "balanced_eps": nan, "length_correlation": nan}
+        if not self.active:
+            return out
+        W = W.astype(np.float64)
+        nx, ny = W @ self.x_per_group, W @ self.pairs
+        xw, cells = self.x.weighted(W), self.y.weighted(W)
+        cum_y = np.cumsum(cells, axis=1)
+        y_lt = cum_y[:, 1:2 * self.m:2]  # #w(y < v_j), j = 1..m
+        below = np.einsum("ij,ij->i", xw, y_lt)
+        p = self.positive
+        ties = np.einsum("ij,ij->i", xw[:, p], cells[:, 2 * p + 2])
+        out["ds_auc"] = ratio(below + 0.5 * ties, nx * ny)
+        cum_x = np.concatenate([np.zeros((b, 1)), np.cumsum(xw, axis=1)], axis=1)
+        x_le = cum_x[:, self.cand_interval]
+        y_le = cum_y[:, 2 * self.cand_interval + 1]
+        y_le[:, self.cand == 0] = (W @ self.zero)[:, None]
+        out["balanced_best"], out["balanced_eps"] = balanced_best(x_le, y_le, self.cand, nx, ny)
+        return out
+
+
+class _Entries:
+    """Counts ``count`` of groups ``group`` at columns ``column`` (0..width-1): weighted per
+    resample as sum_e W[:, group_e] count_e by column (integers, exact in float64)."""
+
+    def __init__(self, group: IntArray, column: IntArray, count: IntArray, width: int) -> None:
+        order = np.argsort(column, kind="stable")
+        self.group, self.count = group[order], count[order].astype(np.float64)
+        col = column[order]
+        self.starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]]) if len(col) else np.zeros(0, np.int64)
+        self.columns, self.width = col[self.starts], width
+
+    def weighted(self, W: FloatArray) -> FloatArray:
+        out = np.zeros((W.shape[0], self.width))
+        if len(self.group):
+            out[:, self.columns] = np.add.reduceat(W[:, self.group] * self.count, self.starts, axis=1)
+        return out
