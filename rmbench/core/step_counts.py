@@ -118,17 +118,20 @@ def _cells_from_gaps(d: FloatArray, v: FloatArray, counts: np.ndarray, top: Floa
     np.maximum.at(top, j, d)
 
 
-def solution_cells(s: FloatArray, v: FloatArray) -> Cells:
+def solution_cells(s: FloatArray, v: FloatArray, listed: bool | None = None) -> Cells:
     """:class:`Cells` of the correct-step rewards ``s`` (sorted ascending) against the slice's
-    sorted distinct x values ``v``: from the pairs in blocks of rows, or (many more pairs than
-    steps x values) from the counts #(y < v_j), #(y <= v_j) and the largest y < v_j."""
+    sorted distinct x values ``v``: from the pairs in blocks of rows (``listed``), or from the
+    counts #(y < v_j), #(y <= v_j) and the largest y < v_j (None: the first unless there are
+    more than twice as many pairs as steps x values)."""
     n, m = len(s), len(v)
     counts = np.zeros(2 * m + 2, dtype=np.int64)
     top = np.full(m + 1, -np.inf)
     pairs = n * (n - 1) // 2
+    if listed is None:
+        listed = pairs <= 2 * n * m or m == 0
     if pairs == 0:
         pass
-    elif pairs <= 2 * n * m or m == 0:
+    elif listed or m == 0:
         rows = max(1, BLOCK // n)
         for a0 in range(0, n - 1, rows):
             a = np.arange(a0, min(a0 + rows, n - 1))
