@@ -110,12 +110,18 @@ class Cells:
     top: FloatArray
 
 
-def _cells_from_gaps(d: FloatArray, v: FloatArray, counts: np.ndarray, top: FloatArray) -> None:
-    """Add gaps ``d`` to per-cell ``counts`` and per-interval maxima ``top`` (in place)."""
-    j = np.searchsorted(v, d, side="right")  # interval: #(v <= d)
-    equal = (j > 0) & (v[np.maximum(j - 1, 0)] == d) if len(v) else np.zeros(len(d), dtype=bool)
-    counts += np.bincount(2 * j + 1 - equal, minlength=len(counts))
-    np.maximum.at(top, j, d)
+def _cells_from_rows(block: FloatArray, v: FloatArray, counts: np.ndarray, top: FloatArray) -> None:
+    """Add the gaps of ``block`` (rows sorted ascending; -inf: no pair) to the per-cell ``counts``
+    and the per-interval maxima ``top`` (in place); a row's largest gap in an interval is the
+    last of its run there."""
+    j = np.searchsorted(v, block, side="right")  # interval: #(v <= y)
+    cell = 2 * j + 1
+    cell -= np.append(-np.inf, v)[j] == block  # y = v_j (and -inf = -inf: no pair, cell 0)
+    counts += np.bincount(cell.ravel(), minlength=len(counts))
+    counts[0] = 0
+    last = np.ones(block.shape, dtype=bool)
+    np.not_equal(j[:, :-1], j[:, 1:], out=last[:, :-1])
+    np.maximum.at(top, j[last], block[last])
 
 
 def solution_cells(s: FloatArray, v: FloatArray, listed: bool | None = None) -> Cells:
@@ -135,8 +141,9 @@ def solution_cells(s: FloatArray, v: FloatArray, listed: bool | None = None) -> 
         rows = max(1, BLOCK // n)
         for a0 in range(0, n - 1, rows):
             a = np.arange(a0, min(a0 + rows, n - 1))
-            block = s[None, :] - s[a, None]
-            _cells_from_gaps(block[np.arange(n)[None, :] > a[:, None]], v, counts, top)
+            block = s[None, a0 + 1:] - s[a, None]  # row a: b = a0 + 1 ..., those b <= a no pair
+            block[np.arange(a0 + 1, n)[None, :] <= a[:, None]] = -np.inf
+            _cells_from_rows(block, v, counts, top)
     else:
         lt, le, below = _threshold_counts(s, v)
         counts[2:2 * m + 1:2] = le - lt  # y = v_j
