@@ -40,17 +40,19 @@ import numpy as np
 
 from rmbench.core.arrays import FloatArray, IntArray
 
-BLOCK = 1 << 21
+BLOCK = 1 << 20
 """Most (pair or step x value) entries held at once while counting a long solution."""
 
 
-def first_past(s: FloatArray, a: IntArray, t: FloatArray, strict: bool) -> IntArray:
+def first_past(s: FloatArray, a: IntArray, t: FloatArray, strict: bool, start: IntArray | None = None) -> IntArray:
     """For each i: the first b > a[i] with fl(s[b] - s[a[i]]) > t[i] (``strict``) or >= t[i]
-    (else), len(s) if none; ``s`` sorted ascending. A search on s + t, corrected at its edge
-    with the exact test, a run of equal values at a time (the test is the same on a run)."""
+    (else), len(s) if none; ``s`` sorted ascending. A search on s + t (or from ``start``, a
+    guess), corrected at its edge with the exact test, a run of equal values at a time (the
+    test is the same on a run)."""
     n = len(s)
     sa = s[a]
-    j = np.clip(np.searchsorted(s, sa + t, side="right" if strict else "left"), a + 1, n)
+    guess = np.searchsorted(s, sa + t, side="right" if strict else "left") if start is None else start
+    j = np.clip(guess, a + 1, n)
 
     def passes(i: IntArray, b: IntArray) -> np.ndarray:
         d = s[b] - sa[i]
@@ -165,7 +167,7 @@ def _threshold_counts(s: FloatArray, v: FloatArray) -> tuple[IntArray, IntArray,
         a = np.repeat(steps, len(t))
         tt = np.tile(t, n)
         ge = first_past(s, a, tt, strict=False)
-        gt = first_past(s, a, tt, strict=True)
+        gt = first_past(s, a, tt, strict=True, start=ge)  # the same but past the gaps equal to v_j
         lt[j0:j0 + per] = (ge - a - 1).reshape(n, len(t)).sum(axis=0)
         le[j0:j0 + per] = (gt - a - 1).reshape(n, len(t)).sum(axis=0)
         b = ge - 1
