@@ -143,6 +143,7 @@ def test_the_counted_path_is_taken_for_long_solutions_only():
 @pytest.mark.parametrize("k", [-1, 0, 1, 6])
 def test_pair_counts_are_the_listed_pairs(k):
     n = 7
-    g = StepGroup(id="s", prompt="p", responses=("x",) * n, utilities=tuple([1] * n if k < 0 else [1] * k + [0] * (n - k)))
+    u = [1] * n if k < 0 else [1] * k + [0] * (n - k)
+    g = StepGroup(id="s", prompt="p", responses=("x",) * n, utilities=tuple(u))
     better, _, a, _ = g.pair_arrays()
     assert g.pair_counts() == (len(better), len(a))

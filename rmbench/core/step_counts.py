@@ -200,9 +200,10 @@ class StepOrder:
         self.m = len(v)
         jx = np.searchsorted(v, x)
         self.x = _Entries(gx, jx, np.ones(len(x), dtype=np.int64), self.m)
-        gy = np.concatenate([np.full(len(c.cell), g, dtype=np.int64) for g, c in enumerate(cells)] or [np.zeros(0, int)])
-        cy = np.concatenate([c.cell for c in cells] or [np.zeros(0, np.int64)])
-        ny = np.concatenate([c.count for c in cells] or [np.zeros(0, np.int64)])
+        none = [np.zeros(0, dtype=np.int64)]
+        gy = np.concatenate([np.full(len(c.cell), g, dtype=np.int64) for g, c in enumerate(cells)] or none)
+        cy = np.concatenate([c.cell for c in cells] or none)
+        ny = np.concatenate([c.count for c in cells] or none)
         self.y = _Entries(gy, cy, ny, 2 * self.m + 2)
         self.zero, self.pairs = zero.astype(np.float64), pairs.astype(np.float64)
         self.x_per_group = np.bincount(gx, minlength=len(cells)).astype(np.float64)
