@@ -104,11 +104,12 @@ class SolutionCounts:
 @dataclass(frozen=True)
 class Cells:
     """A solution's specificity pairs by cell of the slice's x values ``v`` (module docstring):
-    ``cell`` (nonempty cells) with their ``count``; ``top[j]``: the largest |y| in [v_j, v_{j+1})
-    (-inf when none), j = 0..m."""
+    ``cell`` (nonempty cells) with their ``count``; ``top``: the largest |y| in [v_j, v_{j+1})
+    for each nonempty such interval j (0..m) of ``interval``."""
 
     cell: IntArray
     count: IntArray
+    interval: IntArray
     top: FloatArray
 
 
@@ -152,8 +153,8 @@ def solution_cells(s: FloatArray, v: FloatArray, listed: bool | None = None) -> 
         counts[1::2] = np.append(lt, pairs) - np.append(0, le)  # v_j < y < v_{j+1}
         top[:m] = np.where(counts[1:2 * m:2] + np.append(0, counts[2:2 * m:2]) > 0, below, -np.inf)
         top[m] = s[-1] - s[0] if counts[2 * m] + counts[2 * m + 1] > 0 else -np.inf
-    cell = np.flatnonzero(counts)
-    return Cells(cell, counts[cell], top)
+    cell, interval = np.flatnonzero(counts), np.flatnonzero(np.isfinite(top))
+    return Cells(cell, counts[cell], interval, top[interval])
 
 
 def _threshold_counts(s: FloatArray, v: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:
@@ -208,7 +209,9 @@ class StepOrder:
         self.zero, self.pairs = zero.astype(np.float64), pairs.astype(np.float64)
         self.x_per_group = np.bincount(gx, minlength=len(cells)).astype(np.float64)
         self.positive = np.flatnonzero(v > 0)
-        top = np.max(np.stack([c.top for c in cells]), axis=0) if cells else np.full(self.m + 1, -np.inf)
+        top = np.full(self.m + 1, -np.inf)
+        for c in cells:
+            np.maximum.at(top, c.interval, c.top)
         self.cand = np.unique(np.concatenate([[0.0], top[np.isfinite(top)]]))
         self.cand_interval = np.searchsorted(v, self.cand, side="right")  # #(v <= c)
         self.active = len(x) > 0 and int(self.pairs.sum()) > 0
