@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from rmbench.core import step_counts as SC
 from rmbench.core.step_groups import StepGroup
-from rmbench.results.statistics.step_statistic import counts_steps
-from rmbench.results.statistics.summary import summarize
+from rmbench.results.statistics.slice_statistic import slice_statistic
+from rmbench.results.statistics.step_statistic import counts_steps, step_slice_statistic
+from rmbench.results.statistics.summary import paired_diff, summarize
 from rmbench.tasks.base import TaskScores
 
 GRID = st.sampled_from([0.0, 0.1, 0.2, 0.25, 0.3, 0.5, 0.7, 0.75, 1.0, 1e-17, 0.30000000000000004])
@@ -148,3 +149,17 @@ def test_pair_counts_are_the_listed_pairs(k):
     g = StepGroup(id="s", prompt="p", responses=("x",) * n, utilities=tuple(u))
     better, _, a, _ = g.pair_arrays()
     assert g.pair_counts() == (len(better), len(a))
+
+
+def test_paired_differences_from_counts_equal_the_pair_loop():
+    """rmbench compare's paired bootstrap (paired_diff) of two models on a step-level task."""
+    rng = np.random.default_rng(7)
+    rewards = [np.round(rng.random(int(n)), 1) for n in rng.integers(1, 12, 20)]
+    groups = step_groups([list(r) for r in rewards], [int(k) for k in rng.integers(0, 12, 20)], False)
+    a, b = np.concatenate(rewards), np.round(rng.random(sum(len(r) for r in rewards)), 1)
+    listed = [slice_statistic(groups, r, (0.0, 0.1), "raw") for r in (a, b)]
+    counted = [step_slice_statistic(groups, r, (0.0, 0.1), "raw", None, None) for r in (a, b)]
+    assert listed[0].labels == counted[0].labels
+    keep = [j for j, (metric, _, _) in enumerate(listed[0].labels) if metric != "length_correlation"]
+    for x, y in zip(paired_diff(*listed, 200, 1), paired_diff(*counted, 200, 1)):
+        np.testing.assert_array_equal(x[keep], y[keep])

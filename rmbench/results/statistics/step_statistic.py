@@ -25,7 +25,7 @@ from rmbench.core.metric_def import Counted
 from rmbench.core.metric_registry import computed_metrics
 from rmbench.core.pairs import Pairs, PooledPairs, count_pairs
 from rmbench.core.step_groups import StepGroup
-from rmbench.core.step_slice import StepSlice, counts_columns, slice_steps
+from rmbench.core.step_slice import StepSlice, counts_columns, discrimination_index, slice_steps
 from rmbench.core.types import ComparisonGroup, PairIndex, segment_gather, segment_starts
 from rmbench.results.statistics.slice_statistic import SliceStatistic, _layout, _weighted_batch
 from rmbench.tasks.base import ExtraMetric, TaskScores, as_task_scores
@@ -51,10 +51,12 @@ def counts_steps(groups: Sequence[ComparisonGroup], count_from: int | None = COU
 def step_slice_statistic(groups: Sequence[StepGroup], rewards: FloatArray, eps: Sequence[float],
                          eps_unit: EpsUnit, group_units: IntArray | None,
                          extra_metrics: TaskScores | Mapping[str, ExtraMetric] | None,
-                         group_ids: IntArray, index: PairIndex) -> SliceStatistic:
+                         group_ids: IntArray | None = None, index: PairIndex | None = None) -> SliceStatistic:
     """:func:`~rmbench.results.statistics.slice_statistic.slice_statistic` of step-level
-    ``groups`` from counts; ``index``: their discrimination pairs
-    (:func:`~rmbench.core.step_slice.discrimination_index`)."""
+    ``groups`` from counts (the groups ``group_ids``, default all); ``index``: their
+    discrimination pairs (:func:`~rmbench.core.step_slice.discrimination_index`, built when not given)."""
+    index = index or discrimination_index(groups)
+    group_ids = np.arange(len(groups)) if group_ids is None else group_ids
     rewards = np.asarray(rewards, dtype=np.float64)
     sigma = M.reward_sigma(rewards)
     eps_raw = [M.raw_eps(e, eps_unit, sigma) for e in eps]
