@@ -163,3 +163,34 @@ def test_paired_differences_from_counts_equal_the_pair_loop():
     keep = [j for j, (metric, _, _) in enumerate(listed[0].labels) if metric != "length_correlation"]
     for x, y in zip(paired_diff(*listed, 200, 1), paired_diff(*counted, 200, 1)):
         np.testing.assert_array_equal(x[keep], y[keep])
+
+
+def test_a_long_solution_through_the_cli_is_counted(tmp_path):
+    """ProcessBench with a 250-step solution (31,000 specificity pairs: the counted path) through
+    `rmbench eval`: the run's D, Spec and ds_auc records are the pair loop's on the same groups;
+    length_correlation has no value."""
+    from test_processbench_task import PRM, ROWS, load, row, runner, write_lines
+
+    from rmbench import read_run
+    from rmbench.cli.app import app
+
+    ps = [round(0.5 + 0.4 * ((7 * i) % 11) / 11, 3) for i in range(249)] + [0.1]
+    rows = [*ROWS, row("math-9", ps, 249)]
+    (tmp_path / "prm.py").write_text(PRM)
+    data = write_lines(tmp_path / "pb.jsonl", rows)
+    result = runner.invoke(app, ["eval", "--model", f"python-prm:{tmp_path / 'prm.py'}:score", "--tasks",
+                                 "processbench", "--data", f"processbench={data}", "--bootstrap", "20",
+                                 "--out", str(tmp_path / "run")], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    record = read_run(tmp_path / "run")
+    _, groups, rewards = load(tmp_path, rows)
+    assert counts_steps(groups)
+    listed = {(r.metric, r.subset, r.eps): r for r in summarize("processbench", groups, rewards, record.config.eps,
+                                                                n_bootstrap=20, count_steps_from=None)}
+    for metric in ("discrimination", "specificity", "ds_auc", "sign_accuracy"):
+        for r in record.task("processbench").metrics:
+            if r.metric == metric:
+                want = listed[r.metric, r.subset, r.eps]
+                assert (r.n, r.estimate) == (want.n, want.estimate), r
+    corr = record.metric("processbench", "length_correlation")
+    assert corr.n == listed["length_correlation", None, None].n and math.isnan(corr.value)
