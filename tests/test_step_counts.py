@@ -106,7 +106,11 @@ def test_summary_from_counts_equals_the_pair_loop(rewards, labels, subsets, eps,
                         n_bootstrap=n_bootstrap, seed=seed)
 
 
-def test_summary_from_counts_with_units_task_scores_and_many_steps():
+@pytest.mark.parametrize("small", [SC.SMALL, 10, 0])
+def test_summary_from_counts_with_units_task_scores_and_many_steps(monkeypatch, small):
+    """Solutions of up to 39 steps, with bootstrap units of three solutions and a task score;
+    ``small``: solutions of more pairs are counted one by one, the others listed together."""
+    monkeypatch.setattr(SC, "SMALL", small)
     rng = np.random.default_rng(4)
     rewards = [np.round(rng.random(int(n)), 1) for n in rng.integers(1, 40, 30)]
     groups = step_groups([list(r) for r in rewards], [int(k) for k in rng.integers(0, 40, 30)], True)

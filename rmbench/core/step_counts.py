@@ -177,6 +177,72 @@ def _threshold_counts(s: FloatArray, v: FloatArray) -> tuple[IntArray, IntArray,
     return lt, le, below
 
 
+SMALL = 2048
+"""A solution of at most this many specificity pairs has them listed, with every such solution
+of the slice at once (one array operation for all, instead of a few per solution)."""
+
+_PAIRS: dict[int, tuple[IntArray, IntArray]] = {}
+
+
+def listed_gaps(steps: Sequence[FloatArray], which: IntArray) -> tuple[FloatArray, IntArray]:
+    """The gaps y = fl(s_b - s_a), a < b, of the solutions ``which`` (positions in ``steps``,
+    each sorted ascending), and the position of each gap's solution."""
+    gaps, groups = [np.zeros(0)], [np.zeros(0, dtype=np.int64)]
+    for i in which:
+        s = steps[i]
+        if len(s) not in _PAIRS:
+            _PAIRS[len(s)] = np.triu_indices(len(s), 1)
+        a, b = _PAIRS[len(s)]
+        gaps.append(s[b] - s[a])
+        groups.append(np.full(len(a), i, dtype=np.int64))
+    return np.concatenate(gaps), np.concatenate(groups)
+
+
+@dataclass(frozen=True)
+class SliceCounts:
+    """:class:`SolutionCounts` of every solution of a slice, as arrays: ``pairs``, ``zero`` (one
+    entry per solution) and ``above`` (eps x solutions)."""
+
+    pairs: IntArray
+    zero: IntArray
+    above: IntArray
+
+    @classmethod
+    def of(cls, steps: Sequence[FloatArray], eps_raw: Sequence[float]) -> SliceCounts:
+        n = np.array([len(s) for s in steps], dtype=np.int64)
+        pairs = n * (n - 1) // 2
+        y, g = listed_gaps(steps, np.flatnonzero(pairs <= SMALL))
+        zero = np.bincount(g[y == 0], minlength=len(steps))
+        above = np.array([np.bincount(g[y > e], minlength=len(steps)) for e in eps_raw],
+                         dtype=np.int64).reshape(len(eps_raw), len(steps))
+        for i in np.flatnonzero(pairs > SMALL):
+            c = SolutionCounts.of(steps[i], eps_raw)
+            zero[i], above[:, i] = c.zero, c.above
+        return cls(pairs, zero, above)
+
+
+def slice_cells(steps: Sequence[FloatArray], v: FloatArray) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
+    """Every nonempty (solution, cell) of a slice's specificity pairs against its x values ``v``
+    (solution, cell, count), and the slice's largest |y| per interval (-inf: none)."""
+    m = len(v)
+    width = 2 * m + 2
+    n = np.array([len(s) for s in steps], dtype=np.int64)
+    pairs = n * (n - 1) // 2
+    y, g = listed_gaps(steps, np.flatnonzero(pairs <= SMALL))
+    j = np.searchsorted(v, y, side="right")
+    key, count = np.unique(g * width + 2 * j + 1 - (np.append(-np.inf, v)[j] == y), return_counts=True)
+    top = np.full(m + 1, -np.inf)
+    np.maximum.at(top, j, y)
+    groups, cells, counts = [key // width], [key % width], [count]
+    for i in np.flatnonzero(pairs > SMALL):
+        c = solution_cells(steps[i], v)
+        groups.append(np.full(len(c.cell), i, dtype=np.int64))
+        cells.append(c.cell)
+        counts.append(c.count)
+        np.maximum.at(top, c.interval, c.top)
+    return np.concatenate(groups), np.concatenate(cells), np.concatenate(counts), top
+
+
 def correct_steps(utilities: Sequence[int], rewards: FloatArray) -> FloatArray:
     """The rewards of a solution's correct steps before its first error (all, when none is
     wrong), sorted ascending: the steps of its specificity pairs."""
@@ -187,7 +253,8 @@ def correct_steps(utilities: Sequence[int], rewards: FloatArray) -> FloatArray:
 class StepOrder:
     """ds_auc and balanced_best (score and eps) of a step-level slice as functions of group
     weights ``W`` (resamples x groups), from its discrimination gaps ``x`` (groups ``gx``) and
-    each group's :class:`Cells` and ``zero`` count; the same integers, and the same float
+    each group's sorted correct-step rewards ``steps`` (their cells: :func:`slice_cells`), its
+    ``zero`` and ``pairs`` counts; the same integers, and the same float
     operations on them, as :class:`rmbench.core.weighted_order.OrderStats`, so bit-equal.
     length_correlation, a rank correlation over every pair, is not computed here (nan).
 
@@ -196,22 +263,16 @@ class StepOrder:
     candidates are 0 and those (the first maximum and its eps are the pair loop's).
     """
 
-    def __init__(self, x: FloatArray, gx: IntArray, v: FloatArray, cells: Sequence[Cells], zero: IntArray,
+    def __init__(self, x: FloatArray, gx: IntArray, v: FloatArray, steps: Sequence[FloatArray], zero: IntArray,
                  pairs: IntArray) -> None:
         self.m = len(v)
         jx = np.searchsorted(v, x)
         self.x = _Entries(gx, jx, np.ones(len(x), dtype=np.int64), self.m)
-        none = [np.zeros(0, dtype=np.int64)]
-        gy = np.concatenate([np.full(len(c.cell), g, dtype=np.int64) for g, c in enumerate(cells)] or none)
-        cy = np.concatenate([c.cell for c in cells] or none)
-        ny = np.concatenate([c.count for c in cells] or none)
+        gy, cy, ny, top = slice_cells(steps, v)
         self.y = _Entries(gy, cy, ny, 2 * self.m + 2)
         self.zero, self.pairs = zero.astype(np.float64), pairs.astype(np.float64)
-        self.x_per_group = np.bincount(gx, minlength=len(cells)).astype(np.float64)
+        self.x_per_group = np.bincount(gx, minlength=len(steps)).astype(np.float64)
         self.positive = np.flatnonzero(v > 0)
-        top = np.full(self.m + 1, -np.inf)
-        for c in cells:
-            np.maximum.at(top, c.interval, c.top)
         self.cand = np.unique(np.concatenate([[0.0], top[np.isfinite(top)]]))
         self.cand_interval = np.searchsorted(v, self.cand, side="right")  # #(v <= c)
         self.active = len(x) > 0 and int(self.pairs.sum()) > 0

@@ -15,7 +15,7 @@ import numpy as np
 from rmbench.core import pair_columns as C
 from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.core.pairs import Pairs
-from rmbench.core.step_counts import SolutionCounts, StepOrder, correct_steps, solution_cells
+from rmbench.core.step_counts import SliceCounts, StepOrder, correct_steps
 from rmbench.core.step_groups import StepGroup
 from rmbench.core.types import PairIndex, group_slices
 from rmbench.core.weighted import PairColumn, PairSet, WeightedSlice, group_sums
@@ -59,7 +59,7 @@ class StepSlice(WeightedSlice):
     slice's discrimination pairs (listed, its groups numbered 0..n_groups-1), ``steps`` each
     group's correct-step rewards sorted (:func:`~rmbench.core.step_counts.correct_steps`).
     Columns over discrimination pairs are summed per group as there; the specificity columns
-    (:data:`COUNTED_COLUMNS` only) are each group's :class:`SolutionCounts`; ``order`` is
+    (:data:`COUNTED_COLUMNS` only) are each group's :class:`~rmbench.core.step_counts.SliceCounts`; ``order`` is
     :class:`~rmbench.core.step_counts.StepOrder`."""
 
     def __init__(self, group_unit: IntArray, n_units: int, pairs: Pairs, steps: Sequence[FloatArray],
@@ -68,7 +68,7 @@ class StepSlice(WeightedSlice):
         self.group_unit, self.identity = group_unit, bool(np.array_equal(group_unit, np.arange(n_units)))
         self.pairs, self.n_groups, self.eps, self.sigma = pairs, n_groups, tuple(eps_raw), float(sigma)
         self.steps = steps
-        self.solutions = [SolutionCounts.of(s, self.eps) for s in steps]
+        self.solutions = SliceCounts.of(steps, self.eps)
         self.position: dict[tuple[PairColumn, int], int] = {}
         if not counts_columns(columns):
             raise ValueError("a step-level slice counts only the built-in specificity columns")
@@ -88,23 +88,17 @@ class StepSlice(WeightedSlice):
                 continue
             for k in range(len(self.eps) if c.per_eps else 1):
                 self.position[(c, k)] = len(self.position)
-                if c is C.EQ_PAIRS:
-                    values = [s.pairs for s in self.solutions]
-                elif c is C.EQ_ZERO:
-                    values = [s.zero for s in self.solutions]
-                else:
-                    values = [s.above[k] for s in self.solutions]
-                out.append(np.asarray(values, dtype=np.float64))
+                sol = self.solutions
+                values = sol.pairs if c is C.EQ_PAIRS else sol.zero if c is C.EQ_ZERO else sol.above[k]
+                out.append(values.astype(np.float64))
         return out
 
     @cached_property
     def order(self) -> StepOrder:  # type: ignore[override]
         """The slice's order statistics (:class:`~rmbench.core.step_counts.StepOrder`), built on first use."""
         p = self.pairs
-        v = np.unique(p.diff)
-        return StepOrder(p.diff, p.diff_group, v, [solution_cells(s, v) for s in self.steps],
-                         np.array([s.zero for s in self.solutions], dtype=np.int64),
-                         np.array([s.pairs for s in self.solutions], dtype=np.int64))
+        return StepOrder(p.diff, p.diff_group, np.unique(p.diff), self.steps, self.solutions.zero,
+                         self.solutions.pairs)
 
 
 def slice_steps(groups: Sequence[StepGroup], rewards: FloatArray, group_ids: IntArray) -> list[FloatArray]:

@@ -71,7 +71,7 @@ def step_slice_statistic(groups: Sequence[StepGroup], rewards: FloatArray, eps: 
     pairs = Pairs.of(whole, rewards, False)
     ws = StepSlice(slice_units, len(uniq), pairs, slice_steps(groups, rewards, group_ids), eps_raw, sigma,
                    [c for d in declared for c in d.columns])
-    n_eq = sum(s.pairs for s in ws.solutions)
+    n_eq = int(ws.solutions.pairs.sum())
     counts = count_pairs(whole)
     counts[Counted.SPECIFICITY_PAIRS] = n_eq
     counts[Counted.ALL_PAIRS] = counts[Counted.DISCRIMINATION_PAIRS] + n_eq
@@ -90,6 +90,6 @@ def step_slice_statistic(groups: Sequence[StepGroup], rewards: FloatArray, eps: 
         return row
 
     n_diff = len(pairs.diff)
-    cells = sum(min(s.pairs, 2 * n_diff + 2) for s in ws.solutions)
+    cells = int(np.minimum(ws.solutions.pairs, 2 * n_diff + 2).sum())
     return SliceStatistic(layout.entries, statistic, len(uniq), batch,
                           max(1, min(256, 2_000_000 // max(1, 4 * n_diff + cells + len(uniq)))))
