@@ -65,6 +65,18 @@ def test_cells_equal_the_listed_pairs(steps, xs, listed, block):
     assert not counts
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(REWARD, st.floats(-1e300, 1e300), st.sampled_from([5e-324, -5e-324, 1e-300])),
+                max_size=12),
+       st.lists(st.one_of(REWARD, st.floats(-1e300, 1e300), st.just(-np.inf)), min_size=1, max_size=30))
+def test_interval_lookup_equals_a_binary_search(xs, ys):
+    v, y = np.unique(np.array(xs, dtype=np.float64)), np.array(ys)
+    j, equal = SC.Intervals(v).place(y)
+    want = np.searchsorted(v, y, side="right")
+    assert j.tolist() == want.tolist()
+    assert equal.tolist() == [bool(k > 0 and v[k - 1] == x) for k, x in zip(want, y)]
+
+
 def step_groups(draw_rewards: list[list[float]], labels: list[int], subsets: bool) -> list[StepGroup]:
     out = []
     for i, (rs, k) in enumerate(zip(draw_rewards, labels)):

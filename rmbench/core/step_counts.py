@@ -113,15 +113,58 @@ class Cells:
     top: FloatArray
 
 
-def _cells_from_rows(block: FloatArray, v: FloatArray, counts: np.ndarray, top: FloatArray) -> None:
-    """Add the gaps of ``block`` (rows sorted ascending; -inf: no pair) to the per-cell ``counts``
-    and the per-interval maxima ``top`` (in place); a row's largest gap in an interval is the
-    last of its run there."""
-    j = np.searchsorted(v, block, side="right")  # interval: #(v <= y)
+class Intervals:
+    """The interval j = #(v <= y) of many values y among sorted distinct ``v``, and whether
+    y = v_j, exact: a table lookup instead of a binary search. Bucket b(y) = floor((y - v_1) *
+    scale) + 1, clipped to 0..B (about 4 buckets per value), is non-decreasing in y (each float
+    operation is), so every v of a lower bucket is below y and every v of a higher one above;
+    j = #(v in lower buckets) + #(v in y's bucket that are <= y), the last a comparison with the
+    one v there (a binary search where a bucket holds several)."""
+
+    def __init__(self, v: FloatArray) -> None:
+        self.v, m = v, len(v)
+        span = float(v[-1] - v[0]) if m > 1 else 0.0
+        self.buckets = 4 * m
+        self.scale = self.buckets / span if 0 < span < np.inf and np.isfinite(self.buckets / span) else 0.0
+        self.padded = np.append(v, np.inf)
+        if self.scale:
+            per = np.bincount(self._bucket(v), minlength=self.buckets + 2)
+            self.before = np.concatenate([[0], np.cumsum(per)[:-1]])
+            self.shared = per > 1
+
+    def _bucket(self, y: FloatArray) -> IntArray:
+        with np.errstate(over="ignore"):  # a gap far past the values: clipped to the last bucket
+            b = (y - self.v[0]) * self.scale
+        np.clip(b, -1.0, float(self.buckets), out=b)
+        return np.floor(b).astype(np.int64) + 1
+
+    def place(self, y: FloatArray) -> tuple[IntArray, np.ndarray]:
+        """(j, y == v_j) for each y (never equal at j = 0)."""
+        if not self.scale:
+            j = np.searchsorted(self.v, y, side="right")
+            return j, np.append(np.nan, self.v)[j] == y
+        b = self._bucket(y)
+        base = self.before[b]
+        first = self.padded[base]
+        j = base + (first <= y)
+        equal = first == y
+        shared = np.flatnonzero(self.shared[b].ravel())
+        if shared.size:
+            flat_j, flat_y, flat_eq = j.reshape(-1), y.reshape(-1), equal.reshape(-1)
+            flat_j[shared] = np.searchsorted(self.v, flat_y[shared], side="right")
+            flat_eq[shared] = np.append(np.nan, self.v)[flat_j[shared]] == flat_y[shared]
+        return j, equal
+
+
+def _cells_from_rows(block: FloatArray, v: Intervals, counts: np.ndarray, top: FloatArray, none: int) -> None:
+    """Add the gaps of ``block`` (rows sorted ascending; -inf: no pair, ``none`` of them) to the
+    per-cell ``counts`` and the per-interval maxima ``top`` (in place); a row's largest gap in
+    an interval is the last of its run there."""
+    j, equal = v.place(block)
     cell = 2 * j + 1
-    cell -= np.append(-np.inf, v)[j] == block  # y = v_j (and -inf = -inf: no pair, cell 0)
+    cell -= equal  # y = v_j
     counts += np.bincount(cell.ravel(), minlength=len(counts))
-    counts[0] = 0
+    counts[1] -= none  # -inf: interval 0, not equal
     last = np.ones(block.shape, dtype=bool)
     np.not_equal(j[:, :-1], j[:, 1:], out=last[:, :-1])
     np.maximum.at(top, j[last], block[last])
@@ -141,12 +184,12 @@ def solution_cells(s: FloatArray, v: FloatArray, listed: bool | None = None) -> 
     if pairs == 0:
         pass
     elif listed or m == 0:
-        rows = max(1, BLOCK // n)
+        rows, intervals = max(1, BLOCK // n), Intervals(v)
         for a0 in range(0, n - 1, rows):
             a = np.arange(a0, min(a0 + rows, n - 1))
             block = s[None, a0 + 1:] - s[a, None]  # row a: b = a0 + 1 ..., those b <= a no pair
             block[np.arange(a0 + 1, n)[None, :] <= a[:, None]] = -np.inf
-            _cells_from_rows(block, v, counts, top)
+            _cells_from_rows(block, intervals, counts, top, len(a) * (len(a) - 1) // 2)
     else:
         lt, le, below = _threshold_counts(s, v)
         counts[2:2 * m + 1:2] = le - lt  # y = v_j
