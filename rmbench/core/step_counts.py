@@ -23,12 +23,13 @@ v_{m+1} = inf), so per resample
     ds_auc numerator = sum_j #w(x = v_j) (#w(y < v_j) + 0.5 [v_j > 0] #w(y = v_j)),
 
 and balanced_best needs its score only at 0 and at the largest |y| of each interval
-[v_j, v_{j+1}) (:class:`StepOrder`). A solution's cells come from its pairs listed in blocks
-of rows (O(pairs) time, O(n + m) memory) or, when it has many more pairs than the slice has x
-values, from two searches per (step, x value) (:func:`solution_cells`). Counting pairs at
-thresholds that are themselves gaps of the solution is 3SUM-like, so these two are
-quadratic in time in the worst case (a long solution whose first error is its last step);
-D, Spec and the rest are not.
+[v_j, v_{j+1}) (:class:`rmbench.core.step_slice.StepOrder`). The short solutions of a slice
+(:data:`SMALL`) have their gaps listed together; a long one's cells come from its gaps a block
+of rows at a time, each placed by a table lookup (:class:`Intervals`: O(pairs) time, O(n + m)
+memory), or, when it has many more pairs than steps x values, from two searches per (step, x
+value) (:func:`solution_cells`). Counting pairs at thresholds that are themselves gaps of the
+solution is 3SUM-like, so these two are quadratic in time in the worst case (a long solution
+whose first error is its last step); D, Spec and the rest are not.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ class Intervals:
         with np.errstate(over="ignore"):  # a gap far past the values: clipped to the last bucket
             b = (y - self.v[0]) * self.scale
         np.clip(b, -1.0, float(self.buckets), out=b)
-        return np.floor(b).astype(np.int64) + 1
+        out: IntArray = np.floor(b).astype(np.int64) + 1
+        return out
 
     def place(self, y: FloatArray) -> tuple[IntArray, np.ndarray]:
         """(j, y == v_j) for each y (never equal at j = 0)."""
@@ -258,7 +260,7 @@ class SliceCounts:
         zero = np.bincount(g[y == 0], minlength=len(steps))
         above = np.array([np.bincount(g[y > e], minlength=len(steps)) for e in eps_raw],
                          dtype=np.int64).reshape(len(eps_raw), len(steps))
-        for i in np.flatnonzero(pairs > SMALL):
+        for i in np.flatnonzero(pairs > SMALL).tolist():
             c = SolutionCounts.of(steps[i], eps_raw)
             zero[i], above[:, i] = c.zero, c.above
         return cls(pairs, zero, above)
@@ -277,7 +279,7 @@ def slice_cells(steps: Sequence[FloatArray], v: FloatArray) -> tuple[IntArray, I
     top = np.full(m + 1, -np.inf)
     np.maximum.at(top, j, y)
     groups, cells, counts = [key // width], [key % width], [count]
-    for i in np.flatnonzero(pairs > SMALL):
+    for i in np.flatnonzero(pairs > SMALL).tolist():
         c = solution_cells(steps[i], v)
         groups.append(np.full(len(c.cell), i, dtype=np.int64))
         cells.append(c.cell)
@@ -291,81 +293,3 @@ def correct_steps(utilities: Sequence[int], rewards: FloatArray) -> FloatArray:
     wrong), sorted ascending: the steps of its specificity pairs."""
     k = list(utilities).index(0) if 0 in utilities else len(utilities)
     return np.sort(np.asarray(rewards[:k], dtype=np.float64))
-
-
-class StepOrder:
-    """ds_auc and balanced_best (score and eps) of a step-level slice as functions of group
-    weights ``W`` (resamples x groups), from its discrimination gaps ``x`` (groups ``gx``) and
-    each group's sorted correct-step rewards ``steps`` (their cells: :func:`slice_cells`), its
-    ``zero`` and ``pairs`` counts; the same integers, and the same float
-    operations on them, as :class:`rmbench.core.weighted_order.OrderStats`, so bit-equal.
-    length_correlation, a rank correlation over every pair, is not computed here (nan).
-
-    balanced_best: on an interval [v_j, v_{j+1}) D is constant and Spec grows with eps, so
-    the largest |y| of the interval scores at least as well as any other eps in it; its
-    candidates are 0 and those (the first maximum and its eps are the pair loop's).
-    """
-
-    def __init__(self, x: FloatArray, gx: IntArray, v: FloatArray, steps: Sequence[FloatArray], zero: IntArray,
-                 pairs: IntArray) -> None:
-        self.m = len(v)
-        jx = np.searchsorted(v, x)
-        self.x = _Entries(gx, jx, np.ones(len(x), dtype=np.int64), self.m)
-        gy, cy, ny, top = slice_cells(steps, v)
-        self.y = _Entries(gy, cy, ny, 2 * self.m + 2)
-        self.zero, self.pairs = zero.astype(np.float64), pairs.astype(np.float64)
-        self.x_per_group = np.bincount(gx, minlength=len(steps)).astype(np.float64)
-        self.positive = np.flatnonzero(v > 0)
-        self.cand = np.unique(np.concatenate([[0.0], top[np.isfinite(top)]]))
-        self.cand_interval = np.searchsorted(v, self.cand, side="right")  # #(v <= c)
-        self.active = len(x) > 0 and int(self.pairs.sum()) > 0
-
-    def values(self, W: np.ndarray) -> dict[str, FloatArray]:
-        """ds_auc, balanced_best, balanced_eps and length_correlation (nan) of each row of ``W``."""
-        from rmbench.core.weighted_order import balanced_best, ratio
-
-        b = W.shape[0]
-        nan = np.full(b, np.nan)
-        out = {"ds_auc": nan, "balanced_best": nan, "balanced_eps": nan, "length_correlation": nan}
-        if not self.active:
-            return out
-        xw, cells = self.x.weighted(W), self.y.weighted(W)
-        W = W.astype(np.float64)
-        nx, ny = W @ self.x_per_group, W @ self.pairs
-        cum_y = np.cumsum(cells, axis=1)
-        y_lt = cum_y[:, 1:2 * self.m:2]  # #w(y < v_j), j = 1..m
-        below = np.einsum("ij,ij->i", xw, y_lt)
-        p = self.positive
-        ties = np.einsum("ij,ij->i", xw[:, p], cells[:, 2 * p + 2])
-        out["ds_auc"] = ratio(below + 0.5 * ties, nx * ny)
-        cum_x = np.concatenate([np.zeros((b, 1)), np.cumsum(xw, axis=1)], axis=1)
-        x_le = cum_x[:, self.cand_interval]
-        y_le = cum_y[:, 2 * self.cand_interval + 1]
-        y_le[:, self.cand == 0] = (W @ self.zero)[:, None]
-        out["balanced_best"], out["balanced_eps"] = balanced_best(x_le, y_le, self.cand, nx, ny)
-        return out
-
-
-class _Entries:
-    """Counts ``count`` of groups ``group`` at columns ``column`` (0..width-1): weighted per
-    resample as sum_e W[:, group_e] count_e by column, summed in integers (int32 where no sum
-    can reach 2**31: a third of the time of float64), given as float64 (exact)."""
-
-    def __init__(self, group: IntArray, column: IntArray, count: IntArray, width: int) -> None:
-        order = np.argsort(column, kind="stable")
-        self.group, self.count = group[order], count[order].astype(np.int64)
-        self.ones, self.total = bool(np.all(self.count == 1)), int(self.count.sum())
-        col = column[order]
-        self.starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]]) if len(col) else np.zeros(0, np.int64)
-        self.columns, self.width = col[self.starts], width
-
-    def weighted(self, W: np.ndarray) -> FloatArray:
-        out = np.zeros((W.shape[0], self.width))
-        if len(self.group):
-            top = int(np.max(W)) if W.size else 0
-            gathered = np.take(np.asarray(W).astype(np.int32 if top * max(self.total, 1) < 2**31 else np.int64),
-                               self.group, axis=1)
-            if not self.ones:
-                gathered = gathered * self.count
-            out[:, self.columns] = np.add.reduceat(gathered, self.starts, axis=1)
-        return out
