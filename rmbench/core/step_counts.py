@@ -206,7 +206,7 @@ def _threshold_counts(s: FloatArray, v: FloatArray) -> tuple[IntArray, IntArray,
     """Per x value v_j: #(y < v_j), #(y <= v_j) and the largest y < v_j (-inf when none)."""
     n, m = len(s), len(v)
     lt, le, below = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.full(m, -np.inf)
-    per = max(1, BLOCK // n)
+    per = max(1, BLOCK // (4 * n))  # a dozen arrays of n x per entries
     steps = np.arange(n, dtype=np.int64)
     for j0 in range(0, m, per):
         t = v[j0:j0 + per]
