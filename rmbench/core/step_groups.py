@@ -53,5 +53,12 @@ class StepGroup(ComparisonGroup):
         a, b = np.nonzero(np.triu((u[:, None] == u[None, :]) & (u[:, None] == 1), 1))
         return better.astype(np.int64), worse.astype(np.int64), a.astype(np.int64), b.astype(np.int64)
 
+    def pair_counts(self) -> tuple[int, int]:
+        """k and k(k-1)/2 for k correct steps before the first error (0 and n(n-1)/2 with none
+        wrong): the pairs of :meth:`pair_arrays`, counted without listing them."""
+        k = self.first_error
+        n = k if k >= 0 else len(self.utilities)
+        return max(k, 0), n * (n - 1) // 2
+
     def to_json(self) -> dict[str, Any]:
         return {**super().to_json(), "steps": True}

@@ -166,6 +166,11 @@ class ComparisonGroup:
         a, b = np.nonzero(equal)
         return better.astype(np.int64), worse.astype(np.int64), a.astype(np.int64), b.astype(np.int64)
 
+    def pair_counts(self) -> tuple[int, int]:
+        """How many discrimination and specificity pairs :meth:`pair_arrays` gives."""
+        better, _, a, _ = self.pair_arrays()
+        return len(better), len(a)
+
     def discrimination_pairs(self) -> list[tuple[int, int]]:
         """Index pairs (better, worse) with u(better) > u(worse)."""
         better, worse, _, _ = self.pair_arrays()

@@ -115,8 +115,8 @@ def _progress_bar(progress: ProgressFactory, description: str, total: int, unit:
 
 def _pair_counts(groups: Sequence[ComparisonGroup]) -> tuple[int, int]:
     """How many discrimination and specificity pairs ``groups`` hold."""
-    arrays = [g.pair_arrays() for g in groups]
-    return sum(len(a[0]) for a in arrays), sum(len(a[2]) for a in arrays)
+    counts = [g.pair_counts() for g in groups]
+    return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
 def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, config: RunSpec,

@@ -12,15 +12,18 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from rmbench.core import metrics as M
 from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.core.choices import EpsUnit
+from rmbench.core.step_groups import StepGroup
 from rmbench.core.types import PairIndex
 from rmbench.errors import ConfigError
 from rmbench.results.statistics.slice_statistic import SliceStatistic, slice_statistic
+from rmbench.results.statistics.step_statistic import counts_steps, step_slice_statistic
 from rmbench.results.statistics.summary import paired_diff
 from rmbench.results.storage.folder import RewardRow, RunFolder
 from rmbench.results.storage.record import Estimate, eps_text
@@ -124,6 +127,11 @@ def compare_task(paired: PairedTask, n_bootstrap: int = 1000, seed: int = 0) -> 
     td, name, eps, eps_unit = paired.data, paired.name, paired.eps, paired.data.result.eps_unit
     rewards = [paired.rewards_a, paired.rewards_b]
     units = td.task.bootstrap_units(td.groups)
+    if counts_steps(td.groups):  # a long solution's step pairs counted, as its run's summary did
+        steps = cast(Sequence[StepGroup], td.groups)
+        stats = [step_slice_statistic(steps, r, eps, eps_unit, units, td.task.extra_metrics(td.groups, r))
+                 for r in rewards]
+        return _rows(name, None, stats[0], stats[1], eps_unit, n_bootstrap, seed)
     index = PairIndex.from_groups(td.groups)  # one index for the whole task and every slice
     stats = [slice_statistic(td.groups, r, eps, eps_unit, units, td.task.extra_metrics(td.groups, r),
                              index=index) for r in rewards]

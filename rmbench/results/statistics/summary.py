@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -19,8 +20,11 @@ from rmbench.core import metrics as M
 from rmbench.core.arrays import FloatArray, IntArray
 from rmbench.core.choices import EpsUnit
 from rmbench.core.metric_registry import GAP_SUFFIX
+from rmbench.core.step_groups import StepGroup
+from rmbench.core.step_slice import discrimination_index
 from rmbench.core.types import ComparisonGroup, PairIndex
 from rmbench.results.statistics.slice_statistic import SliceStatistic, slice_statistic
+from rmbench.results.statistics.step_statistic import COUNT_STEPS_FROM, counts_steps, step_slice_statistic
 from rmbench.results.storage.record import Estimate, MetricRecord
 from rmbench.tasks.base import ExtraMetric, TaskScores, as_task_scores
 
@@ -50,7 +54,8 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatA
               eps_unit: EpsUnit = "sigma", group_units: IntArray | None = None,
               extra_metrics: TaskScores | Mapping[str, ExtraMetric] | None = None,
               n_bootstrap: int = 1000, seed: int = 0, method: str = "weighted",
-              progress: Callable[[int], Callable[[int], None]] | None = None) -> list[MetricRecord]:
+              progress: Callable[[int], Callable[[int], None]] | None = None,
+              count_steps_from: int | None = COUNT_STEPS_FROM) -> list[MetricRecord]:
     """Every metric of the task, overall and per slice, with percentile bootstrap 95% CIs: per
     slice one record per entry of its statistic (:mod:`rmbench.results.statistics.slice_statistic`:
     every declared computed metric, per eps for D and Spec, and on the overall slice the task's
@@ -66,10 +71,14 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatA
     official score with its subset scores), reported on the overall slice only.
     ``progress(total)``: called once with the resamples to run (``n_bootstrap`` x slices, the
     weighted method), it returns a callback advanced by each block's resamples.
+    ``count_steps_from``: a step-level task with a solution of at least this many specificity
+    pairs is summarized from counted pairs (:mod:`rmbench.results.statistics.step_statistic`:
+    the same records, but length_correlation nan; None: always from the listed pairs).
     """
     rewards = np.asarray(rewards, dtype=np.float64)
     sigma = M.reward_sigma(rewards)
-    index = PairIndex.from_groups(groups)
+    counted = counts_steps(groups, count_steps_from)
+    index = discrimination_index(cast(Sequence[StepGroup], groups)) if counted else PairIndex.from_groups(groups)
     records: list[MetricRecord] = []
     extra_metrics = as_task_scores(extra_metrics, len(groups))
     slices = _slices(groups)
@@ -77,7 +86,9 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatA
                else None)
     for sl in slices:
         extras = extra_metrics if sl.subset is None and sl.shift is None else None
-        stat = slice_statistic(groups, rewards, eps, eps_unit, group_units, extras, sl.group_ids, index)
+        stat = (step_slice_statistic(cast(Sequence[StepGroup], groups), rewards, eps, eps_unit, group_units, extras,
+                                     sl.group_ids, index) if counted
+                else slice_statistic(groups, rewards, eps, eps_unit, group_units, extras, sl.group_ids, index))
         point = stat.statistic(np.arange(stat.n_units))
         low, high = _ci(stat, n_bootstrap, seed, method, advance)
         if low.size == 0:
