@@ -41,6 +41,12 @@ def score_batch(model: RewardModel, batch: Sequence[Request], retries: MemoryRet
     scores through it, in whatever process; its errors say what the model did, and the engine adds
     which model it was. A batch that runs out of memory is scored again in halves
     (:mod:`rmbench.scoring.memory`), counted in ``retries``."""
+    return _score_or_split(model, batch, retries if retries is not None else MemoryRetries(), top=True)
+
+
+def _score_or_split(model: RewardModel, batch: Sequence[Request], retries: MemoryRetries, top: bool) -> np.ndarray:
+    """:func:`score_batch`; ``top``: ``batch`` is a whole planned batch, not a half of one (only a
+    failed whole batch pays for a full garbage collection before its halves)."""
     kind = kind_of(batch[0])
     try:
         return kind.score(model, batch)
@@ -52,8 +58,8 @@ def score_batch(model: RewardModel, batch: Sequence[Request], retries: MemoryRet
                              ) from exc
         failure = failure_text(exc)
     # Out of the except clause, so the failed attempt's frames (and their tensors) are freed first.
-    retries = retries if retries is not None else MemoryRetries()
-    return score_in_halves(batch, failure, retries, lambda half: score_batch(model, half, retries))
+    return score_in_halves(batch, failure, retries, lambda half: _score_or_split(model, half, retries, top=False),
+                           collect=top)
 
 
 class LocalBackend:

@@ -83,16 +83,20 @@ def _free_memory() -> None:
 
 
 def score_in_halves(batch: Sequence[Request], failure: str, retries: MemoryRetries,
-                    score: Callable[[Sequence[Request]], np.ndarray]) -> np.ndarray:
+                    score: Callable[[Sequence[Request]], np.ndarray], collect: bool = True) -> np.ndarray:
     """The values of ``batch`` after its whole failed with out-of-memory ``failure``: ``score``
-    (which may split again) on each half, joined in order; for one response, the error."""
+    (which may split again) on each half, joined in order; for one response, the error.
+    ``collect``: free what the failed attempt held first (:func:`_free_memory`, a full garbage
+    collection: tens of milliseconds with torch loaded), done once per failed top-level batch; a
+    half that fails again frees its own attempt's tensors by reference counting as it unwinds."""
     if len(batch) == 1:
         raise ModelError(f"ran out of memory on a single {kind_of(batch[0]).unit[:-1]} ({where(batch[0])}), so "
                          f"no smaller batch is left to try: {failure}; make the texts shorter (--max-length N) or "
                          f"the weights smaller (--dtype bfloat16 or float16), or run on a device with more memory "
                          f"(a smaller --token-budget makes batches smaller, not single responses)")
     retries.note(failure)
-    _free_memory()
+    if collect:
+        _free_memory()
     half = (len(batch) + 1) // 2
     first, second = score(batch[:half]), score(batch[half:])
     return np.concatenate([first, second], axis=0)
