@@ -13,13 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.items import item_correct
 from rmbench.core.metric_def import MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import slice_label
-from rmbench.core.types import ComparisonGroup, PairIndex, data_fingerprint
+from rmbench.core.types import ComparisonGroup, PairIndex, data_fingerprint, with_score_args
 from rmbench.tasks.schemas import RowSchema
 
 ExtraMetric = Callable[[np.ndarray], float]
@@ -76,9 +75,10 @@ class Task(ABC):
     row_schemas: tuple[RowSchema, ...] = ()
     score_args: tuple[str, ...] = ()
     """Arguments that change the task's scores but not its groups (ProcessBench's and PRMBench's
-    ``threshold``): their values (the task's attributes of those names) are part
-    of its fingerprint (:func:`task_fingerprint`), so runs made with other values are never
-    compared nor shown in one column."""
+    ``threshold``): their values (the task's attributes of those names, :func:`task_score_args`)
+    are recorded beside its data fingerprint and are part of its task key, so runs made with
+    other values are never compared nor shown in one column (and a note says ``threshold 0.5 vs
+    0.3``, not that their data differ)."""
     steps: bool = False
     """A step-level task: its groups are :class:`~rmbench.core.step_groups.StepGroup` solutions whose
     steps a process reward model (:class:`~rmbench.models.step_model.StepScoringModel`) scores, one
@@ -125,14 +125,17 @@ class Task(ABC):
         return item_correct(PairIndex.from_groups(groups), rewards)
 
 
+def task_score_args(task: Task) -> dict[str, Any]:
+    """The values of the task's :attr:`Task.score_args` (its attributes of those names), by name:
+    what its results rest on besides its groups, recorded apart from its data fingerprint."""
+    return {name: getattr(task, name) for name in task.score_args}
+
+
 def task_fingerprint(task: Task, groups: Sequence[ComparisonGroup]) -> str:
-    """What a task's results rest on: its groups' :func:`~rmbench.core.types.data_fingerprint`,
-    and, for a task that declares :attr:`Task.score_args`, their values (sha256 of both)."""
-    fingerprint = data_fingerprint(groups)
-    if not task.score_args:
-        return fingerprint
-    args = {name: getattr(task, name) for name in task.score_args}
-    return sha256_hex(canonical_json({"data": fingerprint, "score_args": args}))
+    """What a task's results rest on, as one hash: its groups' :func:`~rmbench.core.types.data_fingerprint`,
+    and, for a task that declares :attr:`Task.score_args`, their values
+    (:func:`~rmbench.core.types.with_score_args`); a run records the two apart."""
+    return with_score_args(data_fingerprint(groups), task_score_args(task))
 
 
 def units_by_source(groups: Sequence[ComparisonGroup]) -> np.ndarray:

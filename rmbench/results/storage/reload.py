@@ -16,7 +16,7 @@ import numpy as np
 from rmbench.catalog import load_catalog
 from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import LIMIT_FIRST
-from rmbench.core.types import ComparisonGroup
+from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.core.unscored import Scored, drop_unscored
 from rmbench.errors import DataError
 from rmbench.results.storage.folder import RunFolder
@@ -63,7 +63,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
         # (the fingerprint check below makes sure it is the same data).
         spec = catalog.task_spec(result.name)
         task, groups, bad = load_task(spec, limit, skip, sampling)
-    if task_fingerprint(task, groups) != result.data_fingerprint:
+    if not same_data(task, groups, result):
         where = _source(spec)
         if spec is not recorded:  # the recorded source failed and this install's copy differs
             raise DataError(f"task {result.name!r}: the data the run used ({_source(recorded)}) cannot be read "
@@ -72,6 +72,15 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
         raise DataError(f"task {result.name!r}: the data at {where} is not the data the run used (fingerprint "
                         f"differs); pass that file with --data {result.name}=PATH")
     return TaskData(task, result, groups, spec, tuple(bad))
+
+
+def same_data(task: Task, groups: Sequence[ComparisonGroup], result: TaskResult) -> bool:
+    """Whether ``groups`` are the data ``result`` was scored on: their data fingerprint, where the
+    run records its score arguments apart; else (a file written before, or a task without any)
+    with the task's score arguments folded in, as its ``data_fingerprint`` holds them."""
+    if result.score_args:
+        return data_fingerprint(groups) == result.data_fingerprint
+    return task_fingerprint(task, groups) == result.data_fingerprint
 
 
 def _source(spec: TaskSpec):
