@@ -582,7 +582,8 @@ def test_a_results_json_that_folds_the_threshold_into_its_data_fingerprint_still
     for threshold in (0.5, 0.3):
         runs[threshold] = rmbench.evaluate(rmbench.EvalConfig(
             model=f"python-prm:{tmp_path / 'prm.py'}:score", tasks=("processbench",), n_bootstrap=0,
-            data=(("processbench", str(data)),), task_args=(("threshold", threshold),)), out_dir=tmp_path / f"t{threshold}")
+            data=(("processbench", str(data)),), task_args=(("threshold", threshold),)),
+            out_dir=tmp_path / f"t{threshold}")
     new = runs[0.5].task("processbench")
     old_file = tmp_path / "t0.5" / "results.json"
     doc = json.loads(old_file.read_text())
