@@ -84,9 +84,12 @@ class Task(ABC):
     steps a process reward model (:class:`~rmbench.models.step_model.StepScoringModel`) scores, one
     reward per step, as P(step correct) (a logit-scale model's scores pass through the sigmoid)."""
     verdict_args: Mapping[str, Any] = {}
-    """Arguments the task takes when the model gives pair verdicts (a pairwise LLM judge, whose
-    reward gap is its verdict in {+1, 0, -1}) and ``--task-arg`` does not set them: JudgeBench
-    scores a judge's two games by their combined verdict (``single_game: false``)."""
+    """Arguments the task takes when the model gives pair verdicts (a
+    :class:`~rmbench.models.base.PairVerdictModel`: a pairwise LLM judge, whose reward gap is its
+    verdict in {+1, 0, -1}; a published JudgeBench file) and ``--task-arg`` does not set them:
+    JudgeBench scores a judge's two games by their combined verdict (``single_game: false``). They
+    change the task's scores, never its groups: the groups read for any model are scored with them
+    (:func:`rmbench.scoring.planning.tasks_for_model`), never read again."""
 
     @abstractmethod
     def groups(self) -> Iterator[ComparisonGroup]:
