@@ -25,7 +25,8 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :func:`load_groups`, :func:`load_catalog`, :class:`OfficialLayout`;
 * writing a model: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`,
   :class:`Truncation` and the declared capabilities :class:`TokenizedModel`,
-  :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`;
+  :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`,
+  :class:`PairVerdictModel`;
 * registering: :func:`register_task_kind`, :func:`register_model_kind`, :func:`register_engine`
   with :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch` and
   :class:`MemoryRetries`, :func:`register_format` with :class:`OutputFormat` and
@@ -97,6 +98,7 @@ _PUBLIC: dict[str, str] = {
     "CompositeModel": "rmbench.models.base:CompositeModel",
     "GroupContextModel": "rmbench.models.base:GroupContextModel",
     "CallingModel": "rmbench.models.base:CallingModel",
+    "PairVerdictModel": "rmbench.models.base:PairVerdictModel",
     "register_task_kind": "rmbench.tasks:register_task_kind",
     "register_model_kind": "rmbench.models:register_model_kind",
     "register_engine": "rmbench.scoring.engines:register_engine",

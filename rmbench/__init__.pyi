@@ -10,8 +10,8 @@ from rmbench.core.types import ComparisonGroup, Message
 from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.integrations.trl import RMBenchCallback
 from rmbench.models import register_model_kind
-from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
-                                 StochasticModel, TokenizedModel, Truncation)
+from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, PairVerdictModel, RewardModel,
+                                 Runtime, ScoreRequest, StochasticModel, TokenizedModel, Truncation)
 from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.statistics.verify import Verification, verify_runs
 from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
@@ -85,6 +85,7 @@ __all__ = [
     "CompositeModel",
     "GroupContextModel",
     "CallingModel",
+    "PairVerdictModel",
     "register_task_kind",
     "register_model_kind",
     "register_engine",

@@ -23,6 +23,30 @@ def test_comparability_key_is_pinned():
     assert key != comparability_key("ties", 1, "0" * 64, 1, [0.0, 0.1], "raw")
 
 
+def test_score_arguments_are_apart_from_the_data_and_keep_the_keys():
+    """A task's score arguments are recorded beside its data fingerprint; its keys are taken over
+    both folded as earlier files folded them into their data fingerprint (by hand: sha256 of
+    ``{"data": ..., "score_args": ...}``), so a task without any keeps the pinned key above, and a
+    note names an argument that differs by its values, not as other data."""
+    import hashlib
+
+    from rmbench.core.canonical import canonical_json
+    from rmbench.results.storage.record import TaskKeyParts
+
+    data = "0" * 64
+    plain = TaskKeyParts("ties", 1, data, 1, (0.1, 0.0), "sigma")
+    assert plain.comparability_key == "0ad923eeba03059954af2b51f5ac836c8e5bf4825c6d8a09df0c266e3eda5a9a"
+    at = {t: TaskKeyParts("processbench", 1, data, 1, (0.0,), "sigma", {"threshold": t}) for t in (0.5, 0.3)}
+    folded = hashlib.sha256(canonical_json({"data": data, "score_args": {"threshold": 0.5}}).encode()).hexdigest()
+    assert at[0.5].fingerprint == folded
+    assert at[0.5].comparability_key == comparability_key("processbench", 1, folded, 1, [0.0], "sigma")
+    assert at[0.5].comparability_key != at[0.3].comparability_key
+    assert at[0.5].differences(at[0.3]) == ["threshold 0.5 vs 0.3"]
+    other = TaskKeyParts("processbench", 1, "1" * 64, 1, (0.0,), "sigma", {"threshold": 0.3})
+    assert at[0.5].differences(other) == ["data fingerprint 000000000000 vs 111111111111", "threshold 0.5 vs 0.3"]
+    assert at[0.5].differences(at[0.5]) == []
+
+
 def test_builtin_ties_data_is_pinned():
     """Golden value: editing tasks/data/ties_builtin.jsonl must come with a task version bump."""
     spec = load_catalog().task_spec("ties_sample")

@@ -531,9 +531,12 @@ def test_a_processbench_file_given_to_ties_names_processbench(tmp_path):
 
 
 def test_runs_at_other_thresholds_are_never_compared(tmp_path):
-    """``threshold`` is a score argument: part of the task's fingerprint, so two runs at other
-    thresholds get other task keys (two columns, never one), and each reloads against its own."""
+    """``threshold`` is a score argument: recorded apart from the data fingerprint (the same data:
+    the same fingerprint) and part of the task key, so two runs at other thresholds get other task
+    keys (two columns, never one, with a note naming the thresholds, not the data), and each
+    reloads against its own."""
     from rmbench.results.publishing.leaderboard import build_leaderboard
+    from rmbench.results.statistics.compare import paired_task
     from rmbench.results.storage.folder import load_run
     from rmbench.scoring.rerun import run_tasks_loaded
 
@@ -547,12 +550,57 @@ def test_runs_at_other_thresholds_are_never_compared(tmp_path):
             data=(("processbench", str(data)),), task_args=(("threshold", threshold),)), out_dir=out)
     keys = {t: r.task("processbench").comparability_key for t, r in runs.items()}
     assert keys[0.5] != keys[0.3]
+    tasks = {t: r.task("processbench") for t, r in runs.items()}
+    assert tasks[0.5].data_fingerprint == tasks[0.3].data_fingerprint  # the same data
+    assert [dict(t.score_args) for t in tasks.values()] == [{"threshold": 0.5}, {"threshold": 0.3}]
+    assert tasks[0.5].differences(tasks[0.3]) == ["threshold 0.5 vs 0.3"]
     runs_on_disk = [load_run(tmp_path / "t0.5"), load_run(tmp_path / "t0.3")]
-    headers = [c.header for c in build_leaderboard(runs_on_disk).main.columns]
+    board = build_leaderboard(runs_on_disk)
+    headers = [c.header for c in board.main.columns]
     assert "processbench (threshold=0.3) ProcessBench F1" in headers  # shown apart, each named
     assert "processbench (threshold=0.5) ProcessBench F1" in headers
+    [note] = [n for n in board.notes if "cannot share cells" in n]
+    assert note.endswith(": threshold 0.5 vs 0.3; shown apart") and "data fingerprint" not in note, note
+    with pytest.raises(rmbench.ConfigError, match=r"not comparable \(threshold 0\.5 vs 0\.3\)"):
+        paired_task(*runs_on_disk, "processbench")
     for run in runs_on_disk:  # each reloads: the fingerprint check holds its own threshold
         assert run_tasks_loaded(run)[0].task.threshold == run.record.task("processbench").args["threshold"]
+
+
+def test_a_results_json_that_folds_the_threshold_into_its_data_fingerprint_still_loads(tmp_path):
+    """A file written before score arguments were recorded apart (no ``score_args``; its
+    ``data_fingerprint`` is sha256 of the data and the threshold) loads, keeps its task key (the
+    same as a new run's at that threshold: they share cells), reloads its data, and against a run
+    at another threshold gets one note naming both hashes."""
+    from rmbench.core.canonical import canonical_json, sha256_hex
+    from rmbench.results.storage.folder import load_run
+    from rmbench.scoring.rerun import run_tasks_loaded
+
+    (tmp_path / "prm.py").write_text(PRM)
+    data = write_lines(tmp_path / "pb.jsonl", ROWS)
+    runs = {}
+    for threshold in (0.5, 0.3):
+        runs[threshold] = rmbench.evaluate(rmbench.EvalConfig(
+            model=f"python-prm:{tmp_path / 'prm.py'}:score", tasks=("processbench",), n_bootstrap=0,
+            data=(("processbench", str(data)),), task_args=(("threshold", threshold),)),
+            out_dir=tmp_path / f"t{threshold}")
+    new = runs[0.5].task("processbench")
+    old_file = tmp_path / "t0.5" / "results.json"
+    doc = json.loads(old_file.read_text())
+    task = doc["tasks"][0]
+    assert task.pop("score_args") == {"threshold": 0.5}
+    # as the earlier rmbench wrote it (tasks/base.py:task_fingerprint of that version)
+    task["data_fingerprint"] = sha256_hex(canonical_json({"data": task["data_fingerprint"],
+                                                          "score_args": {"threshold": 0.5}}))
+    old_file.write_text(json.dumps(doc))
+    old = load_run(tmp_path / "t0.5")  # its recorded keys still match its fields
+    loaded = old.record.task("processbench")
+    assert not loaded.score_args and loaded.data_fingerprint == task["data_fingerprint"]
+    assert (loaded.task_key, loaded.comparability_key) == (new.task_key, new.comparability_key)
+    assert loaded.differences(new) == []
+    assert run_tasks_loaded(old)[0].fingerprint == new.data_fingerprint  # its data reloads, checked
+    [line] = loaded.differences(runs[0.3].task("processbench"))
+    assert line.startswith("data or score arguments ") and "threshold 0.3" in line, line
 
 
 def test_a_critique_that_names_no_step_counts_as_run_eval_counts_it(tmp_path):

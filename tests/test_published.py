@@ -331,6 +331,122 @@ def test_judgebench_verdicts_replay_as_verdicts(tmp_path):
         sum(d == p["label"] for d, p in zip(decisions, pairs)) / 10)
 
 
+def test_a_published_judgebench_file_and_a_pairwise_judge_declare_pair_verdicts(tmp_path):
+    """Giving pair verdicts is a capability a model's class declares, never a test of kind names."""
+    from rmbench.core.specs import ModelSpec
+    from rmbench.models import build_model
+    from rmbench.models.base import PairVerdictModel
+
+    pairs = judgebench_pairs()
+    output = tmp_path / "out.jsonl"
+    output.write_text(judgebench_output(pairs, [[rm_game(1.0, 0.0)] for _ in pairs]), encoding="utf-8")
+    rmb = tmp_path / "rmb_result.json"
+    rmb.write_text(json.dumps([{"pair_uid": "1", "category_path": "Pairwise_set/x", "chosen_reward": 1.0,
+                                "reject_reward": 0.0}]))
+    server = {"base_url": "http://127.0.0.1:9/v1"}  # building a judge calls nothing
+    gives = {name: isinstance(build_model(ModelSpec.make(name, kind, args)), PairVerdictModel) for name, kind, args in (
+        ("jb", "published", {"target": f"judgebench:{output}"}), ("rmb", "published", {"target": f"rmb:{rmb}"}),
+        ("pairwise", "judge", {"model": "m", "mode": "pairwise", **server}),
+        ("rating", "judge", {"model": "m", **server}), ("steps", "judge", {"model": "m", "mode": "steps", **server}),
+        ("python", "length", {}))}
+    assert gives == {"jb": True, "rmb": False, "pairwise": True, "rating": False, "steps": False, "python": False}
+
+
+def test_plan_run_never_reads_a_handed_task_again(tmp_path):
+    """The tasks a caller hands ``plan_run`` are taken as they are for every model: a model that
+    gives pair verdicts gets their verdict arguments on the same groups (its data file is gone, so
+    reading it again would fail), and the plan keeps them as read for the next model."""
+    from rmbench.catalog import load_catalog
+    from rmbench.scoring.config import EvalConfig as Config
+    from rmbench.scoring.planning import load_tasks, plan_run
+
+    pairs = judgebench_pairs()
+    data = write_jsonl(tmp_path / "jb.jsonl", pairs)
+    output = tmp_path / "out.jsonl"
+    output.write_text(judgebench_output(pairs, [[rm_game(1.0, 0.0), rm_game(0.0, 1.0)] for _ in pairs]),
+                      encoding="utf-8")
+    config = Config(model=f"published:judgebench:{output}", tasks=("judgebench",), data=(("judgebench", str(data)),))
+    read = load_tasks(config.measured, load_catalog(), print)
+    data.unlink()
+    plan = plan_run(config, tasks=read)
+    [task], [as_read] = plan.tasks, read
+    assert task.groups is as_read.groups and task.fingerprint == as_read.fingerprint
+    assert task.spec.args["single_game"] is False and task.task.single_game is False
+    assert "single_game" not in as_read.spec.args and plan.tasks_read == tuple(read)
+    given = Config(model=f"published:judgebench:{output}", tasks=("judgebench",), data=(("judgebench", str(data)),),
+                   task_args=(("single_game", True),))
+    assert plan_run(given, tasks=read).tasks[0].task.single_game is True  # --task-arg sets it: kept
+    other = plan_run(Config(model="length", tasks=("judgebench",), data=(("judgebench", str(data)),)),
+                     tasks=plan.tasks_read)
+    assert other.tasks == plan.tasks_read  # any other model: the tasks as read
+
+
+def test_a_model_list_scores_each_model_with_its_own_task_arguments(tmp_path):
+    """One eval of a published JudgeBench file and a reward model on the same data: the file's
+    pairs by both games' rule, the reward model's by one game (the default), whichever comes first."""
+    from rmbench.scoring.suite import evaluate_models
+
+    pairs = judgebench_pairs()
+    data = write_jsonl(tmp_path / "jb.jsonl", pairs)
+    output = tmp_path / "out.jsonl"
+    output.write_text(judgebench_output(pairs, [[rm_game(1.0, 0.0), rm_game(0.0, 1.0)] for _ in pairs]),
+                      encoding="utf-8")
+    configs = [EvalConfig(model=m, tasks=("judgebench",), data=(("judgebench", str(data)),), n_bootstrap=0,
+                          use_cache=False) for m in (f"published:judgebench:{output}", "length")]
+    result = evaluate_models(configs, out=tmp_path / "runs")
+    single_game = [r.tasks[0].args.get("single_game", True) for r in result.records]
+    assert single_game == [False, True]
+
+
+JB_RM_SOURCE = '''import hashlib
+
+
+def score(pairs):  # a reward from each response's text alone, never tied on these pairs
+    return [int(hashlib.sha256(r.encode()).hexdigest()[:8], 16) / 2 ** 32 for _, r in pairs]
+'''
+
+
+def _jb_reward(text: str) -> float:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 2 ** 32
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["gpt", "claude"])
+def test_verify_a_judgebench_run_against_its_published_file_offline(split, tmp_path):
+    """A run on a local JudgeBench file (either response set: ``--task-arg split=claude`` reads
+    Claude's) verified against the JudgeBench output file of the same rewards, with the hub
+    unreachable (HF_HUB_OFFLINE, an empty hub cache): the published model is scored on the run's
+    own recorded task (its split and file), never on the task re-read by name from the hub; the
+    file's pairs are scored by both games' rule, and the verification is equal. A file whose
+    rewards are planted upside down is different."""
+    model = {"gpt": "gpt-4o-2024-05-13", "claude": "claude-3-5-sonnet-20240620"}[split]
+    pairs = [{**p, "response_model": model, "response_A": f"{split} answer A{i}", "response_B": f"{split} answer B{i}"}
+             for i, p in enumerate(judgebench_pairs())]
+    data = write_jsonl(tmp_path / f"dataset=judgebench,response_model={model}.jsonl", pairs)
+    (tmp_path / "my_rm.py").write_text(JB_RM_SOURCE)
+    env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = _rmbench("eval", "--model", "python:my_rm.py:score", "--tasks", "judgebench", "--data",
+                    f"judgebench={data}", "--task-arg", f"split={split}", "--bootstrap", "50", "--out", "run",
+                    cwd=tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    rewards = [(_jb_reward(p["response_A"]), _jb_reward(p["response_B"])) for p in pairs]
+    assert all(a != b for a, b in rewards)
+    planted = [(b, a) for a, b in rewards]
+    verdicts = {}
+    for name, scores in (("same", rewards), ("planted", planted)):
+        published = tmp_path / f"dataset=judgebench,response_model={model},judge_name=reward_model,{name}.jsonl"
+        published.write_text(judgebench_output(pairs, [[rm_game(a, b), rm_game(b, a)] for a, b in scores]),
+                             encoding="utf-8")
+        done = _rmbench("verify", "run", "--against", f"published:judgebench:{published}", "--out", f"ref-{name}",
+                        "--bootstrap", "200", "--json", f"{name}.json", cwd=tmp_path, **env)
+        assert done.returncode in (0, 1) and (tmp_path / f"{name}.json").is_file(), done.stderr
+        verdicts[name] = (done.returncode, json.loads((tmp_path / f"{name}.json").read_text())["verdict"])
+        reference = json.loads((tmp_path / f"ref-{name}" / "results.json").read_text())["tasks"][0]
+        assert reference["args"]["split"] == split and reference["args"]["path"] == str(data)  # the run's own
+        assert reference["args"]["single_game"] is False  # a published JudgeBench file: both games' rule
+    assert verdicts == {"same": (0, "equal"), "planted": (1, "different")}, verdicts
+
+
 def _judgebench_checkout() -> Path:
     folder = os.environ.get("RMBENCH_JUDGEBENCH_DIR")
     if not folder or not (Path(folder) / "utils" / "metrics.py").is_file():

@@ -295,7 +295,8 @@ def _type_schema(tp: Any, owner: type) -> dict:
 # columns are objects, optional fields are left out when unset.
 FLATTEN = {("MetricRecord", "estimate")}
 EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of name, version, data "
-                                     "fingerprint, metric version and eps unit (Comparability); files of "
+                                     "fingerprint (with score_args folded in), metric version and eps unit "
+                                     "(Comparability); files of "
                                      "earlier versions lack it (the reader computes it)"},
                         "comparability_key": {"type": "string", "description": "the task key and the eps list; "
                                               "files of earlier versions lack it (the reader computes it)"}}}
@@ -304,7 +305,8 @@ EXTRA = {"TaskResult": {"task_key": {"type": "string", "description": "sha256 of
 OPTIONAL = {("TaskResult", "unparsed"), ("TaskResult", "judge_replies"), ("RunConfig", "limit_sampling"),
             ("OfficialLayout", "provenance"), ("OfficialColumn", "metric"), ("TaskResult", "metric_specs"),
             ("MetricSpec", "official"),
-            ("MetricSpec", "reading"), ("MetricSpec", "plugin"), ("Environment", "plugins")}
+            ("MetricSpec", "reading"), ("MetricSpec", "plugin"), ("Environment", "plugins"),
+            ("TaskResult", "score_args")}
 NULLABLE_NUMBERS = {("Estimate", "value")}  # nan is written as null
 OPEN = {"EngineStats": "other"}
 """Records read leniently (every field optional: an older file lacks some, and no stats are

@@ -229,6 +229,16 @@ def data_fingerprint(groups: Iterable[ComparisonGroup]) -> str:
     return h.hexdigest()
 
 
+def with_score_args(data: str, score_args: Mapping[str, Any] | None) -> str:
+    """The fingerprint a task's comparability rests on: ``data`` (its :func:`data_fingerprint`)
+    alone for a task without score arguments, else sha256 of both (``{"data": ..., "score_args":
+    {...}}``, the value results.json files written before the score arguments were recorded apart
+    hold as their data fingerprint, so their task keys stay what they were)."""
+    if not score_args:
+        return data
+    return hashlib.sha256(canonical_json({"data": data, "score_args": dict(score_args)}).encode("utf-8")).hexdigest()
+
+
 @dataclass(frozen=True)
 class PairIndex:
     """All pairs of a task as flat index arrays into the task's response-level reward vector.

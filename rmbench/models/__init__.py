@@ -108,15 +108,6 @@ def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Tru
     return model
 
 
-def gives_pair_verdicts(spec: ModelSpec) -> bool:
-    """Whether the model ``spec`` describes gives pair verdicts (a ``judge`` in mode ``pairwise``:
-    its reward gap is the pair's verdict, +1, 0 or -1; a published JudgeBench file, whose pairs
-    are scored by its games' combined verdicts), so tasks take their ``verdict_args``."""
-    if spec.kind == "published":
-        return str(spec.args.get("target", "")).partition(":")[0] == "judgebench"
-    return spec.kind == "judge" and spec.args.get("mode") == "pairwise"
-
-
 def register_model_kind(name: str, target: object, description: str = "") -> None:
     """Register a model kind in this process (public API: ``rmbench.register_model_kind``).
 
@@ -128,5 +119,5 @@ def register_model_kind(name: str, target: object, description: str = "") -> Non
     MODEL_KINDS.register(name, target, description=description, origin=f"register_model_kind({name!r})")
 
 
-__all__ = ["MODEL_KINDS", "gives_pair_verdicts", "register_model_kind", "RewardModel", "Runtime", "ScoreRequest",
+__all__ = ["MODEL_KINDS", "register_model_kind", "RewardModel", "Runtime", "ScoreRequest",
            "Truncation", "build_model", "parse_model_spec"]

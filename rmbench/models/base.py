@@ -11,6 +11,8 @@ declared by subclassing a capability, never discovered by probing attributes:
 * :class:`StochasticModel`: draws dropout samples (what ``discretize`` needs).
 * :class:`CompositeModel`: made of other models (``discretize``'s inner model, an implicit RM's
   reference); :func:`parts` walks them.
+* :class:`PairVerdictModel`: gives pair verdicts (a pairwise LLM judge, a published JudgeBench
+  file): its tasks take their ``verdict_args``.
 * :class:`~rmbench.models.step_model.StepScoringModel` (in its own module): a process reward
   model (PRM), scoring each step of a solution, on a declared scale.
 """
@@ -317,6 +319,15 @@ class GroupContextModel(ABC):  # noqa: B024  (a marker base: nothing to implemen
     """A model whose score of a response may depend on the other responses of its group (e.g.
     RewardBench's DPO truncation, decided by the longest answer of a pair): the engine fills
     :attr:`ScoreRequest.context` for it, and the cache key includes that context."""
+
+
+class PairVerdictModel(ABC):  # noqa: B024  (a marker base: nothing to implement)
+    """A model that gives pair verdicts: its reward gap on a pair is a verdict, +1, 0 or -1 (a
+    ``judge`` in mode ``pairwise``), or its pairs are scored by the verdicts of the games it
+    played (a published JudgeBench file). A task scored for it takes the arguments its kind
+    declares for verdicts (:attr:`rmbench.tasks.base.Task.verdict_args`: JudgeBench's
+    ``single_game: false``, both games' rule) where ``--task-arg`` does not set them, on the
+    groups it reads for any other model (verdict arguments change scores, never groups)."""
 
 
 class CallingModel(ABC):

@@ -20,9 +20,9 @@ score (``--limit``, another split) are left unread.
 
 The model's identity is the file's content (sha256), never its name or location: the same file
 fetched from the hub or read from disk is the same model. A JudgeBench file gives pair verdicts
-(:func:`rmbench.models.gives_pair_verdicts`): the judgebench task scores it with both games'
-rule (``single_game: false``), so the official score equals JudgeBench's ``compute_final_metrics``
-on the file.
+(:class:`PublishedJudgeBenchRM`, a :class:`~rmbench.models.base.PairVerdictModel`): the judgebench
+task scores it with both games' rule (``single_game: false``), so the official score equals
+JudgeBench's ``compute_final_metrics`` on the file.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError
-from rmbench.models.base import RewardModel, ScoreRequest
+from rmbench.models.base import PairVerdictModel, RewardModel, ScoreRequest
 from rmbench.models.published_files import READERS, PublishedItem, PublishedScores, read_published, verdict_rewards
 
 RB2_RESULTS_DATASET = "allenai/reward-bench-2-results"
@@ -53,6 +53,13 @@ class PublishedRM(RewardModel):
     target_arg = "target"
     max_batch = 1 << 16  # nothing is computed per request: one batch
     preferred_batch = 1 << 16
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """A JudgeBench file is a :class:`PublishedJudgeBenchRM` (the capability is its source's)."""
+        target = args[0] if args else kwargs.get("target", "")
+        if cls is PublishedRM and str(target).partition(":")[0] == "judgebench":
+            cls = PublishedJudgeBenchRM
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(self, target: str, path: str | None = None, revision: str = RB2_RESULTS_REVISION) -> None:
         source, _, ref = str(target).partition(":")
@@ -98,6 +105,12 @@ class PublishedRM(RewardModel):
         if self.commit is not None:
             out["dataset"], out["revision"] = RB2_RESULTS_DATASET, self.commit
         return out
+
+
+class PublishedJudgeBenchRM(PublishedRM, PairVerdictModel):
+    """``published:judgebench:FILE``: its pairs are scored by the verdicts of the games the file
+    holds (the judgebench task's ``single_game: false``), so it declares
+    :class:`~rmbench.models.base.PairVerdictModel`; :class:`PublishedRM` builds it for that source."""
 
 
 def bind_rewards(published: PublishedScores, groups: Sequence[ComparisonGroup]) -> np.ndarray:
@@ -177,4 +190,5 @@ def rb2_results_file(model: str, revision: str = RB2_RESULTS_REVISION) -> tuple[
     return local, commit
 
 
-__all__ = ["RB2_RESULTS_DATASET", "RB2_RESULTS_REVISION", "PublishedRM", "bind_rewards", "rb2_results_file"]
+__all__ = ["RB2_RESULTS_DATASET", "RB2_RESULTS_REVISION", "PublishedJudgeBenchRM", "PublishedRM", "bind_rewards",
+           "rb2_results_file"]

@@ -24,8 +24,9 @@ one process with the ``register_*`` function beside it. The names, by what they 
   :class:`MemoryRetries`; :func:`register_engine`;
 * a model kind: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`, :class:`Truncation`
   and the capabilities :class:`TokenizedModel`, :class:`StochasticModel`, :class:`CompositeModel`,
-  :class:`GroupContextModel`, :class:`CallingModel`, :class:`StepScoringModel` (a process RM, scoring
-  each step of a :class:`StepRequest`); :func:`register_model_kind`;
+  :class:`GroupContextModel`, :class:`CallingModel`, :class:`PairVerdictModel` (its pairs scored as
+  verdicts), :class:`StepScoringModel` (a process RM, scoring each step of a :class:`StepRequest`);
+  :func:`register_model_kind`;
 * a judge protocol: :class:`JudgeProtocol`, :class:`Official`; :func:`register_judge_protocol`;
 * errors a plugin raises for a user's mistake: :class:`RMBenchError`, :class:`ConfigError`,
   :class:`DataError`.
@@ -55,7 +56,8 @@ _NAMES: dict[str, tuple[str, ...]] = {
     "an engine": ("Engine", "Backend", "BackendOptions", "score_batch", "MemoryRetries", "register_engine"),
     "a model kind": (
         "RewardModel", "ScoreRequest", "Runtime", "Truncation", "TokenizedModel", "StochasticModel", "CompositeModel",
-        "GroupContextModel", "CallingModel", "StepScoringModel", "StepRequest", "register_model_kind"),
+        "GroupContextModel", "CallingModel", "PairVerdictModel", "StepScoringModel", "StepRequest",
+        "register_model_kind"),
     "a judge protocol": ("JudgeProtocol", "Official", "register_judge_protocol"),
     "errors": ("RMBenchError", "ConfigError", "DataError"),
 }

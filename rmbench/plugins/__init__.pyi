@@ -35,8 +35,8 @@ from rmbench.scoring.backends import score_batch
 from rmbench.scoring.memory import MemoryRetries
 
 # a model kind
-from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, RewardModel, Runtime, ScoreRequest,
-                                 StochasticModel, TokenizedModel, Truncation)
+from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel, PairVerdictModel, RewardModel,
+                                 Runtime, ScoreRequest, StochasticModel, TokenizedModel, Truncation)
 from rmbench.models.step_model import StepRequest, StepScoringModel
 from rmbench.models import register_model_kind
 
@@ -94,6 +94,7 @@ __all__ = [
     "CompositeModel",
     "GroupContextModel",
     "CallingModel",
+    "PairVerdictModel",
     "StepScoringModel",
     "StepRequest",
     "register_model_kind",

@@ -9,8 +9,9 @@ comparability keys come from what it measures (:class:`~rmbench.scoring.config.R
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import Any
@@ -21,15 +22,16 @@ from rmbench.core.metrics import METRIC_VERSION
 from rmbench.core.specs import ModelSpec, TaskSpec
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError, did_you_mean
-from rmbench.models import Runtime, Truncation, build_model, gives_pair_verdicts
-from rmbench.models.base import CallingModel, RewardModel
+from rmbench.models import Runtime, Truncation, build_model
+from rmbench.models.base import CallingModel, PairVerdictModel, RewardModel
 from rmbench.models.names import resolve_model
 from rmbench.models.step_model import StepScoringModel
 from rmbench.models.threads import ThreadGovernor, prepare_threads
 from rmbench.models.trained import trained_split
 from rmbench.results.storage.record import RunIdentity, TaskKeyParts
 from rmbench.scoring.config import EvalConfig, RunSpec
-from rmbench.tasks.base import Task, task_fingerprint
+from rmbench.tasks import build_task
+from rmbench.tasks.base import Task, task_data_fingerprint, task_score_args
 from rmbench.tasks.loading import (
     DataOverride,
     held_out_spec,
@@ -38,6 +40,7 @@ from rmbench.tasks.loading import (
     task_spec_for_verdicts,
     task_spec_with_args,
     task_spec_with_files,
+    without_part,
 )
 
 
@@ -61,18 +64,40 @@ class LoadedTask:
     groups: list[ComparisonGroup]
     bad_rows: list[DataError]
     fingerprint: str
-    """of the groups kept (:func:`rmbench.core.types.data_fingerprint`)"""
+    """of the groups kept (:func:`rmbench.tasks.base.task_data_fingerprint`: a plugin task kind's
+    source folded in; the task's score arguments are apart: :attr:`score_args`)"""
     headline: tuple[str, ...] | None = None
     """The metrics the task shows (its entry's ``headline:``, else its kind's), then ``--metrics``
     (:func:`shown_metrics`); None: the kind's."""
+
+    @classmethod
+    def read(cls, spec: TaskSpec, task: Task, groups: list[ComparisonGroup], bad_rows: list[DataError],
+             headline: tuple[str, ...] | None = None) -> LoadedTask:
+        """A task as read from ``spec``, fingerprinted."""
+        return cls(spec, task, groups, bad_rows, task_data_fingerprint(task, groups), headline)
 
     @property
     def n_responses(self) -> int:
         return sum(len(g.responses) for g in self.groups)
 
+    @property
+    def score_args(self) -> dict[str, Any]:
+        """The values of the task's score arguments (:func:`~rmbench.tasks.base.task_score_args`)."""
+        return task_score_args(self.task)
+
     def key_parts(self, measured: RunSpec) -> TaskKeyParts:
         return TaskKeyParts(self.spec.name, self.spec.version or 0, self.fingerprint, METRIC_VERSION,
-                            tuple(measured.eps), measured.eps_unit)
+                            tuple(measured.eps), measured.eps_unit, self.score_args)
+
+    def for_verdicts(self, given: Mapping[str, Any]) -> LoadedTask:
+        """This task as a model that gives pair verdicts (:class:`~rmbench.models.base.PairVerdictModel`)
+        is scored on it: its spec with its kind's ``verdict_args`` that ``given`` (``--task-arg``)
+        does not set, its :class:`Task` built again from that spec, and its groups as they were
+        read (never read again: verdict arguments change scores, never groups)."""
+        spec = task_spec_for_verdicts(self.spec, given)
+        if spec == self.spec:
+            return self
+        return dataclasses.replace(self, spec=spec, task=build_task(without_part(spec)[0]))
 
 
 def resolve_model_spec(measured: RunSpec, catalog: Catalog) -> ModelSpec:
@@ -85,10 +110,10 @@ def resolve_model_spec(measured: RunSpec, catalog: Catalog) -> ModelSpec:
     return spec
 
 
-def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], verdicts: bool = False,
+def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None],
                trained_on: dict[str, Any] | None | EllipsisType = ...) -> list[LoadedTask]:
-    """Every task's groups, read and checked before anything is scored (a bad row fails here).
-    ``verdicts``: the model gives pair verdicts, so tasks take their ``verdict_args``;
+    """Every task's groups, read and checked before anything is scored (a bad row fails here), as
+    any model reads them (a model that gives pair verdicts: :func:`tasks_for_model` then);
     ``trained_on``: :func:`~rmbench.models.trained.trained_split` of the model, when the caller
     has it (``...``: found here)."""
     overrides: dict[str, list[DataOverride]] = {}
@@ -109,8 +134,6 @@ def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], v
         spec = catalog.task_spec(name)
         if name in overrides:
             spec = task_spec_with_files(spec, overrides[name], warn)
-        if verdicts:
-            spec = task_spec_for_verdicts(spec, task_args.get(name) or {})
         if task_args.get(name):
             spec = task_spec_with_args(spec, task_args[name])
         # never score a model on its training rows
@@ -122,8 +145,19 @@ def load_tasks(config: RunSpec, catalog: Catalog, warn: Callable[[str], None], v
                  f"scoring {len(groups)} groups; {'first: ' if len(bad) > 3 else ''}{where}")
         headline = shown_metrics(catalog.origins.get(("task", name), name), tuple(task.headline),
                                  catalog.headlines.get(name), config.metrics)
-        loaded.append(LoadedTask(spec, task, groups, bad, task_fingerprint(task, groups), headline))
+        loaded.append(LoadedTask.read(spec, task, groups, bad, headline))
     return loaded
+
+
+def tasks_for_model(model: RewardModel, tasks: Sequence[LoadedTask], task_args: Sequence[tuple[str, Any]]
+                    ) -> tuple[LoadedTask, ...]:
+    """``tasks`` (as read for any model) as ``model`` is scored on them: for a model that gives
+    pair verdicts, each with its kind's ``verdict_args`` that the run's ``--task-arg``
+    (``task_args``) does not set (:meth:`LoadedTask.for_verdicts`); for any other model, as they are."""
+    if not isinstance(model, PairVerdictModel):
+        return tuple(tasks)
+    given = split_task_args(task_args, [t.spec.name for t in tasks])
+    return tuple(t.for_verdicts(given[t.spec.name]) for t in tasks)
 
 
 def shown_metrics(entry_file: str, kinds: tuple[str, ...], entry: tuple[str, ...] | None,
@@ -149,10 +183,18 @@ class RunPlan:
     config: EvalConfig
     model_spec: ModelSpec
     tasks: tuple[LoadedTask, ...]
+    """The tasks as the model is scored on them (:func:`tasks_for_model`)."""
     model: RewardModel | None = field(default=None, compare=False, repr=False)
     """The adapter the plan built to check the model's arguments (no weights yet); scoring uses it."""
     threads: ThreadGovernor | None = field(default=None, compare=False, repr=False)
     """The thread policy, decided before the adapter was built (an in-process engine's only)."""
+    read: tuple[LoadedTask, ...] | None = field(default=None, compare=False, repr=False)
+    """The tasks as read for any model, before :func:`tasks_for_model` (None: :attr:`tasks`):
+    what another model's plan on the same data takes (``plan_run(tasks=...)``)."""
+
+    @property
+    def tasks_read(self) -> tuple[LoadedTask, ...]:
+        return self.tasks if self.read is None else self.read
 
     @property
     def identity(self) -> RunIdentity:
@@ -183,22 +225,23 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
     adapter can be built (:func:`check_model`) and load every task (a bad data row fails here):
     every check that needs no weights, before any scoring.
 
-    ``tasks``: the tasks of another plan whose config reads the same data (another model of one
-    ``rmbench eval``), taken as they are instead of being read again; ``trained_on``: as
-    :func:`load_tasks` takes it.
+    ``tasks``: the tasks as read for any model (:attr:`RunPlan.tasks_read` of another plan whose
+    config reads the same data: another model of one ``rmbench eval``; a stored run's tasks,
+    reloaded from its record: ``rmbench verify``), taken as they are, never read again, whatever
+    the model (one that gives pair verdicts takes its tasks' verdict arguments on these groups:
+    :func:`tasks_for_model`); ``trained_on``: as :func:`load_tasks` takes it.
     """
     warn = warn or (lambda message: warnings.warn(message, stacklevel=3))
     measured, execution = config.measured, config.execution
     load_plugin_metrics()  # every summary computes an installed package's metrics: one that fails to load fails here
     catalog = catalog or load_catalog(measured.include)
     spec = resolve_model_spec(measured, catalog)
-    verdicts = gives_pair_verdicts(spec)  # its tasks may take other arguments: read for it alone
-    loaded = (tuple(tasks) if tasks is not None and not verdicts
-              else tuple(load_tasks(measured, catalog, warn, verdicts, trained_on)))
+    read = tuple(tasks) if tasks is not None else tuple(load_tasks(measured, catalog, warn, trained_on))
     threads = prepare_threads(execution.runtime.threads) if execution.engine_kind.in_process else None
     model = check_model(spec, config)
+    loaded = tasks_for_model(model, read, measured.task_args)
     check_step_tasks(spec, model, loaded)
-    return RunPlan(config, spec, loaded, model, threads)
+    return RunPlan(config, spec, loaded, model, threads, read)
 
 
 def check_step_tasks(spec: ModelSpec, model: RewardModel, loaded: Sequence[LoadedTask]) -> None:

@@ -1,6 +1,8 @@
-"""A stored run's tasks scored again, by any model: exactly the run's task specs, data (checked
-against the run's fingerprints), ``--limit`` sample, eps, truncation and bootstrap, so the new
-run pairs with the old one item for item (``rmbench verify RUN --against MODEL``).
+"""A stored run's tasks scored again, by any model: exactly the run's task specs (source, split,
+path, ``--data``), data (checked against the run's fingerprints), ``--limit`` sample, eps,
+truncation and bootstrap, so the new run pairs with the old one item for item (``rmbench verify
+RUN --against MODEL``). The tasks are read once, from the run's record, and handed to the plan,
+which never reads them again, whatever the model (:func:`rmbench.scoring.planning.plan_run`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from rmbench.scoring.config import EvalConfig, ExecutionSettings, RunSpec
 from rmbench.scoring.planning import LoadedTask, plan_run
 from rmbench.scoring.runner import ProgressFactory, evaluate
 from rmbench.scoring.suite import short_model_name
-from rmbench.tasks.base import task_fingerprint
 from rmbench.tasks.loading import DataOverride
 
 
@@ -35,7 +36,7 @@ def run_tasks_loaded(run: RunFolder, tasks: Sequence[str] = (),
     for name in tasks or record.task_names:
         td = reload_task(record.task(name), record.config.limit, data, record.config.limit_sampling)
         assert td.spec is not None  # reload_task always says which spec it read
-        out.append(LoadedTask(td.spec, td.task, td.groups, list(td.bad_rows), task_fingerprint(td.task, td.groups)))
+        out.append(LoadedTask.read(td.spec, td.task, td.groups, list(td.bad_rows)))
     return out
 
 
@@ -57,13 +58,8 @@ def evaluate_on_run_tasks(run: RunFolder, model: str, out: Path | None = None, t
                        model_args=model_args, skip_bad_rows=config.skip_bad_rows, max_length=config.max_length,
                        truncation=config.truncation)
     eval_config = EvalConfig(measured, execution or ExecutionSettings())
+    # The run's own tasks, never read again: a model that gives pair verdicts takes its tasks'
+    # verdict arguments (JudgeBench's single_game: false) on these same groups.
     plan = plan_run(eval_config, warn=warn, tasks=loaded)
-    for mine, theirs in zip(plan.tasks, loaded):
-        # A model that gives pair verdicts (a pairwise judge) reads its tasks with their verdict
-        # arguments, by name: other data than the run's, which no verification can pair.
-        if mine.fingerprint != theirs.fingerprint:
-            raise ConfigError(f"model {model!r} reads task {theirs.spec.name!r} with other arguments or data than "
-                              f"{run.path} was scored on (its groups differ); score it with 'rmbench eval' on "
-                              f"that data and verify against its run folder")
     evaluate(eval_config, out, progress, warn=warn, overwrite=overwrite, plan=plan)
     return load_run(out)

@@ -167,7 +167,8 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         unparsed = max(judged.responses_no_verdict, scored.unscored_responses)
     return TaskResult(
         name=t.spec.name, kind=t.spec.kind, version=t.spec.version or 0, args=t.spec.args_dict,
-        data_fingerprint=parts.data_fingerprint, metric_version=METRIC_VERSION, eps=tuple(config.eps),
+        data_fingerprint=parts.data_fingerprint, score_args=dict(parts.score_args), metric_version=METRIC_VERSION,
+        eps=tuple(config.eps),
         eps_unit=config.eps_unit,
         counts=Counts(len(groups), t.n_responses, *pair_counts),
         sigma=finite_or_none(reward_sigma(scored.rewards)) if len(scored.rewards) else None, metrics=records,

@@ -167,7 +167,7 @@ def _plan_all(configs: Sequence[EvalConfig], warn: Callable[[str], None] | None)
         else:
             catalog = load_catalog(c.include)
             plans.append(plan_run(config, catalog, warn, trained_on=trained_on))
-            shared[key] = (catalog, plans[-1].tasks)
+            shared[key] = (catalog, plans[-1].tasks_read)  # as any model reads them
     return plans
 
 

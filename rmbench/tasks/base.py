@@ -19,7 +19,7 @@ from rmbench.core.metric_def import MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialLayout
 from rmbench.core.specs import TaskSpec
 from rmbench.core.splits import slice_label
-from rmbench.core.types import ComparisonGroup, PairIndex, data_fingerprint
+from rmbench.core.types import ComparisonGroup, PairIndex, data_fingerprint, with_score_args
 from rmbench.tasks.schemas import RowSchema
 
 if TYPE_CHECKING:
@@ -82,17 +82,21 @@ class Task(ABC):
     :func:`~rmbench.tasks.build_task`); None for a built-in kind or one registered in code."""
     score_args: tuple[str, ...] = ()
     """Arguments that change the task's scores but not its groups (ProcessBench's and PRMBench's
-    ``threshold``): their values (the task's attributes of those names) are part
-    of its fingerprint (:func:`task_fingerprint`), so runs made with other values are never
-    compared nor shown in one column."""
+    ``threshold``): their values (the task's attributes of those names, :func:`task_score_args`)
+    are recorded beside its data fingerprint and are part of its task key, so runs made with
+    other values are never compared nor shown in one column (and a note says ``threshold 0.5 vs
+    0.3``, not that their data differ)."""
     steps: bool = False
     """A step-level task: its groups are :class:`~rmbench.core.step_groups.StepGroup` solutions whose
     steps a process reward model (:class:`~rmbench.models.step_model.StepScoringModel`) scores, one
     reward per step, as P(step correct) (a logit-scale model's scores pass through the sigmoid)."""
     verdict_args: Mapping[str, Any] = {}
-    """Arguments the task takes when the model gives pair verdicts (a pairwise LLM judge, whose
-    reward gap is its verdict in {+1, 0, -1}) and ``--task-arg`` does not set them: JudgeBench
-    scores a judge's two games by their combined verdict (``single_game: false``)."""
+    """Arguments the task takes when the model gives pair verdicts (a
+    :class:`~rmbench.models.base.PairVerdictModel`: a pairwise LLM judge, whose reward gap is its
+    verdict in {+1, 0, -1}; a published JudgeBench file) and ``--task-arg`` does not set them:
+    JudgeBench scores a judge's two games by their combined verdict (``single_game: false``). They
+    change the task's scores, never its groups: the groups read for any model are scored with them
+    (:func:`rmbench.scoring.planning.tasks_for_model`), never read again."""
 
     @abstractmethod
     def groups(self) -> Iterator[ComparisonGroup]:
@@ -131,18 +135,28 @@ class Task(ABC):
         return item_correct(PairIndex.from_groups(groups), rewards)
 
 
+def task_score_args(task: Task) -> dict[str, Any]:
+    """The values of the task's :attr:`Task.score_args` (its attributes of those names), by name:
+    what its results rest on besides its groups, recorded apart from its data fingerprint."""
+    return {name: getattr(task, name) for name in task.score_args}
+
+
 def task_fingerprint(task: Task, groups: Sequence[ComparisonGroup]) -> str:
-    """What a task's results rest on: its groups' :func:`~rmbench.core.types.data_fingerprint`,
-    and, for a task that declares :attr:`Task.score_args`, their values (sha256 of both); for a
-    task kind an installed package registered, its :attr:`Task.plugin` too (a new version of the
-    plugin, or an edit to an editable install's module, is another task key)."""
+    """What a task's results rest on, as one hash: :func:`task_data_fingerprint` and, for a task
+    that declares :attr:`Task.score_args`, their values (:func:`~rmbench.core.types.with_score_args`);
+    a run records the two apart."""
+    return with_score_args(task_data_fingerprint(task, groups), task_score_args(task))
+
+
+def task_data_fingerprint(task: Task, groups: Sequence[ComparisonGroup]) -> str:
+    """The data a task's results rest on: its groups' :func:`~rmbench.core.types.data_fingerprint`;
+    for a task kind an installed package registered, with its :attr:`Task.plugin` folded in (a new
+    version of the plugin, or an edit to an editable install's module, is other data: another
+    task key)."""
     fingerprint = data_fingerprint(groups)
-    if task.plugin is not None:  # a plugin's task kind: its distribution, version and module hash
-        fingerprint = sha256_hex(canonical_json({"data": fingerprint, "plugin": task.plugin.to_json()}))
-    if not task.score_args:
+    if task.plugin is None:
         return fingerprint
-    args = {name: getattr(task, name) for name in task.score_args}
-    return sha256_hex(canonical_json({"data": fingerprint, "score_args": args}))
+    return sha256_hex(canonical_json({"data": fingerprint, "plugin": task.plugin.to_json()}))
 
 
 def units_by_source(groups: Sequence[ComparisonGroup]) -> np.ndarray:

@@ -1,8 +1,8 @@
 """``judge:MODEL`` in mode ``steps`` or ``critic``: an LLM judge as a process reward model.
 
 ``--model judge:MODEL --model-arg mode=steps`` (or ``mode=critic``) builds a :class:`StepJudgeRM`
-(the kind ``judge`` is :class:`Judge`, which builds a
-:class:`~rmbench.models.judge.adapter.JudgeRM` in the other modes): a
+(the kind ``judge`` is :class:`Judge`, which builds a :class:`PairwiseJudgeRM` in mode
+``pairwise`` and a :class:`~rmbench.models.judge.adapter.JudgeRM` in the others): a
 :class:`~rmbench.models.step_model.StepScoringModel` (step-level tasks score each step with it:
 :func:`rmbench.scoring.steps.score_steps`) and, through :class:`~rmbench.models.steps.StepRanker`,
 a response-level RM (its response split into steps, their scores aggregated:
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from rmbench.models.base import ScoreRequest
+from rmbench.models.base import PairVerdictModel, ScoreRequest
 from rmbench.models.judge.adapter import JudgeRM
 from rmbench.models.judge.client import ChatReply, ChatRequest
 from rmbench.models.judge.judge_protocol import STEP_MODES
@@ -157,8 +157,14 @@ class StepJudgeRM(StepRanker, JudgeRM):
         return rows
 
 
+class PairwiseJudgeRM(JudgeRM, PairVerdictModel):
+    """A judge in mode ``pairwise``: its reward gap on a pair is its verdict (+1, 0 or -1), so it
+    declares :class:`~rmbench.models.base.PairVerdictModel`; kind ``judge`` builds it (:class:`Judge`)."""
+
+
 class Judge(JudgeRM):
-    """The ``judge`` model kind: a :class:`StepJudgeRM` in mode ``steps`` or ``critic``, else a
+    """The ``judge`` model kind: a :class:`StepJudgeRM` in mode ``steps`` or ``critic``, a
+    :class:`PairwiseJudgeRM` in mode ``pairwise``, else a
     :class:`~rmbench.models.judge.adapter.JudgeRM` (the arguments are JudgeRM's)."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -166,4 +172,5 @@ class Judge(JudgeRM):
             mode = inspect.signature(JudgeRM.__init__).bind(None, *args, **kwargs).arguments.get("mode")
         except TypeError:  # JudgeRM itself raises the clear error
             mode = None
-        return (StepJudgeRM if mode in STEP_MODES else JudgeRM)(*args, **kwargs)
+        built = StepJudgeRM if mode in STEP_MODES else PairwiseJudgeRM if mode == "pairwise" else JudgeRM
+        return built(*args, **kwargs)

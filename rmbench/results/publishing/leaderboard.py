@@ -44,7 +44,7 @@ from rmbench.results.publishing.leaderboard_tables import (
 )
 from rmbench.results.publishing.leaderboard_variants import display_name, qualifiers
 from rmbench.results.storage.folder import RunFolder
-from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text
+from rmbench.results.storage.record import Estimate, RunRecord, TaskResult, eps_text, score_args_text
 
 LAYOUTS = ("auto", "one", "per-task")
 """``one``: a single main table of every task's metrics; ``per-task``: a table per task (column
@@ -480,11 +480,13 @@ def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str,
 
 def task_legend(name: str, task: TaskResult, eps: float) -> str:
     """What a column group's name (``ties``, ``ties (limit 10)``) stands for: kind, version, data,
-    metric version, eps and task key."""
+    score arguments, metric version, eps and task key."""
     unit = "σ" if task.eps_unit == "sigma" else " (raw reward units)"
     what = f"{task.kind} task v{task.version}" + (f" {task.name!r}" if not name.startswith(task.name) else "")
+    scored_by = f", {score_args_text(task.score_args)}" if task.score_args else ""
     return (f"{name}: {what}, data {task.data_fingerprint[:12]} "
-            f"({task.counts.groups} groups), metric version {task.metric_version}, D/Spec at eps {eps:g}{unit}; "
+            f"({task.counts.groups} groups){scored_by}, metric version {task.metric_version}, "
+            f"D/Spec at eps {eps:g}{unit}; "
             f"task key {task.task_key[:12]}")
 
 

@@ -13,9 +13,10 @@ task's name with what differs in its runs' settings (:func:`qualifiers`)::
     ties_sample (task v2)            a newer task version (then the other group says "task v1")
 
 Only what differs between the groups is said: the data file, the limit and a raw eps unit
-where a group has them, a task argument where its values differ (not the data source's, where a
-``--data`` file replaced it), the task and metric versions for every group where they differ; a
-group that differs by nothing a run records (the same settings, other data: a file edited between
+where a group has them, a task argument or score argument where its values differ (not the data
+source's, where a ``--data`` file replaced it; a score argument at its default too:
+``threshold=0.5``), the task and metric versions for every group where they differ; a group that
+differs by nothing a run records (the same settings, other data: a file edited between
 runs) is named by its data fingerprint.
 """
 
@@ -83,7 +84,7 @@ def qualifiers(task: str, groups: Sequence[tuple[RunConfig, TaskResult]]) -> lis
     if len(groups) < 2:
         return [""] * len(groups)
     facets = [_facets(task, config, result) for config, result in groups]
-    args = [dict(result.args) for _, result in groups]
+    args = [{**result.args, **result.score_args} for _, result in groups]  # a score argument at its default too
     said: list[list[str]] = [[] for _ in groups]
     for facet in _DEFAULTED:
         if len({f[facet] for f in facets}) > 1:

@@ -75,7 +75,8 @@ class RewardRow:
 def task_to_json(t: TaskResult) -> dict:
     return {
         "name": t.name, "kind": t.kind, "version": t.version, "args": dict(t.args), "status": t.status,
-        "error": t.error, "data_fingerprint": t.data_fingerprint, "task_key": t.task_key,
+        "error": t.error, "data_fingerprint": t.data_fingerprint,
+        **({"score_args": dict(t.score_args)} if t.score_args else {}), "task_key": t.task_key,
         "comparability_key": t.comparability_key, "metric_version": t.metric_version, "eps": list(t.eps),
         "eps_unit": t.eps_unit, "counts": vars(t.counts).copy(), "sigma": t.sigma,
         "skipped_rows": {"count": t.skipped_rows.count, "first": [vars(r).copy() for r in t.skipped_rows.first]},
@@ -253,7 +254,7 @@ def _task(f: Fields, config: RunConfig, metrics: Sequence[MetricRecord] | None) 
         skipped_rows=SkippedRows(skipped.integer("count", 0), first),
         truncated_texts=f.opt_integer("truncated_texts"), headline=headline, official=layout, status=status,
         error=f.opt_string("error"), unparsed=f.opt_integer("unparsed"), judge_replies=_judge_replies(f),
-        metric_specs=tuple(_metric_spec(m) for m in f.items("metric_specs", [])))
+        metric_specs=tuple(_metric_spec(m) for m in f.items("metric_specs", [])), score_args=f.mapping("score_args"))
     recorded = f.data.get("comparability_key")
     if metrics is None and recorded is not None and recorded != task.comparability_key:
         raise f.fail("comparability_key", "does not match the task's fields (the file was edited?)")

@@ -26,6 +26,7 @@ from rmbench.core.metric_registry import (
     is_declared,
     metric_def,
 )
+from rmbench.core.types import with_score_args
 from rmbench.errors import ConfigError
 from rmbench.registry import PluginSource
 from rmbench.results.storage.engine_stats import EngineStats
@@ -107,6 +108,9 @@ class MetricRecord:
 def task_key(task_name: str, task_version: int, data_fingerprint: str, metric_version: int, eps_unit: EpsUnit) -> str:
     """sha256 over what makes two runs' numbers on a task comparable, *except* the eps list.
 
+    ``data_fingerprint``: the data's, with the task's score arguments folded in where it has
+    some (:attr:`TaskKeyParts.fingerprint`).
+
     A leaderboard cell is (task key, metric, eps): runs with other eps lists share the cells
     at the eps values they have in common.
     """
@@ -185,6 +189,12 @@ class TaskResult:
     dependence, what ``n`` counts), as the run's process knew it: what reads the run takes these
     first (:meth:`metric_def`), so a plugin's metric keeps its meaning where the plugin is not
     installed; () in files written before they were recorded."""
+    score_args: Mapping[str, Any] = field(default_factory=dict)
+    """The values of the task kind's score arguments (``Task.score_args``: ProcessBench's and
+    PRMBench's ``threshold``), which change its scores but not its groups: recorded apart from
+    ``data_fingerprint`` (the groups' alone) and part of the task keys; written only where the
+    kind has some. A file written before they were recorded apart has none, and its
+    ``data_fingerprint`` folds them in (so its keys are what they were)."""
 
     def metric_def(self, metric: str) -> MetricDef:
         """The declaration of ``metric``: the run's own record of it, else the registry's
@@ -197,12 +207,11 @@ class TaskResult:
 
     @property
     def task_key(self) -> str:
-        return task_key(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps_unit)
+        return self.key_parts.task_key
 
     @property
     def comparability_key(self) -> str:
-        return comparability_key(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps,
-                                 self.eps_unit)
+        return self.key_parts.comparability_key
 
     @property
     def shifts(self) -> tuple[str, ...]:
@@ -228,7 +237,7 @@ class TaskResult:
     @property
     def key_parts(self) -> TaskKeyParts:
         return TaskKeyParts(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps,
-                            self.eps_unit)
+                            self.eps_unit, self.score_args)
 
     def differences(self, other: TaskResult) -> list[str]:
         """What keeps this task's numbers from sharing cells with ``other``'s, with both values."""
@@ -245,20 +254,31 @@ class TaskKeyParts:
     metric_version: int
     eps: tuple[float, ...]
     eps_unit: EpsUnit
+    score_args: Mapping[str, Any] = field(default_factory=dict)
+    """The task's score arguments (:attr:`TaskResult.score_args`), apart from ``data_fingerprint``."""
+
+    @property
+    def fingerprint(self) -> str:
+        """The data fingerprint with the score arguments folded in (:func:`~rmbench.core.types.with_score_args`):
+        what the keys rest on."""
+        return with_score_args(self.data_fingerprint, self.score_args)
+
+    @property
+    def task_key(self) -> str:
+        return task_key(self.name, self.version, self.fingerprint, self.metric_version, self.eps_unit)
 
     @property
     def comparability_key(self) -> str:
-        return comparability_key(self.name, self.version, self.data_fingerprint, self.metric_version, self.eps,
+        return comparability_key(self.name, self.version, self.fingerprint, self.metric_version, self.eps,
                                  self.eps_unit)
 
     def differences(self, other: TaskKeyParts, with_eps: bool = False) -> list[str]:
-        """What differs from ``other`` (task version, data, metric version, eps unit; the eps list
-        too when ``with_eps``), naming both values."""
+        """What differs from ``other`` (task version, data, score arguments, metric version, eps
+        unit; the eps list too when ``with_eps``), naming both values."""
         out = []
         if self.version != other.version:
             out.append(f"task version {self.version} vs {other.version}")
-        if self.data_fingerprint != other.data_fingerprint:
-            out.append(f"data fingerprint {self.data_fingerprint[:12]} vs {other.data_fingerprint[:12]}")
+        out += self._data_differences(other)
         if self.metric_version != other.metric_version:
             out.append(f"metric version {self.metric_version} vs {other.metric_version}")
         if self.eps_unit != other.eps_unit:
@@ -266,6 +286,38 @@ class TaskKeyParts:
         if with_eps and sorted(self.eps) != sorted(other.eps):
             out.append(f"eps {eps_text(self.eps)} vs {eps_text(other.eps)}")
         return out
+
+    def _data_differences(self, other: TaskKeyParts) -> list[str]:
+        """The data and each score argument that differ (``threshold 0.5 vs 0.3``); where only one
+        side records its score arguments apart (the other's file predates it, folding them into
+        its data fingerprint), the two cannot be told apart and one line names both hashes."""
+        if self.fingerprint == other.fingerprint:
+            return []
+        if bool(self.score_args) != bool(other.score_args):
+            return [f"data or score arguments {self.fingerprint[:12]} vs {other.fingerprint[:12]} (one run records "
+                    f"its score arguments ({score_args_text(self.score_args or other.score_args)}) apart from its "
+                    f"data, the other's file folds them into its data fingerprint)"]
+        out = []
+        if self.data_fingerprint != other.data_fingerprint:
+            out.append(f"data fingerprint {self.data_fingerprint[:12]} vs {other.data_fingerprint[:12]}")
+        for name in dict.fromkeys([*self.score_args, *other.score_args]):
+            mine, theirs = self.score_args.get(name, _UNSET), other.score_args.get(name, _UNSET)
+            if canonical_json(mine) != canonical_json(theirs):
+                out.append(f"{name} {_arg_value(mine)} vs {_arg_value(theirs)}")
+        return out
+
+
+_UNSET = "(not set)"
+
+
+def _arg_value(value: Any) -> str:
+    """A score argument's value as a note says it: ``0.5``, ``true``, ``[1, 2]``."""
+    return value if isinstance(value, str) else canonical_json(value)
+
+
+def score_args_text(score_args: Mapping[str, Any]) -> str:
+    """``threshold 0.5``: a task's score arguments as notes and legends name them."""
+    return ", ".join(f"{k} {_arg_value(v)}" for k, v in score_args.items())
 
 
 def eps_text(eps) -> str:

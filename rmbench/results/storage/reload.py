@@ -21,7 +21,7 @@ from rmbench.core.unscored import Scored, drop_unscored
 from rmbench.errors import DataError
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import TaskResult
-from rmbench.tasks.base import Task, task_fingerprint
+from rmbench.tasks.base import Task, task_data_fingerprint, task_fingerprint
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
 
 
@@ -63,7 +63,7 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
         # (the fingerprint check below makes sure it is the same data).
         spec = catalog.task_spec(result.name)
         task, groups, bad = load_task(spec, limit, skip, sampling)
-    if task_fingerprint(task, groups) != result.data_fingerprint:
+    if not same_data(task, groups, result):
         where = _source(spec)
         if spec is not recorded:  # the recorded source failed and this install's copy differs
             raise DataError(f"task {result.name!r}: the data the run used ({_source(recorded)}) cannot be read "
@@ -72,6 +72,15 @@ def reload_task(result: TaskResult, limit: int | None, data: Mapping[str, DataOv
         raise DataError(f"task {result.name!r}: the data at {where} is not the data the run used (fingerprint "
                         f"differs); pass that file with --data {result.name}=PATH")
     return TaskData(task, result, groups, spec, tuple(bad))
+
+
+def same_data(task: Task, groups: Sequence[ComparisonGroup], result: TaskResult) -> bool:
+    """Whether ``groups`` are the data ``result`` was scored on: their data fingerprint, where the
+    run records its score arguments apart; else (a file written before, or a task without any)
+    with the task's score arguments folded in, as its ``data_fingerprint`` holds them."""
+    if result.score_args:
+        return task_data_fingerprint(task, groups) == result.data_fingerprint
+    return task_fingerprint(task, groups) == result.data_fingerprint
 
 
 def _source(spec: TaskSpec):

@@ -1,7 +1,7 @@
 """What one run logs to a tracker, the same for every tracker (:class:`TrackedRun`).
 
 * **config**: the run's identity and settings as results.json holds them (the model's name, spec
-  and fingerprint; each task's kind, version, data fingerprint and comparability key; eps, limit,
+  and fingerprint; each task's kind, version, data fingerprint, score arguments and comparability key; eps, limit,
   bootstrap, seed, metric version ...), never a secret: a model's spec holds no API key
   (keys are read from the environment) and nothing here reads the environment;
 * **metrics**: every *headline* metric of each task (the metrics the task declares for its
@@ -114,11 +114,11 @@ def tracked_metrics(record: RunRecord) -> tuple[TrackedMetric, ...]:
 def run_config(folder: RunFolder) -> dict[str, Any]:
     """The run's identity and settings, JSON values (module doc)."""
     doc = record_to_json(folder.record)
-    keep = ("kind", "version", "args", "status", "data_fingerprint", "task_key", "comparability_key",
+    keep = ("kind", "version", "args", "status", "data_fingerprint", "score_args", "task_key", "comparability_key",
             "metric_version", "eps", "eps_unit", "counts", "headline")
     return {"run_folder": folder.label, "rmbench_version": doc["rmbench_version"], "created": doc["created"],
             "status": doc["status"], "model": doc["model"], "config": doc["config"],
-            "tasks": {t["name"]: {k: t[k] for k in keep} for t in doc["tasks"]},
+            "tasks": {t["name"]: {k: t[k] for k in keep if k in t} for t in doc["tasks"]},
             "git_revision": doc["environment"]["git_revision"]}
 
 
