@@ -104,11 +104,17 @@ def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Tru
                        {"runtime": runtime or Runtime(), "truncation": truncation})
 
 
-def gives_pair_verdicts(spec: ModelSpec) -> bool:
+def gives_pair_verdicts(spec: ModelSpec, model: RewardModel | None = None) -> bool:
     """Whether the model ``spec`` describes gives pair verdicts (a ``judge`` in mode ``pairwise``:
-    its reward gap is the pair's verdict, +1, 0 or -1; a published JudgeBench file, whose pairs
-    are scored by its games' combined verdicts), so tasks take their ``verdict_args``."""
+    its reward gap is the pair's verdict, +1, 0 or -1; a published JudgeBench file whose pairs are
+    scored by its games' combined verdicts), so tasks take their ``verdict_args``. A published
+    file says so itself once read (``model``, its adapter: a JudgeBench file of one game read as
+    scores is a plain reward model); without it, every JudgeBench file is taken to."""
     if spec.kind == "published":
+        from rmbench.models.published import PublishedRM
+
+        if isinstance(model, PublishedRM):
+            return model.gives_pair_verdicts
         return str(spec.args.get("target", "")).partition(":")[0] == "judgebench"
     return spec.kind == "judge" and spec.args.get("mode") == "pairwise"
 

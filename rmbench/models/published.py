@@ -19,10 +19,13 @@ how many groups matched and the first that did not. Items of the file that the r
 score (``--limit``, another split) are left unread.
 
 The model's identity is the file's content (sha256), never its name or location: the same file
-fetched from the hub or read from disk is the same model. A JudgeBench file gives pair verdicts
-(:func:`rmbench.models.gives_pair_verdicts`): the judgebench task scores it with both games'
-rule (``single_game: false``), so the official score equals JudgeBench's ``compute_final_metrics``
-on the file.
+fetched from the hub or read from disk is the same model. A JudgeBench file of two games, or one
+read as verdicts, gives pair verdicts (:attr:`PublishedRM.gives_pair_verdicts`): the judgebench
+task scores it by its games' combined verdict (``single_game: false``); a file of one game read
+as scores is a reward model scored by one game's rule (the task's default, a tie is B>A). Either
+way the official score equals JudgeBench's ``compute_final_metrics`` on the file. Which reading
+gave the rewards is recorded (``describe()``: ``rewards`` and the sentence ``reading``), and the
+run's notes say it.
 """
 
 from __future__ import annotations
@@ -83,6 +86,12 @@ class PublishedRM(RewardModel):
     def postprocess(self, groups: Sequence[ComparisonGroup], raw: np.ndarray) -> np.ndarray:
         return bind_rewards(self.published, groups)
 
+    @property
+    def gives_pair_verdicts(self) -> bool:
+        """Whether tasks score this file by its pairs' combined verdicts (a task's
+        ``verdict_args``): a JudgeBench file, unless it is one game read as scores (module doc)."""
+        return self.source == "judgebench" and not self.published.single_game
+
     def identity(self) -> dict[str, Any]:
         """The source and the file's content hash (not its name, location or revision)."""
         return {"kind": self.kind_name(), "source": self.source, "sha256": self.published.sha256}
@@ -90,7 +99,7 @@ class PublishedRM(RewardModel):
     def describe(self) -> dict[str, Any]:
         p = self.published
         out: dict[str, Any] = {"source": p.source, "file": p.location, "sha256": p.sha256, "rewards": p.rewards_are,
-                               "items": len(p.items)}
+                               "reading": p.reading, "items": len(p.items)}
         if p.model is not None:
             out["published_model"] = p.model
         if p.games is not None:

@@ -192,11 +192,11 @@ def plan_run(config: EvalConfig, catalog: Catalog | None = None, warn: Callable[
     load_plugin_metrics()  # every summary computes an installed package's metrics: one that fails to load fails here
     catalog = catalog or load_catalog(measured.include)
     spec = resolve_model_spec(measured, catalog)
-    verdicts = gives_pair_verdicts(spec)  # its tasks may take other arguments: read for it alone
+    threads = prepare_threads(execution.runtime.threads) if execution.engine_kind.in_process else None
+    model = check_model(spec, config)  # a published file says, once read, whether it gives pair verdicts
+    verdicts = gives_pair_verdicts(spec, model)  # its tasks may take other arguments: read for it alone
     loaded = (tuple(tasks) if tasks is not None and not verdicts
               else tuple(load_tasks(measured, catalog, warn, verdicts, trained_on)))
-    threads = prepare_threads(execution.runtime.threads) if execution.engine_kind.in_process else None
-    model = check_model(spec, config)
     check_step_tasks(spec, model, loaded, execution.engine_kind.in_process)
     return RunPlan(config, spec, loaded, model, threads)
 

@@ -243,7 +243,8 @@ def _reply_notes(label: str, task: str, responses: int, r: JudgeReplies) -> list
 
 
 def run_notes(label: str, rec: RunRecord, names: Mapping[str, str] | None = None) -> list[str]:
-    """Footnotes for a run: skipped bad rows, truncated texts and judge replies, where non-zero
+    """Footnotes for a run: skipped bad rows, truncated texts and judge replies, where non-zero,
+    and which reading of a published file (``published:``) gave its rewards
     (a failed task is a line under its table, and a note where it leaves a column empty:
     :func:`undefined_notes`). ``names``: a task's name in the leaderboard (``ties (limit 10)``)."""
     notes = []
@@ -263,6 +264,9 @@ def run_notes(label: str, rec: RunRecord, names: Mapping[str, str] | None = None
         elif t.unparsed:
             notes.append(f"{label} on {name}: {t.unparsed} of {t.counts.responses} responses have no reward (the "
                          f"judge's answer did not parse): left out of the pairs and the official scores")
+    reading = rec.execution.model.get("reading") if rec.model.kind == "published" else None
+    if isinstance(reading, str):  # which reading of a published file gave the rewards: its scores or its verdicts
+        notes.append(f"{label}: {reading}")
     mode = rec.model.verdicts
     if mode is not None:
         what = ("P(the verdict follows the utility order) and P(the verdict is a tie)" if mode == "pairwise" else
