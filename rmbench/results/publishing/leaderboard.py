@@ -399,7 +399,7 @@ def _official_table(name: str, task: TaskResult, layout: OfficialLayout, entries
                f"client reads them" if strict else "")
     return Table(f"{layout.title} ({', '.join(filter(None, (task.name, said)))}): official layout", ("model",),
                  tuple(cols), tuple(rows),
-                 f"{layout.title}'s own scores, {layout.provenance}{reading}; "
+                 f"{layout.title}'s own scores{f', {layout.provenance}' if layout.provenance else ''}{reading}; "
                  + ci_caption([e for _, e in entries if e.has_task(name)], "95% bootstrap CIs"))
 
 
