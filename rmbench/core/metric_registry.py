@@ -156,11 +156,10 @@ class OfficialLayout:
     columns: tuple[OfficialColumn, ...]
     beside: tuple[str, ...] = ("discrimination", "specificity", "ds_auc")
     provenance: str | None = None
-    """How the scores relate to the benchmark's own code, in words the table's caption (and the
-    Hub export's notes) repeat after "TITLE's own scores, ": :data:`CHECKED_AGAINST_CODE` only
-    where tests run the benchmark's code and find the same numbers; else what they were checked
-    against (``"pairs as RMB's eval scripts score them"``). None (the default): the caption says
-    nothing about the benchmark's code."""
+    """How the scores relate to the benchmark's own code, in the words the table's caption and the
+    Hub export's notes give: "computed as its code does" only where tests run the benchmark's
+    code and find the same numbers, else what they were checked against. Absent (None, the
+    default): the caption says nothing about the benchmark's code."""
 
     def metric_of(self, column: OfficialColumn) -> str:
         """The metric of ``column``'s records: its own, else the layout's."""
