@@ -382,8 +382,16 @@ def test_judgebench_reward_reruns_verify_by_their_reward_difference(tmp_path):
     rerun = [(a + 0.69 * (i % 2), b - 0.01 * i) for i, (a, b) in enumerate(first)]
     for name, rewards in (("a", first), ("b", rerun)):
         _judgebench_eval(tmp_path, judgebench_output(pairs, [[rm_game(a, b)] for a, b in rewards]), pairs, name)
-    result = verify_runs(load_run(tmp_path / "a" / "run"), load_run(tmp_path / "b" / "run"), n_bootstrap=0)
+    run = load_run(tmp_path / "a" / "run")
+    result = verify_runs(run, load_run(tmp_path / "b" / "run"), n_bootstrap=0)
     assert result.tasks[0].max_abs_diff == pytest.approx(0.69)
+    # as `rmbench verify RUN --against published:judgebench --model-arg path=FILE` does: on the run's own tasks
+    from rmbench.scoring.rerun import evaluate_on_run_tasks
+
+    b_file = next((tmp_path / "b").glob("*.jsonl"))
+    reference = evaluate_on_run_tasks(run, "published:judgebench", tmp_path / "ref",
+                                      model_args=(("path", str(b_file)),))
+    assert verify_runs(run, reference, n_bootstrap=0).tasks[0].max_abs_diff == pytest.approx(0.69)
 
 
 def test_judgebench_decisions_its_scores_do_not_give_replay_as_verdicts(tmp_path):
