@@ -292,13 +292,21 @@ def rm_game(a: float, b: float) -> dict:
     return {"judgment": {"judge_model": "org/rm", "scores": [a, b]}, "decision": "A>B" if a > b else "B>A"}
 
 
-def _judgebench_eval(tmp_path: Path, output: str, pairs: list[dict]):
-    out_file = tmp_path / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=x,judge_model=org_rm.jsonl"
+def _judgebench_eval(tmp_path: Path, output: str, pairs: list[dict], name: str = "run", **kw):
+    folder = tmp_path / name
+    folder.mkdir()
+    out_file = folder / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=x,judge_model=org_rm.jsonl"
     out_file.write_text(output, encoding="utf-8")
     return evaluate(EvalConfig(model="published:judgebench", model_args=(("path", str(out_file)),),
                                tasks=("judgebench",), data=(("judgebench", str(write_jsonl(tmp_path / "jb.jsonl",
                                                                                           pairs))),),
-                               n_bootstrap=0, use_cache=False), out_dir=tmp_path / "run")
+                               n_bootstrap=0, use_cache=False, **kw), out_dir=folder / "run")
+
+
+def _notes(record) -> list[str]:
+    from rmbench.results.publishing.leaderboard import run_notes
+
+    return run_notes("M", record)
 
 
 def test_judgebench_two_games_of_a_reward_model_replay_its_scores(tmp_path):
@@ -326,6 +334,9 @@ def test_judgebench_verdicts_replay_as_verdicts(tmp_path):
     games = [[{"judgment": {"judge_model": "j", "response": "..."}, "decision": d} if d else None] for d in decisions]
     record = _judgebench_eval(tmp_path, judgebench_output(pairs, games), pairs)
     assert record.execution.model["rewards"] == "verdicts"
+    assert record.tasks[0].args["single_game"] is False  # a tie or no decision is wrong, whatever the label
+    assert any(n.startswith("M: the published judgebench file") and "replays its verdicts as rewards" in n
+               and "(" not in n.split("verdicts, not scores")[1] for n in _notes(record))  # no scores: no why
     # compute_final_metrics, one game: correct iff the decision equals the label
     assert _official(record, "judgebench_score")[None] == pytest.approx(
         sum(d == p["label"] for d, p in zip(decisions, pairs)) / 10)
@@ -447,6 +458,72 @@ def test_verify_a_judgebench_run_against_its_published_file_offline(split, tmp_p
     assert verdicts == {"same": (0, "equal"), "planted": (1, "different")}, verdicts
 
 
+def test_judgebench_one_game_reward_file_with_a_tie_replays_its_rewards(tmp_path):
+    """run_judge.py --single_game of a reward model (what JudgeBench's README advises for one) with
+    one tied pair: its scores replay as rewards, the tie stays a tie (so D is not flat), and the
+    official score is one game's rule, where a tie is "B>A"."""
+    pairs = judgebench_pairs()
+    rewards = [(20.0 + 0.37 * i, 19.5 + 0.11 * i) if i % 2 else (18.25 - 0.2 * i, 18.5 + 0.3 * i) for i in range(10)]
+    rewards[3] = (20.75, 20.75)  # the tie, labelled B>A: the one game says B>A, so it is correct
+    record = _judgebench_eval(tmp_path, judgebench_output(pairs, [[rm_game(a, b)] for a, b in rewards]), pairs,
+                              eps=(0.0, 0.5, 1.0))
+    model = record.execution.model
+    assert (model["rewards"], model["games"]) == ("scores", 1)
+    assert "single_game" not in record.tasks[0].args  # the task's default, one game; not both games' rule
+    replayed = [json.loads(line) for line in (tmp_path / "run" / "run" / "rewards.jsonl").read_text().splitlines()]
+    assert [row["reward"] for row in replayed] == [r for ab in rewards for r in ab]
+    # by hand, compute_final_metrics of one game: A>B iff r(A) > r(B), else B>A, against the label
+    correct = [("A>B" if a > b else "B>A") == p["label"] for p, (a, b) in zip(pairs, rewards)]
+    assert correct[3] and pairs[3]["label"] == "B>A"
+    assert _official(record, "judgebench_score")[None] == pytest.approx(sum(correct) / 10)
+    assert _official(record, "judgebench_score")["coding"] == pytest.approx((correct[3] + correct[8]) / 2)
+    d = {m.eps: m.value for m in record.records() if m.metric == "discrimination" and m.subset is None
+         and m.shift is None}
+    strict = [(a > b) == (p["label"] == "A>B") and a != b for p, (a, b) in zip(pairs, rewards)]
+    assert d[0.0] == pytest.approx(sum(strict) / 10)  # the tie orders neither way: not a discrimination
+    assert d[0.0] > d[0.5], d  # D moves with eps (sigma units): rewards; 0/1 verdicts would keep it flat
+    assert "M: the published judgebench file dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=x," \
+           "judge_model=org_rm.jsonl replays its recorded scores as rewards" in _notes(record)
+
+
+def test_judgebench_reward_reruns_verify_by_their_reward_difference(tmp_path):
+    """Two one-game reward files of one model (a rerun: the scores move by at most 0.69, one pair
+    tied in the first): verify compares their rewards, not 0/1 verdicts."""
+    from rmbench.results.statistics.verify import verify_runs
+    from rmbench.results.storage.folder import load_run
+
+    pairs = judgebench_pairs()
+    first = [(20.0 + 0.37 * i, 19.5 + 0.11 * i) for i in range(10)]
+    first[3] = (20.75, 20.75)
+    rerun = [(a + 0.69 * (i % 2), b - 0.01 * i) for i, (a, b) in enumerate(first)]
+    for name, rewards in (("a", first), ("b", rerun)):
+        _judgebench_eval(tmp_path, judgebench_output(pairs, [[rm_game(a, b)] for a, b in rewards]), pairs, name)
+    run = load_run(tmp_path / "a" / "run")
+    result = verify_runs(run, load_run(tmp_path / "b" / "run"), n_bootstrap=0)
+    assert result.tasks[0].max_abs_diff == pytest.approx(0.69)
+    # as `rmbench verify RUN --against published:judgebench --model-arg path=FILE` does: on the run's own tasks
+    from rmbench.scoring.rerun import evaluate_on_run_tasks
+
+    b_file = next((tmp_path / "b").glob("*.jsonl"))
+    reference = evaluate_on_run_tasks(run, "published:judgebench", tmp_path / "ref",
+                                      model_args=(("path", str(b_file)),))
+    assert verify_runs(run, reference, n_bootstrap=0).tasks[0].max_abs_diff == pytest.approx(0.69)
+
+
+def test_judgebench_decisions_its_scores_do_not_give_replay_as_verdicts(tmp_path):
+    """A file whose recorded scores do not give its decisions (a judge that decided otherwise)
+    holds verdicts: they replay, and the note says so and why."""
+    pairs = judgebench_pairs()
+    games = [[{"judgment": {"scores": [1.0, 2.0]}, "decision": "A>B" if p["label"] == "A>B" else "B>A"}]
+             for p in pairs]
+    record = _judgebench_eval(tmp_path, judgebench_output(pairs, games), pairs)
+    assert record.execution.model["rewards"] == "verdicts"
+    assert _official(record, "judgebench_score")[None] == 1.0  # the decisions, each the label
+    note = next(n for n in _notes(record) if "published judgebench file" in n)
+    assert "replays its verdicts as rewards (winner 1, the others 0)" in note
+    assert "the scores of 6 of its 10 pairs do not give their recorded decisions, the first pair p1" in note
+
+
 def _judgebench_checkout() -> Path:
     folder = os.environ.get("RMBENCH_JUDGEBENCH_DIR")
     if not folder or not (Path(folder) / "utils" / "metrics.py").is_file():
@@ -469,10 +546,20 @@ def test_judgebench_replay_of_its_own_outputs_equals_its_own_metrics(tmp_path):
                 "coding": "livecodebench", None: ""}
     outputs = sorted((checkout / "outputs").glob("*.jsonl"))
     assert outputs
-    for n, path in enumerate(outputs):
+    files = []
+    for path in outputs:
         pairs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         for p in pairs:  # the repository's files hold the judgments list as its Python repr
             p["judgments"] = ast.literal_eval(p["judgments"]) if isinstance(p["judgments"], str) else p["judgments"]
+        files.append((path, pairs))
+        if "judge_name=reward_model" in path.name:  # its first game alone, as run_judge.py --single_game writes it
+            one = [{**p, "judgments": p["judgments"][:1]} for p in pairs]
+            single = tmp_path / "single" / path.name
+            single.parent.mkdir(exist_ok=True)
+            single.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in one), encoding="utf-8")
+            files.append((single, one))
+    ties = 0
+    for n, (path, pairs) in enumerate(files):
         two_games = len(pairs[0]["judgments"]) == 2
         response_model = path.name.split("response_model=")[1].split(",")[0]
         data = checkout / "data" / f"dataset=judgebench,response_model={response_model}.jsonl"
@@ -486,6 +573,11 @@ def test_judgebench_replay_of_its_own_outputs_equals_its_own_metrics(tmp_path):
             theirs = metrics.compute_final_metrics(pairs, two_games,
                                                    include_fn=lambda x, s=prefix: x["source"].startswith(s))
             assert 100 * ours[category] == pytest.approx(theirs, abs=1e-9), (path.name, category)
+        if "judge_name=reward_model" in path.name:  # a reward model's file replays its scores, ties and all
+            assert record.execution.model["rewards"] == "scores", (path.name, record.execution.model["reading"])
+            ties += sum(p["judgments"][0]["judgment"]["scores"][0] == p["judgments"][0]["judgment"]["scores"][1]
+                        for p in pairs)
+    assert ties == 0 or ties >= 2  # at e2c52c2: Skywork's four ties, in both games and in one
 
 
 # --- RMB --------------------------------------------------------------------------------------

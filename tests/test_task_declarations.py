@@ -18,6 +18,7 @@ from rmbench.cli import app
 from rmbench.core import metric_registry as R
 from rmbench.core.judgebench import judgebench_accuracies
 from rmbench.errors import ConfigError, DataError
+from rmbench.plugins import OfficialColumn, OfficialLayout
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.storage.folder import load_run
 from rmbench.tasks import TASK_KINDS, schemas
@@ -158,6 +159,53 @@ def test_a_plugin_metric_keeps_its_declaration_in_a_leaderboard_built_without_th
     losses = [cells[0].value for _, cells in lb.main.rows]
     assert losses == sorted(losses) and losses[0] < losses[-1]  # lower is better: best first
     assert run.value("plugin_loss_kind", "plugin_loss") == losses[0]
+
+
+class TableTask(LossTask):
+    """LossTask with its own official table and no provenance (a plugin's, which no test checks
+    against any benchmark's code), on a dataset named as a Hub id."""
+
+    official = OfficialLayout("Loss table", "plugin_loss", (OfficialColumn("Loss", None),
+                                                            OfficialColumn("Acc", None, "pairwise_accuracy")))
+
+    def __init__(self, path: str, dataset: str | None = None) -> None:
+        super().__init__(path)
+        self.dataset = dataset
+
+
+def test_a_layout_without_provenance_claims_nothing_about_official_code(plugin_kind, tmp_path):
+    """No provenance: the caption and the Hub export say nothing about the benchmark's code; the
+    built-in tables whose tests run the official code name theirs, and RM-Bench (checked by hand)
+    claims no code."""
+    from rmbench.results.publishing.export_formats import ExportOptions
+    from rmbench.results.publishing.hf_eval_results import task_entries
+    from rmbench.results.publishing.leaderboard_render import render_md
+
+    assert TableTask.official.provenance is None
+    assert R.OfficialLayout.from_json(TableTask.official.to_json()) == TableTask.official
+    assert "provenance" not in TableTask.official.to_json()
+    rmbench.register_task_kind("plugin_table_kind", TableTask)
+    try:
+        rmbench.evaluate(rmbench.EvalConfig(model="length", tasks=("plugin_table_kind",),
+                                            task_args=(("path", str(plugin_kind)), ("dataset", "someorg/loss-pairs")),
+                                            n_bootstrap=10),
+                         out_dir=tmp_path / "run")
+    finally:
+        TASK_KINDS._entries.pop("plugin_table_kind", None)
+    run = load_run(tmp_path / "run")  # as read back from disk
+    task = run.record.tasks[0]
+    assert task.official is not None and task.official.provenance is None
+    table = build_leaderboard([run]).official[0]
+    assert table.caption.startswith("Loss table's own scores; ") and "code" not in table.caption
+    assert "computed as its code does" not in render_md(build_leaderboard([run]))
+    _, entries = task_entries(task, run.record, ExportOptions())
+    assert entries and all("code" not in e.notes and "as the task computes it" in e.notes for e in entries)
+    checked = {layout.title for layout in (R.RB2_LAYOUT, R.RB1_LAYOUT, R.TIES_LAYOUT)
+               if layout.provenance == R.CHECKED_AGAINST_CODE}
+    assert checked == {"RewardBench 2", "RewardBench", "RewardBench 2 Ties"}
+    for name in ("judgebench", "processbench", "prmbench", "m_rewardbench", "rewardbench", "rewardbench2", "rb2_ties"):
+        assert TASK_KINDS.get(name).official.provenance == R.CHECKED_AGAINST_CODE, name
+    assert R.RM_BENCH_LAYOUT.provenance is not None and "not against its code" in R.RM_BENCH_LAYOUT.provenance
 
 
 def _without_specs(src: Path, dst: Path) -> Path:

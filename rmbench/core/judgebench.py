@@ -47,7 +47,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rmbench.core.arrays import FloatArray, IntArray
-from rmbench.core.metric_registry import OfficialColumn, OfficialLayout
+from rmbench.core.metric_registry import CHECKED_AGAINST_CODE, OfficialColumn, OfficialLayout
 
 A_BETTER, TIE, B_BETTER = 1, 0, -1
 """Verdicts: the pair's better response in the original order (A, B); 0: no decision."""
@@ -64,7 +64,8 @@ JUDGEBENCH_METRIC = "judgebench_score"
 JUDGEBENCH_LAYOUT = OfficialLayout(
     "JudgeBench", JUDGEBENCH_METRIC,
     tuple(OfficialColumn(c.capitalize(), c) for c in JUDGEBENCH_CATEGORIES) + (OfficialColumn("Overall", None),),
-    beside=("pairwise_accuracy", "discrimination"))
+    beside=("pairwise_accuracy", "discrimination"),
+    provenance=CHECKED_AGAINST_CODE)  # tests/test_published.py: compute_final_metrics of a JudgeBench checkout
 """The paper's table (Knowledge, Reasoning, Math, Coding, Overall), beside rmbench's pairwise
 accuracy (a tie counts 1/2 there) and D (a pair of JudgeBench has no equal-utility responses, so
 neither specificity nor ds_auc is defined)."""

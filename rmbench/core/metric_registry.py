@@ -141,7 +141,9 @@ class OfficialColumn:
 
 
 CHECKED_AGAINST_CODE = "computed as its code does"
-"""An official table's default provenance: the scores equal the benchmark's own code's (tested)."""
+"""The provenance of a built-in official table whose tests run the benchmark's own code on the
+same rewards and find the same scores (RewardBench 1 and 2, Ties, M-RewardBench, JudgeBench,
+ProcessBench, PRMBench). Never a default: a layout claims it only by naming it."""
 
 
 @dataclass(frozen=True)
@@ -153,8 +155,11 @@ class OfficialLayout:
     metric: str
     columns: tuple[OfficialColumn, ...]
     beside: tuple[str, ...] = ("discrimination", "specificity", "ds_auc")
-    provenance: str = CHECKED_AGAINST_CODE
-    """How the scores relate to the benchmark's own: the table's caption says it."""
+    provenance: str | None = None
+    """How the scores relate to the benchmark's own code, in the words the table's caption and the
+    Hub export's notes give: "computed as its code does" only where tests run the benchmark's
+    code and find the same numbers, else what they were checked against. Absent (None, the
+    default): the caption says nothing about the benchmark's code."""
 
     def metric_of(self, column: OfficialColumn) -> str:
         """The metric of ``column``'s records: its own, else the layout's."""
@@ -170,7 +175,7 @@ class OfficialLayout:
                "columns": [{"label": c.label, "subset": c.subset, **({"metric": c.metric} if c.metric else {})}
                            for c in self.columns],
                "beside": list(self.beside)}
-        if self.provenance != CHECKED_AGAINST_CODE:
+        if self.provenance is not None:
             out["provenance"] = self.provenance
         return out
 
@@ -178,7 +183,7 @@ class OfficialLayout:
     def from_json(cls, d: dict[str, Any]) -> OfficialLayout:
         return cls(str(d["title"]), str(d["metric"]),
                    tuple(OfficialColumn(str(c["label"]), c["subset"], c.get("metric")) for c in d["columns"]),
-                   tuple(d.get("beside", ())), str(d.get("provenance", CHECKED_AGAINST_CODE)))
+                   tuple(d.get("beside", ())), None if d.get("provenance") is None else str(d["provenance"]))
 
 
 DEFAULT_HEADLINE = ("pairwise_accuracy", "discrimination", "specificity", "ds_auc")
@@ -187,10 +192,13 @@ RB2_SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
 RB1_SECTIONS = ("Chat", "Chat Hard", "Safety", "Reasoning", "Prior Sets")
 
 RB2_LAYOUT = OfficialLayout("RewardBench 2", "rewardbench2_score",
-                            tuple(OfficialColumn(s, s) for s in RB2_SUBSETS) + (OfficialColumn("Score", None),))
+                            tuple(OfficialColumn(s, s) for s in RB2_SUBSETS) + (OfficialColumn("Score", None),),
+                            provenance=CHECKED_AGAINST_CODE)  # tests/test_official_scores.py: RewardBench's code
 RB1_LAYOUT = OfficialLayout("RewardBench", "rewardbench_score",
-                            tuple(OfficialColumn(s, s) for s in RB1_SECTIONS) + (OfficialColumn("Score", None),))
-TIES_LAYOUT = OfficialLayout("RewardBench 2 Ties", "ties_score", (OfficialColumn("Ties", None),))
+                            tuple(OfficialColumn(s, s) for s in RB1_SECTIONS) + (OfficialColumn("Score", None),),
+                            provenance=CHECKED_AGAINST_CODE)
+TIES_LAYOUT = OfficialLayout("RewardBench 2 Ties", "ties_score", (OfficialColumn("Ties", None),),
+                             provenance=CHECKED_AGAINST_CODE)
 
 RM_BENCH_DOMAINS = ("chat", "math", "code", "safety")
 """RM-Bench's domains, in its own order (``split_dataset_by_domain`` in its ``scripts/utils.py``)."""
@@ -200,6 +208,8 @@ RM_BENCH_LAYOUT = OfficialLayout(
     tuple(OfficialColumn(d.capitalize(), d) for d in RM_BENCH_DOMAINS)
     + tuple(OfficialColumn(level.capitalize(), level) for level in ("easy", "normal", "hard"))
     + (OfficialColumn("Avg", None),),
-    beside=("discrimination", "rewrite_specificity", "preference_flip_rate", "ds_auc"))
+    beside=("discrimination", "rewrite_specificity", "preference_flip_rate", "ds_auc"),
+    provenance="computed as RM-Bench's compute_accuracy is written (checked by hand, not against its code)")
 """The paper's table (Chat, Math, Code, Safety, Easy, Normal, Hard, Avg), beside D, Spec across
-styles, the flip rate and ds_auc."""
+styles, the flip rate and ds_auc. Its tests check the formula by hand (tests/test_rm_bench.py),
+never against RM-Bench's own code, so it does not claim :data:`CHECKED_AGAINST_CODE`."""

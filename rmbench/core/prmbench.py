@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rmbench.core.arrays import FloatArray
-from rmbench.core.metric_registry import OfficialColumn, OfficialLayout
+from rmbench.core.metric_registry import CHECKED_AGAINST_CODE, OfficialColumn, OfficialLayout
 
 CORRECT = "correct"
 """The class of an original (unmodified) process: all steps correct, not in the overall scores."""
@@ -58,7 +58,8 @@ PRMBENCH_SCORE, PRMBENCH_F1, PRMBENCH_NEGATIVE_F1 = "prmbench_score", "prmbench_
 _COLUMNS = tuple(col for category, types in CATEGORIES
                  for col in (*(OfficialColumn(abbr, t) for t, abbr in types),
                              OfficialColumn(f"{category.capitalize()} Avg.", category)))
-PRMBENCH_LAYOUT = OfficialLayout("PRMBench", PRMBENCH_SCORE, (OfficialColumn("Overall", None), *_COLUMNS))
+PRMBENCH_LAYOUT = OfficialLayout("PRMBench", PRMBENCH_SCORE, (OfficialColumn("Overall", None), *_COLUMNS),
+                                 provenance=CHECKED_AGAINST_CODE)  # tests/prmbench_official.py: PRMBench's code
 """The paper's table (Overall; NR., NCL., Avg.; ES., SC., DC., CI., Avg.; PS., DR., MS., Avg.),
 beside D, Spec and ds_auc over the steps up to each solution's first error."""
 

@@ -43,7 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rmbench.core.arrays import FloatArray, IntArray
-from rmbench.core.metric_registry import OfficialColumn, OfficialLayout
+from rmbench.core.metric_registry import CHECKED_AGAINST_CODE, OfficialColumn, OfficialLayout
 
 PROCESSBENCH_SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
 """The hub dataset's splits, in the scripts' order."""
@@ -73,7 +73,8 @@ def processbench_layout(splits: Sequence[str] = PROCESSBENCH_SPLITS) -> Official
                     OfficialColumn(f"{label} correct", s, PROCESSBENCH_CORRECT_ACC),
                     OfficialColumn(f"{label} F1", s)]
     return OfficialLayout("ProcessBench", PROCESSBENCH_F1, tuple(columns) + (OfficialColumn("Avg F1", None),),
-                          beside=("discrimination", "specificity"))
+                          beside=("discrimination", "specificity"),
+                          provenance=CHECKED_AGAINST_CODE)  # tests/test_processbench_task.py: run_eval.py's lines
 
 
 def first_error_prediction(p_correct: ArrayLike, threshold: float = DEFAULT_THRESHOLD) -> int:

@@ -329,6 +329,11 @@ class PairVerdictModel(ABC):  # noqa: B024  (a marker base: nothing to implement
     ``single_game: false``, both games' rule) where ``--task-arg`` does not set them, on the
     groups it reads for any other model (verdict arguments change scores, never groups)."""
 
+    def gives_pair_verdicts(self) -> bool:
+        """Whether this instance's pairs are scored by verdicts (default: yes; a published file
+        says once read: a JudgeBench file of one game read as scores is a plain reward model)."""
+        return True
+
 
 class CallingModel(ABC):
     """A model that calls a server for its scores (an LLM judge): the runner gives it a store

@@ -19,10 +19,14 @@ how many groups matched and the first that did not. Items of the file that the r
 score (``--limit``, another split) are left unread.
 
 The model's identity is the file's content (sha256), never its name or location: the same file
-fetched from the hub or read from disk is the same model. A JudgeBench file gives pair verdicts
-(:class:`PublishedJudgeBenchRM`, a :class:`~rmbench.models.base.PairVerdictModel`): the judgebench
-task scores it with both games' rule (``single_game: false``), so the official score equals
-JudgeBench's ``compute_final_metrics`` on the file.
+fetched from the hub or read from disk is the same model. A JudgeBench file
+(:class:`PublishedJudgeBenchRM`, a :class:`~rmbench.models.base.PairVerdictModel`) of two games, or
+one read as verdicts, gives pair verdicts (:meth:`PublishedJudgeBenchRM.gives_pair_verdicts`): the
+judgebench task scores it by its games' combined verdict (``single_game: false``); a file of one
+game read as scores is a reward model scored by one game's rule (the task's default, a tie is
+B>A). Either way the official score equals JudgeBench's ``compute_final_metrics`` on the file.
+Which reading gave the rewards is recorded (``describe()``: ``rewards`` and the sentence
+``reading``), and the run's notes say it.
 """
 
 from __future__ import annotations
@@ -97,7 +101,7 @@ class PublishedRM(RewardModel):
     def describe(self) -> dict[str, Any]:
         p = self.published
         out: dict[str, Any] = {"source": p.source, "file": p.location, "sha256": p.sha256, "rewards": p.rewards_are,
-                               "items": len(p.items)}
+                               "reading": p.reading, "items": len(p.items)}
         if p.model is not None:
             out["published_model"] = p.model
         if p.games is not None:
@@ -111,6 +115,11 @@ class PublishedJudgeBenchRM(PublishedRM, PairVerdictModel):
     """``published:judgebench:FILE``: its pairs are scored by the verdicts of the games the file
     holds (the judgebench task's ``single_game: false``), so it declares
     :class:`~rmbench.models.base.PairVerdictModel`; :class:`PublishedRM` builds it for that source."""
+
+    def gives_pair_verdicts(self) -> bool:
+        """Whether tasks score this file by its pairs' combined verdicts (a task's
+        ``verdict_args``): yes, unless it is one game read as scores (module docstring)."""
+        return not self.published.single_game
 
 
 def bind_rewards(published: PublishedScores, groups: Sequence[ComparisonGroup]) -> np.ndarray:

@@ -23,9 +23,14 @@ ids and response order rmbench's task for that benchmark gives its items:
   :func:`ast.literal_eval`). The pair's combined verdict is JudgeBench's ``compute_final_metrics``
   rule (:mod:`rmbench.core.judgebench`): one game, its decision; two games,
   sign(v1 - v2) with v2 the reversed game's decision. Rewards: a reward model's recorded scores
-  of the first game ``judgment.scores = [r(A), r(B)]`` when, for every pair, sign(r(A) - r(B)) is
-  that combined verdict (so they reproduce JudgeBench's number exactly), else the verdict
-  rewards (winner 1, loser 0, a tie or no decision 0 and 0). Group id: ``pair_id``.
+  of the first game ``judgment.scores = [r(A), r(B)]`` when every pair records them and they give
+  every pair its recorded verdict by JudgeBench's reward-model rule
+  (:func:`rmbench.core.judgebench.reward_model_verdicts`: one game, A>B iff r(A) > r(B), else
+  B>A, so a tie is B>A; two games, sign(r(A) - r(B)), so a tie is 0): they reproduce JudgeBench's
+  number exactly, a tie stays a tie, and the task scores them with the file's games
+  (:attr:`PublishedScores.single_game`). Else the file holds verdicts only (a judge's decisions,
+  or decisions its scores do not give), replayed as verdict rewards (winner 1, loser 0, a tie or
+  no decision 0 and 0), scored by the combined verdict. Group id: ``pair_id``.
 * ``rmb``: an RMB result file (``eval/result/{model}_result.json`` of
   Zhou-Zoey/RMB-Reward-Model-Benchmark, as ``eval/scripts/my_run_rm.py`` writes it with
   ``json.dump``): a JSON array of pairwise items ``pair_uid``, ``category_path``,
@@ -47,7 +52,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
-from rmbench.core.judgebench import A_BETTER, B_BETTER, LABELS, TIE, decision_verdict, judgebench_category
+import numpy as np
+
+from rmbench.core.judgebench import (
+    A_BETTER,
+    B_BETTER,
+    LABELS,
+    TIE,
+    decision_verdict,
+    judgebench_category,
+    reward_model_verdicts,
+)
 from rmbench.errors import DataError
 
 RewardsKind = Literal["scores", "verdicts", "mixed"]
@@ -79,6 +94,29 @@ class PublishedScores:
     location: str
     model: str | None = None
     games: int | None = None  # JudgeBench: games per pair
+    why_verdicts: str | None = None
+    """Why a file that records scores is read as verdicts (its scores do not give its decisions)."""
+
+    @property
+    def reading(self) -> str:
+        """Which reading of the file gives the rewards, in words (the run's note says it)."""
+        what = f"the published {self.source} file {Path(self.location).name}"
+        if self.rewards_are == "scores":
+            return f"{what} replays its recorded scores as rewards"
+        verdicts = ("its verdicts as rewards (winner 1, the others 0): they give the official score, but D and Spec "
+                    "describe verdicts, not scores")
+        if self.rewards_are == "mixed":
+            n = sum(item.rewards is None for item in self.items.values())
+            return (f"{what} replays its recorded scores as rewards where it has them, and on {n} of its "
+                    f"{len(self.items)} items {verdicts}")
+        return f"{what} replays {verdicts}" + (f" ({self.why_verdicts})" if self.why_verdicts else "")
+
+    @property
+    def single_game(self) -> bool:
+        """A JudgeBench file of one game read as scores: the judgebench task scores its rewards by
+        one game's rule (``single_game: true``, a tie is B>A). Every other JudgeBench file is
+        scored by the combined verdict of its games (``single_game: false``)."""
+        return self.source == "judgebench" and self.games == 1 and self.rewards_are == "scores"
 
 
 def verdict_rewards(credit: float, n_correct: int, n: int) -> tuple[float, ...]:
@@ -191,8 +229,9 @@ def read_judgebench(data: bytes, location: str) -> PublishedScores:
         raise DataError("holds no pairs", path=location)
     if len(games) != 1:
         raise DataError(f"mixes pairs judged in {' and '.join(map(str, sorted(games)))} games", path=location)
-    # Recorded scores replay only when they give every pair its recorded verdict (module doc).
-    use_scores = all(s is not None and _sign(s[0] - s[1]) == v for _, _, v, s in pairs)
+    n_games = games.pop()
+    why = _scores_do_not_give_verdicts(pairs, n_games)  # None: the recorded scores replay (module doc)
+    use_scores = why is None
     items: dict[str, PublishedItem] = {}
     for pair_id, item, verdict, scores in pairs:
         if pair_id in items:
@@ -201,8 +240,28 @@ def read_judgebench(data: bytes, location: str) -> PublishedScores:
                                                                     float(verdict == B_BETTER))
         items[pair_id] = PublishedItem(rewards, item.utilities, item.subset, item.responses)
     judge = Path(location).name.rpartition("judge_model=")[2].removesuffix(".jsonl") or None  # run_judge.py's name
+    recorded = any(s is not None for *_, s in pairs)  # a file without scores needs no reason to be verdicts
     return PublishedScores("judgebench", items, "scores" if use_scores else "verdicts", _sha256(data), location,
-                           judge if "judge_model=" in location else None, games.pop())
+                           judge if "judge_model=" in location else None, n_games, why if recorded else None)
+
+
+def _scores_do_not_give_verdicts(pairs: list[tuple[str, PublishedItem, int, tuple[float, float] | None]],
+                                 games: int) -> str | None:
+    """None when every pair records its first game's scores and they give the pair's recorded
+    verdict by JudgeBench's reward-model rule in ``games`` games; else why not (the first pair)."""
+    missing = next((pair_id for pair_id, _, _, s in pairs if s is None), None)
+    if missing is not None:
+        return f"pair {missing} records no scores"
+    a = np.array([s[0] for *_, s in pairs if s is not None])
+    b = np.array([s[1] for *_, s in pairs if s is not None])
+    given = reward_model_verdicts(a, b, single_game=games == 1)
+    recorded = np.array([v for _, _, v, _ in pairs])
+    off = np.flatnonzero(given != recorded)
+    if off.size:
+        pair_id = pairs[int(off[0])][0]
+        return (f"the scores of {off.size} of its {len(pairs)} pairs do not give their recorded decisions, the "
+                f"first pair {pair_id}")
+    return None
 
 
 def _judgebench_row(row: Any, location: str, line: int) -> tuple[str, str, int, tuple[float, float] | None, int]:

@@ -154,7 +154,7 @@ def tasks_for_model(model: RewardModel, tasks: Sequence[LoadedTask], task_args: 
     """``tasks`` (as read for any model) as ``model`` is scored on them: for a model that gives
     pair verdicts, each with its kind's ``verdict_args`` that the run's ``--task-arg``
     (``task_args``) does not set (:meth:`LoadedTask.for_verdicts`); for any other model, as they are."""
-    if not isinstance(model, PairVerdictModel):
+    if not isinstance(model, PairVerdictModel) or not model.gives_pair_verdicts():
         return tuple(tasks)
     given = split_task_args(task_args, [t.spec.name for t in tasks])
     return tuple(t.for_verdicts(given[t.spec.name]) for t in tasks)

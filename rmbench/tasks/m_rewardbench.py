@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from rmbench.core.metric_def import Counted, MetricDef
-from rmbench.core.metric_registry import DEFAULT_HEADLINE, OfficialColumn, OfficialLayout
+from rmbench.core.metric_registry import CHECKED_AGAINST_CODE, DEFAULT_HEADLINE, OfficialColumn, OfficialLayout
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, TaskScores, units_by_source
@@ -89,7 +89,8 @@ GAP = "m_rewardbench_english_gap"
 def mrb_layout(languages: Sequence[str]) -> OfficialLayout:
     """M-RewardBench's table: a column per language, English, and the average over languages."""
     return OfficialLayout("M-RewardBench", SCORE, tuple(OfficialColumn(lang, lang) for lang in languages)
-                          + (OfficialColumn("English", ENGLISH), OfficialColumn("Avg", None)))
+                          + (OfficialColumn("English", ENGLISH), OfficialColumn("Avg", None)),
+                          provenance=CHECKED_AGAINST_CODE)  # RewardBench's calculate_scores_per_section, tested
 
 
 def parse_languages(languages: str | Sequence[str] | None) -> tuple[str, ...] | None:

@@ -133,7 +133,7 @@ def _provenance(task: TaskResult) -> str:
         return "rmbench's score"
     if task.official.provenance == CHECKED_AGAINST_CODE:
         return "as the benchmark's own code computes it"
-    return task.official.provenance
+    return task.official.provenance or "as the task computes it"  # no provenance: no claim about the code
 
 
 def _notes(task: TaskResult, record: RunRecord, m: MetricRecord, title: str) -> str:

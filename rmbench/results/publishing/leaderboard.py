@@ -255,7 +255,8 @@ def plugin_notes(runs: Sequence[tuple[str, _Entry]]) -> list[str]:
 
 
 def run_notes(label: str, rec: RunRecord, names: Mapping[str, str] | None = None) -> list[str]:
-    """Footnotes for a run: skipped bad rows, truncated texts and judge replies, where non-zero
+    """Footnotes for a run: skipped bad rows, truncated texts and judge replies, where non-zero,
+    and which reading of a published file (``published:``) gave its rewards
     (a failed task is a line under its table, and a note where it leaves a column empty:
     :func:`undefined_notes`). ``names``: a task's name in the leaderboard (``ties (limit 10)``)."""
     notes = []
@@ -275,6 +276,9 @@ def run_notes(label: str, rec: RunRecord, names: Mapping[str, str] | None = None
         elif t.unparsed:
             notes.append(f"{label} on {name}: {t.unparsed} of {t.counts.responses} responses have no reward (the "
                          f"judge's answer did not parse): left out of the pairs and the official scores")
+    reading = rec.execution.model.get("reading") if rec.model.kind == "published" else None
+    if isinstance(reading, str):  # which reading of a published file gave the rewards: its scores or its verdicts
+        notes.append(f"{label}: {reading}")
     mode = rec.model.verdicts
     if mode is not None:
         what = ("P(the verdict follows the utility order) and P(the verdict is a tie)" if mode == "pairwise" else
@@ -407,7 +411,7 @@ def _official_table(name: str, task: TaskResult, layout: OfficialLayout, entries
                f"client reads them" if strict else "")
     return Table(f"{layout.title} ({', '.join(filter(None, (task.name, said)))}): official layout", ("model",),
                  tuple(cols), tuple(rows),
-                 f"{layout.title}'s own scores, {layout.provenance}{reading}; "
+                 f"{layout.title}'s own scores{f', {layout.provenance}' if layout.provenance else ''}{reading}; "
                  + ci_caption([e for _, e in entries if e.has_task(name)], "95% bootstrap CIs"))
 
 

@@ -24,7 +24,6 @@ from typing import Any
 from rmbench.core.choices import EPS_UNITS, RUN_STATUSES, TASK_STATUSES, TRUNCATION_SIDES
 from rmbench.core.judge_replies import JudgeReplies
 from rmbench.core.metric_registry import (
-    CHECKED_AGAINST_CODE,
     DEFAULT_HEADLINE,
     RB1_LAYOUT,
     RB2_LAYOUT,
@@ -213,12 +212,12 @@ def _metric_spec(f: Fields) -> MetricSpec:
 
 
 def _layout(f: Fields) -> OfficialLayout:
-    """A task's official layout as written, its provenance too (absent: checked against the code)."""
+    """A task's official layout as written, its provenance too (absent: none, which claims nothing)."""
     o = f.obj("official")
     columns = tuple(OfficialColumn(c.string("label"), c.opt_string("subset"), c.opt_string("metric"))
                     for c in o.items("columns"))
     return OfficialLayout(o.string("title"), o.string("metric"), columns, o.strings("beside", ()),
-                          o.opt_string("provenance") or CHECKED_AGAINST_CODE)
+                          o.opt_string("provenance"))
 
 
 def _layout_for_v1(metrics: Sequence[MetricRecord]) -> OfficialLayout | None:
