@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rmbench.errors import WriteError
+
 DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -35,16 +37,24 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, renamed into place.
+    A failed write (a full disk, a read-only folder, no permission) leaves no file behind, neither
+    the temporary one nor half of ``path`` (an earlier ``path`` stays as it was), and is one
+    :class:`~rmbench.errors.WriteError` naming ``path`` and the cause."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise WriteError(path, exc) from None
         raise
 
 

@@ -203,7 +203,8 @@ def eval_command(
         console.print(f"Wrote run folder{'s' * (len(suite.records) > 1)} and leaderboard:{paths}", markup=False,
                       highlight=False, soft_wrap=True)  # a path on a line of its own, never broken, to copy
         if report:
-            _write_reports(suite.plan.run_dirs)
+            with user_errors():  # a full disk: one line (the runs are written)
+                _write_reports(suite.plan.run_dirs)
         not_logged = log_to_trackers(trackers, suite.plan.run_dirs)  # after the runs are written: never loses them
         failed = [f"{r.model.name} on {t.name}: {t.error}" for r in suite.records for t in r.tasks
                   if t.status != "success"]

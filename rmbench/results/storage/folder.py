@@ -33,7 +33,7 @@ from rmbench.core.metric_registry import (
     OfficialColumn,
     OfficialLayout,
 )
-from rmbench.errors import ConfigError
+from rmbench.errors import ConfigError, write_error_text
 from rmbench.files import atomic_write_text, json_error_text, signals_deferred
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.results.storage.fields import Fields
@@ -184,7 +184,8 @@ def write_run(out_dir: str | Path | Destination, run: RunRecord, rewards: Iterab
                 (out / JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier judge run's, overwritten
             atomic_write_text(path, text)
     except OSError as exc:  # a full disk, a folder gone read-only: no half file is left (atomic writes)
-        raise ConfigError(f"cannot write the run to {out}: {exc.strerror or exc}; no results.json was written "
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise ConfigError(f"cannot write the run to {out}{where}: {write_error_text(exc)}; no results.json was written "
                           f"there. The same command with another --out reuses every score the score cache kept "
                           f"(all of them, unless --no-cache or a warning above said the cache was off)") from None
     return path
