@@ -51,22 +51,13 @@ from rmbench.results.storage.record import (
     SkippedRows,
     TaskResult,
 )
+from rmbench.results.storage.rewards_file import REWARDS_FILE, RewardRow, load_rewards
 
 RESULTS_FILE = "results.json"
-REWARDS_FILE = "rewards.jsonl"
 JUDGMENTS_FILE = "judgments.jsonl"
 """An LLM judge's calls: one JSON row per call (task, group, response, mode, order or slot, the
 prompt's hash, the raw text, the parsed value, tokens, latency, retries, whether it was cached)."""
 READABLE_SCHEMAS = (1, 2)
-
-
-@dataclass(frozen=True)
-class RewardRow:
-    task: str
-    group_id: str
-    response_index: int
-    utility: int
-    reward: float
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -382,28 +373,6 @@ def find_runs(paths: Sequence[str | Path]) -> list[RunFolder]:
         raise ConfigError(f"{other[0]} is a file, not a run folder (a run folder holds {RESULTS_FILE}); give run "
                           f"folders, or a folder that holds them")
     return out
-
-
-def load_rewards(path: str | Path) -> list[RewardRow]:
-    p = Path(path)
-    file = p / REWARDS_FILE if p.is_dir() else p
-    if not file.is_file():
-        raise ConfigError(f"{file}: no such file (the run folder has no rewards)")
-    rows = []
-    with file.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line.rstrip("\r\n"))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{file}, line {n}: not valid JSON ({json_error_text(exc)})") from None
-            try:
-                reward = math.nan if d["reward"] is None else float(d["reward"])
-                rows.append(RewardRow(d["task"], d["group_id"], int(d["response_index"]), int(d["utility"]), reward))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ConfigError(f"{file}, line {n}: not a reward row ({type(exc).__name__}: {exc})") from None
-    return rows
 
 
 def _judge_replies(f: Fields) -> JudgeReplies | None:
