@@ -167,6 +167,7 @@ def curve_data(folder: RunFolder, task: str, label: str | None = None) -> CurveD
         d = np.array([p[2] for p in recorded], dtype=np.float64)
         why = f"{label}: only the recorded points (the task's data could not be reloaded: {exc})"
         return CurveData(label, task, result.eps_unit, eps, spec, d, recorded, why, dense=False)
+    rewards = M.check_reward_range(rewards)
     index = PairIndex.from_groups(td.groups)
     diff = rewards[index.diff_better] - rewards[index.diff_worse]
     eq = rewards[index.eq_a] - rewards[index.eq_b]

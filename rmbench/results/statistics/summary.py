@@ -67,7 +67,7 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatA
     ``progress(total)``: called once with the resamples to run (``n_bootstrap`` x slices, the
     weighted method), it returns a callback advanced by each block's resamples.
     """
-    rewards = np.asarray(rewards, dtype=np.float64)
+    rewards = M.check_reward_range(rewards)  # finite, and near enough for every gap to be finite
     sigma = M.reward_sigma(rewards)
     index = PairIndex.from_groups(groups)
     records: list[MetricRecord] = []
