@@ -199,6 +199,7 @@ def test_mlflow_store_on_a_full_disk_is_refused_before_scoring(tmp_path, monkeyp
     assert not out.exists()  # refused before scoring
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 def test_tensorboard_writer_thread_on_a_full_disk_is_one_line_and_no_event_file(runs, tmp_path, monkeypatch):
     pytest.importorskip("tensorboard", reason="the tensorboard tracker needs pip install 'rmbench[tensorboard]'")
     from tensorboard.summary.writer import record_writer

@@ -191,7 +191,7 @@ def eval_command(
             with sigterm_as_interrupt(), progress_bars("responses") as progress:
                 suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
-            _interrupted(no_cache, interrupt_exit_code(exc))
+            _interrupted(no_cache, interrupt_exit_code(exc), judge=getattr(exc, "judge_calls", False))
         if not main:  # accelerate: rank 0 writes and prints
             return
         if len(suite.records) == 1:
@@ -224,10 +224,13 @@ def _write_reports(run_dirs) -> None:
         console.print(f"Wrote {path}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _interrupted(no_cache: bool, code: int = 130) -> None:
-    """Ctrl-C or SIGTERM while scoring or writing: say what was kept, exit ``code`` (the shell's
-    code for the signal: 130 for SIGINT, 143 for SIGTERM)."""
+def _interrupted(no_cache: bool, code: int = 130, judge: bool = False) -> None:
+    """Ctrl-C or SIGTERM while scoring or writing: say what was kept (a judge's answered calls are
+    in the judge call cache, other models' scored batches in the score cache), exit ``code`` (the
+    shell's code for the signal: 130 for SIGINT, 143 for SIGTERM)."""
     kept = ("nothing was kept (--no-cache)" if no_cache else
+            "every call the judge answered so far is in the judge call cache, so the same command resumes from "
+            "it without making those calls again" if judge else
             "every batch scored so far is in the score cache, so the same command resumes from it")
     err_console.print(f"[bold yellow]interrupted:[/] no run folder was left half-written (runs that had finished "
                       f"are complete); {kept}",

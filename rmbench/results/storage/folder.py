@@ -176,9 +176,11 @@ def write_run(out_dir: str | Path | Destination, run: RunRecord, rewards: Iterab
             atomic_write_text(path, text)
     except OSError as exc:  # a full disk, a folder gone read-only: no half file is left (atomic writes)
         where = f" ({exc.filename})" if exc.filename else ""
+        kept = ("every call the judge call cache kept" if judgments is not None  # a judge keeps calls, not scores
+                else "every score the score cache kept")
         raise ConfigError(f"cannot write the run to {out}{where}: {write_error_text(exc)}; no results.json was written "
-                          f"there. The same command with another --out reuses every score the score cache kept "
-                          f"(all of them, unless --no-cache or a warning above said the cache was off)") from None
+                          f"there. The same command with another --out reuses {kept} (all of them, unless "
+                          f"--no-cache or a warning above said the cache was off)") from None
     return path
 
 
