@@ -188,3 +188,28 @@ def test_a_judge_run_that_cannot_be_written_names_the_call_cache(tmp_path, monke
     [line] = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert "No space left on device (the disk is full)" in line
     assert "reuses every call the judge call cache kept" in line and "score cache" not in line, line
+
+
+def test_a_failed_synchronous_retry_counts_the_batch_replies_that_were_kept(tmp_path):
+    """Before: "0 finished calls were kept" when the batch's 15 replies were (the count was the
+    synchronous retry's only)."""
+    import hashlib
+
+    from batch_server import BatchServer
+
+    from rmbench.models.judge.batch import make_batch_executor
+    from rmbench.models.judge.client import ChatRequest, JudgeServerError
+
+    reqs = [ChatRequest(messages=(("user", f"q{i}"),), max_tokens=8) for i in range(18)]
+    keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(18)]
+    got: dict = {}
+    with BatchServer(reply="ok", fail=[15, 16, 17]) as server:
+        server.faults += [("status", 500, {})] * 200  # the synchronous retries all fail
+        ex = make_batch_executor("openai", base_url=server.base_url, model="judge-model",
+                                 state_dir=tmp_path / "state", api_key="sk-test-key-for-kept-lines",
+                                 poll_interval=0.02, timeout=5.0, progress=False)
+        with pytest.raises(JudgeServerError) as caught:
+            ex.complete(reqs, keys, got.__setitem__)
+    assert len(got) == 15
+    assert str(caught.value).endswith("0 finished calls were kept (of the 3 synchronous retries); with the batch's "
+                                      "15 replies, 15 of 18 requests were answered and kept"), str(caught.value)
