@@ -260,3 +260,21 @@ def test_a_real_full_tmpfs_is_one_line(runs, tmp_path, command):
     assert len(errors) == 1 and "No space left on device (the disk is full)" in errors[0], text
     assert str(disk) in errors[0], text
     assert not [line for line in done.stdout.splitlines() if line.startswith(str(disk))], text  # no file left
+
+
+def test_a_full_cache_disk_does_not_stop_a_model_fingerprint(tmp_path, monkeypatch):
+    """The index of weight-file hashes is a speed-up in the user cache: a write it cannot make is
+    passed over (the fingerprint is the same), never the run's end."""
+    from rmbench.models.hf import identity
+
+    weights = tmp_path / "model"
+    weights.mkdir()
+    (weights / "config.json").write_text("{}")
+    monkeypatch.setattr(identity, "user_cache_dir", lambda: tmp_path / "cache")
+    begun = refuse_writes(monkeypatch)
+    first = identity.folder_fingerprint(weights)
+    assert begun and not (tmp_path / "cache" / "file_hashes.json").exists()
+    monkeypatch.undo()
+    monkeypatch.setattr(identity, "user_cache_dir", lambda: tmp_path / "cache")
+    assert identity.folder_fingerprint(weights) == first
+    assert (tmp_path / "cache" / "file_hashes.json").is_file()
