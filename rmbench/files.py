@@ -39,10 +39,12 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder, renamed into place.
     A failed write (a full disk, a read-only folder, no permission) leaves no file behind, neither
-    the temporary one nor half of ``path`` (an earlier ``path`` stays as it was), and is one
+    the temporary one nor half of ``path`` (an earlier ``path`` stays as it was), nor a folder it
+    made for it that is still empty, and is one
     :class:`~rmbench.errors.WriteError` naming ``path`` and the cause."""
     path = Path(path)
     tmp: str | None = None
+    made = [p for p in reversed(path.parents) if not p.exists()]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -52,6 +54,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException as exc:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+        for folder in reversed(made):  # the folders made for it, while empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
         if isinstance(exc, OSError) and not isinstance(exc, WriteError):
             raise WriteError(path, exc) from None
         raise

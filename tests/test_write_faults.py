@@ -95,6 +95,7 @@ def test_export_on_a_full_disk_is_one_line(runs, tmp_path, monkeypatch, code):
     result = runner.invoke(app, ["export", str(runs / "length"), "--out", str(out)])
     one_error_line(result, out / "length.json", code)
     nothing_left(out, begun)
+    assert not out.exists()  # nor the folder made for it
 
 
 def test_report_on_a_full_disk_is_one_line(runs, tmp_path, monkeypatch):
@@ -120,6 +121,7 @@ def test_plot_on_a_full_disk_is_one_line(runs, tmp_path, monkeypatch):
     result = runner.invoke(app, ["plot", str(runs), "--out", str(out), "--format", "svg"])
     one_error_line(result, out / "ties_sample_ds_curve.svg")
     nothing_left(out, begun)
+    assert not out.exists()
 
 
 def test_eval_on_a_full_disk_writes_no_run_and_says_so_in_one_line(tmp_path, monkeypatch):
