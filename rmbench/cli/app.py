@@ -135,7 +135,8 @@ def eval_command(
                                           "process may use, less those other processes keep busy, before each batch)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir",
                                           help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache "
+                                  "(a judge: its call cache)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
                                            help="Allow model repositories to run their own code."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "

@@ -225,7 +225,8 @@ def verify_command(
     device: str = typer.Option("auto", "--device", help="A model SPEC's device: cpu, cuda, mps, cuda:N or auto."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir",
                                           help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache "
+                                  "(a judge: its call cache)."),
 ) -> None:
     """Does RUN reproduce a reference? Per-item agreement, score differences with paired 95% CIs, and a verdict:
     equal, within noise or different (exit status 1)."""
