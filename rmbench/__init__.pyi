@@ -14,7 +14,8 @@ from rmbench.models.base import (CallingModel, CompositeModel, GroupContextModel
                                  Runtime, ScoreRequest, StochasticModel, TokenizedModel, Truncation)
 from rmbench.results.statistics.compare import compare_runs
 from rmbench.results.statistics.verify import Verification, verify_runs
-from rmbench.results.storage.folder import RewardRow, RunFolder, find_runs, load_rewards, load_run, read_run
+from rmbench.results.storage.folder import RunFolder, find_runs, load_run, read_run
+from rmbench.results.storage.rewards_file import RewardRow, load_rewards
 from rmbench.core.options import FormatOption, Option
 from rmbench.results.publishing.formats import OutputFormat, RenderContext, register_format
 from rmbench.models.judge.judge_protocol import JudgeProtocol, Official, register_judge_protocol

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rmbench.errors import WriteError
+
 DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -37,17 +39,37 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, renamed into place.
+    A failed write (a full disk, a read-only folder, no permission) leaves no file behind, neither
+    the temporary one nor half of ``path`` (an earlier ``path`` stays as it was), nor a folder it
+    made for it that is still empty, and is one
+    :class:`~rmbench.errors.WriteError` naming ``path`` and the cause."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp: str | None = None
+    made = [p for p in reversed(path.parents) if not p.exists()]
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        _write_all(fd, data)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        for folder in reversed(made):  # the folders made for it, while empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise WriteError(path, exc) from None
         raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to ``fd`` and close it (where the bytes meet the disk: a full one raises here)."""
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 def _umask() -> int:

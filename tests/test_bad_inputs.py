@@ -578,7 +578,8 @@ def test_compare_with_a_nan_reward_on_disk_is_a_clear_error(tmp_path):
     row["reward"] = math.nan
     rewards.write_text("\n".join([json.dumps(row)] + lines[1:]) + "\n")
     result = runner.invoke(app, ["compare", str(tmp_path / "oracle"), str(tmp_path / "length"), "--bootstrap", "10"])
-    assert result.exit_code == 2 and "NaN or infinite" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"error: {rewards}, line 1: NaN is not a reward" in result.output  # the file and line (issue 53)
 
 
 # --- long inputs: truncation is explicit, counted and never silent --------------------------------

@@ -136,7 +136,8 @@ def eval_command(
                                           "process may use, less those other processes keep busy, before each batch)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir",
                                           help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache "
+                                  "(a judge: its call cache)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code",
                                            help="Allow model repositories to run their own code."),
     allow_pickle: bool = typer.Option(False, "--allow-pickle", help="Allow weights in pickle files (pytorch_model.bin, "
@@ -195,7 +196,7 @@ def eval_command(
             with sigterm_as_interrupt(), progress_bars("responses") as progress:
                 suite = evaluate_models(configs, out, overwrite, progress=progress, warn=_warn, write=main)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated)
-            _interrupted(no_cache, interrupt_exit_code(exc))
+            _interrupted(no_cache, interrupt_exit_code(exc), judge=getattr(exc, "judge_calls", False))
         if not main:  # accelerate: rank 0 writes and prints
             return
         if len(suite.records) == 1:
@@ -207,7 +208,8 @@ def eval_command(
         console.print(f"Wrote run folder{'s' * (len(suite.records) > 1)} and leaderboard:{paths}", markup=False,
                       highlight=False, soft_wrap=True)  # a path on a line of its own, never broken, to copy
         if report:
-            _write_reports(suite.plan.run_dirs)
+            with user_errors():  # a full disk: one line (the runs are written)
+                _write_reports(suite.plan.run_dirs)
         not_logged = log_to_trackers(trackers, suite.plan.run_dirs)  # after the runs are written: never loses them
         failed = [f"{r.model.name} on {t.name}: {t.error}" for r in suite.records for t in r.tasks
                   if t.status != "success"]
@@ -238,10 +240,13 @@ def _write_reports(run_dirs) -> None:
         console.print(f"Wrote {path}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _interrupted(no_cache: bool, code: int = 130) -> None:
-    """Ctrl-C or SIGTERM while scoring or writing: say what was kept, exit ``code`` (the shell's
-    code for the signal: 130 for SIGINT, 143 for SIGTERM)."""
+def _interrupted(no_cache: bool, code: int = 130, judge: bool = False) -> None:
+    """Ctrl-C or SIGTERM while scoring or writing: say what was kept (a judge's answered calls are
+    in the judge call cache, other models' scored batches in the score cache), exit ``code`` (the
+    shell's code for the signal: 130 for SIGINT, 143 for SIGTERM)."""
     kept = ("nothing was kept (--no-cache)" if no_cache else
+            "every call the judge answered so far is in the judge call cache, so the same command resumes from "
+            "it without making those calls again" if judge else
             "every batch scored so far is in the score cache, so the same command resumes from it")
     err_console.print(f"[bold yellow]interrupted:[/] no run folder was left half-written (runs that had finished "
                       f"are complete); {kept}",

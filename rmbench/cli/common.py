@@ -30,7 +30,7 @@ from rich.text import Text
 from typer.core import TyperCommand
 
 from rmbench.cli.tables import Grid, OutputConsole, print_grid
-from rmbench.errors import RMBenchError
+from rmbench.errors import WRITE_ERRNOS, RMBenchError, write_error_text
 from rmbench.registry import RegistryError
 
 
@@ -96,7 +96,8 @@ def _top_level(
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """A user's mistake is one clear line on stderr and exit code 2, never a traceback; with
+    """A user's mistake is one clear line on stderr and exit code 2, never a traceback (so is a
+    write the machine refuses: a full disk, a read-only folder, :data:`~rmbench.errors.WRITE_ERRNOS`); with
     ``--traceback`` or ``RMBENCH_DEBUG=1`` the traceback of the user's own code comes first
     (:mod:`rmbench.cli.debug`), and without it an error from the user's code says how to see it."""
     try:
@@ -110,6 +111,15 @@ def user_errors() -> Iterator[None]:
         elif debug.has_user_frames(exc):
             hint = " (rmbench --traceback ... or RMBENCH_DEBUG=1 shows where in your code)"
         err_console.print(f"[bold red]error:[/] {escape(str(exc) + hint)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRNOS:
+            raise
+        # a full disk, a read-only or forbidden folder met outside rmbench's own writer (a lock
+        # file, a folder made, a library's file): the file and the cause, as a WriteError says them
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.print(f"[bold red]error:[/] {escape(where + write_error_text(exc))}", highlight=False,
+                          soft_wrap=True)
         raise typer.Exit(2) from None
 
 

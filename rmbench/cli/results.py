@@ -60,6 +60,8 @@ def leaderboard_build(
 
 def _curve_figures(folders, lb, console_) -> dict[str, str]:
     """The D-Spec curve of each task as inline SVG, when matplotlib is installed."""
+    from rmbench.results.storage.rewards_file import RewardsFileError
+
     try:
         from rmbench.results.publishing.plot import ds_curve_svg
     except ImportError:
@@ -70,6 +72,8 @@ def _curve_figures(folders, lb, console_) -> dict[str, str]:
             continue
         try:
             figures[task] = ds_curve_svg(folders, task)
+        except RewardsFileError:  # a damaged rewards.jsonl: refused (one line), not a page without curves
+            raise
         except RMBenchError as exc:  # matplotlib missing: the page has the tables only
             console_.print(f"note: no curves in the page: {exc}", markup=False, highlight=False)
             return {}
@@ -221,7 +225,8 @@ def verify_command(
     device: str = typer.Option("auto", "--device", help="A model SPEC's device: cpu, cuda, mps, cuda:N or auto."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir",
                                           help="Score cache (default: $XDG_CACHE_HOME/rmbench/scores)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the score cache "
+                                  "(a judge: its call cache)."),
 ) -> None:
     """Does RUN reproduce a reference? Per-item agreement, score differences with paired 95% CIs, and a verdict:
     equal, within noise or different (exit status 1)."""

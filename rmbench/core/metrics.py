@@ -36,9 +36,35 @@ def _arr(x: ArrayLike) -> FloatArray:
 
 
 def reward_sigma(rewards: ArrayLike) -> float:
-    """sigma = sample standard deviation (ddof = 1) of all rewards; 0.0 for fewer than 2 rewards."""
+    """sigma = sample standard deviation (ddof = 1) of all rewards; 0.0 for fewer than 2 rewards.
+
+    Rewards so large that their squares overflow (|r| above about 1e154) still have a finite sigma:
+    it is computed on the rewards divided by the largest |r|, then scaled back (``inf`` only where
+    :func:`check_reward_range` refuses the rewards)."""
     r = _arr(rewards)
-    return float(np.std(r, ddof=1)) if r.size >= 2 else 0.0
+    if r.size < 2:
+        return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        sigma = float(np.std(r, ddof=1))
+        if not math.isfinite(sigma):  # the squares overflowed, not the rewards: the same sigma, scaled
+            scale = float(np.max(np.abs(r)))
+            sigma = float(np.std(r / scale, ddof=1)) * scale
+    return sigma
+
+
+def check_reward_range(rewards: ArrayLike) -> FloatArray:
+    """``rewards`` as an array, refused (:class:`ModelError`) when they are not finite or are so far
+    apart that a difference between two of them overflows (``max - min`` beyond the largest float,
+    about 1.8e308: no pair's gap could be computed). The metrics of a slice start here, so such
+    rewards are one error saying so, never "infinite" rewards."""
+    r = _arr(rewards)
+    if r.size >= 2:
+        low, high = float(np.min(r)), float(np.max(r))
+        if not math.isfinite(high - low):
+            raise ModelError(f"rewards range from {low:.6g} to {high:.6g}: a difference between two of them is "
+                             f"beyond the largest float ({np.finfo(np.float64).max:.4g}), so the gaps of the pairs "
+                             f"cannot be computed; scale the rewards down")
+    return r
 
 
 def raw_eps(eps: float, unit: str, sigma: float) -> float:
@@ -164,8 +190,9 @@ def ties_prompt_stats(correct_scores: ArrayLike, incorrect_scores: ArrayLike) ->
     c, i = _arr(correct_scores), _arr(incorrect_scores)
     if c.size == 0 or i.size == 0:
         raise ValueError("a Ties row needs at least one correct and one incorrect answer")
-    cim = float(c.min() - i.max())
-    dcm = float(c.max() - c.min()) if c.size > 1 else math.nan
+    with np.errstate(over="ignore"):  # rewards too far apart: refused by check_reward_range, not warned of here
+        cim = float(c.min() - i.max())
+        dcm = float(c.max() - c.min()) if c.size > 1 else math.nan
     return TiesPromptStats(cim > 0, dcm, cim)
 
 

@@ -37,10 +37,11 @@ from pathlib import Path
 from rmbench.catalog import Catalog, load_catalog
 from rmbench.errors import ConfigError
 from rmbench.files import atomic_write_text, safe_file_name, signals_deferred
+from rmbench.models.base import CallingModel
 from rmbench.models.trained import trained_split
 from rmbench.results.publishing.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.publishing.leaderboard_render import render
-from rmbench.results.storage.folder import check_destination
+from rmbench.results.storage.folder import Destination, check_destination
 from rmbench.results.storage.folder_lock import run_folders_locked
 from rmbench.results.storage.record import RunRecord
 from rmbench.scoring.planning import RunPlan, plan_run
@@ -178,6 +179,17 @@ class SuiteResult:
     leaderboard: Leaderboard
 
 
+def _run_plan(plan: RunPlan, destination: Destination | None, progress: ProgressFactory | None,
+              warn: Callable[[str], None] | None) -> RunRecord:
+    """:func:`run_plan`; Ctrl-C or SIGTERM during a judge's run is marked ``judge_calls`` (what
+    was kept is in the judge call cache, not the score cache: the CLI's line says which)."""
+    try:
+        return run_plan(plan, destination, progress, warn)
+    except KeyboardInterrupt as exc:
+        setattr(exc, "judge_calls", isinstance(plan.model, CallingModel))  # noqa: B010 - an exception's attribute
+        raise
+
+
 def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, overwrite: bool = False,
                     progress: ProgressFactory | None = None, warn: Callable[[str], None] | None = None,
                     write: bool = True) -> SuiteResult:
@@ -198,7 +210,7 @@ def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, over
     with run_folders_locked(folders):  # another process writing one of them: refused here
         destinations = ([check_destination(run_dir, p.identity, overwrite) for p, run_dir in zip(plans, folders)]
                         if write else [None] * len(plans))
-        records = tuple(run_plan(p, d, progress, warn) for p, d in zip(plans, destinations))
+        records = tuple(_run_plan(p, d, progress, warn) for p, d in zip(plans, destinations))
         board = build_leaderboard(records)
         if write:
             with signals_deferred():  # Ctrl-C or SIGTERM now: after the leaderboard, never half of it

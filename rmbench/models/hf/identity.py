@@ -69,9 +69,12 @@ def folder_fingerprint(folder: str | Path) -> str:
             digest = new[key] = file_sha256(p)
         digests.append(f"{p.name}:{digest}\n")
     if new:
-        with _locked(index_path.with_name("file_hashes.lock")):
-            merged = {**_read_index(index_path), **new}
-            atomic_write_text(index_path, json.dumps(merged))
+        try:
+            with _locked(index_path.with_name("file_hashes.lock")):
+                merged = {**_read_index(index_path), **new}
+                atomic_write_text(index_path, json.dumps(merged))
+        except OSError:  # a full or read-only cache disk: the index only saves hashing again next time
+            pass
     return hashlib.sha256("".join(digests).encode()).hexdigest()
 
 

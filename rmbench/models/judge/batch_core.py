@@ -204,7 +204,12 @@ class BatchExecutor(ABC):
             outcome.count(reply, sync=True)
             on_reply(order[j], reply)
 
-        client.complete([requests[i] for i in order], on_reply=keep)
+        try:
+            client.complete([requests[i] for i in order], on_reply=keep)
+        except JudgeServerError as exc:  # its count is of the retry's calls: the batch's replies were kept too
+            raise JudgeServerError(f"{exc} (of the {len(order)} synchronous retries); with the batch's "
+                                   f"{outcome.completed} replies, {outcome.completed + outcome.retried_sync} of "
+                                   f"{outcome.submitted} requests were answered and kept") from None
 
 
 class _NonFinite(ValueError):

@@ -152,18 +152,22 @@ def curve_data(folder: RunFolder, task: str, label: str | None = None) -> CurveD
     from rmbench.core import metrics as M
     from rmbench.core.types import PairIndex
     from rmbench.results.storage.reload import task_rewards
+    from rmbench.results.storage.rewards_file import RewardsFileError
 
     result = folder.record.task(task)
     label = label or folder.record.model_name
     recorded = _recorded_points(result)
     try:
         td, rewards = task_rewards(folder, task)
+    except RewardsFileError:  # a damaged rewards.jsonl is refused, never drawn around
+        raise
     except (DataError, ConfigError) as exc:
         eps = np.array([p[0] for p in recorded], dtype=np.float64)
         spec = np.array([p[1] for p in recorded], dtype=np.float64)
         d = np.array([p[2] for p in recorded], dtype=np.float64)
         why = f"{label}: only the recorded points (the task's data could not be reloaded: {exc})"
         return CurveData(label, task, result.eps_unit, eps, spec, d, recorded, why, dense=False)
+    rewards = M.check_reward_range(rewards)
     index = PairIndex.from_groups(td.groups)
     diff = rewards[index.diff_better] - rewards[index.diff_worse]
     eq = rewards[index.eq_a] - rewards[index.eq_b]

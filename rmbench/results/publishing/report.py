@@ -29,6 +29,7 @@ from rmbench.results.publishing.report_svg import Bar, bars_svg, scatter_svg
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import TaskResult
 from rmbench.results.storage.reload import task_scored
+from rmbench.results.storage.rewards_file import RewardsFileError
 from rmbench.tasks.loading import DataOverride
 
 
@@ -153,6 +154,8 @@ def _task_section(name: str, folders: Sequence[RunFolder], lb: Leaderboard, run_
             continue
         try:
             examples.append(_run_examples(run, folders[run], name, options))
+        except RewardsFileError:  # a damaged rewards.jsonl is refused, never a note
+            raise
         except RMBenchError as exc:
             notes.append(f"{run_names[run]}: the task's data cannot be reloaded ({exc}); aggregate parts only")
     scatter = (scatter_svg(f"{name}: length bias over equal-utility pairs",
@@ -173,6 +176,8 @@ def _curves(folders: Sequence[RunFolder], lb: Leaderboard, warn: Callable[[str],
             continue
         try:
             curves[task] = ds_curve_svg(folders, task)
+        except RewardsFileError:
+            raise
         except RMBenchError as exc:
             warn(f"no D-Spec curves in the report: {exc}")
             return {}

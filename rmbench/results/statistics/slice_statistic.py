@@ -114,7 +114,7 @@ def slice_statistic(groups: Sequence[ComparisonGroup], rewards: FloatArray, eps:
     sigma is taken over all of ``rewards`` (the whole task), whatever the slice. The rewrite
     metrics are computed when the task (not only this slice) has rewrites.
     """
-    rewards = np.asarray(rewards, dtype=np.float64)
+    rewards = M.check_reward_range(rewards)  # finite, and near enough for every gap to be finite
     sigma = M.reward_sigma(rewards)
     eps_raw = [M.raw_eps(e, eps_unit, sigma) for e in eps]
     index = index or PairIndex.from_groups(groups)

@@ -75,7 +75,7 @@ def summarize(task_name: str, groups: Sequence[ComparisonGroup], rewards: FloatA
     pairs is summarized from counted pairs (:mod:`rmbench.results.statistics.step_statistic`:
     the same records, but length_correlation nan; None: always from the listed pairs).
     """
-    rewards = np.asarray(rewards, dtype=np.float64)
+    rewards = M.check_reward_range(rewards)  # finite, and near enough for every gap to be finite
     sigma = M.reward_sigma(rewards)
     counted = counts_steps(groups, count_steps_from)
     index = discrimination_index(cast(Sequence[StepGroup], groups)) if counted else PairIndex.from_groups(groups)

@@ -32,7 +32,7 @@ from rmbench.core.metric_registry import (
     OfficialColumn,
     OfficialLayout,
 )
-from rmbench.errors import ConfigError
+from rmbench.errors import ConfigError, write_error_text
 from rmbench.files import atomic_write_text, json_error_text, signals_deferred
 from rmbench.registry import PluginSource
 from rmbench.results.storage.engine_stats import EngineStats
@@ -51,22 +51,13 @@ from rmbench.results.storage.record import (
     SkippedRows,
     TaskResult,
 )
+from rmbench.results.storage.rewards_file import REWARDS_FILE, RewardRow, load_rewards
 
 RESULTS_FILE = "results.json"
-REWARDS_FILE = "rewards.jsonl"
 JUDGMENTS_FILE = "judgments.jsonl"
 """An LLM judge's calls: one JSON row per call (task, group, response, mode, order or slot, the
 prompt's hash, the raw text, the parsed value, tokens, latency, retries, whether it was cached)."""
 READABLE_SCHEMAS = (1, 2)
-
-
-@dataclass(frozen=True)
-class RewardRow:
-    task: str
-    group_id: str
-    response_index: int
-    utility: int
-    reward: float
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -186,9 +177,12 @@ def write_run(out_dir: str | Path | Destination, run: RunRecord, rewards: Iterab
                 (out / JUDGMENTS_FILE).unlink(missing_ok=True)  # an earlier judge run's, overwritten
             atomic_write_text(path, text)
     except OSError as exc:  # a full disk, a folder gone read-only: no half file is left (atomic writes)
-        raise ConfigError(f"cannot write the run to {out}: {exc.strerror or exc}; no results.json was written "
-                          f"there. The same command with another --out reuses every score the score cache kept "
-                          f"(all of them, unless --no-cache or a warning above said the cache was off)") from None
+        where = f" ({exc.filename})" if exc.filename else ""
+        kept = ("every call the judge call cache kept" if judgments is not None  # a judge keeps calls, not scores
+                else "every score the score cache kept")
+        raise ConfigError(f"cannot write the run to {out}{where}: {write_error_text(exc)}; no results.json was written "
+                          f"there. The same command with another --out reuses {kept} (all of them, unless "
+                          f"--no-cache or a warning above said the cache was off)") from None
     return path
 
 
@@ -394,28 +388,6 @@ def find_runs(paths: Sequence[str | Path]) -> list[RunFolder]:
         raise ConfigError(f"{other[0]} is a file, not a run folder (a run folder holds {RESULTS_FILE}); give run "
                           f"folders, or a folder that holds them")
     return out
-
-
-def load_rewards(path: str | Path) -> list[RewardRow]:
-    p = Path(path)
-    file = p / REWARDS_FILE if p.is_dir() else p
-    if not file.is_file():
-        raise ConfigError(f"{file}: no such file (the run folder has no rewards)")
-    rows = []
-    with file.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line.rstrip("\r\n"))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{file}, line {n}: not valid JSON ({json_error_text(exc)})") from None
-            try:
-                reward = math.nan if d["reward"] is None else float(d["reward"])
-                rows.append(RewardRow(d["task"], d["group_id"], int(d["response_index"]), int(d["utility"]), reward))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ConfigError(f"{file}, line {n}: not a reward row ({type(exc).__name__}: {exc})") from None
-    return rows
 
 
 def _judge_replies(f: Fields) -> JudgeReplies | None:

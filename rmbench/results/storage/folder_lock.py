@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rmbench.errors import ConfigError
+from rmbench.errors import ConfigError, write_error_text
 from rmbench.results.storage.folder import check_writable
 
 LOCK_SUFFIX = ".rmbench-lock"
@@ -109,8 +109,13 @@ def _acquire(out_dir: Path) -> _Held:
         if same:
             break
         os.close(fd)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    except OSError as exc:  # a full disk: no lock file (nor folder made for it) is left behind
+        _release(_Held(fd, path, made=made))
+        raise ConfigError(f"--out {out_dir}: cannot write its lock file {path}: {write_error_text(exc)}; "
+                          f"nothing was scored") from None
     return _Held(fd, path, made=made)
 
 

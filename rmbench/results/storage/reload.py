@@ -21,6 +21,7 @@ from rmbench.core.unscored import Scored, drop_unscored
 from rmbench.errors import DataError
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import TaskResult
+from rmbench.results.storage.rewards_file import REWARDS_FILE, RewardsFileError
 from rmbench.tasks.base import Task, task_data_fingerprint, task_fingerprint
 from rmbench.tasks.loading import DataOverride, load_task, task_spec_with_data
 
@@ -94,9 +95,29 @@ def aligned_rewards(folder: RunFolder, task: str, groups: list[ComparisonGroup],
     rows = folder.rewards() if rows is None else rows
     by_key = {(r.group_id, r.response_index): r.reward for r in rows if r.task == task}
     try:
-        return np.array([by_key[(g.id, i)] for g in groups for i in range(len(g.responses))], dtype=np.float64)
+        rewards = np.array([by_key[(g.id, i)] for g in groups for i in range(len(g.responses))], dtype=np.float64)
     except KeyError as exc:
-        raise DataError(f"{folder.path}/rewards.jsonl has no reward for task {task!r}, group/response {exc}") from None
+        raise DataError(f"{folder.path / REWARDS_FILE} has no reward for task {task!r}, group/response {exc}") from None
+    result = folder.record.task(task) if folder.record.has_task(task) else None
+    if result is not None and result.status == "success" and result.unparsed is None and np.isnan(rewards).any():
+        # null is "no reward" only where a judge's answers could go unparsed (the run counts them)
+        k = int(np.flatnonzero(np.isnan(rewards))[0])
+        group, response = next((g.id, k - start) for g, start in zip(groups, _starts(groups))
+                               if start <= k < start + len(g.responses))
+        raise RewardsFileError(f"{folder.path / REWARDS_FILE}: task {task!r}, group {group!r}, response {response}: "
+                               f"the reward is null (none), but this run's model gave every response a reward (the "
+                               f"run records no unparsed answers), so the file was changed after the run: restore "
+                               f"it, or rerun the model")
+    return rewards
+
+
+def _starts(groups: list[ComparisonGroup]) -> list[int]:
+    """Where each group's responses begin in the flat reward array."""
+    out, at = [], 0
+    for g in groups:
+        out.append(at)
+        at += len(g.responses)
+    return out
 
 
 def task_rewards(folder: RunFolder, task: str, data: Mapping[str, DataOverride | str] | None = None

@@ -22,7 +22,7 @@ import time
 from itertools import islice
 
 from rmbench.core.options import Option
-from rmbench.errors import ConfigError
+from rmbench.errors import ConfigError, write_error_text
 from rmbench.results.trackers.payload import TrackedRun, flat_config
 from rmbench.results.trackers.sink import TrackerSink, without_credentials
 
@@ -60,6 +60,10 @@ class MlflowSink(TrackerSink):
             return MlflowClient(tracking_uri=uri)  # builds the store: no request yet
         except MlflowException as exc:
             raise ConfigError(f"--log-to mlflow: {without_credentials(' '.join(exc.message.split()))}") from None
+        except OSError as exc:  # a file: store on a full disk or in a read-only folder (it is made here)
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise ConfigError(f"--log-to mlflow: cannot write the tracking store {without_credentials(uri)}{where}: "
+                              f"{write_error_text(exc)}") from None
 
     def _uri(self) -> str:
         from mlflow.tracking import get_tracking_uri

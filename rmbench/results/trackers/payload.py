@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -38,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from rmbench.core.metric_registry import GAP_SUFFIX, metric_def
+from rmbench.files import atomic_write_bytes, atomic_write_text
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.publishing.leaderboard_render import to_frame
 from rmbench.results.storage.folder import RESULTS_FILE, RunFolder, record_to_json
@@ -188,9 +188,9 @@ def tracked_run(folder: RunFolder) -> Iterator[TrackedRun]:
 
     with tempfile.TemporaryDirectory(prefix="rmbench-tracker-") as tmp:
         report = Path(tmp) / REPORT_FILE
-        report.write_text(render_report(build_report([folder])), encoding="utf-8")
+        atomic_write_text(report, render_report(build_report([folder])))  # a full disk: one line naming it
         results = Path(tmp) / RESULTS_COPY
-        shutil.copyfile(folder.path / RESULTS_FILE, results)
+        atomic_write_bytes(results, (folder.path / RESULTS_FILE).read_bytes())
         yield TrackedRun(folder.label, folder.path, folder.record, run_config(folder),
                          tracked_metrics(folder.record), leaderboard_tables(folder), results, report)
 

@@ -17,10 +17,14 @@ The writer is ``torch.utils.tensorboard`` (torch is rmbench's own dependency); i
 from __future__ import annotations
 
 import json
-import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rmbench.core.options import Option
+from rmbench.errors import WriteError
+from rmbench.files import atomic_write_bytes
 from rmbench.results.trackers.payload import TrackedRun
 from rmbench.results.trackers.sink import TrackerSink
 
@@ -45,21 +49,52 @@ class TensorBoardSink(TrackerSink):
         return Path(base) / run.name if base else run.folder / "tensorboard"
 
     def log(self, run: TrackedRun, step: int = 0) -> str:
+        """A failed write (a full disk, a read-only logdir) is one :class:`WriteError` naming the
+        folder and the cause, raised here rather than printed as the writer thread's traceback,
+        and the event files begun are removed (the earlier run's stay)."""
         from torch.utils.tensorboard import SummaryWriter
 
         where = self.logdir(run)
         earlier = set(where.glob(EVENTS_GLOB)) if where.is_dir() else set()
-        writer = SummaryWriter(log_dir=str(where))
         try:
-            for key, value in run.scalars().items():
-                writer.add_scalar(key, value, step, new_style=True, double_precision=True)
-            writer.add_text("config", _indented(json.dumps(run.config, indent=2, default=str)), step)
-            for key, frame in run.tables:
-                writer.add_text(key, frame.to_markdown(index=False), step)
-        finally:
-            writer.close()
-        for path in run.files:
-            shutil.copyfile(path, where / path.name)
+            with _writer_thread_errors_raised_here():
+                writer = SummaryWriter(log_dir=str(where))
+                try:
+                    for key, value in run.scalars().items():
+                        writer.add_scalar(key, value, step, new_style=True, double_precision=True)
+                    writer.add_text("config", _indented(json.dumps(run.config, indent=2, default=str)), step)
+                    for key, frame in run.tables:
+                        writer.add_text(key, frame.to_markdown(index=False), step)
+                finally:
+                    writer.close()  # joins the writer thread; raises what it met
+            for path in run.files:
+                atomic_write_bytes(where / path.name, path.read_bytes())
+        except OSError as exc:
+            for begun in set(where.glob(EVENTS_GLOB)) - earlier if where.is_dir() else ():
+                begun.unlink(missing_ok=True)
+            if isinstance(exc, WriteError):
+                raise
+            raise WriteError(exc.filename or where, exc) from None
         for old in earlier:
             old.unlink(missing_ok=True)
         return str(where)
+
+
+@contextmanager
+def _writer_thread_errors_raised_here() -> Iterator[None]:
+    """While the block runs, an OSError of tensorboard's writer thread is not printed as a thread's
+    traceback: the writer keeps it and raises it in this thread (at ``close()`` at the latest), where
+    it is the tracker's one error line."""
+    before = threading.excepthook
+
+    def hook(args) -> None:
+        if (args.thread is not None and type(args.thread).__module__.startswith("tensorboard.")
+                and args.exc_type is not None and issubclass(args.exc_type, OSError)):
+            return
+        before(args)
+
+    threading.excepthook = hook
+    try:
+        yield
+    finally:
+        threading.excepthook = before
