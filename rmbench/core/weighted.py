@@ -149,8 +149,9 @@ class WeightedBlock(Shared):
         self.T: FloatArray = C.astype(np.float64) @ ws.counts
 
     def total(self, column: PairColumn, k: int = 0) -> FloatArray:
-        """The weighted sum of ``column`` (at the run's k-th eps for a ``per_eps`` one), per resample."""
-        place = self.slice.position.get((column, k))
+        """The weighted sum of ``column`` (at the run's k-th eps for a ``per_eps`` one; ``k`` is
+        ignored for another), per resample."""
+        place = self.slice.position.get((column, k if column.per_eps else 0))
         if place is None:
             raise KeyError(f"pair column {column.name!r} is not declared by any metric of this slice: "
                            f"add this very column to the columns of the metric that reads it")
