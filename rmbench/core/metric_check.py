@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -34,6 +35,8 @@ from rmbench.core.weighted import WeightedSlice, unit_counts
 from rmbench.errors import RMBenchError
 
 __all__ = ["AFFINE", "EPS", "MetricCheckError", "check_metric", "random_groups"]
+
+T = TypeVar("T")
 
 EPS = (0.0, 0.37, 1.3)
 """The eps (sigma units) an eps-dependent metric is checked at: 0 and two that no gap of the
@@ -97,7 +100,8 @@ def _check_order(metric: ComputedMetric, groups: Sequence[ComparisonGroup], rewa
         if not (_same(v, w) if metric.exact else _close(v, w, 1e-12)):
             raise MetricCheckError(
                 f"metric {metric.name!r} depends on the order of the groups: its {what} is {v!r}, and {w!r} with "
-                f"the same groups in another order {where}{_EXACT_HINT if metric.exact and _close(v, w, 1e-12) else ''}")
+                f"the same groups in another order {where}"
+                f"{_EXACT_HINT if metric.exact and _close(v, w, 1e-12) else ''}")
 
 
 _EXACT_HINT = (". A metric whose two forms sum float values (not counts) sums them in another order: declare "
@@ -113,17 +117,17 @@ def random_groups(rng: np.random.Generator, forms: bool, n_groups: int | None = 
     for i in range(n_groups):
         n = int(rng.integers(3 if forms else 2, 8))
         u = [int(v) for v in rng.integers(0, 3, n)]
-        kw: dict[str, object] = {}
-        if rng.random() < 0.3:
-            kw["equivalence_levels"] = (max(u),)
+        levels = (max(u),) if rng.random() < 0.3 else None
+        kinds: tuple[str, ...] | None = None
+        sources: tuple[int, ...] | None = None
         if forms:
             k = n // 2  # responses k.. rewrite the originals 0..k-1
-            src = list(range(k)) + [int(rng.integers(0, k)) for _ in range(n - k)]
-            u = [u[s] for s in src]
-            kw["forms"] = tuple(ORIGINAL if j < k else ("para", "short")[j % 2] for j in range(n))
-            kw["rewrite_of"] = tuple(src)
+            sources = tuple(range(k)) + tuple(int(rng.integers(0, k)) for _ in range(n - k))
+            u = [u[j] for j in sources]
+            kinds = tuple(ORIGINAL if j < k else ("para", "short")[j % 2] for j in range(n))
         responses = ["x" * int(rng.integers(1, 6)) for _ in range(n)]
-        groups.append(ComparisonGroup(f"g{i}", "p", responses, u, **kw))  # type: ignore[arg-type]
+        groups.append(ComparisonGroup(f"g{i}", "p", tuple(responses), tuple(u), equivalence_levels=levels,
+                                      forms=kinds, rewrite_of=sources))
         rewards.append(rng.integers(-6, 7, n) / 4.0)
     return groups, np.concatenate(rewards).astype(np.float64)
 
@@ -138,7 +142,7 @@ def _eps_indices(metric: ComputedMetric) -> range:
     return range(len(EPS)) if metric.eps_dependent else range(1)
 
 
-def _run(form: str, metric: ComputedMetric, where: str, fn: Callable[[], object]) -> object:
+def _run(form: str, metric: ComputedMetric, where: str, fn: Callable[[], T]) -> T:
     """``fn()``, its failure turned into a :class:`MetricCheckError` that says which form failed."""
     try:
         return fn()
@@ -159,13 +163,13 @@ def _values(metric: ComputedMetric, groups: Sequence[ComparisonGroup], rewards: 
     """The pooled form on all of ``groups``: (what, value) per eps, then the eps it is reached at."""
     index, eps_raw, sigma, forms = _views(groups, rewards)
     view = PooledPairs(Pairs.of(index, rewards, forms), eps_raw, sigma)
-    out = [(f"value at eps {EPS[k]} sigma" if metric.eps_dependent else "value",
-            float(_run("pooled", metric, where, lambda: metric.pooled(view, k))))  # type: ignore[arg-type]
-           for k in _eps_indices(metric)]
+    computations = [(metric.pooled, k, f"value at eps {EPS[k]} sigma" if metric.eps_dependent else "value")
+                    for k in _eps_indices(metric)]
     if metric.reached_at is not None:
-        reached = metric.reached_at
-        out.append(("reached-at eps", float(_run("pooled", metric, where,  # type: ignore[arg-type]
-                                                  lambda: reached.pooled(view, 0)))))
+        computations.append((metric.reached_at.pooled, 0, "reached-at eps"))
+    out = []
+    for pooled, k, what in computations:
+        out.append((what, float(_run("pooled", metric, where, lambda: pooled(view, k)))))  # noqa: B023 (called here)
     return out
 
 
@@ -177,7 +181,6 @@ def _check_forms(metric: ComputedMetric, groups: Sequence[ComparisonGroup], rewa
     draws: IntArray = np.vstack([np.arange(n)[None, :], rng.integers(0, n, (max(0, resamples - 1), n))])
     ws = _run("weighted", metric, where,
               lambda: WeightedSlice(np.arange(n), n, Pairs.of(index, rewards, forms), eps_raw, sigma, metric.columns))
-    assert isinstance(ws, WeightedSlice)
     block = ws.block(unit_counts(draws, n))
     views = [PooledPairs(Pairs.of(index.select_groups(d), rewards, forms), eps_raw, sigma) for d in draws]
     pairs = [(metric.pooled, metric.weighted, k, f"value at eps {EPS[k]} sigma" if metric.eps_dependent else "value")
@@ -185,12 +188,13 @@ def _check_forms(metric: ComputedMetric, groups: Sequence[ComparisonGroup], rewa
     if metric.reached_at is not None:
         pairs.append((metric.reached_at.pooled, metric.reached_at.weighted, 0, "reached-at eps"))
     for pooled, weighted, k, what in pairs:
-        w = np.asarray(_run("weighted", metric, where, lambda: weighted(block, k)), dtype=np.float64)  # noqa: B023
+        w = np.asarray(_run("weighted", metric, where, lambda: weighted(block, k)),  # noqa: B023 (called here)
+                       dtype=np.float64)
         if w.shape != (len(draws),):
             raise MetricCheckError(f"metric {metric.name!r}: its weighted form gave shape {w.shape} for a block of "
                                    f"{len(draws)} resamples {where}: it must give one value per resample")
         for i, view in enumerate(views):
-            p = float(_run("pooled", metric, where, lambda: pooled(view, k)))  # type: ignore[arg-type]  # noqa: B023
+            p = float(_run("pooled", metric, where, lambda: pooled(view, k)))  # noqa: B023 (called here)
             if not (_same(p, float(w[i])) if metric.exact else _close(p, float(w[i]), 1e-12)):
                 kind = "bit-equal" if metric.exact else "equal to relative 1e-12"
                 raise MetricCheckError(

@@ -58,17 +58,20 @@ Terms = Term | Sequence[Term]
 """A sum of :data:`Term`: one, or several (``(C.DIFF_POSITIVE, (0.5, C.DIFF_ZERO))``)."""
 
 
+def _is_term(x: object) -> bool:
+    """Whether ``x`` is one ``(coefficient, column)``."""
+    return (isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], Real) and not isinstance(x[0], bool)
+            and isinstance(x[1], PairColumn))
+
+
 def _terms(terms: Terms, what: str) -> tuple[tuple[float, PairColumn], ...]:
     """``terms`` as (coefficient, column) pairs."""
-    one = isinstance(terms, PairColumn) or (isinstance(terms, tuple) and len(terms) == 2
-                                            and isinstance(terms[0], Real) and isinstance(terms[1], PairColumn))
-    items: Sequence[object] = (terms,) if one else tuple(terms)  # type: ignore[arg-type]
+    items: Sequence[object] = (terms,) if isinstance(terms, PairColumn) or _is_term(terms) else tuple(terms)
     out: list[tuple[float, PairColumn]] = []
     for t in items:
         if isinstance(t, PairColumn):
             out.append((1.0, t))
-        elif (isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], Real) and not isinstance(t[0], bool)
-              and isinstance(t[1], PairColumn)):
+        elif isinstance(t, tuple) and _is_term(t):
             out.append((float(t[0]), t[1]))
         else:
             raise TypeError(f"the {what} of a ratio is a PairColumn, a (coefficient, PairColumn) or a sequence of "
@@ -157,6 +160,9 @@ class ColumnFormula:
 class ComputedMetric:
     """A metric computed from a slice's pairs: its :class:`MetricDef` (name, label, direction,
     eps dependence, ``n_counts``: a pair kind of :class:`Counted`, formula) and its two forms.
+    A ratio of column sums is declared by its columns (:meth:`of_columns`, :meth:`difference`),
+    which give both forms; an order statistic passes its two forms here by hand. Either way
+    :func:`rmbench.core.metric_check.check_metric` is its test.
 
     ``columns``: the per-pair values the weighted form sums (:meth:`WeightedBlock.total`).
     ``needs_forms``: computed only on tasks with rewrites (:attr:`ComparisonGroup.forms`).
