@@ -116,6 +116,9 @@ def test_check_metric_catches_forms_that_disagree():
     with pytest.raises(MetricCheckError, match="metric 'acc': its pooled and weighted forms differ on resample 0 "
                                                ".*: value .* pooled, .* weighted \\(declared bit-equal\\)"):
         check_metric(halves)
+    exact_mean = ComputedMetric.of_columns(_def("margin"), C.ABS_GAP, C.DIFF_PAIRS, per_sigma=True, exact=True)
+    with pytest.raises(MetricCheckError, match="'margin' .* sum float values .* declare it exact=False"):
+        check_metric(exact_mean)  # a float sum taken in another order rounds otherwise: not bit-equal
     scalar = ComputedMetric(_def("one"), lambda p, k: 1.0, lambda b, k: np.float64(1.0))
     with pytest.raises(MetricCheckError, match="gave shape \\(\\) for a block of 12 resamples"):
         check_metric(scalar)

@@ -14,8 +14,9 @@ The properties, each failing with a :class:`MetricCheckError` that names it:
   ``exact`` declaration).
 
 The random groups hold 2-7 responses on 1-3 utility levels, rewards on a grid of 1/4 (ties and
-zero gaps), lengths with ties, and on every other trial rewrites of their answers (every trial
-for a metric that needs them), so that every kind of pair is met.
+zero gaps; on every other pair of trials continuous ones, whose sums round), lengths with ties,
+and on every other trial rewrites of their answers (every trial for a metric that needs them),
+so that every kind of pair is met.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def check_metric(metric: ComputedMetric, trials: int = 12, resamples: int = 12, 
         raise TypeError(f"check_metric checks a ComputedMetric, not {type(metric).__name__}")
     for trial in range(trials):
         rng = np.random.default_rng([seed, trial])
-        groups, rewards = random_groups(rng, forms=metric.needs_forms or trial % 2 == 1)
+        groups, rewards = random_groups(rng, forms=metric.needs_forms or trial % 2 == 1, grid=trial % 4 < 2)
         where = f"(trial {trial} of check_metric(seed={seed}): {len(groups)} random groups)"
         full = _values(metric, groups, rewards, where)
         _check_affine(metric, groups, rewards, full, where)
@@ -108,10 +109,11 @@ _EXACT_HINT = (". A metric whose two forms sum float values (not counts) sums th
                "it exact=False")
 
 
-def random_groups(rng: np.random.Generator, forms: bool, n_groups: int | None = None
+def random_groups(rng: np.random.Generator, forms: bool, n_groups: int | None = None, grid: bool = True
                   ) -> tuple[list[ComparisonGroup], FloatArray]:
     """Random groups and their rewards (module docstring); ``forms``: each group of 3 or more
-    responses (all, then) has rewrites of its first half."""
+    responses (all, then) has rewrites of its first half; ``grid``: rewards on a grid of 1/4,
+    else normal (continuous: no ties, float sums that round)."""
     n_groups = int(rng.integers(4, 16)) if n_groups is None else n_groups
     groups, rewards = [], []
     for i in range(n_groups):
@@ -128,7 +130,7 @@ def random_groups(rng: np.random.Generator, forms: bool, n_groups: int | None = 
         responses = ["x" * int(rng.integers(1, 6)) for _ in range(n)]
         groups.append(ComparisonGroup(f"g{i}", "p", tuple(responses), tuple(u), equivalence_levels=levels,
                                       forms=kinds, rewrite_of=sources))
-        rewards.append(rng.integers(-6, 7, n) / 4.0)
+        rewards.append(rng.integers(-6, 7, n) / 4.0 if grid else rng.normal(size=n))
     return groups, np.concatenate(rewards).astype(np.float64)
 
 
