@@ -108,7 +108,7 @@ class Shared:
 
 class Column(Protocol):
     """What :meth:`PooledPairs.total` reads of a per-pair column
-    (:class:`rmbench.core.weighted.PairColumn`, declared above this module)."""
+    (:class:`rmbench.core.weighted.PairColumn`, whose module imports this one)."""
 
     @property
     def per_eps(self) -> bool: ...
