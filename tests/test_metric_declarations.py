@@ -14,6 +14,7 @@ from test_weighted_bootstrap import random_groups
 
 from rmbench.core import metric_registry as R
 from rmbench.core import pair_columns as C
+from rmbench.core.metric_check import MetricCheckError, check_metric
 from rmbench.core.metric_declaration import Computation, ComputedMetric
 from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.types import ComparisonGroup
@@ -28,7 +29,8 @@ MEAN_GAP = ComputedMetric(
     pooled=lambda p, k: float(np.mean(p.pairs.diff)) if p.pairs.diff.size else math.nan,
     weighted=lambda b, k: ratio(b.total(GAP), b.total(C.DIFF_PAIRS)),
     columns=(GAP, C.DIFF_PAIRS), shift_gap=True, exact=False)
-"""A float mean: equal by both methods to rounding, as reward_margin (so declared not exact)."""
+"""A float mean: equal by both methods to rounding, as reward_margin (so declared not exact); in raw
+reward units, unlike reward_margin, so check_metric refuses it."""
 
 AT_LEAST = PairColumn("x >= e", PairSet.DIFF, lambda p, e: p.diff >= e, per_eps=True)
 DISCRIMINATION_AT_LEAST = ComputedMetric(
@@ -77,6 +79,12 @@ def test_a_declared_metric_is_summarized_by_both_methods(declared):
                                                                                       subset, shift, e)]
             assert (d.estimate, d.n, d.eps_unit) == (dw.estimate, dw.n, "sigma")
     assert ("mean_reward_difference_shift_gap", None, "paraphrase", None) in weighted
+
+
+def test_check_metric_passes_a_count_per_eps_and_refuses_a_mean_in_raw_reward_units():
+    check_metric(DISCRIMINATION_AT_LEAST)
+    with pytest.raises(MetricCheckError, match="'mean_reward_difference' is not invariant to an affine change"):
+        check_metric(MEAN_GAP)  # summarized fine by both methods (above), but in the rewards' own unit
 
 
 def test_its_value_is_its_formula_and_it_comes_after_the_built_in_metrics(declared):
@@ -194,6 +202,7 @@ def test_a_package_s_metric_is_declared_by_its_entry_point_and_computed_both_way
     weighted = _by_key(summarize("t", groups, rewards, (0.0,), n_bootstrap=60, seed=2, method="weighted"))
     ties = [k for k in resample if k[0] == "tie_rate"]
     assert len(ties) > 3 and all(resample[k].estimate == weighted[k].estimate for k in ties)  # exact: bit-equal
+    check_metric(R.COMPUTED["tie_rate"])  # the package's test: its two forms agree, and it is invariant
 
 
 def test_a_broken_metric_entry_point_fails_loudly_every_time_it_is_asked(metric_entry_points):

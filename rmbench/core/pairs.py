@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Self, TypeVar, cast
+from typing import Protocol, Self, TypeVar, cast
 
-from rmbench.core.arrays import BoolArray, FloatArray, IntArray
+import numpy as np
+
+from rmbench.core.arrays import AnyArray, BoolArray, FloatArray, IntArray
 from rmbench.core.metric_def import Counted
 from rmbench.core.types import PairIndex
 
-__all__ = ["PAIR_COUNTS", "BoolArray", "FloatArray", "FormPairs", "IntArray", "Pairs", "PooledPairs", "Shared",
-           "count_pairs"]
+__all__ = ["PAIR_COUNTS", "BoolArray", "Column", "FloatArray", "FormPairs", "IntArray", "Pairs", "PooledPairs",
+           "Shared", "count_pairs"]
 
 T = TypeVar("T")
 
@@ -104,6 +106,17 @@ class Shared:
         return cast(T, self._shared[fn])
 
 
+class Column(Protocol):
+    """What :meth:`PooledPairs.total` reads of a per-pair column
+    (:class:`rmbench.core.weighted.PairColumn`, whose module imports this one)."""
+
+    @property
+    def per_eps(self) -> bool: ...
+
+    @property
+    def value(self) -> Callable[[Pairs, float], AnyArray]: ...
+
+
 class PooledPairs(Shared):
     """One bootstrap resample's pairs (every pair of a group drawn c times, c times), as the
     pooled form of a metric reads them: ``pairs``, the run's ``eps`` in raw reward units, and
@@ -112,3 +125,14 @@ class PooledPairs(Shared):
     def __init__(self, pairs: Pairs, eps: Sequence[float], sigma: float) -> None:
         super().__init__()
         self.pairs, self.eps, self.sigma = pairs, tuple(eps), sigma
+        self._totals: dict[tuple[Column, int], float] = {}
+
+    def total(self, column: Column, k: int = 0) -> float:
+        """The sum of ``column`` over these pairs (at the run's k-th eps for a ``per_eps`` one):
+        the pooled twin of :meth:`rmbench.core.weighted.WeightedBlock.total` (numpy's sum of the
+        float64 values; an exact integer for an indicator), computed once per view."""
+        key = (column, k if column.per_eps else 0)
+        if key not in self._totals:
+            values = column.value(self.pairs, self.eps[k] if column.per_eps else 0.0)
+            self._totals[key] = float(np.sum(np.asarray(values, dtype=np.float64)))
+        return self._totals[key]

@@ -32,10 +32,9 @@ import numpy as np
 
 from rmbench.core.arrays import AnyArray, FloatArray, IntArray
 from rmbench.core.pairs import Pairs, Shared
-from rmbench.core.weighted_order import OrderStats, ratio
+from rmbench.core.weighted_order import OrderStats
 
-__all__ = ["PairColumn", "PairSet", "WeightedBlock", "WeightedSlice", "accuracy", "group_sums",
-           "unit_counts"]
+__all__ = ["PairColumn", "PairSet", "WeightedBlock", "WeightedSlice", "group_sums", "unit_counts"]
 
 
 def unit_counts(draws: IntArray, n_units: int) -> IntArray:
@@ -149,8 +148,9 @@ class WeightedBlock(Shared):
         self.T: FloatArray = C.astype(np.float64) @ ws.counts
 
     def total(self, column: PairColumn, k: int = 0) -> FloatArray:
-        """The weighted sum of ``column`` (at the run's k-th eps for a ``per_eps`` one), per resample."""
-        place = self.slice.position.get((column, k))
+        """The weighted sum of ``column`` (at the run's k-th eps for a ``per_eps`` one; ``k`` is
+        ignored for another), per resample."""
+        place = self.slice.position.get((column, k if column.per_eps else 0))
         if place is None:
             raise KeyError(f"pair column {column.name!r} is not declared by any metric of this slice: "
                            f"add this very column to the columns of the metric that reads it")
@@ -161,8 +161,3 @@ class WeightedBlock(Shared):
         """ds_auc, balanced_best, balanced_eps and length_correlation of each resample."""
         ws = self.slice
         return ws.order.values(self.C if ws.identity else self.C[:, ws.group_unit])
-
-
-def accuracy(n: FloatArray, n_pos: FloatArray, n_zero: FloatArray) -> FloatArray:
-    """Weighted pairwise accuracy: (#w(gap > 0) + 0.5 * #w(gap = 0)) / #w(pairs), nan for no pairs."""
-    return ratio(n_pos + 0.5 * n_zero, n)

@@ -12,9 +12,11 @@ one process with the ``register_*`` function beside it. The names, by what they 
   :class:`OfficialLayout` with :class:`OfficialColumn`, and for a step-level task (``steps =
   True``, scored by a process RM) :class:`StepGroup`; :func:`register_task_kind`;
 * a computed metric: :class:`ComputedMetric` (its :class:`MetricDef`, counting a kind of pair of
-  :class:`Counted`, and its two forms) with :class:`Computation`, :class:`PooledPairs` (the pooled
-  form's input), :class:`WeightedBlock` and :class:`PairColumn` over a :class:`PairSet` (the
-  weighted form's), :func:`ratio`; :func:`register_metric`;
+  :class:`Counted`, and its two forms: ``ComputedMetric.of_columns`` derives both from its
+  columns, each a :class:`PairColumn` over a :class:`PairSet`) with :class:`Computation`, :class:`PooledPairs`
+  (the pooled form's input), :class:`WeightedBlock` (the weighted form's), :func:`ratio`;
+  :func:`check_metric` (its test: both forms agree, and it is invariant to affine reward
+  changes and group order); :func:`register_metric`;
 * a leaderboard format: :class:`OutputFormat`, :class:`Option` (its options; ``FormatOption`` is
   the same class under its older name), :class:`RenderContext`, and
   what its render function walks: :class:`Leaderboard` (``lb.sections()``), :class:`Section`,
@@ -49,7 +51,7 @@ _NAMES: dict[str, tuple[str, ...]] = {
         "MetricDef", "OfficialLayout", "OfficialColumn", "StepGroup", "register_task_kind"),
     "a computed metric": (
         "ComputedMetric", "Computation", "Counted", "PooledPairs", "WeightedBlock", "PairColumn", "PairSet", "ratio",
-        "register_metric"),
+        "check_metric", "register_metric"),
     "a leaderboard format": (
         "OutputFormat", "Option", "FormatOption", "RenderContext", "Leaderboard", "Section", "Table", "Column",
         "Estimate", "register_format"),
@@ -74,6 +76,7 @@ _OWN: dict[str, str] = {  # name -> "module:attribute", for the names that rmben
     "PairColumn": "rmbench.core.weighted:PairColumn",
     "PairSet": "rmbench.core.weighted:PairSet",
     "ratio": "rmbench.core.weighted_order:ratio",
+    "check_metric": "rmbench.core.metric_check:check_metric",
     "Leaderboard": "rmbench.results.publishing.leaderboard:Leaderboard",
     "Section": "rmbench.results.publishing.leaderboard_tables:Section",
     "Table": "rmbench.results.publishing.leaderboard_tables:Table",

@@ -20,6 +20,7 @@ from rmbench.core.metric_def import Counted
 from rmbench.core.pairs import PooledPairs
 from rmbench.core.weighted import PairColumn, PairSet, WeightedBlock
 from rmbench.core.weighted_order import ratio
+from rmbench.core.metric_check import check_metric
 from rmbench.core.metric_registry import register_metric
 
 # a leaderboard format
@@ -68,6 +69,7 @@ __all__ = [
     "PairColumn",
     "PairSet",
     "ratio",
+    "check_metric",
     "register_metric",
     "OutputFormat",
     "Option",
