@@ -279,6 +279,27 @@ def tasks_list(include: list[Path] = typer.Option([], "--include", metavar="DIR"
                                  title="tasks (named entries, then kinds usable as tasks with default arguments)"))
 
 
+@tasks_app.command("show")
+def tasks_show(name: str = typer.Argument(..., help="A named task (ties_sample), or a task kind used as a task."),
+               include: list[Path] = typer.Option([], "--include", metavar="DIR", help="Extra entry folders.")
+               ) -> None:
+    """Show a task's row format, an example row, its official layout, headline metrics and data source.
+
+    \b
+    rmbench tasks show ties_sample     # its schema, its first row, where its file is
+    rmbench tasks show prmbench        # PRMBench's fields, the paper's table, the hub dataset
+    """
+    from rmbench.catalog import load_catalog
+    from rmbench.tasks.describe import render_task_info, task_info
+
+    with user_errors():
+        catalog = load_catalog(include)
+        spec = catalog.task_spec(name)
+        info = task_info(spec, catalog.descriptions.get(("task", name), ""), catalog.headlines.get(name))
+        for line in render_task_info(info):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 @models_app.command("list")
 def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR",
                                                    help="Extra entry folders.")) -> None:
