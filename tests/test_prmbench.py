@@ -353,3 +353,17 @@ def test_scores_on_prmbenchs_own_data_equal_its_code():
     for category, types in CATEGORIES:
         assert ours["prmbench_score", category] == pytest.approx(
             official.get_avg_prmscore_from_current_res_dict(res, [k for k, _ in types]), abs=1e-9)
+
+
+def test_a_prmbench_file_given_to_processbench_says_which_options_read_it(tmp_path):
+    """The mix-up's hint is in command-line terms: the options that read the file as PRMBench."""
+    from rmbench.tasks.processbench import ProcessBenchTask
+
+    f = tmp_path / "prm.jsonl"
+    f.write_text(json.dumps({"idx": "p1", "classification": "circular", "modified_question": "q",
+                             "modified_process": ["a", "b"], "error_steps": [2]}) + "\n")
+    with pytest.raises(DataError) as err:
+        list(ProcessBenchTask(path=str(f)).groups())
+    message = str(err.value)
+    assert "looks like PRMBench rows" in message and f"--tasks prmbench --data prmbench={f}" in message, message
+    assert "args path" not in message and "\n" not in message
