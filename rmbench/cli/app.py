@@ -272,8 +272,9 @@ def tasks_list(include: list[Path] = typer.Option([], "--include", metavar="DIR"
                 for name, spec in sorted(catalog.tasks.items())]
         rows += [(name, "(group)", "", f"{catalog.descriptions[('group', name)]} = {', '.join(members)}", "",
                   catalog.origins[("group", name)]) for name, members in sorted(catalog.groups.items())]
-        rows += [(kind, "(kind)", "", desc, "", origin) for kind in TASK_KINDS.names()
-                 for desc, origin in [TASK_KINDS.describe(kind)]]
+        rows += [(kind, "(kind)", "", desc, "", origin) if broken is None
+                 else (kind, "(broken kind)", "", f"BROKEN: {broken}", "", origin) for kind in TASK_KINDS.names()
+                 for (desc, origin), broken in [(TASK_KINDS.describe(kind), TASK_KINDS.load_error(kind))]]
         print_grid(console, Grid(headers=("name", "kind", "version", "description", "data", "source"),
                                  rows=tuple(rows), prose=frozenset({3, 4, 5}), numeric=False,
                                  title="tasks (named entries, then kinds usable as tasks with default arguments)"))
@@ -312,7 +313,9 @@ def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR
         catalog = load_catalog(include)
         rows = [(name, spec.kind, catalog.descriptions[("model", name)], catalog.origins[("model", name)])
                 for name, spec in sorted(catalog.models.items())]
-        rows += [(kind, "(kind)", *MODEL_KINDS.describe(kind)) for kind in MODEL_KINDS.names()]
+        rows += [(kind, "(kind)", desc, origin) if broken is None else (kind, "(broken kind)", f"BROKEN: {broken}", origin)
+                 for kind in MODEL_KINDS.names()
+                 for (desc, origin), broken in [(MODEL_KINDS.describe(kind), MODEL_KINDS.load_error(kind))]]
         rows += [(key, "(judge protocol)", description, origin) for key, description, origin in judge_protocols()]
         print_grid(console, Grid(headers=("name", "kind", "description", "source"), rows=tuple(rows),
                                  prose=frozenset({2, 3}), numeric=False,
