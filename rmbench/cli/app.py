@@ -313,8 +313,8 @@ def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR
         catalog = load_catalog(include)
         rows = [(name, spec.kind, catalog.descriptions[("model", name)], catalog.origins[("model", name)])
                 for name, spec in sorted(catalog.models.items())]
-        rows += [(kind, "(kind)", desc, origin) if broken is None else (kind, "(broken kind)", f"BROKEN: {broken}", origin)
-                 for kind in MODEL_KINDS.names()
+        rows += [(kind, "(kind)", desc, origin) if broken is None
+                 else (kind, "(broken kind)", f"BROKEN: {broken}", origin) for kind in MODEL_KINDS.names()
                  for (desc, origin), broken in [(MODEL_KINDS.describe(kind), MODEL_KINDS.load_error(kind))]]
         rows += [(key, "(judge protocol)", description, origin) for key, description, origin in judge_protocols()]
         print_grid(console, Grid(headers=("name", "kind", "description", "source"), rows=tuple(rows),

@@ -46,7 +46,7 @@ class TaskInfo:
 
     name: str
     kind: str
-    version: int
+    version: int | None
     description: str
     schemas: tuple[RowSchema, ...]
     example: ExampleRow | None
@@ -221,9 +221,10 @@ def task_info(spec: TaskSpec, description: str = "", headline: Sequence[str] | N
         except RegistryError:
             description = ""
     official = getattr(cls, "official", None)
+    shown: tuple[str, ...] = tuple(headline) if headline else tuple(getattr(cls, "headline", DEFAULT_HEADLINE))
     return TaskInfo(spec.name, spec.kind, spec.version, description or getattr(cls, "description", ""), schemas,
                     example_row(args, schemas), official if isinstance(official, OfficialLayout) else None,
-                    tuple(headline or getattr(cls, "headline", DEFAULT_HEADLINE)), score_args, data_lines(spec),
+                    shown, score_args, data_lines(spec),
                     bool(getattr(cls, "steps", False)))
 
 
