@@ -194,6 +194,19 @@ class Registry(Generic[T]):
         e = self._entry(name)
         return e.description, e.origin
 
+    def load_error(self, name: str) -> str | None:
+        """Whether the entry point ``name`` loads: None when it does (or for a name registered in
+        code, which listings do not import), else its error as one line, for listings that show a
+        broken plugin as broken (``rmbench tasks list``, ``models list``)."""
+        e = self._entry(name)
+        if e.dist is None:
+            return None
+        try:
+            self.get(name)
+        except RegistryError as exc:
+            return " ".join(str(exc).split())
+        return None
+
     def _entry(self, name: str) -> _Entry:
         self._load_entry_points()
         try:

@@ -92,6 +92,21 @@ def test_a_ties_score_above_one_says_why(runs):
     assert TIES_READING in lb.notes and "[-0.01, 1.01]" in render(lb, "md")
 
 
+def test_a_title_ending_in_s_takes_a_bare_apostrophe(runs):
+    from rmbench.results.publishing.leaderboard import possessive
+
+    assert possessive("Topic pairs") == "Topic pairs'" and possessive("RewardBench") == "RewardBench's"
+    import dataclasses
+
+    from rmbench.core.metric_registry import OfficialColumn, OfficialLayout
+
+    record = load_run(runs["oracle"]).record
+    topic = OfficialLayout("Topic pairs", "ties_score", (OfficialColumn("Ties", None), OfficialColumn("Again", None)))
+    record = dataclasses.replace(record, tasks=tuple(dataclasses.replace(t, official=topic) for t in record.tasks))
+    md = render(build_leaderboard([record]), "md")
+    assert "Topic pairs' own scores" in md and "pairs's" not in md
+
+
 def test_runs_with_other_eps_lists_share_the_cells_they_have(runs, tmp_path):
     evaluate(EvalConfig(model="length", eps=(0.0, 0.05, 0.1, 0.5), n_bootstrap=50), out_dir=tmp_path / "len")
     lb = build_leaderboard([load_run(runs["oracle"]), load_run(tmp_path / "len")])

@@ -192,6 +192,18 @@ def test_the_style_comes_from_the_checkpoint(ckpt):
     assert "\n" not in message and "style=trl|qwen|math_shepherd" in message and "LlamaForCausalLM" in message
 
 
+def test_a_checkpoint_with_no_style_is_refused_before_its_weights_load(ckpt, monkeypatch):
+    import rmbench.models.prm as prm
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("the weights were loaded before the style was known")
+
+    monkeypatch.setattr(prm, "load_weights", no_weights)
+    with pytest.raises(ConfigError, match="does not say which PRM it is; name it with --model-arg style="):
+        _prm(ckpt["math_shepherd"])  # built: refused from its config, no batch, no weights
+    assert _prm(ckpt["trl"]).style == "trl"  # a style read from the config loads nothing either
+
+
 def test_a_bad_style_and_untrusted_code_are_one_line_errors(ckpt):
     with pytest.raises(ConfigError, match="style must be one of trl, qwen, math_shepherd, got 'qwen2'"):
         _prm(ckpt["trl"], style="qwen2")

@@ -328,6 +328,7 @@ def test_the_cli_prints_the_official_table_and_records_step_level_d_and_spec(tmp
     assert spec and all(x.n == 1 for x in spec)
     assert {x.value for x in spec if x.eps is not None and x.eps >= 0.2 + 1e-9} <= {1.0}
     assert re.search(r"Overall\s*│\s*0\.400 ", result.output) and re.search(r"NCL\.\s*│\s*0\.333 ", result.output)
+    assert "PRMScore's CIs may reach 0.000" in " ".join(result.output.split())  # why a CI starts at 0
 
 
 DATA_ENV = "RMBENCH_PRMBENCH_DATA"
@@ -353,3 +354,17 @@ def test_scores_on_prmbenchs_own_data_equal_its_code():
     for category, types in CATEGORIES:
         assert ours["prmbench_score", category] == pytest.approx(
             official.get_avg_prmscore_from_current_res_dict(res, [k for k, _ in types]), abs=1e-9)
+
+
+def test_a_prmbench_file_given_to_processbench_says_which_options_read_it(tmp_path):
+    """The mix-up's hint is in command-line terms: the options that read the file as PRMBench."""
+    from rmbench.tasks.processbench import ProcessBenchTask
+
+    f = tmp_path / "prm.jsonl"
+    f.write_text(json.dumps({"idx": "p1", "classification": "circular", "modified_question": "q",
+                             "modified_process": ["a", "b"], "error_steps": [2]}) + "\n")
+    with pytest.raises(DataError) as err:
+        list(ProcessBenchTask(path=str(f)).groups())
+    message = str(err.value)
+    assert "looks like PRMBench rows" in message and f"--tasks prmbench --data prmbench={f}" in message, message
+    assert "args path" not in message and "\n" not in message

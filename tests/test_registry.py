@@ -162,3 +162,54 @@ def test_a_plugin_task_kind_s_source_enters_its_task_key():
             key(PluginSource("pkg", "1.0", "pkg.tasks", "b" * 64)), key(PluginSource("pkg", "1.1", "pkg.tasks"))}
     assert len(keys) == 4
     assert built_in == task_fingerprint(Pairs(), Pairs().groups())  # a built-in kind's key: its data's, as before
+
+
+# --- a plugin that fails to import is listed as broken ---------------------------------------------
+
+def _broken_plugin(site, group: str, name: str) -> None:
+    """A distribution whose entry point ``name`` in ``group`` names a module that raises on import."""
+    (site / "fake_broken_plugin.py").write_text("raise ImportError('needs libfoo 2')\n")
+    info = site / "fake_broken_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-broken-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{name} = fake_broken_plugin:Thing\n")
+
+
+def test_load_error_is_one_line_for_a_broken_entry_point_and_none_otherwise(tmp_path, monkeypatch):
+    import sys
+
+    _broken_plugin(tmp_path, GROUP, "broken_thing")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RMBENCH_PLUGINS", "fake-broken-plugin")
+    reg = Registry("thing", entry_point_group=GROUP)
+    reg.register("builtin", "no_such_module_xyz:thing")  # registered in code: never imported to list it
+    assert reg.load_error("builtin") is None
+    error = reg.load_error("broken_thing")
+    assert error is not None and "\n" not in error and "needs libfoo 2" in error
+    sys.modules.pop("fake_broken_plugin", None)
+
+
+@pytest.mark.parametrize(("command", "group", "module"), [("tasks", "rmbench.tasks", "rmbench.tasks"),
+                                                           ("models", "rmbench.models", "rmbench.models")])
+def test_tasks_and_models_list_show_a_plugin_that_fails_to_import_as_broken(tmp_path, monkeypatch, command, group,
+                                                                            module):
+    import importlib
+    import sys
+
+    from typer.testing import CliRunner
+
+    from rmbench.cli.app import app
+
+    registry = getattr(importlib.import_module(module), "TASK_KINDS" if command == "tasks" else "MODEL_KINDS")
+    registry.names()  # the real entry points are loaded (none: RMBENCH_PLUGINS=none in tests) ...
+    _broken_plugin(tmp_path, group, "brokenkind")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RMBENCH_PLUGINS", "fake-broken-plugin")
+    monkeypatch.setattr(registry, "_entries", dict(registry._entries))  # ... and the registry restored after
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)  # the fake distribution's load now
+    result = CliRunner().invoke(app, [command, "list"], env={"COLUMNS": "400"})
+    sys.modules.pop("fake_broken_plugin", None)
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "brokenkind" in ln)
+    assert "(broken kind)" in line and "BROKEN:" in line and "needs libfoo 2" in line, line
+    assert "(broken kind)" not in result.output.replace(line, "")  # the built-in kinds load

@@ -313,3 +313,17 @@ def test_a_run_whose_report_cannot_be_made_is_one_line_per_tracker(tmp_path, mon
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"error: tensorboard: logging the run in {out} failed (RuntimeError: no report today)" in result.output
     assert (out / "results.json").is_file() and not (out / "tensorboard").exists()
+
+
+def test_rmbench_log_names_its_own_option_in_its_errors(tmp_path, monkeypatch):
+    """``rmbench log --to TRACKER`` says ``--to``, the option it was given, never ``--log-to``."""
+    monkeypatch.setitem(sys.modules, "wandb", None)
+    missing = runner.invoke(app, ["log", str(tmp_path), "--to", "wandb"])
+    assert missing.exit_code == 2 and missing.output.strip() == (
+        "error: --to wandb needs the wandb package, which is not installed: pip install 'rmbench[wandb]'")
+    for args, message in [(["--to", "tensorboard", "--log-arg", "tensorboard.api_key=x"],
+                           "--to tensorboard has no option 'api_key'"),
+                          (["--to", "tensorboard", "--log-arg", "wandb.project=x"],
+                           "is not a tracker this command logs to (--to tensorboard)")]:
+        result = runner.invoke(app, ["log", str(tmp_path), *args])
+        assert result.exit_code == 2 and message in result.output and "--log-to" not in result.output, args

@@ -215,7 +215,9 @@ def tasks_page() -> str:
     catalog = load_catalog([])
     out = [HEADER, "# Tasks reference\n\n",
            "The named tasks shipped with rmbench (`tasks/*.yaml`, `rmbench tasks list`), their groups, and the "
-           "task kinds a YAML entry or `--tasks KIND` can use. What each published set is and how its "
+           "task kinds a YAML entry or `--tasks KIND` can use. `rmbench tasks show TASK` prints one task's "
+           "row format (its fields and their types), an example row, its official layout, headline metrics, "
+           "score arguments and where its data comes from. What each published set is and how its "
            "official score is computed: [Tasks in depth](../explanation/tasks.md).\n\n",
            "## Named tasks\n\n| task | kind | version | description |\n|---|---|---|---|\n"]
     for name, spec in sorted(catalog.tasks.items()):

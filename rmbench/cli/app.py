@@ -277,11 +277,33 @@ def tasks_list(include: list[Path] = typer.Option([], "--include", metavar="DIR"
                 for name, spec in sorted(catalog.tasks.items())]
         rows += [(name, "(group)", "", f"{catalog.descriptions[('group', name)]} = {', '.join(members)}", "",
                   catalog.origins[("group", name)]) for name, members in sorted(catalog.groups.items())]
-        rows += [(kind, "(kind)", "", desc, "", origin) for kind in TASK_KINDS.names()
-                 for desc, origin in [TASK_KINDS.describe(kind)]]
+        rows += [(kind, "(kind)", "", desc, "", origin) if broken is None
+                 else (kind, "(broken kind)", "", f"BROKEN: {broken}", "", origin) for kind in TASK_KINDS.names()
+                 for (desc, origin), broken in [(TASK_KINDS.describe(kind), TASK_KINDS.load_error(kind))]]
         print_grid(console, Grid(headers=("name", "kind", "version", "description", "data", "source"),
                                  rows=tuple(rows), prose=frozenset({3, 4, 5}), numeric=False,
                                  title="tasks (named entries, then kinds usable as tasks with default arguments)"))
+
+
+@tasks_app.command("show")
+def tasks_show(name: str = typer.Argument(..., help="A named task (ties_sample), or a task kind used as a task."),
+               include: list[Path] = typer.Option([], "--include", metavar="DIR", help="Extra entry folders.")
+               ) -> None:
+    """Show a task's row format, an example row, its official layout, headline metrics and data source.
+
+    \b
+    rmbench tasks show ties_sample     # its schema, its first row, where its file is
+    rmbench tasks show prmbench        # PRMBench's fields, the paper's table, the hub dataset
+    """
+    from rmbench.catalog import load_catalog
+    from rmbench.tasks.describe import render_task_info, task_info
+
+    with user_errors():
+        catalog = load_catalog(include)
+        spec = catalog.task_spec(name)
+        info = task_info(spec, catalog.descriptions.get(("task", name), ""), catalog.headlines.get(name))
+        for line in render_task_info(info):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @models_app.command("list")
@@ -296,7 +318,9 @@ def models_list(include: list[Path] = typer.Option([], "--include", metavar="DIR
         catalog = load_catalog(include)
         rows = [(name, spec.kind, catalog.descriptions[("model", name)], catalog.origins[("model", name)])
                 for name, spec in sorted(catalog.models.items())]
-        rows += [(kind, "(kind)", *MODEL_KINDS.describe(kind)) for kind in MODEL_KINDS.names()]
+        rows += [(kind, "(kind)", desc, origin) if broken is None
+                 else (kind, "(broken kind)", f"BROKEN: {broken}", origin) for kind in MODEL_KINDS.names()
+                 for (desc, origin), broken in [(MODEL_KINDS.describe(kind), MODEL_KINDS.load_error(kind))]]
         rows += [(key, "(judge protocol)", description, origin) for key, description, origin in judge_protocols()]
         print_grid(console, Grid(headers=("name", "kind", "description", "source"), rows=tuple(rows),
                                  prose=frozenset({2, 3}), numeric=False,

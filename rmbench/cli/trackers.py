@@ -21,13 +21,14 @@ LOG_ARG_HELP = ("A tracker's option, TRACKER.KEY=VALUE (repeatable): wandb.proje
                 "mlflow.tracking_uri=http://host:5000, tensorboard.logdir=tb; API keys only from the environment.")
 
 
-def open_log_to(log_to: Sequence[str], log_arg: Sequence[str]) -> tuple:
-    """The chosen trackers, checked (a missing extra: one error line); () without --log-to."""
+def open_log_to(log_to: Sequence[str], log_arg: Sequence[str], flag: str = "--log-to") -> tuple:
+    """The chosen trackers, checked (a missing extra: one error line); () without --log-to.
+    ``flag``: the option that named them (``--to`` for ``rmbench log``), as messages say it."""
     if not log_to and not log_arg:
         return ()
     from rmbench.results.trackers.registry import open_trackers
 
-    return open_trackers(log_to, log_arg)
+    return open_trackers(log_to, log_arg, flag)
 
 
 def log_to_trackers(trackers: Sequence, run_dirs: Sequence[Path], step: int = 0) -> list[str]:
@@ -61,7 +62,7 @@ def log_command(
     from rmbench.results.storage.folder import find_runs
 
     with user_errors():
-        trackers = open_log_to(to, log_arg)
+        trackers = open_log_to(to, log_arg, "--to")
         folders = find_runs(runs)
         failures = log_to_trackers(trackers, [f.path for f in folders], step)
     if failures:

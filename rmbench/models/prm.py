@@ -2,7 +2,8 @@
 
 ``--model-arg style=trl|qwen|math_shepherd`` names how the model reads a solution
 (:mod:`rmbench.models.prm_inputs`); left out, the checkpoint says (a TRL token classifier with 2
-labels, Qwen2.5-Math-PRM's ``Qwen2ForProcessRewardModel``), else a one-line error asks for it.
+labels, Qwen2.5-Math-PRM's ``Qwen2ForProcessRewardModel``), else a one-line error asks for it
+when the model is built, from its config and tokenizer files, before any weights load.
 Step i's score is P(step i correct), read at its score token t_i:
 
 * ``trl``: softmax(logits[t_i])[1], the token classifier's 2 labels (label 1: correct);
@@ -61,6 +62,8 @@ class TransformersPRM(StepRanker, HFWeights):
         self.aggregate = check_aggregate(aggregate)
         self._style: PRMStyle | None = self.style_arg
         self._inputs: dict[str, PRMInput] = {}
+        if self._style is None:  # from config.json (and the tokenizer's vocabulary), before any weights load
+            self._style = detect_style(self.model_name, self.loaded_config(), self.tokenizer)
 
     # --- what the checkpoint is ----------------------------------------------------------------
     @property

@@ -75,6 +75,7 @@ def detect_style(model: str, config: Any, tokenizer: Any) -> PRMStyle:
     asking for ``--model-arg style`` (a Math-Shepherd checkpoint is a plain causal LM: it says
     nothing of its style)."""
     architectures = list(getattr(config, "architectures", None) or [])
+    # the config alone first: the tokenizer is read only for a *ForProcessRewardModel
     if any(a.endswith("ForProcessRewardModel") for a in architectures) and QWEN_STEP_TOKEN in tokenizer.get_vocab():
         return "qwen"
     if any(a.endswith("ForTokenClassification") for a in architectures) and getattr(config, "num_labels", 0) == 2:

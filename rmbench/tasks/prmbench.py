@@ -105,13 +105,19 @@ from the repository's blobs), in file-name order."""
 SOURCES = ("hub", "github")
 
 _OVERALL = "every process with an error type (not the original, correct ones)"
+PRMBENCH_READING = (
+    "PRMScore's CIs may reach 0.000 (0.473 [0.000, 0.497]): in a bootstrap resample with no true positive for "
+    "one class (no error step flagged, or no correct step passed), PRMBench gives that F1 its value -1, so 0.5 F1 "
+    "+ 0.5 negative F1 is at most 0 and scores 0; where over 2.5% of the resamples do, the percentile CI starts "
+    "at 0 (the value itself is the full data's)")
+"""The leaderboard's note under PRMBench's scores: why a PRMScore CI reaches 0."""
 PRMBENCH_SCORE_DEF = MetricDef(
     PRMBENCH_SCORE, "PRMScore", True, False, Counted.GROUPS,
     "PRMBench's PRMScore (ssmisya/PRMBench a1ae4ea, form_latex_strs.ipynb get_prmscore_from_current_res_dict): "
     "0.5 F1 + 0.5 negative F1 of the pooled steps (a step predicted correct iff its score > threshold, 0.5 by "
     "default), 0 where not > 0; multi_solutions: F1 alone. The total: over " + _OVERALL + "; subset records: "
     "each error type, and each category (simplicity, soundness, sensitivity) as the mean of its types' scores",
-    official=True)
+    official=True, reading=PRMBENCH_READING)
 PRMBENCH_F1_DEF = MetricDef(
     PRMBENCH_F1, "F1", True, False, Counted.GROUPS,
     "PRMBench's step F1 (mr_eval prmtest_classified evaluate_function), the correct step the positive class: "

@@ -126,7 +126,7 @@ class RowReader:
 
     def schema_error(self, field: str, message: str) -> DataError:
         """A missing or mistyped field: the row may be in another task's format; say which."""
-        hint = schema_hint(self.row, self.schema)
+        hint = schema_hint(self.row, self.schema, self.path)
         return self.error(field, f"{message}; {hint}" if hint else message)
 
     @contextmanager

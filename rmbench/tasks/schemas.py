@@ -162,10 +162,18 @@ def _kinds_text(schema: RowSchema) -> str:
     return " or ".join(f"'{k}'" for k in kinds_reading(schema))
 
 
-def schema_hint(row: dict, expected: RowSchema | None) -> str:
+def _read_with(schema: RowSchema, path: str | None) -> str:
+    """The command-line options that read a file of ``schema`` with a kind that reads it (a
+    registered kind is also a task of that name): ``--tasks prmbench --data prmbench=FILE``."""
+    file = path if path and not path.startswith("hf://") else "FILE"
+    return " or ".join(f"--tasks {k} --data {k}={file}" for k in kinds_reading(schema))
+
+
+def schema_hint(row: dict, expected: RowSchema | None, path: str | None = None) -> str:
     """What to add to a row's missing or mistyped field: the schema the task reads, and the one
-    the row looks like with the kinds that read it (empty when the row fits ``expected``, or
-    when neither is known)."""
+    the row looks like with the kinds that read it and the options that read the file (``path``,
+    the row's file; FILE where unknown or on the hub) with one of them (empty when the row fits
+    ``expected``, or when neither is known)."""
     if expected is not None and expected.fits(row):
         return ""
     others = [s for s in looks_like(row) if s != expected]
@@ -173,8 +181,9 @@ def schema_hint(row: dict, expected: RowSchema | None) -> str:
     if expected is not None:
         parts.append(f"this task reads {expected.describe()}")
     if others:
-        like = " or ".join(f"{s.describe()}, which the task kind {_kinds_text(s)} reads" for s in others)
-        parts.append(f"this row looks like {like} (a task entry with that kind and args path:)")
+        like = " or ".join(f"{s.describe()}, which the task kind {_kinds_text(s)} reads (read the file with "
+                           f"{_read_with(s, path)})" for s in others)
+        parts.append(f"this row looks like {like}")
     elif expected is not None:
         parts.append(f"the row has {', '.join(map(str, list(row)[:8])) or 'no fields'}")
     return "; ".join(parts)

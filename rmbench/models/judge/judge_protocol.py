@@ -173,8 +173,10 @@ def judge_protocol(mode: str, name: str) -> JudgeProtocol:
 
 
 def listing() -> list[tuple[str, str, str]]:
-    """Every registered protocol as ``(MODE/NAME, description, origin)``, for ``rmbench models list``."""
-    return [(key, *PROTOCOLS.describe(key)) for key in PROTOCOLS.names()]
+    """Every registered protocol as ``(MODE/NAME, description, origin)``, for ``rmbench models list``
+    (a plugin's protocol that fails to load: ``BROKEN: its error`` as its description)."""
+    return [(key, desc if broken is None else f"BROKEN: {broken}", origin) for key in PROTOCOLS.names()
+            for (desc, origin), broken in [(PROTOCOLS.describe(key), PROTOCOLS.load_error(key))]]
 
 
 # --- the built-in protocols: one registration each (loaded on first use) ---------------------------

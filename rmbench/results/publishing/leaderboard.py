@@ -57,6 +57,11 @@ SHIFT_METRICS = ("pairwise_accuracy", "discrimination", "specificity", "reward_m
 RunLike = RunRecord | RunFolder
 
 
+def possessive(name: str) -> str:
+    """``name``'s, or ``name``' for a name that ends in s ("Topic pairs' own scores", "RewardBench's")."""
+    return f"{name}'" if name.endswith(("s", "S")) else f"{name}'s"
+
+
 @dataclass(frozen=True)
 class Leaderboard:
     main: Table
@@ -409,9 +414,10 @@ def _official_table(name: str, task: TaskResult, layout: OfficialLayout, entries
               and r.fidelity == "strict"]
     reading = (f"; the judge replies of {', '.join(strict)} are read strictly (fidelity=strict), not as the official "
                f"client reads them" if strict else "")
+    provenance = f", {layout.provenance}" if layout.provenance else ""
     return Table(f"{layout.title} ({', '.join(filter(None, (task.name, said)))}): official layout", ("model",),
                  tuple(cols), tuple(rows),
-                 f"{layout.title}'s own scores{f', {layout.provenance}' if layout.provenance else ''}{reading}; "
+                 f"{possessive(layout.title)} own scores{provenance}{reading}; "
                  + ci_caption([e for _, e in entries if e.has_task(name)], "95% bootstrap CIs"))
 
 
@@ -478,7 +484,7 @@ def missing_subset_notes(official: Sequence[tuple[str, Table]], first: dict[str,
                 out.append(f"{shown} ({keys[0]}): {len(missing)} of its {len(subset_cols)} subset columns have no rows "
                            "in "
                            f"this data ({', '.join(missing)}), so its {total} averages only the subsets present and "
-                           f"is not {layout.title}'s score")
+                           f"is not {possessive(layout.title)} score")
     return out
 
 

@@ -53,16 +53,16 @@ class MlflowSink(TrackerSink):
 
         uri = self._uri()
         if uri.partition(":")[0].split("+")[0] in _DATABASES and importlib.util.find_spec("sqlalchemy") is None:
-            raise ConfigError(f"--log-to mlflow: the tracking store {without_credentials(uri)} is a database, which "
+            raise ConfigError(f"{self.flag} mlflow: the tracking store {without_credentials(uri)} is a database, which "
                               f"needs the full mlflow package (mlflow-skinny lacks sqlalchemy): pip install mlflow, or "
                               f"set MLFLOW_TRACKING_URI to a server (http://...) or a file: store")
         try:
             return MlflowClient(tracking_uri=uri)  # builds the store: no request yet
         except MlflowException as exc:
-            raise ConfigError(f"--log-to mlflow: {without_credentials(' '.join(exc.message.split()))}") from None
+            raise ConfigError(f"{self.flag} mlflow: {without_credentials(' '.join(exc.message.split()))}") from None
         except OSError as exc:  # a file: store on a full disk or in a read-only folder (it is made here)
             where = f" ({exc.filename})" if exc.filename else ""
-            raise ConfigError(f"--log-to mlflow: cannot write the tracking store {without_credentials(uri)}{where}: "
+            raise ConfigError(f"{self.flag} mlflow: cannot write the tracking store {without_credentials(uri)}{where}: "
                               f"{write_error_text(exc)}") from None
 
     def _uri(self) -> str:

@@ -33,8 +33,9 @@ def tracker_names(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(n.strip() for item in items for n in item.split(",") if n.strip()))
 
 
-def parse_log_args(items: Sequence[str], chosen: Sequence[str]) -> dict[str, dict[str, str]]:
-    """``NAME.KEY=VALUE`` items -> {tracker: {key: value}}; NAME must be one of ``chosen``."""
+def parse_log_args(items: Sequence[str], chosen: Sequence[str], flag: str = "--log-to") -> dict[str, dict[str, str]]:
+    """``NAME.KEY=VALUE`` items -> {tracker: {key: value}}; NAME must be one of ``chosen`` (given
+    with ``flag``)."""
     out: dict[str, dict[str, str]] = {name: {} for name in chosen}
     for item in items:
         target, sep, value = item.partition("=")
@@ -43,18 +44,19 @@ def parse_log_args(items: Sequence[str], chosen: Sequence[str]) -> dict[str, dic
             raise ConfigError(f"--log-arg {item!r}: expected TRACKER.KEY=VALUE (wandb.project=rm-evals)")
         if name not in out:
             raise ConfigError(f"--log-arg {item!r}: {name!r} is not a tracker this command logs to "
-                              f"(--log-to {','.join(chosen) or 'is not given'})")
+                              f"({flag} {','.join(chosen) or 'is not given'})")
         out[name][key] = value
     return out
 
 
-def open_trackers(names: Sequence[str], args: Sequence[str] = ()) -> tuple[TrackerSink, ...]:
+def open_trackers(names: Sequence[str], args: Sequence[str] = (), flag: str = "--log-to") -> tuple[TrackerSink, ...]:
     """The sinks of ``--log-to`` (``names``) with their ``--log-arg`` options, each checked
     (:meth:`TrackerSink.check`: a missing extra is one error line with its install command).
-    Called before any model is scored."""
+    Called before any model is scored. ``flag``: the option that named them, as messages say it
+    (``--to`` for ``rmbench log``)."""
     chosen = tracker_names(names)
-    options = parse_log_args(args, chosen)
-    sinks = tuple(TRACKERS.get(name)(options[name]) for name in chosen)
+    options = parse_log_args(args, chosen, flag)
+    sinks = tuple(TRACKERS.get(name)(options[name], flag=flag) for name in chosen)
     for sink in sinks:
         sink.check()
     return sinks

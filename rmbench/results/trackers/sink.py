@@ -34,19 +34,20 @@ def install_line(extra: str) -> str:
     return f"pip install 'rmbench[{extra}]'"
 
 
-def require(module: str, tracker: str, package: str, extra: str) -> ModuleType:
-    """Import ``module`` for ``--log-to tracker``; absent: one ConfigError line with the install command."""
+def require(module: str, tracker: str, package: str, extra: str, flag: str = "--log-to") -> ModuleType:
+    """Import ``module`` for ``--log-to tracker`` (``flag``: the option that named it, ``--to`` for
+    ``rmbench log``); absent: one ConfigError line with the install command."""
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
         top = module.split(".")[0]
         if exc.name is not None and (exc.name == top or module.startswith(exc.name + ".")):
-            raise ConfigError(f"--log-to {tracker} needs the {package} package, which is not installed: "
+            raise ConfigError(f"{flag} {tracker} needs the {package} package, which is not installed: "
                               f"{install_line(extra)}") from None
-        raise ConfigError(f"--log-to {tracker}: {module} failed to import ({exc}); reinstall it with "
+        raise ConfigError(f"{flag} {tracker}: {module} failed to import ({exc}); reinstall it with "
                           f"{install_line(extra)}") from None
     except ImportError as exc:
-        raise ConfigError(f"--log-to {tracker}: {module} failed to import ({exc}); reinstall it with "
+        raise ConfigError(f"{flag} {tracker}: {module} failed to import ({exc}); reinstall it with "
                           f"{install_line(extra)}") from None
 
 
@@ -66,9 +67,11 @@ class TrackerSink(ABC):
     credentials: ClassVar[str]
     """Where the library reads its credentials (named in the error for an option that would be one)."""
 
-    def __init__(self, options: Mapping[str, str] | None = None) -> None:
+    def __init__(self, options: Mapping[str, str] | None = None, flag: str = "--log-to") -> None:
+        self.flag = flag
+        """The option that chose this tracker, as its messages name it (``--to`` for ``rmbench log``)."""
         self.settings: dict[str, OptionValue] = resolve_options(
-            self.options, options or {}, f"--log-to {self.name}",
+            self.options, options or {}, f"{flag} {self.name}",
             note=f"; credentials are never options: {self.credentials}")
 
     def setting(self, key: str) -> str | None:
@@ -79,7 +82,7 @@ class TrackerSink(ABC):
     def check(self) -> None:
         """Before any scoring: the library imports (else the install line); a sink that can check
         its settings without a network call does so too (overriding this, after it)."""
-        require(self.library, self.name, self.package, self.extra)
+        require(self.library, self.name, self.package, self.extra, self.flag)
 
     @abstractmethod
     def log(self, run: TrackedRun, step: int = 0) -> str:
