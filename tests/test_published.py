@@ -677,3 +677,53 @@ def test_verify_a_run_against_its_published_file(rb2_published, tmp_path):
                         cwd=tmp_path)
         verdicts[name] = (done.returncode, json.loads((tmp_path / f"{name}.json").read_text())["verdict"])
     assert verdicts == {"same": (0, "equal"), "planted": (1, "different")}, verdicts
+
+
+def test_a_replay_keeps_its_models_name_never_a_path(tmp_path):
+    """A JudgeBench file replays under the judge_model it records (its run folder too), an RMB
+    file under its {model}_result.json name, a RewardBench 2 file under its ORG/MODEL; a file that
+    records none under its file name, never its absolute path; two files of one judge keep their
+    file names apart."""
+    from rmbench.models.published import published_label
+    from rmbench.results.publishing.leaderboard_render import render
+    from rmbench.scoring.suite import evaluate_models
+
+    pairs = judgebench_pairs()
+    data = write_jsonl(tmp_path / "jb.jsonl", pairs)
+    out = tmp_path / "dataset=judgebench,response_model=gpt-4o-2024-05-13,judge_name=x,judge_model=file_rm.jsonl"
+    out.write_text(judgebench_output(pairs, [[rm_game(1.0, 0.0), rm_game(0.0, 1.0)] for _ in pairs]), encoding="utf-8")
+    assert published_label(f"published:judgebench:{out}") == "org/rm"  # the judgment's judge_model, not the name
+    row_level = tmp_path / "row.jsonl"
+    row_level.write_text("".join(json.dumps({**json.loads(line), "judge_model": "o1-mini-2024-09-12"}) + "\n"
+                                 for line in out.read_text().splitlines()), encoding="utf-8")
+    assert published_label("published:judgebench", {"path": str(row_level)}) == "o1-mini-2024-09-12"
+    assert published_label("published:rewardbench2:org/model") == "org/model"
+    assert published_label(f"published:rmb:{tmp_path}/ArmoRM-Llama3-8B-v0.1_result.json") == "ArmoRM-Llama3-8B-v0.1"
+    assert published_label(f"published:rmb:{tmp_path}/scores.json") == "published:rmb:scores.json"
+    assert published_label("length") is None
+    configs = [EvalConfig(model=f"published:judgebench:{out}", tasks=("judgebench",), data=(("judgebench", str(data)),),
+                          n_bootstrap=0, use_cache=False)]
+    result = evaluate_models(configs, out=tmp_path / "one")
+    assert result.records[0].model.name == "org/rm"
+    board = render(result.leaderboard, "md")
+    assert "org/rm" in board and str(tmp_path) not in board
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text(out.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # another file of the same judge
+    twice = [EvalConfig(model=f"published:judgebench:{p}", tasks=("judgebench",),
+                        data=(("judgebench", str(data)),), n_bootstrap=0, use_cache=False) for p in (out, copy)]
+    result = evaluate_models(twice, out=tmp_path / "two")
+    assert [r.model.name for r in result.records] == [f"org/rm ({out.name})", "org/rm (copy.jsonl)"]
+    assert [d.name[:6] for d in result.plan.run_dirs] == ["org_rm"] * 2  # the folders carry the judge's name
+
+
+def test_model_list_lines_may_name_their_model(tmp_path):
+    from rmbench.models.model_list import ListedModel, read_model_list
+
+    existing = tmp_path / "a=b"
+    existing.mkdir()
+    listed = tmp_path / "models.txt"
+    listed.write_text(f"# comment\nmine=length\npublished:judgebench:out/dataset=judgebench,x=y.jsonl\n"
+                      f"org/rm = python:rm.py:score\n{existing}\n", encoding="utf-8")
+    assert read_model_list(listed) == [ListedModel("length", "mine"),
+                                       ListedModel("published:judgebench:out/dataset=judgebench,x=y.jsonl"),
+                                       ListedModel("python:rm.py:score", "org/rm"), ListedModel(str(existing))]

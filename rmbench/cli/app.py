@@ -54,22 +54,31 @@ def _details_grid(record) -> Grid:
                 title=f"{record.model.name}: all metrics (overall)")
 
 
-def _models(model: str | None, model_list: Path | None) -> list[str]:
-    """The models of ``--model`` (comma-separated; None: not given) and then of ``--model-list``."""
+def _models(model: str | None, model_list: Path | None) -> tuple[list[str], list[str | None]]:
+    """The models of ``--model`` (comma-separated; None: not given) and then of ``--model-list``,
+    and the name each list line gives (``NAME=SPEC``; None elsewhere)."""
     from rmbench.models.model_list import read_model_list
 
     models = [m.strip() for m in (model or "").split(",") if m.strip()]
+    names: list[str | None] = [None] * len(models)
     if model_list is not None:
-        models += read_model_list(model_list)
-    return models
+        listed = read_model_list(model_list)
+        models += [m.spec for m in listed]
+        names += [m.name for m in listed]
+    return models, names
 
 
-def _names(text: str | None, models: list[str]) -> list[str | None]:
-    """``--name a,b``: one display name per model (None for every model without --name)."""
+def _names(text: str | None, models: list[str], listed: list[str | None] | None = None) -> list[str | None]:
+    """``--name a,b``: one display name per model; without --name, the names the model list gives
+    (None for every model without one)."""
     from rmbench.errors import ConfigError
 
     if text is None:
-        return [None] * len(models)
+        names = list(listed or [None] * len(models))
+        given = [n for n in names if n is not None]
+        if len(set(given)) != len(given):
+            raise ConfigError(f"--model-list gives the name {next(n for n in given if given.count(n) > 1)!r} twice")
+        return names
     names: list[str | None] = [n.strip() for n in text.split(",")]
     if len(names) != len(models) or not all(names):
         raise ConfigError(f"--name {text!r}: give one non-empty name per --model ({len(models)}, comma-separated)")
@@ -84,7 +93,7 @@ def eval_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
                               "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
     model_list: Path | None = typer.Option(None, "--model-list", metavar="FILE", help="A file of model specs, one "
-                                           "per line (# starts a comment line; never split at commas), scored after "
+                                           "per line, SPEC or NAME=SPEC (# starts a comment line; never split at commas), scored after "
                                            "those --model names (without --model: instead of its default)."),
     tasks: str = typer.Option("ties_sample", "--tasks", "-t", help="Comma-separated task names."),
     data: list[str] = typer.Option([], "--data", metavar="TASK=[PART=]PATH",
@@ -170,8 +179,8 @@ def eval_command(
     with user_errors():
         source = ctx.get_parameter_source("model")
         given = source is not None and source.name != "DEFAULT"  # typer's click or click's own enum
-        models = _models(model if given or model_list is None else None, model_list)
-        names = _names(name, models)
+        models, listed = _models(model if given or model_list is None else None, model_list)
+        names = _names(name, models, listed)
         runtime = Runtime(dtype=cast(DType, dtype), device=device, trust_remote_code=trust_remote_code,
                           token_budget=token_budget, allow_pickle=allow_pickle, threads=threads)
         measured = [RunSpec(model=m, tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),

@@ -18,6 +18,11 @@ and (where the file records them) response texts; otherwise the run fails with o
 how many groups matched and the first that did not. Items of the file that the run does not
 score (``--limit``, another split) are left unread.
 
+The model's label (its display name and run folder, unless ``--name`` gives one:
+:func:`published_label`) is the model the file records: JudgeBench's ``judge_model``,
+RewardBench 2's ``model`` (or the ``ORG/MODEL`` read from the hub), RMB's ``{model}_result.json``
+name; a file that records none is labelled ``published:SOURCE:<its file name>``, never by its path.
+
 The model's identity is the file's content (sha256), never its name or location: the same file
 fetched from the hub or read from disk is the same model. A JudgeBench file
 (:class:`PublishedJudgeBenchRM`, a :class:`~rmbench.models.base.PairVerdictModel`) of two games, or
@@ -31,7 +36,7 @@ Which reading gave the rewards is recorded (``describe()``: ``rewards`` and the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +45,14 @@ import numpy as np
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import ConfigError, DataError
 from rmbench.models.base import PairVerdictModel, RewardModel, ScoreRequest
-from rmbench.models.published_files import READERS, PublishedItem, PublishedScores, read_published, verdict_rewards
+from rmbench.models.published_files import (
+    READERS,
+    PublishedItem,
+    PublishedScores,
+    read_published,
+    recorded_model,
+    verdict_rewards,
+)
 
 RB2_RESULTS_DATASET = "allenai/reward-bench-2-results"
 """RewardBench 2's results dataset on the hub: ``eval-set-scores/{org}/{model}.json`` per model."""
@@ -122,6 +134,23 @@ class PublishedJudgeBenchRM(PublishedRM, PairVerdictModel):
         return not self.published.single_game
 
 
+def published_label(model: str, model_args: Mapping[str, Any] | None = None) -> str | None:
+    """The label of a ``published:`` model spec (None for any other model): the model its file
+    records (JudgeBench's ``judge_model``, RewardBench 2's ``model`` or ``ORG/MODEL``, RMB's file
+    name), else ``published:SOURCE:<file name>``; never a local path (module doc)."""
+    kind, _, target = model.strip().partition(":")
+    if kind != PublishedRM.kind or not target:
+        return None
+    source, _, ref = target.partition(":")
+    path = (model_args or {}).get("path")
+    if source not in READERS or (path is None and not ref):
+        return None
+    if source == "rewardbench2" and path is None:
+        return ref.strip("/")
+    location = Path(str(path if path is not None else ref)).expanduser()
+    return recorded_model(source, location) or f"published:{source}:{location.name}"
+
+
 def bind_rewards(published: PublishedScores, groups: Sequence[ComparisonGroup]) -> np.ndarray:
     """The file's rewards of every response of ``groups``, flattened in group order; a
     ValueError (one line) when a group is missing from the file or does not match it: how many
@@ -200,4 +229,4 @@ def rb2_results_file(model: str, revision: str = RB2_RESULTS_REVISION) -> tuple[
 
 
 __all__ = ["RB2_RESULTS_DATASET", "RB2_RESULTS_REVISION", "PublishedJudgeBenchRM", "PublishedRM", "bind_rewards",
-           "rb2_results_file"]
+           "published_label", "rb2_results_file"]

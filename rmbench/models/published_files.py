@@ -239,10 +239,36 @@ def read_judgebench(data: bytes, location: str) -> PublishedScores:
         rewards = scores if use_scores and scores is not None else (float(verdict == A_BETTER),
                                                                     float(verdict == B_BETTER))
         items[pair_id] = PublishedItem(rewards, item.utilities, item.subset, item.responses)
-    judge = Path(location).name.rpartition("judge_model=")[2].removesuffix(".jsonl") or None  # run_judge.py's name
     recorded = any(s is not None for *_, s in pairs)  # a file without scores needs no reason to be verdicts
     return PublishedScores("judgebench", items, "scores" if use_scores else "verdicts", _sha256(data), location,
-                           judge if "judge_model=" in location else None, n_games, why if recorded else None)
+                           _judgebench_model(data, location), n_games, why if recorded else None)
+
+
+def _judgebench_model(data: bytes, location: str) -> str | None:
+    """The judge a JudgeBench file records: its first pair's ``judge_model`` (a field of the row,
+    or of its first game's ``judgment`` as ``run_judge.py`` writes it), else the ``judge_model=``
+    part of ``run_judge.py``'s file name; None when neither says."""
+    line = next((x for x in data.decode("utf-8", errors="replace").splitlines() if x.strip()), "")
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        row = None
+    if isinstance(row, dict):
+        if isinstance(row.get("judge_model"), str) and row["judge_model"].strip():
+            return str(row["judge_model"]).strip()
+        judgments = row.get("judgments")
+        if isinstance(judgments, str):
+            try:
+                judgments = ast.literal_eval(judgments)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                judgments = None
+        first = judgments[0] if isinstance(judgments, list) and judgments else None
+        judgment = first.get("judgment") if isinstance(first, dict) else None
+        judge = judgment.get("judge_model") if isinstance(judgment, dict) else None
+        if isinstance(judge, str) and judge.strip():
+            return judge.strip()
+    name = Path(location).name
+    return name.rpartition("judge_model=")[2].removesuffix(".jsonl") or None if "judge_model=" in name else None
 
 
 def _scores_do_not_give_verdicts(pairs: list[tuple[str, PublishedItem, int, tuple[float, float] | None]],
@@ -319,12 +345,38 @@ def read_rmb(data: bytes, location: str) -> PublishedScores:
         items[key] = PublishedItem((float(chosen), float(reject)), (1, 0), _opt_str([row.get("category_path")], 0))
     if not items:
         raise DataError("holds no items", path=location)
-    return PublishedScores("rmb", items, "scores", _sha256(data), location)
+    return PublishedScores("rmb", items, "scores", _sha256(data), location, _rmb_model(location))
+
+
+def _rmb_model(location: str) -> str | None:
+    """The model an RMB result file is of: ``my_run_rm.py`` names it ``{model}_result.json``."""
+    stem = Path(location).name.removesuffix(".json")
+    return stem.removesuffix("_result") if stem.endswith("_result") and stem != "_result" else None
 
 
 READERS: dict[str, Callable[[bytes, str], PublishedScores]] = {
     "rewardbench2": read_rewardbench2, "judgebench": read_judgebench, "rmb": read_rmb}
 """Each published source and its file reader."""
+
+
+def recorded_model(source: str, path: Path | str) -> str | None:
+    """The model a published file says it is of, read cheaply (a label before the file is read
+    whole): JudgeBench's ``judge_model``, RewardBench 2's ``model``, RMB's file name; None when
+    the file says none or cannot be read (reading it as the model then says why)."""
+    try:
+        if source == "judgebench":
+            with open(path, "rb") as f:
+                head = f.readline()
+                while head and not head.strip():
+                    head = f.readline()
+            return _judgebench_model(head, str(path))
+        if source == "rmb":
+            return _rmb_model(str(path))
+        doc = json.loads(Path(path).read_bytes())
+    except (OSError, ValueError):
+        return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return model.strip() if isinstance(model, str) and model.strip() else None
 
 
 def read_published(source: str, path: Path | str) -> PublishedScores:
@@ -367,4 +419,5 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-__all__ = ["READERS", "PublishedItem", "PublishedScores", "RewardsKind", "read_published", "verdict_rewards"]
+__all__ = ["READERS", "PublishedItem", "PublishedScores", "RewardsKind", "read_published", "recorded_model",
+           "verdict_rewards"]

@@ -28,6 +28,7 @@ planned, and its folder locked and checked, first.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -190,6 +191,25 @@ def _run_plan(plan: RunPlan, destination: Destination | None, progress: Progress
         raise
 
 
+def _labelled(configs: Sequence[EvalConfig]) -> list[EvalConfig]:
+    """Each config, a ``published:`` model without ``--name`` named by the model its file records
+    (:func:`rmbench.models.published.published_label`); two such labels that would be one keep
+    the file's name beside it."""
+    from rmbench.models.published import published_label
+
+    labels = [None if c.measured.name is not None else published_label(c.measured.model, dict(c.measured.model_args))
+              for c in configs]
+    out = []
+    for config, label in zip(configs, labels):
+        if label is not None and labels.count(label) > 1:
+            args = dict(config.measured.model_args)
+            where = str(args.get("path") or config.measured.model.split(":", 2)[-1])
+            label = f"{label} ({Path(where).name})"
+        out.append(config if label is None else
+                   dataclasses.replace(config, measured=dataclasses.replace(config.measured, name=label)))
+    return out
+
+
 def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, overwrite: bool = False,
                     progress: ProgressFactory | None = None, warn: Callable[[str], None] | None = None,
                     write: bool = True) -> SuiteResult:
@@ -199,6 +219,7 @@ def evaluate_models(configs: Sequence[EvalConfig], out: Path | None = None, over
     """
     if not configs:
         raise ConfigError("no model given")
+    configs = _labelled(configs)
     measured = [c.measured for c in configs]
     plan = plan_outputs([m.model for m in measured], measured[0].tasks, out, measured[0].data,
                         [m.name for m in measured], measured[0].limit, configs[0].execution.runtime.dtype)

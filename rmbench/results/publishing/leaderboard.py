@@ -151,12 +151,17 @@ def _assign_variants(entries: list[_Entry]) -> tuple[dict[str, str], dict[str, s
 
 def model_label(name: str) -> str:
     """A model's name as a table shows it: an absolute path (``judge:/srv/models/SmolLM2`` or
-    ``/srv/models/rm``) by its last part (``judge:SmolLM2``), so that published tables never carry
+    ``/srv/models/rm``, ``published:judgebench:/srv/f.jsonl``) by its last part (``judge:SmolLM2``,
+    ``published:judgebench:f.jsonl``), so that published tables never carry
     a machine's folders; hub ids and relative names as they are."""
-    kind, sep, target = name.partition(":") if ":" in name and not name.startswith("/") else ("", "", name)
-    if target.startswith(("/", "~")) and target.rstrip("/"):
-        target = PurePath(target.rstrip("/")).name
-    return f"{kind}{sep}{target}"
+    if name.startswith(("/", "~")):
+        return PurePath(name.rstrip("/")).name if name.rstrip("/") else name
+    parts = name.split(":")  # each KIND: (published:judgebench:/srv/f.jsonl) kept, a path after it cut
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith(("/", "~")) and part.rstrip("/"):
+            parts[i:] = [PurePath(":".join(parts[i:]).rstrip("/")).name]
+            break
+    return ":".join(parts)
 
 
 def _entries(runs: Sequence[RunLike]) -> tuple[list[_Entry], dict[str, str], dict[str, str], list[str]]:
