@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import re
 from pathlib import Path
 
 import pytest
@@ -110,7 +109,7 @@ def test_every_file_parses_with_huggingface_hub(runs, tmp_path):
     notes: list[str] = []
     paths = export_runs(list(runs.values()), tmp_path, "hf-eval-results", warn=notes.append,
                         options=ExportOptions(source_url="https://example.org/rmbench-runs"))
-    hashed = f"local/{re.sub(r'[^A-Za-z0-9_.+-]+', '_', HASHED).strip('_.')}"
+    hashed = "local/python_golden_runs.py_hashed"  # the model's path cut to its file (never a machine's folders)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in paths) == sorted([
         "rmbench/length/.eval_results/reward-bench-2.yaml", "rmbench/length/.eval_results/RM-Bench.yaml",
         f"{hashed}/.eval_results/reward-bench-2.yaml"])
@@ -123,7 +122,10 @@ def test_every_file_parses_with_huggingface_hub(runs, tmp_path):
             assert e["source"]["name"].startswith("rmbench run ")
             assert isinstance(e["value"], float)
     # ties_sample has no Hub dataset: left out, with one line saying so
-    assert len(notes) == 1 and "ties_sample" in notes[0] and "no Hub dataset" in notes[0], notes
+    left_out = [n for n in notes if "ties_sample" in n]
+    assert len(left_out) == 1 and "no Hub dataset" in left_out[0], notes
+    replaced = [n for n in notes if n not in left_out]  # length's two runs both have a Ties score
+    assert len(replaced) == 1 and "entry ties replaced by the newer run" in replaced[0], notes
 
 
 def test_values_are_the_official_scores(runs, tmp_path):
@@ -206,3 +208,64 @@ def test_cli(runs, tmp_path):
     unknown = CliRunner().invoke(app, ["export", str(runs["len"].path), "--format", "hf-eval-result", "--out",
                                        str(tmp_path / "x")])
     assert unknown.exit_code == 2 and "hf-eval-results" in unknown.output
+
+
+def test_model_ids_pass_the_hubs_check_and_name_sets_them(runs, tmp_path):
+    """A model named by a local path gets ``local/{last part}`` (never the path; valid for
+    ``huggingface_hub.utils.validate_repo_id``); ``--name`` sets the id, checked the same way;
+    ``--name`` for runs of two models, or one the Hub refuses, is one error; ``source.name``
+    never holds a path."""
+    from huggingface_hub.utils import validate_repo_id
+
+    from rmbench.results.publishing.export_names import model_id, repo_name
+
+    record = runs["hashed"].record
+    assert str(HERE) in record.model.name
+    hub_id = model_id(record)
+    validate_repo_id(hub_id)
+    assert hub_id == "local/python_golden_runs.py_hashed" and str(HERE.parent) not in hub_id
+    paths = export_runs([runs["hashed"]], tmp_path / "a", "hf-eval-results",
+                        options=ExportOptions(source_url="https://example.org/runs"))
+    assert paths[0].relative_to(tmp_path / "a").parts[:2] == ("local", "python_golden_runs.py_hashed")
+    assert all(str(HERE.parent) not in p.read_text() for p in paths)
+    assert {e["source"]["name"] for e in _read(paths[0])} == {f"rmbench run of {hub_id}"}
+    named = export_runs([runs["hashed"]], tmp_path / "b", "hf-eval-results", options=ExportOptions(name="me/my-rm"))
+    assert named[0].relative_to(tmp_path / "b").parts[:2] == ("me", "my-rm")
+    with pytest.raises(ConfigError, match="not a Hub repo id"):
+        export_runs([runs["hashed"]], tmp_path / "c", "hf-eval-results", options=ExportOptions(name="me/my rm"))
+    with pytest.raises(ConfigError, match="names one model; these runs are of 2 models"):
+        export_runs([runs["hashed"], runs["len"]], tmp_path / "c", "hf-eval-results",
+                    options=ExportOptions(name="me/my-rm"))
+    assert repo_name("/srv/" + "a" * 200 + "/x") == "x" and len(repo_name("b" * 200)) == 96
+    assert repo_name("--a..b++c--") == "a.b_c"
+    for text in ("--a..b++c--", "x" * 300, "seqcls:/srv/models/my rm", "org--x"):
+        validate_repo_id(f"local/{repo_name(text)}")
+
+
+def test_a_split_is_its_own_task_id(runs):
+    """JudgeBench's Claude response set (``split: claude``) is written under task ids of its own,
+    never the GPT set's."""
+    from rmbench.results.publishing.hf_eval_results import split_prefix
+
+    task = runs["len"].record.task("rewardbench2")
+    gpt = dataclasses.replace(task, name="judgebench", kind="judgebench", args={"split": "gpt"})
+    claude = dataclasses.replace(gpt, args={"split": "claude"})
+    assert split_prefix(gpt) == "" and split_prefix(claude) == "claude_"
+    assert split_prefix(task) == ""
+
+
+def test_a_replaced_entry_is_a_note_and_a_repeat_says_unchanged(runs, tmp_path):
+    from rmbench.cli import app
+
+    old = runs["len_ties"]
+    old = dataclasses.replace(old, record=dataclasses.replace(old.record, created="2026-01-01T00:00:00+00:00"))
+    notes: list[str] = []
+    export_runs([runs["len"], old], tmp_path, "hf-eval-results", warn=notes.append)
+    assert [n for n in notes if "replaced" in n] == [
+        f"{old.path}: its allenai/reward-bench-2 entry ties replaced by the newer run {runs['len'].path}"]
+    out = tmp_path / "cli"
+    args = ["export", str(runs["len"].path), "--format", "hf-eval-results", "--out", str(out)]
+    assert CliRunner().invoke(app, args).output.count("Wrote") == 2
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and "Wrote" not in again.output
+    assert again.output.count("Unchanged (already this content)") == 2

@@ -226,7 +226,7 @@ def test_model_list_eval_leaderboard_report_compare(rb2_published, tmp_path):
     negated.write_text(json.dumps(doc))
     models = tmp_path / "models.txt"
     models.write_text("# RewardBench 2 results, two models\npublished:rewardbench2:someorg/some-rm\n\n"
-                      "published:rewardbench2:other/neg-rm\n")
+                      "negated=published:rewardbench2:other/neg-rm\n")  # a line may name its model
     env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
     done = _rmbench("eval", "--model-list", str(models), "--tasks", "rewardbench2", "--data", f"rewardbench2={data}",
                     "--bootstrap", "50", "--out", "runs", cwd=tmp_path, **env)
@@ -239,11 +239,13 @@ def test_model_list_eval_leaderboard_report_compare(rb2_published, tmp_path):
         scores[record["model"]["name"]] = next(m["value"] for t in record["tasks"] for m in t["metrics"]
                                                if m["metric"] == "rewardbench2_score" and m.get("subset") is None
                                                and m.get("shift") is None)
-    assert scores["published:rewardbench2:someorg/some-rm"] == pytest.approx(official["Score"], abs=1e-9)
+    assert set(scores) == {"someorg/some-rm", "negated"}  # the file's model id, and the name the list gives
+    assert scores["someorg/some-rm"] == pytest.approx(official["Score"], abs=1e-9)
+    assert sorted(r.name for r in runs) == ["negated__rewardbench2-rb2", "someorg_some-rm__rewardbench2-rb2"]
     board = next((tmp_path / "runs").glob("leaderboard*.md")).read_text()
-    assert "published:rewardbench2:someorg/some-rm" in board and "published:rewardbench2:other/neg-rm" in board
+    assert "someorg/some-rm" in board and "negated" in board and "published:" not in board
     done = _rmbench("leaderboard", "build", "runs", "--format", "csv", cwd=tmp_path)
-    assert done.returncode == 0 and "published:rewardbench2:other/neg-rm" in done.stdout, done.stderr
+    assert done.returncode == 0 and "negated" in done.stdout, done.stderr
     done = _rmbench("report", *map(str, runs), "--out", "report.html", cwd=tmp_path)
     assert done.returncode == 0 and (tmp_path / "report.html").stat().st_size > 0, done.stderr
     done = _rmbench("compare", *map(str, runs), "--bootstrap", "50", cwd=tmp_path)
@@ -258,7 +260,7 @@ def test_cli_errors_are_one_line(rb2_published, tmp_path):
     done = _rmbench("eval", "--model-list", str(empty), "--tasks", "rewardbench2", "--data", f"rewardbench2={data}",
                     cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        f"error: --model-list {empty}: names no model (one model spec per line; # starts a comment line)"]
+        f"error: --model-list {empty}: names no model (one model spec per line, or NAME=SPEC; # starts a comment line)"]
     for model, says in (("published:rmb:no/such.json", "no/such.json: cannot read the published file"),
                         ("published:nosuch:x", "the source must be one of rewardbench2, judgebench, rmb"),
                         ("published:judgebench", "published:judgebench needs FILE")):

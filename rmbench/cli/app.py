@@ -74,11 +74,10 @@ def _names(text: str | None, models: list[str], listed: list[str | None] | None 
     from rmbench.errors import ConfigError
 
     if text is None:
-        names = list(listed or [None] * len(models))
-        given = [n for n in names if n is not None]
+        given = [n for n in listed or () if n is not None]
         if len(set(given)) != len(given):
             raise ConfigError(f"--model-list gives the name {next(n for n in given if given.count(n) > 1)!r} twice")
-        return names
+        return list(listed or [None] * len(models))
     names: list[str | None] = [n.strip() for n in text.split(",")]
     if len(names) != len(models) or not all(names):
         raise ConfigError(f"--name {text!r}: give one non-empty name per --model ({len(models)}, comma-separated)")
@@ -93,7 +92,8 @@ def eval_command(
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="Model spec, or several separated by commas: a "
                               "name (rmbench models list) or KIND:TARGET such as python:my_rm.py:score."),
     model_list: Path | None = typer.Option(None, "--model-list", metavar="FILE", help="A file of model specs, one "
-                                           "per line, SPEC or NAME=SPEC (# starts a comment line; never split at commas), scored after "
+                                           "per line, SPEC or NAME=SPEC (# starts a comment line; never split at "
+                                           "commas), scored after "
                                            "those --model names (without --model: instead of its default)."),
     tasks: str = typer.Option("ties_sample", "--tasks", "-t", help="Comma-separated task names."),
     data: list[str] = typer.Option([], "--data", metavar="TASK=[PART=]PATH",

@@ -159,6 +159,9 @@ def export_command(
     data: list[str] = typer.Option([], "--data", metavar="TASK=PATH",
                                    help="TASK=PATH: the file the runs were scored on, if moved (formats with "
                                    "per-item files reload it)."),
+    name: str | None = typer.Option(None, "--name", metavar="ORG/NAME", help="The model's Hub id (runs of one "
+                                    "model; NAME alone: local/NAME), checked as the Hub checks it; default its "
+                                    "weights' Hub id, or the model a published file records, else local/NAME."),
 ) -> None:
     """Export runs to a community results format (Every Eval Ever, the Hub's eval results, RewardBench 2's
     results layout)."""
@@ -168,11 +171,13 @@ def export_command(
     from rmbench.tasks.loading import parse_data_overrides
 
     with user_errors():
-        options = ExportOptions(source_url=source_url, data={d.task: d for d in parse_data_overrides(data)})
-        paths = export_runs(find_runs(runs), out, fmt, overwrite=force, options=options,
-                            warn=lambda m: err_console.print(f"note: {m}", markup=False, highlight=False))
-        for path in paths:
-            console.print(f"Wrote {path}", markup=False, highlight=False)
+        options = ExportOptions(source_url=source_url, data={d.task: d for d in parse_data_overrides(data)},
+                                name=name)
+        export_runs(find_runs(runs), out, fmt, overwrite=force, options=options,
+                    warn=lambda m: err_console.print(f"note: {m}", markup=False, highlight=False),
+                    said=lambda path, written: console.print(
+                        f"{'Wrote' if written else 'Unchanged (already this content)'} {path}", markup=False,
+                        highlight=False))
 
 
 @app.command("report")

@@ -242,7 +242,7 @@ def _run_summary(r: RunRecord) -> dict:
 
 
 def to_every_eval_ever(records: Sequence[RunRecord], *, source_organization_name: str = "rmbench",
-                       evaluator_relationship: str = "third_party") -> dict:
+                       evaluator_relationship: str = "third_party", name: str | None = None) -> dict:
     """One Every Eval Ever ``EvaluationLog`` (a JSON-ready dict) for the runs of ONE model.
 
     ``records`` must share the model name and fingerprint; their tasks merge into one log (a
@@ -250,7 +250,7 @@ def to_every_eval_ever(records: Sequence[RunRecord], *, source_organization_name
     The log's times are the newest run's ``created`` (``retrieved_timestamp`` as Unix epoch),
     so exporting the same runs again gives the same file. ``evaluator_relationship``: the
     schema's enum (first_party, third_party, collaborative, other), relative to the model's
-    developer.
+    developer. ``name``: the model's Hub id (``rmbench export --name``).
     """
     if not records:
         raise ConfigError("no runs to export")
@@ -272,7 +272,7 @@ def to_every_eval_ever(records: Sequence[RunRecord], *, source_organization_name
     if not results:
         raise ConfigError(f"the runs of {newest.model.name!r} have no defined results to export")
 
-    model = model_info(newest)
+    model = model_info(newest, name)
     retrieved = _epoch(newest.created)
     env = newest.environment
     versions = sorted({r.rmbench_version for r in runs})
@@ -323,7 +323,8 @@ def every_eval_ever_export(folders: Sequence[RunFolder], options: ExportOptions)
     groups: dict[tuple[str, str], list[RunRecord]] = {}
     for f in folders:
         groups.setdefault((f.record.model.name, f.record.model.fingerprint), []).append(f.record)
-    logs = [to_every_eval_ever(records) for records in groups.values()]
+    options.one_model(len(groups))
+    logs = [to_every_eval_ever(records, name=options.name) for records in groups.values()]
     return Export(tuple(ExportFile(PurePosixPath(name), json.dumps(log, indent=2, ensure_ascii=False,
                                                                     allow_nan=False) + "\n")
                         for name, log in zip(_file_names(list(groups)), logs)))
@@ -331,13 +332,15 @@ def every_eval_ever_export(folders: Sequence[RunFolder], options: ExportOptions)
 
 def export_runs(folders: Sequence[RunFolder], out_dir: Path, fmt: str = "every-eval-ever", *,
                 overwrite: bool = False, options: ExportOptions | None = None,
-                warn: Callable[[str], None] | None = None) -> list[Path]:
+                warn: Callable[[str], None] | None = None,
+                said: Callable[[Path, bool], None] | None = None) -> list[Path]:
     """Export ``folders`` in format ``fmt`` (one of :data:`FORMATS`) into ``out_dir``; returns the
     files' paths. Every file is built before any is written; a file already there with other
     content is refused unless ``overwrite`` (:func:`~rmbench.results.publishing.export_formats.write_export`).
-    ``warn`` gets one line per run or task the format left out."""
+    ``warn`` gets one line per run or task the format left out; ``said(path, written)`` each file,
+    and whether it was written (False: it held this content already)."""
     export = export_format(fmt).build(folders, options or ExportOptions())
     for line in export.skipped:
         if warn is not None:
             warn(line)
-    return write_export(export, Path(out_dir), overwrite)
+    return write_export(export, Path(out_dir), overwrite, said)

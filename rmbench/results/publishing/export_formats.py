@@ -54,6 +54,15 @@ class ExportOptions:
 
     source_url: str | None = None
     data: Mapping[str, DataOverride] = field(default_factory=dict)
+    name: str | None = None
+    """``--name``: the model's Hub id (``ORG/NAME``, or ``NAME`` for ``local/NAME``), for runs of
+    one model (:func:`~rmbench.results.publishing.export_names.model_id`)."""
+
+    def one_model(self, models: int) -> None:
+        """Refuse ``name`` for runs of several models (one line)."""
+        if self.name is not None and models > 1:
+            raise ConfigError(f"--name {self.name!r} names one model; these runs are of {models} models: export "
+                              f"each model's runs with its own --name")
 
 
 Build = Callable[[Sequence["RunFolder"], ExportOptions], Export]
@@ -105,10 +114,12 @@ def safe_parts(*parts: str) -> PurePosixPath:
     return PurePosixPath(*(safe_file_name(p, "x") for p in parts))
 
 
-def write_export(export: Export, out_dir: Path, overwrite: bool = False) -> list[Path]:
+def write_export(export: Export, out_dir: Path, overwrite: bool = False,
+                 said: Callable[[Path, bool], None] | None = None) -> list[Path]:
     """Write ``export``'s files under ``out_dir``; returns their paths, in order. A file there
     with other content is refused (one ``ConfigError`` naming it, nothing written) unless
-    ``overwrite``."""
+    ``overwrite``. ``said(path, written)``: per file, whether it was written (False: it already
+    held this content and was left untouched)."""
     out = Path(out_dir)
     targets = [(out / Path(*f.path.parts), f) for f in export.files]
     seen: set[Path] = set()
@@ -122,8 +133,11 @@ def write_export(export: Export, out_dir: Path, overwrite: bool = False) -> list
         raise ConfigError(f"{changed[0]} exists with other content{more}; nothing was written: pass --force to "
                           f"replace, or choose another --out")
     for path, f in targets:
-        if path in changed or not path.exists():
+        write = path in changed or not path.exists()
+        if write:
             atomic_write_text(path, f.text)
+        if said is not None:
+            said(path, write)
     return [path for path, _ in targets]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from rmbench.core.canonical import canonical_json
 from rmbench.core.metric_registry import RB1_LAYOUT, RB2_LAYOUT, TIES_LAYOUT
-from rmbench.files import safe_file_name
+from rmbench.errors import ConfigError
 from rmbench.results.storage.record import RunRecord, TaskResult
 
 RB2_HF_DATASET = "allenai/reward-bench-2"
@@ -158,20 +158,64 @@ def _hub_id(spec: dict, runtime: dict) -> str | None:
     return None
 
 
-def model_info(record: RunRecord) -> dict:
+def repo_name(text: str) -> str:
+    """``text`` as the NAME part of a Hub repo id (``huggingface_hub.utils.validate_repo_id``'s
+    rules: letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``; no ``-`` or ``.`` at either
+    end; at most 96 characters), a path in it cut to its last part first (never a machine's folders)."""
+    from rmbench.results.publishing.leaderboard import model_label
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", model_label(text))
+    name = re.sub(r"-{2,}", "-", re.sub(r"\.{2,}", ".", name))
+    return name[:96].strip("-._") or "model"
+
+
+def check_repo_id(repo_id: str, what: str) -> str:
+    """``repo_id`` when the Hub accepts it (``huggingface_hub.utils.validate_repo_id``, where
+    huggingface_hub is installed; the same rules otherwise), else one :class:`ConfigError`."""
+    try:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    except ImportError:  # the Hub's own check is not here: its rules, as repo_name applies them
+        org, _, name = repo_id.partition("/")
+        if not _HF_ID.match(repo_id) or repo_name(name) != name or repo_name(org) != org:
+            raise ConfigError(f"{what} {repo_id!r} is not a Hub repo id (ORG/NAME of letters, digits, - _ .)") from None
+        return repo_id
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise ConfigError(f"{what} {repo_id!r} is not a Hub repo id: {str(exc).splitlines()[0]}") from None
+    return repo_id
+
+
+def model_id(record: RunRecord, name: str | None = None) -> str:
+    """The model's Hub repo id, ``ORG/NAME``: ``name`` (``rmbench export --name``: ``ORG/NAME``,
+    or ``NAME`` for ``local/NAME``) when given; the Hub id of its weights, or the model a published
+    file records when that is a Hub id; ``rmbench/{name}`` for a baseline; ``local/{name}`` otherwise
+    (the name made a valid repo name: :func:`repo_name`). Checked with the Hub's own check."""
+    if name is not None:
+        given = name.strip()
+        return check_repo_id(given if "/" in given else f"local/{given}", "--name")
+    m = record.model
+    runtime = dict(record.execution.model)
+    hub = _hub_id(dict(m.spec), runtime)
+    published = runtime.get("published_model")
+    if hub is None and m.kind == "published" and isinstance(published, str) and _HF_ID.match(published):
+        hub = published
+    if hub is not None:
+        return check_repo_id(hub, f"model {m.name!r}: its Hub id")
+    org = "rmbench" if m.kind in _BASELINES else "local"
+    return check_repo_id(f"{org}/{repo_name(m.name)}", f"model {m.name!r}: the id")
+
+
+def model_info(record: RunRecord, name: str | None = None) -> dict:
     m = record.model
     spec = dict(m.spec)
     kind = m.kind
     runtime = dict(record.execution.model)
-    hub = _hub_id(spec, runtime)
-    if hub is not None:
-        model_id, developer = hub, hub.split("/", 1)[0]
-    elif kind in _BASELINES:
-        model_id, developer = f"rmbench/{m.name}", "rmbench"
-    else:
-        model_id, developer = f"local/{m.name}", None
+    model_id_ = model_id(record, name)
+    org = model_id_.split("/", 1)[0]
+    developer = None if org == "local" else org
     packages = dict(record.environment.packages)
-    info: dict[str, Any] = {"name": m.name, "id": model_id}
+    info: dict[str, Any] = {"name": m.name, "id": model_id_}
     if developer:
         info["developer"] = developer
     if kind.startswith("vllm"):
@@ -216,12 +260,10 @@ def source_data(task: TaskResult, record: RunRecord, dataset_name: str) -> dict:
     return {"dataset_name": dataset_name, "source_type": "other", "additional_details": extra}
 
 
-def model_repo(record: RunRecord) -> tuple[str, str]:
-    """(organisation, name) of the model's repository: its Hub id, ``rmbench/{name}`` for a
-    baseline, ``local/{name}`` otherwise (the name made one safe file name: a ``python:``
-    model's name holds a path)."""
-    org, _, name = str(model_info(record)["id"]).partition("/")
-    return org, safe_file_name(name, "model")
+def model_repo(record: RunRecord, name: str | None = None) -> tuple[str, str]:
+    """(organisation, name) of the model's repository: :func:`model_id` (``name``: ``--name``)."""
+    org, _, repo = model_id(record, name).partition("/")
+    return org, repo
 
 
 def hub_dataset(task: TaskResult) -> str | None:

@@ -29,6 +29,8 @@ its six subsets, RM-Bench's domains and levels, JudgeBench's categories, ...):
   task), else the column's label in lower case with ``_`` for other characters (``precise_if``);
   a one-column layout is a part of its benchmark, named by its label (the ``ties`` task's score
   is RewardBench 2's ``ties``, the same entry as ``rewardbench2``'s Ties column).
+  a task scored on a split other than its default prefixes its ids with the split
+  (:func:`split_prefix`: JudgeBench's Claude set is ``claude``, ``claude_knowledge``, ...).
   These are rmbench's choice: none of these datasets publishes an ``eval.yaml`` yet; where one
   does, its ids are the ones to use;
 * ``value``: the official score on the benchmark code's own 0-1 scale (as the benchmark's code
@@ -39,12 +41,12 @@ its six subsets, RM-Bench's domains and levels, JudgeBench's categories, ...):
   number of prompts, rmbench's version, the task and its data fingerprint; and, when the data came
   from a local file or a ``--limit`` sample, that it did;
 * ``source``: only with ``--source-url URL`` (the spec requires a url with a source), named
-  ``rmbench run NAME``.
+  ``rmbench run of ORG/NAME`` (the model's id, never a path).
 
 Left out, one line each: tasks without a Hub dataset (the offline samples, RMB's GitHub files),
 tasks without an official layout, failed tasks. Several runs of one model merge: an entry
-(dataset, task_id) of a newer run replaces an older one (runs in ``created`` order; tasks in run
-order, so ``rewardbench2``'s Ties and the ``ties`` task's Ties are one entry).
+(dataset, task_id) of a newer run replaces an older one, with a note naming both (runs in
+``created`` order; tasks in run order, so ``rewardbench2``'s Ties and the ``ties`` task's Ties are one entry).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ import yaml
 from rmbench.core.metric_registry import CHECKED_AGAINST_CODE, OfficialColumn, OfficialLayout
 from rmbench.errors import ConfigError
 from rmbench.results.publishing.export_formats import Export, ExportFile, ExportOptions, safe_parts
-from rmbench.results.publishing.export_names import hub_dataset, model_repo
+from rmbench.results.publishing.export_names import hub_dataset, model_id, model_repo
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import MetricRecord, RunRecord, TaskResult
 
@@ -154,6 +156,22 @@ def _notes(task: TaskResult, record: RunRecord, m: MetricRecord, title: str) -> 
     return "; ".join(parts)
 
 
+def split_prefix(task: TaskResult) -> str:
+    """``{split}_`` for a task scored on a split other than its built-in default (JudgeBench's
+    ``claude`` response set: ``claude``, ``claude_knowledge``, ...), so that two splits of one
+    dataset are never one entry; empty for the default split."""
+    split = task.args.get("split")
+    if not isinstance(split, str):
+        return ""
+    from rmbench.catalog import load_catalog
+
+    spec = load_catalog().tasks.get(task.name)
+    default = spec.args_dict.get("split") if spec is not None and spec.kind == task.kind else None
+    if default is None or split == default:
+        return ""
+    return re.sub(r"[^a-z0-9]+", "_", split.lower()).strip("_") + "_"
+
+
 def task_entries(task: TaskResult, record: RunRecord, options: ExportOptions) -> tuple[str, list[HubEvalResult]]:
     """(dataset id, entries) of one task; ConfigError's text says why a task has none."""
     if task.status != "success":
@@ -165,6 +183,7 @@ def task_entries(task: TaskResult, record: RunRecord, options: ExportOptions) ->
     if dataset is None:
         raise ConfigError(f"task {task.name!r} has no Hub dataset (its data are local or web files)")
     revision = task.args.get("revision")
+    prefix = split_prefix(task)
     entries = []
     for column in layout.columns:
         found = [m for m in _records(task, layout.metric_of(column), column.subset) if _finite(m.value)]
@@ -173,13 +192,19 @@ def task_entries(task: TaskResult, record: RunRecord, options: ExportOptions) ->
         m = found[0]
         title = f"{layout.title} {column.label}".strip()
         entries.append(HubEvalResult(
-            dataset_id=dataset, task_id=task_id(column, layout), value=float(m.value),
+            dataset_id=dataset, task_id=_split_task_id(prefix, task_id(column, layout)), value=float(m.value),
             dataset_revision=revision if isinstance(revision, str) and _SHA.match(revision) else None,
             date=record.created or None,
             source_url=options.source_url,
-            source_name=f"rmbench run {record.model.name}" if options.source_url else None,
+            source_name=f"rmbench run of {model_id(record, options.name)}" if options.source_url else None,
             notes=_notes(task, record, m, title)))
     return dataset, entries
+
+
+def _split_task_id(prefix: str, task_id_: str) -> str:
+    if not prefix:
+        return task_id_
+    return prefix.rstrip("_") if task_id_ == TOTAL_TASK_ID else prefix + task_id_
 
 
 def to_yaml(entries: Sequence[HubEvalResult]) -> str:
@@ -194,10 +219,10 @@ def _benchmark_file_names(datasets: Sequence[str]) -> dict[str, str]:
             for d, n in zip(datasets, names)}
 
 
-def _model_dirs(records: Sequence[RunRecord]) -> list[PurePosixPath]:
+def _model_dirs(records: Sequence[RunRecord], name: str | None = None) -> list[PurePosixPath]:
     """``ORG/NAME`` per model (:func:`~rmbench.results.publishing.export_names.model_repo`);
     models with one id get their fingerprints appended."""
-    repos = [model_repo(r) for r in records]
+    repos = [model_repo(r, name) for r in records]
     out = []
     for r, (org, name) in zip(records, repos):
         if repos.count((org, name)) > 1:
@@ -215,28 +240,37 @@ def hf_eval_results_export(folders: Sequence[RunFolder], options: ExportOptions)
         groups.setdefault((f.record.model.name, f.record.model.fingerprint), []).append(f)
     skipped: list[str] = []
     models = []
+    options.one_model(len(groups))
     for group in groups.values():
-        runs = [f.record for f in sorted(group, key=lambda f: (f.record.created, str(f.path)))]
+        ordered = sorted(group, key=lambda f: (f.record.created, str(f.path)))
+        runs = [f.record for f in ordered]
         merged: dict[str, dict[str, HubEvalResult]] = {}
-        for r in runs:
+        came_from: dict[tuple[str, str], RunFolder] = {}
+        for folder, r in zip(ordered, runs):
             for t in r.tasks:
                 try:
                     dataset, entries = task_entries(t, r, options)
                 except ConfigError as why:
                     skipped.append(f"{r.model.name}: {why}; left out of the Hub eval results")
                     continue
+                replaced = [e.task_id for e in entries if came_from.get((dataset, e.task_id), folder) is not folder]
+                if replaced:  # the page's promise: an older run's entry replaced is one note
+                    older = came_from[(dataset, replaced[0])]
+                    skipped.append(f"{older.path}: its {dataset} entr{'ies' if len(replaced) > 1 else 'y'} "
+                                   f"{', '.join(replaced)} replaced by the newer run {folder.path}")
                 for e in entries:  # a newer run's entry replaces an older one, in the newer's order
                     merged.setdefault(dataset, {}).pop(e.task_id, None)
                     merged[dataset][e.task_id] = e
+                    came_from[(dataset, e.task_id)] = folder
         if merged:
             models.append((runs[-1], merged))
     if not models:
         raise ConfigError("none of these runs has a task with an official score on a Hub dataset, so there is "
                           "nothing to write as Hub eval results" + (f" ({skipped[0]})" if skipped else ""))
     files = []
-    for folder, (_, merged) in zip(_model_dirs([r for r, _ in models]), models):
+    for repo, (_, merged) in zip(_model_dirs([r for r, _ in models], options.name), models):
         names = _benchmark_file_names(sorted(merged))
         for dataset in sorted(merged):
-            path = folder / ".eval_results" / names[dataset]
+            path = repo / ".eval_results" / names[dataset]
             files.append(ExportFile(path, to_yaml(list(merged[dataset].values()))))
     return Export(tuple(files), tuple(skipped))

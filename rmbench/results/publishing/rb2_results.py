@@ -178,11 +178,12 @@ def rb2_results_export(folders: Sequence[RunFolder], options: ExportOptions) -> 
     """Per model: its summary and its scores file (module docstring)."""
     skipped: list[str] = []
     picked = _newest_per_model(folders, skipped)
+    options.one_model(len(picked))
     if not picked:
         raise ConfigError("none of these runs holds a whole RewardBench 2 run (task rewardbench2, or ties on "
                           "allenai/reward-bench-2)" + (f": {skipped[0]}" if skipped else ""))
     files = []
-    repos = [model_repo(f.record) for f, _ in picked]
+    repos = [model_repo(f.record, options.name) for f, _ in picked]
     for (folder, task), (org, name) in zip(picked, repos):
         if repos.count((org, name)) > 1:
             name = f"{name}-{folder.record.model.fingerprint[:12] or 'nofp'}"
