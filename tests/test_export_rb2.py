@@ -16,9 +16,11 @@ exported per-item file by the official scoring code (``tests/rb_official.py``) e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import random
+import re
 import textwrap
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from typer.testing import CliRunner
 from rmbench.errors import ConfigError, DataError
 from rmbench.results.publishing.export import export_runs
 from rmbench.results.publishing.export_formats import ExportOptions
-from rmbench.results.publishing.rb2_results import Rb2Item
+from rmbench.results.publishing.rb2_results import NOTE_KEY, RB2_ROWS, Rb2Item
 from rmbench.results.storage.folder import load_run
 from rmbench.scoring.runner import EvalConfig, evaluate
 
@@ -37,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUN_V2 = REPO.parent / "shared" / "official" / "reward-bench-05a9005" / "scripts" / "run_v2.py"
 RB2_SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
 HASHED = f"python:{HERE}:hashed"
+FORCED = ExportOptions(force=True)  # the runs read local copies of a few rows: written only with --force
 
 
 @pytest.fixture(scope="module")
@@ -109,10 +112,14 @@ def _items(scores: dict) -> list[Rb2Item]:
 
 @pytest.mark.parametrize("run, model", [("len", "rmbench/length"), ("len_ties", "rmbench/length")])
 def test_files_equal_those_run_v2_writes(runs, run, model, tmp_path, monkeypatch):
-    paths = export_runs([runs[run]], tmp_path / "out", "rewardbench2-results")
+    paths = export_runs([runs[run]], tmp_path / "out", "rewardbench2-results", options=FORCED)
     assert [p.relative_to(tmp_path / "out").as_posix() for p in paths] == [
         f"eval-set/{model}.json", f"eval-set-scores/{model}.json"]
     summary_text, scores_text = (p.read_text() for p in paths)
+    # a local copy of a few rows: --force writes the files with the note inside, one line of each
+    assert all(f'"{NOTE_KEY}": "not a RewardBench 2 submission: ' in t for t in (summary_text, scores_text))
+    scores_text = re.sub(rf'\n    "{NOTE_KEY}": "[^"\n]*",', "", scores_text)
+    summary_text = json.dumps({k: v for k, v in json.loads(summary_text).items() if k != NOTE_KEY})
     scores = json.loads(scores_text)
     work = tmp_path / "official"
     work.mkdir()
@@ -130,7 +137,8 @@ def test_files_equal_those_run_v2_writes(runs, run, model, tmp_path, monkeypatch
 def test_scores_file_replays_to_rmbench_official_scores(runs, tmp_path):
     rb_official = _official()
     for folder in (runs["len"], runs["hashed"]):
-        summary_path, scores_path = export_runs([folder], tmp_path / folder.label, "rewardbench2-results")
+        summary_path, scores_path = export_runs([folder], tmp_path / folder.label, "rewardbench2-results",
+                                                options=FORCED)
         scores = json.loads(scores_path.read_text())
         rows = [{"id": i, "prompt": "", "subset": s, "chosen": t[:n], "rejected": t[n:]}
                 for i, s, t, n in zip(scores["id"], scores["subset"], scores["text"], scores["num_correct"])]
@@ -146,7 +154,7 @@ def test_scores_file_replays_to_rmbench_official_scores(runs, tmp_path):
 
 
 def test_items_follow_the_data_and_the_rewards(runs, tmp_path):
-    paths = export_runs([runs["len"]], tmp_path, "rewardbench2-results")
+    paths = export_runs([runs["len"]], tmp_path, "rewardbench2-results", options=FORCED)
     scores = json.loads(paths[1].read_text())
     data = Path(runs["len"].record.task("rewardbench2").args["path"])
     rows = [json.loads(line) for line in data.read_text().splitlines()]
@@ -164,7 +172,7 @@ def test_items_follow_the_data_and_the_rewards(runs, tmp_path):
 
 def test_which_runs_are_written(runs, tmp_path):
     notes: list[str] = []
-    paths = export_runs(list(runs.values()), tmp_path, "rewardbench2-results", warn=notes.append)
+    paths = export_runs(list(runs.values()), tmp_path, "rewardbench2-results", warn=notes.append, options=FORCED)
     names = sorted(p.relative_to(tmp_path).as_posix() for p in paths)
     hashed = "local/python_golden_runs.py_hashed"  # a python: model's name holds a path: cut to its file
     assert names == sorted(["eval-set/rmbench/length.json", "eval-set-scores/rmbench/length.json",
@@ -187,11 +195,11 @@ def test_moved_data_is_named_with_data(runs, tmp_path):
     src.rename(gone)
     try:
         with pytest.raises(DataError, match="--data"):  # the file is gone: one line saying how to name it
-            export_runs([run], tmp_path / "a", "rewardbench2-results")
+            export_runs([run], tmp_path / "a", "rewardbench2-results", options=FORCED)
         assert not (tmp_path / "a").exists()
         from rmbench.tasks.loading import DataOverride
         paths = export_runs([run], tmp_path / "b", "rewardbench2-results",
-                            options=ExportOptions(data={"ties": DataOverride("ties", str(moved))}))
+                            options=ExportOptions(data={"ties": DataOverride("ties", str(moved))}, force=True))
         assert json.loads(paths[1].read_text())["subset"] == ["Ties"] * 60
     finally:
         gone.rename(src)
@@ -202,16 +210,42 @@ def test_cli_writes_refuses_to_replace_and_forces(runs, tmp_path):
 
     out = tmp_path / "out"
     args = ["export", str(runs["len"].path), "--format", "rewardbench2-results", "--out", str(out)]
+    local = CliRunner().invoke(app, args)  # a local copy of a few rows is no RewardBench 2 submission
+    assert local.exit_code == 2 and not out.exists()
+    assert local.output.strip().splitlines() == [
+        f"error: {runs['len'].path}: scored on a local copy (rb2.jsonl: 60 prompts, not RewardBench 2's {RB2_ROWS}); "
+        f"RewardBench 2's submission files hold its whole data, so nothing was written (--force writes them with "
+        f"this note inside)"], local.output
+    args.append("--force")
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "Wrote" in first.output and "eval-set-scores" in first.output
-    again = CliRunner().invoke(app, args)  # the same content: nothing to refuse
-    assert again.exit_code == 0, again.output
+    again = CliRunner().invoke(app, args)  # the same content: nothing to refuse, nothing written
+    assert again.exit_code == 0 and again.output.count("Unchanged (already this content)") == 2, again.output
     summary = out / "eval-set" / "rmbench" / "length.json"
+    assert json.loads(summary.read_text())[NOTE_KEY].startswith("not a RewardBench 2 submission: scored on a local")
     summary.write_text("{}")
-    refused = CliRunner().invoke(app, args)
+    refused = CliRunner().invoke(app, args[:-1])
     assert refused.exit_code == 2 and "error:" in refused.output and "--force" in refused.output
     assert "Traceback" not in refused.output and summary.read_text() == "{}"
-    forced = CliRunner().invoke(app, args + ["--force"])
+    forced = CliRunner().invoke(app, args)
     assert forced.exit_code == 0 and json.loads(summary.read_text())["model"] == "rmbench/length"
     assert sorted(p.name for p in summary.parent.iterdir()) == ["length.json"]  # no temporary files left
+
+
+def test_only_rewardbench2s_whole_data_is_a_submission(runs):
+    """From the Hub without --limit, or a local copy of its 1,865 rows: a submission; a --limit
+    sample or another local copy: not (the reason)."""
+    from rmbench.results.publishing.rb2_results import not_rewardbench2_data
+
+    record = runs["len"].record
+    task = record.task("rewardbench2")
+    hub = dataclasses.replace(task, args={k: v for k, v in task.args.items() if k != "path"})
+    assert not_rewardbench2_data(record, hub) is None
+    whole = dataclasses.replace(task, counts=dataclasses.replace(task.counts, groups=RB2_ROWS))
+    assert not_rewardbench2_data(record, whole) is None
+    assert "not RewardBench 2's 1865" in str(not_rewardbench2_data(record, task))
+    limited = dataclasses.replace(record, config=dataclasses.replace(record.config, limit=10))
+    assert str(not_rewardbench2_data(limited, hub)).startswith("a --limit 10 sample")
+    ties = runs["len_ties"].record
+    assert "its ties task scored on a local copy" in str(not_rewardbench2_data(ties, ties.task("ties")))

@@ -153,7 +153,8 @@ def export_command(
     fmt: str = typer.Option("every-eval-ever", "--format", "-f", help=f"{export_formats_help()}."),
     out: Path = typer.Option(Path("export"), "--out", "-o", help="Folder for the exported files."),
     force: bool = typer.Option(False, "--force", help="Replace exported files already in --out whose content "
-                               "differs (without it the export stops and writes nothing)."),
+                               "differs (without it the export stops and writes nothing); rewardbench2-results: "
+                               "write files of a local copy or --limit run, with a note inside."),
     source_url: str | None = typer.Option(None, "--source-url", metavar="URL", help="hf-eval-results: where the "
                                           "runs can be seen (a repo or page), written as each entry's source."),
     data: list[str] = typer.Option([], "--data", metavar="TASK=PATH",
@@ -172,7 +173,7 @@ def export_command(
 
     with user_errors():
         options = ExportOptions(source_url=source_url, data={d.task: d for d in parse_data_overrides(data)},
-                                name=name)
+                                name=name, force=force)
         export_runs(find_runs(runs), out, fmt, overwrite=force, options=options,
                     warn=lambda m: err_console.print(f"note: {m}", markup=False, highlight=False),
                     said=lambda path, written: console.print(

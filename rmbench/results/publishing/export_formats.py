@@ -54,6 +54,8 @@ class ExportOptions:
 
     source_url: str | None = None
     data: Mapping[str, DataOverride] = field(default_factory=dict)
+    force: bool = False
+    """``--force``: write what a format would refuse to (RewardBench 2's files of other data, with a note)."""
     name: str | None = None
     """``--name``: the model's Hub id (``ORG/NAME``, or ``NAME`` for ``local/NAME``), for runs of
     one model (:func:`~rmbench.results.publishing.export_names.model_id`)."""

@@ -26,8 +26,14 @@ reads it back); ``model_type`` is ``Seq. Classifier`` for rmbench's sequence cla
 
 Which runs: a run's ``rewardbench2`` task (every subset), else its ``ties`` task when that reads
 RewardBench 2's Hub dataset, from the Hub or a local copy (its rows become ``subset: Ties``).
-Per model the newest such run is written; the others, runs of other tasks, failed tasks and
-``--limit`` samples (RewardBench 2's files are whole benchmarks) are left out with a line each.
+Per model the newest such run is written; the others, runs of other tasks and failed tasks are
+left out with a line each.
+
+Only RewardBench 2's own data make submission files (:func:`not_rewardbench2_data`): a run read
+from the Hub, or from a local copy of the ``rewardbench2`` task that holds its
+:data:`RB2_ROWS` rows, without ``--limit``. Any other run (a local copy of other rows, a local
+``ties`` copy, a ``--limit`` sample) is refused in one line, or with ``force`` (``--force``)
+written with the reason in both files (:data:`NOTE_KEY`, a key run_v2 never writes).
 The scores are the run's rewards (rewards.jsonl) on the task's data, reloaded and checked against
 the run's data fingerprint (``--data TASK=PATH`` where the file moved).
 """
@@ -38,6 +44,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import numpy as np
 
@@ -49,6 +56,10 @@ from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import RunRecord, TaskResult
 from rmbench.results.storage.reload import aligned_rewards, reload_task
 
+RB2_ROWS = 1865
+"""RewardBench 2's prompts (allenai/reward-bench-2, split test), every subset."""
+NOTE_KEY = "rmbench_note"
+"""The key of the note a forced export writes in both files (why they are not RewardBench 2's whole data)."""
 SUMMARY_DIR = "eval-set"
 SCORES_DIR = "eval-set-scores"
 TIES = "Ties"
@@ -159,10 +170,6 @@ def _newest_per_model(folders: Sequence[RunFolder], skipped: list[str]) -> list[
             skipped.append(f"{f.path}: no RewardBench 2 task (rewardbench2, or ties on allenai/reward-bench-2) "
                            f"that succeeded; left out of the RewardBench 2 results")
             continue
-        if f.record.config.limit is not None:
-            skipped.append(f"{f.path}: a --limit {f.record.config.limit} sample; RewardBench 2's results hold "
-                           f"whole runs, so it is left out")
-            continue
         key = (f.record.model.name, f.record.model.fingerprint)
         old = chosen.get(key)
         if old is not None and old[1].official == RB2_LAYOUT and task.official != RB2_LAYOUT:
@@ -172,6 +179,21 @@ def _newest_per_model(folders: Sequence[RunFolder], skipped: list[str]) -> list[
             skipped.append(f"{old[0].path}: {f.path} is a newer run of {key[0]!r}; the older is left out")
         chosen[key] = (f, task)
     return list(chosen.values())
+
+
+def not_rewardbench2_data(record: RunRecord, task: TaskResult) -> str | None:
+    """Why the run's ``task`` is not RewardBench 2's whole data (None: it is): a ``--limit``
+    sample, or a local copy (``--data``) that is not the ``rewardbench2`` task's :data:`RB2_ROWS` rows."""
+    if record.config.limit is not None:
+        return f"a --limit {record.config.limit} sample of {task.counts.groups} prompts"
+    path = task.args.get("path")
+    if path is None:
+        return None
+    if task.official == RB2_LAYOUT and task.counts.groups == RB2_ROWS:
+        return None
+    return (f"scored on a local copy ({PurePosixPath(str(path)).name}: {task.counts.groups} prompts, not "
+            f"RewardBench 2's {RB2_ROWS})" if task.official == RB2_LAYOUT else
+            f"its ties task scored on a local copy ({PurePosixPath(str(path)).name}), not RewardBench 2's data")
 
 
 def rb2_results_export(folders: Sequence[RunFolder], options: ExportOptions) -> Export:
@@ -187,10 +209,15 @@ def rb2_results_export(folders: Sequence[RunFolder], options: ExportOptions) -> 
     for (folder, task), (org, name) in zip(picked, repos):
         if repos.count((org, name)) > 1:
             name = f"{name}-{folder.record.model.fingerprint[:12] or 'nofp'}"
+        why = not_rewardbench2_data(folder.record, task)
+        if why is not None and not options.force:
+            raise ConfigError(f"{folder.path}: {why}; RewardBench 2's submission files hold its whole data, so "
+                              f"nothing was written (--force writes them with this note inside)")
         items = rb2_items(folder, task, options)
         model = f"{org}/{name}"
+        note = {} if why is None else {NOTE_KEY: f"not a RewardBench 2 submission: {why} (rmbench export --force)"}
         files.append(ExportFile(safe_parts(SUMMARY_DIR, org, name + ".json"),
-                                dumped(summary(folder.record, task, items, model))))
+                                dumped({**summary(folder.record, task, items, model), **note})))
         files.append(ExportFile(safe_parts(SCORES_DIR, org, name + ".json"),
-                                dumped(scores_dict(folder.record, items, model))))
+                                dumped({**scores_dict(folder.record, items, model), **note})))
     return Export(tuple(files), tuple(skipped))
