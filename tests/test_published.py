@@ -729,3 +729,38 @@ def test_model_list_lines_may_name_their_model(tmp_path):
     assert read_model_list(listed) == [ListedModel("length", "mine"),
                                        ListedModel("published:judgebench:out/dataset=judgebench,x=y.jsonl"),
                                        ListedModel("python:rm.py:score", "org/rm"), ListedModel(str(existing))]
+
+
+def test_a_verdict_replays_legend_says_how_acc_and_the_official_score_count_a_tie(tmp_path):
+    """A hand-built two-game verdict file: 3 of its 10 pairs' games cancel. JudgeBench's Overall
+    counts them wrong, acc half right (acc = Overall + 3/20), and the leaderboard's legend says so;
+    a reward model's run on the same task (one game, scores) gets no such sentence."""
+    from rmbench.core.judgebench import CANCELLED_VERDICT_RULE
+    from rmbench.results.publishing.leaderboard import build_leaderboard
+    from rmbench.results.publishing.leaderboard_render import render
+
+    pairs = judgebench_pairs()
+    flip = {"A>B": "B>A", "B>A": "A>B"}
+    # game 1, then game 2 (the swapped order: its decision is of the swapped pair)
+    plan = [("right", "right"), ("right", "right"), ("wrong", "wrong"), ("right", "wrong"), ("right", "right"),
+            ("wrong", "right"), ("right", "right"), ("right", "wrong"), ("wrong", "wrong"), ("right", "right")]
+    games = []
+    for p, (g1, g2) in zip(pairs, plan):
+        first = p["label"] if g1 == "right" else flip[p["label"]]
+        second_as_read = p["label"] if g2 == "right" else flip[p["label"]]  # in the original order
+        games.append([{"judgment": {"judge_model": "my-judge"}, "decision": first},
+                      {"judgment": {"judge_model": "my-judge"}, "decision": flip[second_as_read]}])
+    record = _judgebench_eval(tmp_path, judgebench_output(pairs, games), pairs)
+    assert record.execution.model["rewards"] == "verdicts" and record.tasks[0].args["single_game"] is False
+    right, ties = sum(p == ("right", "right") for p in plan), sum(p[0] != p[1] for p in plan)
+    assert (right, ties) == (5, 3)  # by hand
+    official = _official(record, "judgebench_score")[None]
+    acc = next(m.value for m in record.tasks[0].metrics if m.metric == "pairwise_accuracy" and m.subset is None
+               and m.shift is None)
+    assert official == pytest.approx(right / 10) and acc == pytest.approx(right / 10 + ties / 20)
+    board = build_leaderboard([record])
+    assert board.legend[0].endswith(f"; {CANCELLED_VERDICT_RULE}")
+    assert CANCELLED_VERDICT_RULE in render(board, "md")
+    scores = _judgebench_eval(tmp_path, judgebench_output(pairs, [[rm_game(1.0, 0.0)] for _ in pairs]), pairs,
+                              name="rm")
+    assert CANCELLED_VERDICT_RULE not in " ".join(build_leaderboard([scores]).legend)

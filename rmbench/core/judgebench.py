@@ -41,7 +41,7 @@ JudgeBench's own ``compute_final_metrics`` on the judgments its repository recor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -69,6 +69,21 @@ JUDGEBENCH_LAYOUT = OfficialLayout(
 """The paper's table (Knowledge, Reasoning, Math, Coding, Overall), beside rmbench's pairwise
 accuracy (a tie counts 1/2 there) and D (a pair of JudgeBench has no equal-utility responses, so
 neither specificity nor ds_auc is defined)."""
+
+
+CANCELLED_VERDICT_RULE = (
+    "JudgeBench's official scores (single_game: false, as its compute_final_metrics) count a pair whose two games' "
+    "verdicts cancel (a tie) as wrong, while acc counts a tied pair as half right: a verdict model's acc is its "
+    "official Overall plus half its share of tied pairs")
+"""How the official table and ``acc`` each count a cancelled verdict: the leaderboard's legend
+says it where a verdict model's JudgeBench table stands beside ``acc``."""
+
+
+def counts_ties_apart(kind: str, args: Mapping[str, object], layout: OfficialLayout | None) -> bool:
+    """Whether a task's official score counts a tied pair (two games that cancel) otherwise than
+    ``acc`` does, beside which its table is shown: JudgeBench with ``single_game: false``."""
+    return (kind == "judgebench" and args.get("single_game") is False and layout is not None
+            and "pairwise_accuracy" in layout.beside)
 
 
 def judgebench_category(source: str) -> str | None:

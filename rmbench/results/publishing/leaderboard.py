@@ -505,6 +505,26 @@ def task_legend(name: str, task: TaskResult, eps: float) -> str:
             f"task key {task.task_key[:12]}")
 
 
+def gives_verdicts(record: RunRecord) -> bool:
+    """Whether a run's rewards are verdicts: a judge's (``model.verdicts``), or a published file
+    read as verdicts (``execution.model.rewards``)."""
+    return record.model.verdicts is not None or (
+        record.model.kind == "published" and record.execution.model.get("rewards") in ("verdicts", "mixed"))
+
+
+def _tie_rule(name: str, having: Sequence[tuple[str, TaskResult]], ordered: Sequence[tuple[str, _Entry]],
+              official_shown: bool) -> str:
+    """``; {how the official table and acc each count a cancelled verdict}`` for a task whose
+    official table is shown beside ``acc`` for a verdict model and counts a tie otherwise
+    (:func:`rmbench.core.judgebench.counts_ties_apart`), else empty."""
+    from rmbench.core.judgebench import CANCELLED_VERDICT_RULE, counts_ties_apart
+
+    records = dict((label, e.record) for label, e in ordered)
+    verdict_runs = [t for label, t in having if t.status == "success" and gives_verdicts(records[label])
+                    and counts_ties_apart(t.kind, t.args, t.official)]
+    return f"; {CANCELLED_VERDICT_RULE}" if official_shown and verdict_runs else ""
+
+
 def _sources(entries: list[_Entry]) -> dict[str, RowSource]:
     return {e.label: RowSource(e.record.model.name, json.dumps(e.record.model.spec, sort_keys=True, default=str),
                                e.folder) for e in entries}
@@ -572,7 +592,9 @@ def build_leaderboard(runs: Sequence[RunLike], eps: float | None = None, layout:
     readings = [first[columns[j].task].metric_def(columns[j].metric).reading for j in keep]
     notes += list(dict.fromkeys(r for r in readings if r))
     keys = {name: first[name].task_key for name in task_order}
-    legend = tuple(task_legend(names[name], first[name], eps_by_task[name][0]) for name in task_order)
+    legend = tuple(task_legend(names[name], first[name], eps_by_task[name][0])
+                   + _tie_rule(name, having_by_task[name], ordered, name in dict(named_official))
+                   for name in task_order)
     sources = _sources(entries)
     per_task = layout == "per-task" or (layout == "auto" and len(task_order) > 1
                                         and len(keep) > MAX_ONE_TABLE_COLUMNS)
