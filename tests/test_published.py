@@ -764,3 +764,50 @@ def test_a_verdict_replays_legend_says_how_acc_and_the_official_score_count_a_ti
     scores = _judgebench_eval(tmp_path, judgebench_output(pairs, [[rm_game(1.0, 0.0)] for _ in pairs]), pairs,
                               name="rm")
     assert CANCELLED_VERDICT_RULE not in " ".join(build_leaderboard([scores]).legend)
+
+
+def test_a_file_of_another_format_is_named_as_such(tmp_path):
+    """Each reader names the format it sees when a file is another published format, not the
+    first thing its parser tripped on (an RMB result as JudgeBench outputs is not "line 1: not JSON")."""
+    from rmbench.models.published_files import read_published
+
+    pairs = judgebench_pairs()
+    rmb = tmp_path / "ArmoRM_result.json"
+    rmb.write_text(json.dumps([{"pair_uid": "1", "category_path": "x", "chosen_reward": 1.0, "reject_reward": 0.0,
+                                "is_correct": 1}], indent=2))
+    jb = tmp_path / "out.jsonl"
+    jb.write_text(judgebench_output(pairs, [[rm_game(1.0, 0.0)] for _ in pairs]))
+    data = write_jsonl(tmp_path / "jb.jsonl", pairs)
+    rb2 = tmp_path / "rb2.json"
+    rb2.write_text(json.dumps({"id": ["a"], "scores": [[1.0, 0.0]], "num_correct": [1]}))
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"model": "o/m", "model_type": "x", "chat_template": "t", "Math": 0.5}))
+    cases = [("judgebench", rmb, "an RMB result file, not JudgeBench outputs"),
+             ("rmb", jb, "JudgeBench outputs, not an RMB result file"),
+             ("rewardbench2", jb, "JudgeBench outputs, not a RewardBench 2 eval-set-scores file"),
+             ("judgebench", rb2, "a RewardBench 2 eval-set-scores file, not JudgeBench outputs"),
+             ("rmb", rb2, "a RewardBench 2 eval-set-scores file, not an RMB result file"),
+             ("rewardbench2", rmb, "an RMB result file, not a RewardBench 2 eval-set-scores file"),
+             ("judgebench", data, "JudgeBench data (pairs without judgments), not JudgeBench outputs"),
+             ("rewardbench2", summary, "a RewardBench 2 eval-set summary (per-subset scores, no per-item scores), "
+                                       "not a RewardBench 2 eval-set-scores file")]
+    for source, path, says in cases:
+        with pytest.raises(DataError) as err:
+            read_published(source, path)
+        assert str(err.value).startswith(f"{path}: {says}"), (source, str(err.value))
+    assert read_published("judgebench", jb).model == "org/rm"  # its own format reads
+
+
+@pytest.mark.slow
+def test_a_file_that_does_not_bind_never_says_done(tmp_path):
+    """A JudgeBench file on a task whose items it does not hold: one error line, and no progress
+    line saying the responses were done before it."""
+    pairs = judgebench_pairs()
+    out = tmp_path / "out.jsonl"
+    out.write_text(judgebench_output(pairs[:5], [[rm_game(1.0, 0.0)] for _ in pairs[:5]]))
+    data = write_jsonl(tmp_path / "jb.jsonl", pairs)
+    done = _rmbench("eval", "--model", f"published:judgebench:{out}", "--tasks", "judgebench", "--data",
+                    f"judgebench={data}", "--bootstrap", "0", "--no-cache", cwd=tmp_path)
+    assert done.returncode != 0
+    assert "done" not in done.stderr and "done" not in done.stdout, done.stderr
+    assert "matches 5 of 10 items of the task's data" in done.stderr, done.stderr

@@ -103,6 +103,10 @@ class PublishedRM(RewardModel):
     def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
         return [1] * len(batch)
 
+    def check_groups(self, groups: Sequence[ComparisonGroup]) -> None:
+        """The file's rewards bind to ``groups`` (:func:`bind_rewards`), checked before scoring."""
+        bind_rewards(self.published, groups)
+
     def postprocess(self, groups: Sequence[ComparisonGroup], raw: np.ndarray) -> np.ndarray:
         return bind_rewards(self.published, groups)
 

@@ -354,6 +354,53 @@ def _rmb_model(location: str) -> str | None:
     return stem.removesuffix("_result") if stem.endswith("_result") and stem != "_result" else None
 
 
+# --- which format a file is ---------------------------------------------------------------
+
+FORMAT_NAMES = {"rewardbench2": "a RewardBench 2 eval-set-scores file", "judgebench": "JudgeBench outputs",
+                "rmb": "an RMB result file"}
+"""Each source's file format, in words (the error for a file of another format names both)."""
+
+
+def sniff_format(data: bytes) -> str | None:
+    """What a published file looks like, in words: one of :data:`FORMAT_NAMES`' values, or
+    another format rmbench knows of (RewardBench 2's eval-set summary, JudgeBench's data without
+    judgments); None when it is none of them (its reader then says what is wrong)."""
+    try:
+        doc = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        doc = None
+    if isinstance(doc, list):
+        first = doc[0] if doc else None
+        if isinstance(first, dict) and ("pair_uid" in first or "bon_uid" in first or "chosen_reward" in first):
+            return FORMAT_NAMES["rmb"]
+        return None
+    if isinstance(doc, dict):
+        if isinstance(doc.get("id"), list) and ("scores" in doc or "results" in doc):
+            return FORMAT_NAMES["rewardbench2"]
+        if "model" in doc and "chat_template" in doc and "id" not in doc:
+            return "a RewardBench 2 eval-set summary (per-subset scores, no per-item scores)"
+        if "pair_id" in doc:  # one JudgeBench line alone
+            return FORMAT_NAMES["judgebench"] if "judgments" in doc else "JudgeBench data (pairs without judgments)"
+        return None
+    try:
+        line = next((x for x in data.decode("utf-8").splitlines() if x.strip()), "")
+        row = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if isinstance(row, dict) and "pair_id" in row:
+        return FORMAT_NAMES["judgebench"] if "judgments" in row else "JudgeBench data (pairs without judgments)"
+    return None
+
+
+def _own_format(source: str, data: bytes, location: str) -> None:
+    """One :class:`DataError` when the file is recognisably another format than ``source``'s:
+    ``an RMB result file, not JudgeBench outputs``."""
+    seen = sniff_format(data)
+    if seen is not None and seen != FORMAT_NAMES[source]:
+        raise DataError(f"{seen}, not {FORMAT_NAMES[source]} (published:{source} reads {FORMAT_NAMES[source]})",
+                        path=location)
+
+
 READERS: dict[str, Callable[[bytes, str], PublishedScores]] = {
     "rewardbench2": read_rewardbench2, "judgebench": read_judgebench, "rmb": read_rmb}
 """Each published source and its file reader."""
@@ -381,12 +428,17 @@ def recorded_model(source: str, path: Path | str) -> str | None:
 
 def read_published(source: str, path: Path | str) -> PublishedScores:
     """The published file at ``path`` read as ``source``'s layout; a missing or unreadable file,
-    or one not in that layout, is one :class:`DataError` naming it."""
+    or one not in that layout, is one :class:`DataError` naming it (a file of another published
+    format names the format it is: :func:`sniff_format`)."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read the published file: {exc.strerror or exc}", path=str(path)) from None
-    return READERS[source](data, str(path))
+    try:
+        return READERS[source](data, str(path))
+    except DataError:  # a file of another format: named as such, not by the first thing its reader tripped on
+        _own_format(source, data, str(path))
+        raise
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -419,5 +471,5 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-__all__ = ["READERS", "PublishedItem", "PublishedScores", "RewardsKind", "read_published", "recorded_model",
-           "verdict_rewards"]
+__all__ = ["FORMAT_NAMES", "READERS", "PublishedItem", "PublishedScores", "RewardsKind", "read_published",
+           "recorded_model", "sniff_format", "verdict_rewards"]

@@ -298,6 +298,10 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     module docstring. A model whose scores are all cached is never asked for anything but
     :meth:`~rmbench.models.base.RewardModel.postprocess`."""
     name = name or model.kind_name()
+    try:
+        model.check_groups(groups)  # before any progress: nothing says "done" of groups it cannot score
+    except ValueError as exc:
+        raise ModelError(f"model {name!r}: {exc}") from None
     requests = model_requests(model, groups)
     values, stats = score_requests(model, requests, runtime, progress, cache, backend, factory, name)
     raw = np.stack([np.atleast_1d(v) for v in values]) if values else np.zeros((0, 1))
