@@ -215,3 +215,25 @@ def test_a_model_is_scored_on_the_runs_limit_sample_and_eps(setup, tmp_path):
     assert theirs.comparability_key == mine.comparability_key and theirs.counts.groups == mine.counts.groups < 60
     assert reference.record.config.limit == 13 and reference.record.config.eps == (0.2,)
     assert verify_runs(run, reference, n_bootstrap=20).tasks[0].n_items == mine.counts.groups
+
+
+def test_against_a_missing_folder_or_a_trained_model_folder(setup, tmp_path):
+    """``--against`` a folder that is not there names it as a missing folder (never an unknown
+    model with the model kinds); a folder that holds neither a run nor a model says so; a folder
+    written by ``rmbench train`` (its rmbench_model.yaml) is a model, scored on the run's tasks
+    as docs/how-to/verify.md says."""
+    base, _ = setup
+    missing = tmp_path / "no" / "such_run"
+    line = _error_line(_verify(str(base / "run"), "--against", str(missing)))
+    assert line == (f"error: --against {missing}: no such folder (give a run folder, a folder written by rmbench "
+                    f"train, or a model SPEC such as python:my_rm.py:score)")
+    assert "known" not in line
+    (tmp_path / "neither").mkdir()
+    assert "holds neither a run (results.json) nor a trained model (rmbench_model.yaml)" in _error_line(
+        _verify(str(base / "run"), "--against", str(tmp_path / "neither")))
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    (trained / "rmbench_model.yaml").write_text(json.dumps({"kind": "python", "args": {"target": f"{HERE}:base_rm"}}))
+    result = _verify(str(base / "run"), "--against", str(trained), "--out", str(tmp_path / "ref"))
+    assert result.exit_code == 0, result.output
+    assert "equal" in result.output and (tmp_path / "ref" / "results.json").is_file()

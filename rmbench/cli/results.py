@@ -241,6 +241,7 @@ def verify_command(
     from rmbench.cli.common import _parse_model_args, _warn, progress_bars
     from rmbench.errors import ConfigError
     from rmbench.files import atomic_write_text
+    from rmbench.models.trained import is_trained_folder
     from rmbench.results.statistics.verify import verify_runs
     from rmbench.results.storage.folder import load_run
     from rmbench.tasks.loading import parse_data_overrides
@@ -252,7 +253,8 @@ def verify_command(
             raise ConfigError(f"--json {json_out} exists; pass --force to replace it")
         folder = load_run(run)
         reference_path = Path(against).expanduser()
-        if reference_path.is_dir():
+        _check_against(against, reference_path)
+        if reference_path.is_dir() and not is_trained_folder(against):  # a trained model folder is a model SPEC
             if model_arg or out is not None:
                 raise ConfigError(f"--against {against} is a run folder: --model-arg and --out are for a model SPEC")
             reference = load_run(reference_path)
@@ -266,6 +268,21 @@ def verify_command(
             err_console.print(f"Wrote {json_out}", markup=False, highlight=False)
     if result.verdict == "different":
         raise typer.Exit(1)
+
+
+def _check_against(against: str, path: Path) -> None:
+    """``--against`` as a folder: a missing folder, or one that holds neither a run nor a trained
+    model, is one error line saying so (never an unknown model's list of model kinds)."""
+    from rmbench.errors import ConfigError
+    from rmbench.models.trained import MODEL_ENTRY
+
+    looks_like_path = ":" not in against and ("/" in against or "\\" in against or against.startswith((".", "~")))
+    if looks_like_path and not path.exists():
+        raise ConfigError(f"--against {against}: no such folder (give a run folder, a folder written by rmbench "
+                          f"train, or a model SPEC such as python:my_rm.py:score)")
+    if path.is_dir() and not (path / "results.json").is_file() and not (path / MODEL_ENTRY).is_file():
+        raise ConfigError(f"--against {against}: the folder holds neither a run (results.json) nor a trained model "
+                          f"({MODEL_ENTRY})")
 
 
 def _reference_run(folder, spec, out, tasks, data, model_args, overwrite, device, cache_dir, no_cache, bars, warn):

@@ -190,7 +190,7 @@ class RewardModel(ABC):
         """Cost of each request in tokens, for batching (default: characters / 4)."""
         return [1 + (_text_length(r.prompt) + len(r.response)) // 4 for r in batch]
 
-    def check_groups(self, groups: Sequence[ComparisonGroup]) -> None:
+    def check_groups(self, groups: Sequence[ComparisonGroup]) -> None:  # noqa: B027 - an optional hook
         """Refuse, before any response is scored (and any progress is shown), groups this model
         cannot give rewards for: a ValueError of one line (a published file that does not match
         the task's data). Default: every group is fine."""
