@@ -699,6 +699,9 @@ def test_a_replay_keeps_its_models_name_never_a_path(tmp_path):
     row_level.write_text("".join(json.dumps({**json.loads(line), "judge_model": "o1-mini-2024-09-12"}) + "\n"
                                  for line in out.read_text().splitlines()), encoding="utf-8")
     assert published_label("published:judgebench", {"path": str(row_level)}) == "o1-mini-2024-09-12"
+    local_judge = tmp_path / "local.jsonl"
+    local_judge.write_text(row_level.read_text().replace("o1-mini-2024-09-12", "/srv/models/my-judge"))
+    assert published_label(f"published:judgebench:{local_judge}") == "my-judge"  # never a machine's folders
     assert published_label("published:rewardbench2:org/model") == "org/model"
     assert published_label(f"published:rmb:{tmp_path}/ArmoRM-Llama3-8B-v0.1_result.json") == "ArmoRM-Llama3-8B-v0.1"
     assert published_label(f"published:rmb:{tmp_path}/scores.json") == "published:rmb:scores.json"
@@ -707,6 +710,9 @@ def test_a_replay_keeps_its_models_name_never_a_path(tmp_path):
                           n_bootstrap=0, use_cache=False)]
     result = evaluate_models(configs, out=tmp_path / "one")
     assert result.records[0].model.name == "org/rm"
+    from rmbench.results.publishing.export_names import model_id
+
+    assert model_id(result.records[0]) == "org/rm"  # exports: the judge's Hub id, never the file's path
     board = render(result.leaderboard, "md")
     assert "org/rm" in board and str(tmp_path) not in board
     copy = tmp_path / "copy.jsonl"

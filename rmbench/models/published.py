@@ -152,7 +152,10 @@ def published_label(model: str, model_args: Mapping[str, Any] | None = None) -> 
     if source == "rewardbench2" and path is None:
         return ref.strip("/")
     location = Path(str(path if path is not None else ref)).expanduser()
-    return recorded_model(source, location) or f"published:{source}:{location.name}"
+    recorded = recorded_model(source, location)
+    if recorded is not None and recorded.startswith(("/", "~")):  # a judge served from a local folder
+        recorded = Path(recorded.rstrip("/")).name or None
+    return recorded or f"published:{source}:{location.name}"
 
 
 def bind_rewards(published: PublishedScores, groups: Sequence[ComparisonGroup]) -> np.ndarray:
