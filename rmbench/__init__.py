@@ -92,8 +92,8 @@ def _read_stub(path: str) -> tuple[list[_Export], list[str]]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             annotated.append(node.target.id)
         elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-            raise ImportError(f"{path}:{node.lineno}: a stub of exports holds only 'from rmbench.X import "
-                              f"name as name' lines, annotations and docstrings")
+            raise ImportError(f"{path}:{node.lineno}: an exports stub holds only 'from module import name as "
+                              f"name' lines, annotations and docstrings")
     return exports, annotated
 
 
