@@ -4,12 +4,15 @@ lazy public API that plugins, the scaffold and the docs use (issue 21)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
+import inspect
 import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -249,6 +252,52 @@ def test_the_plugin_api_is_cheap_to_import_and_every_name_resolves():
     assert all(getattr(rmbench.plugins, n) is getattr(rmbench, n) for n in shared)
     with pytest.raises(AttributeError, match="no attribute 'evaluate'"):
         rmbench.plugins.evaluate  # noqa: B018  (running evaluations is no plugin's business)
+
+
+def _own_docstring(obj: object) -> str:
+    """``obj``'s own docstring: not a base class's, not a dataclass's generated signature."""
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    if isinstance(obj, type) and dataclasses.is_dataclass(obj) and (doc or "").startswith(f"{obj.__name__}("):
+        return ""
+    return (doc or "").strip()
+
+
+def _undocumented_members(cls: type) -> list[str]:
+    """The public methods and annotated fields of ``cls``'s own body without a docstring (a
+    field's: the string right below it, which mkdocstrings shows)."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    out = []
+    for node, below in zip(body, body[1:] + [None]):
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and not ast.get_docstring(node):
+            out.append(f"{cls.__name__}.{node.name}()")
+        elif isinstance(node, ast.AnnAssign) and not (isinstance(below, ast.Expr) and isinstance(below.value,
+                                                                                                   ast.Constant)):
+            out.append(f"{cls.__name__}.{ast.unparse(node.target)}")
+    return out
+
+
+def test_every_name_of_the_plugin_api_has_a_docstring():
+    """The API reference a plugin's author reads is made of the docstrings: every name of
+    ``rmbench.plugins`` has its own, and the row-reading API each task loader uses documents each
+    of its fields and methods."""
+    assert [n for n in rmbench.plugins.__all__ if not _own_docstring(getattr(rmbench.plugins, n))] == []
+    assert _undocumented_members(rmbench.plugins.RowSchema) + _undocumented_members(rmbench.plugins.RowReader) == []
+
+
+def test_the_docstring_checks_find_what_is_missing():
+    @dataclasses.dataclass
+    class Bare:
+        x: int
+        y: int
+        """documented"""
+
+        def f(self) -> None:
+            pass
+
+        def g(self) -> None:
+            """documented"""
+
+    assert not _own_docstring(Bare) and _undocumented_members(Bare) == ["Bare.x", "Bare.f()"]
 
 
 def test_register_task_and_model_kinds_through_the_public_api():

@@ -59,6 +59,10 @@ RunLike = RunRecord | RunFolder
 
 @dataclass(frozen=True)
 class Leaderboard:
+    """A built leaderboard, ready for a format to render: its tables in order
+    (:meth:`sections`), each a :class:`~rmbench.results.publishing.leaderboard_tables.Table`, and
+    what the runs have in common."""
+
     main: Table
     """The single table, or (per-task layout) the first task's table."""
     official: tuple[Table, ...] = ()

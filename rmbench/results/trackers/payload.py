@@ -79,6 +79,9 @@ def headline_metrics(task: TaskResult) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class TrackedMetric:
+    """One metric record of a run as a tracker logs it, under its tracker-neutral ``key``
+    (:func:`metric_key`: ``TASK[/subset/SUBSET][/shift/SHIFT]/METRIC[_epsE]``)."""
+
     key: str
     record: MetricRecord
 
