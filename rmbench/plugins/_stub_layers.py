@@ -20,7 +20,7 @@ from importlinter.contracts.layers import LayersContract
 from importlinter.domain import fields
 from importlinter.domain.contract import ContractCheck
 
-from rmbench import _read_stub
+from rmbench import _read_stub  # type: ignore[attr-defined]  # (rmbench/__init__.pyi declares the public names only)
 
 
 class StubLayersContract(LayersContract):
