@@ -202,6 +202,12 @@ def test_the_type_stub_is_the_one_declaration_of_the_public_names(module):
     assert not words & {name for _, name, _ in imports}
 
 
+def test_the_wheel_ships_the_stubs_the_packages_read_at_import():
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for module in (rmbench, rmbench.plugins):
+        assert "__init__.pyi" in data[module.__name__] and Path(module.__file__).with_suffix(".pyi").is_file()
+
+
 def test_a_stub_line_that_would_not_re_export_is_an_error(tmp_path):
     from rmbench import _attach_stub, _read_stub
 
