@@ -269,15 +269,17 @@ def _own_docstring(obj: object) -> str:
 
 
 def _undocumented_members(cls: type) -> list[str]:
-    """The public methods and annotated fields of ``cls``'s own body without a docstring (a
-    field's: the string right below it, which mkdocstrings shows)."""
+    """The public methods and fields of ``cls``'s own body without a docstring: a field's is the
+    string right below it (which mkdocstrings shows beside it) or the class docstring naming it
+    (````name````)."""
     body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
     out = []
     for node, below in zip(body, body[1:] + [None]):
         if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and not ast.get_docstring(node):
             out.append(f"{cls.__name__}.{node.name}()")
-        elif isinstance(node, ast.AnnAssign) and not (isinstance(below, ast.Expr) and isinstance(below.value,
-                                                                                                   ast.Constant)):
+        elif isinstance(node, ast.AnnAssign) and not ast.unparse(node.target).startswith("_") \
+                and f"``{ast.unparse(node.target)}``" not in _own_docstring(cls) \
+                and not (isinstance(below, ast.Expr) and isinstance(below.value, ast.Constant)):
             out.append(f"{cls.__name__}.{ast.unparse(node.target)}")
     return out
 
