@@ -44,11 +44,11 @@ class Estimate:
     """A value and its 95% bootstrap interval; nan means "not defined here" (null in JSON)."""
 
     value: float
-    """The point estimate, on all the data (nan: not defined here)."""
+    """The point estimate, on all the data (nan, null in JSON: not defined here)."""
     ci_low: float | None = None
-    """The 95% bootstrap interval's lower end; None: no interval (no resampling)."""
+    """The 95% bootstrap interval's lower end (None, null in JSON: no interval)."""
     ci_high: float | None = None
-    """The interval's upper end; None: no interval."""
+    """The interval's upper end (None, null in JSON: no interval)."""
 
     @property
     def defined(self) -> bool:
