@@ -25,8 +25,7 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
   :func:`load_groups`, :func:`load_catalog`, :class:`OfficialLayout`;
 * writing a model: :class:`RewardModel`, :class:`ScoreRequest`, :class:`Runtime`,
   :class:`Truncation` and the declared capabilities :class:`TokenizedModel`,
-  :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`,
-  :class:`PairVerdictModel`;
+  :class:`StochasticModel`, :class:`CompositeModel`, :class:`GroupContextModel`, :class:`CallingModel`;
 * registering: :func:`register_task_kind`, :func:`register_model_kind`, :func:`register_engine`
   with :class:`Engine`, :class:`Backend`, :class:`BackendOptions`, :func:`score_batch` and
   :class:`MemoryRetries`, :func:`register_format` with :class:`OutputFormat` and
@@ -42,108 +41,87 @@ notice. Names load on first use, so ``import rmbench`` imports no numpy, torch o
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 __version__ = "0.1.0"
 
-# name -> "module:attribute". Strings, not imports: the layers below import this package for
-# __version__, and a static import here would make every layer depend on every other one.
-_PUBLIC: dict[str, str] = {
-    "evaluate": "rmbench.scoring.runner:evaluate",
-    "EvalConfig": "rmbench.scoring.config:EvalConfig",
-    "RunSpec": "rmbench.scoring.config:RunSpec",
-    "ExecutionSettings": "rmbench.scoring.config:ExecutionSettings",
-    "evaluate_models": "rmbench.scoring.suite:evaluate_models",
-    "RMBenchCallback": "rmbench.integrations.trl:RMBenchCallback",
-    "load_run": "rmbench.results.storage.folder:load_run",
-    "read_run": "rmbench.results.storage.folder:read_run",
-    "find_runs": "rmbench.results.storage.folder:find_runs",
-    "load_rewards": "rmbench.results.storage.rewards_file:load_rewards",
-    "RunFolder": "rmbench.results.storage.folder:RunFolder",
-    "compare_runs": "rmbench.results.statistics.compare:compare_runs",
-    "verify_runs": "rmbench.results.statistics.verify:verify_runs",
-    "Verification": "rmbench.results.statistics.verify:Verification",
-    "evaluate_on_run_tasks": "rmbench.scoring.rerun:evaluate_on_run_tasks",
-    "write_report": "rmbench.results.publishing.report:write_report",
-    "build_report": "rmbench.results.publishing.report:build_report",
-    "ReportOptions": "rmbench.results.publishing.report:ReportOptions",
-    "RewardRow": "rmbench.results.storage.rewards_file:RewardRow",
-    "RunRecord": "rmbench.results.storage.record:RunRecord",
-    "TaskResult": "rmbench.results.storage.record:TaskResult",
-    "MetricRecord": "rmbench.results.storage.record:MetricRecord",
-    "Estimate": "rmbench.results.storage.record:Estimate",
-    "ComparisonGroup": "rmbench.core.types:ComparisonGroup",
-    "Message": "rmbench.core.types:Message",
-    "TaskSpec": "rmbench.core.specs:TaskSpec",
-    "ModelSpec": "rmbench.core.specs:ModelSpec",
-    "Task": "rmbench.tasks.base:Task",
-    "TaskScores": "rmbench.tasks.base:TaskScores",
-    "grouped": "rmbench.tasks.grouped:grouped",
-    "RowSchema": "rmbench.tasks.schemas:RowSchema",
-    "RowReader": "rmbench.tasks.rows:RowReader",
-    "iter_rows": "rmbench.tasks.sources:iter_rows",
-    "load_groups": "rmbench.tasks.loading:load_groups",
-    "load_catalog": "rmbench.catalog:load_catalog",
-    "OfficialLayout": "rmbench.core.metric_registry:OfficialLayout",
-    "MetricDef": "rmbench.core.metric_registry:MetricDef",
-    "register_metric": "rmbench.core.metric_registry:register_metric",
-    "RewardModel": "rmbench.models.base:RewardModel",
-    "ScoreRequest": "rmbench.models.base:ScoreRequest",
-    "Runtime": "rmbench.models.base:Runtime",
-    "Truncation": "rmbench.models.base:Truncation",
-    "TokenizedModel": "rmbench.models.base:TokenizedModel",
-    "StochasticModel": "rmbench.models.base:StochasticModel",
-    "CompositeModel": "rmbench.models.base:CompositeModel",
-    "GroupContextModel": "rmbench.models.base:GroupContextModel",
-    "CallingModel": "rmbench.models.base:CallingModel",
-    "PairVerdictModel": "rmbench.models.base:PairVerdictModel",
-    "register_task_kind": "rmbench.tasks:register_task_kind",
-    "register_model_kind": "rmbench.models:register_model_kind",
-    "register_engine": "rmbench.scoring.engines:register_engine",
-    "Engine": "rmbench.scoring.engines:Engine",
-    "Backend": "rmbench.scoring.engines:Backend",
-    "BackendOptions": "rmbench.scoring.engines:BackendOptions",
-    "score_batch": "rmbench.scoring.backends:score_batch",
-    "MemoryRetries": "rmbench.scoring.memory:MemoryRetries",
-    "register_format": "rmbench.results.publishing.formats:register_format",
-    "OutputFormat": "rmbench.results.publishing.formats:OutputFormat",
-    "Option": "rmbench.core.options:Option",
-    "FormatOption": "rmbench.core.options:FormatOption",
-    "RenderContext": "rmbench.results.publishing.formats:RenderContext",
-    "register_judge_protocol": "rmbench.models.judge.judge_protocol:register_judge_protocol",
-    "JudgeProtocol": "rmbench.models.judge.judge_protocol:JudgeProtocol",
-    "Official": "rmbench.models.judge.judge_protocol:Official",
-    "RMBenchError": "rmbench.errors:RMBenchError",
-    "ConfigError": "rmbench.errors:ConfigError",
-    "DataError": "rmbench.errors:DataError",
-}
 
-__all__ = ["__version__", *_PUBLIC]
-# rmbench/__init__.pyi declares the same names for type checkers and editors (a test keeps them equal).
+class _Export(NamedTuple):
+    """One name a package's type stub declares: ``from module import attribute as name``, under
+    the stub's last ``# --- group ---`` marker above it (``""`` before any)."""
+
+    name: str
+    module: str
+    attribute: str
+    group: str
+    line: int
 
 
-def _lazy_exports(module: str, table: dict[str, str], namespace: dict[str, Any]
-                  ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A module's ``__getattr__`` and ``__dir__`` that load the names of ``table`` (name ->
-    ``"module:attribute"``) on first use and keep each in ``namespace`` (the module's globals), so
-    that later lookups skip ``__getattr__``. Here, not in :mod:`rmbench.registry`, so that importing
-    it imports nothing (``rmbench.plugins`` uses it too)."""
+_GROUP_MARKER = "# --- "
+"""A line of a stub opening a group of its names (``# --- a task kind ---``): the plugin API's
+reference table lists the names by these groups."""
+
+
+def _read_stub(path: str) -> tuple[list[_Export], list[str]]:
+    """The exports a type stub declares, in its order, and the names it only annotates
+    (``__version__: str``, defined by the module itself).
+
+    The stub is the one declaration of a package's lazily loaded API (scientific-python's SPEC 1,
+    ``lazy_loader.attach_stub``): each ``from module import name as name`` line is a name the
+    package exports, loaded from ``module`` on first use at run time, and, the ``as`` form being
+    PEP 484's explicit re-export, the same name to type checkers, with no ``__all__`` list to
+    keep equal. A bare ``from module import name`` would type-check as private, so it is an error
+    here, as is any other statement that is not an annotation, a docstring or a comment."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    groups = {i: line[len(_GROUP_MARKER):].strip(" -") for i, line in enumerate(text.splitlines(), 1)
+              if line.startswith(_GROUP_MARKER)}
+    exports: list[_Export] = []
+    annotated: list[str] = []
+    for node in ast.parse(text, path).body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            group = groups[max((i for i in groups if i < node.lineno), default=0)] if groups else ""
+            for alias in node.names:
+                if alias.asname != alias.name:
+                    raise ImportError(f"{path}:{node.lineno}: write {alias.name!r} as "
+                                      f"'{alias.name} as {alias.asname or alias.name}' (an explicit re-export)")
+                exports.append(_Export(alias.name, node.module, alias.name, group, node.lineno))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            annotated.append(node.target.id)
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            raise ImportError(f"{path}:{node.lineno}: an exports stub holds only 'from module import name as "
+                              f"name' lines, annotations and docstrings")
+    return exports, annotated
+
+
+def _attach_stub(package: str, file: str, namespace: dict[str, Any]
+                ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """A package's ``__getattr__``, ``__dir__`` and ``__all__`` from its type stub (``file`` with
+    the suffix ``.pyi``, read by :func:`_read_stub`): each name loads from its module on first use
+    and is then kept in ``namespace`` (the package's globals), so later lookups skip
+    ``__getattr__``. Here, not in :mod:`rmbench.registry`, so that ``import rmbench`` imports
+    nothing more (``rmbench.plugins`` uses it too)."""
+    exports, annotated = _read_stub(file[: -len(".py")] + ".pyi")
+    table = {e.name: e for e in exports}
 
     def get(name: str) -> Any:
-        target = table.get(name)
-        if target is None:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        where, _, attr = target.partition(":")
-        value = getattr(importlib.import_module(where), attr)
+        export = table.get(name)
+        if export is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(export.module), export.attribute)
         namespace[name] = value
         return value
 
     def names() -> list[str]:
         return sorted(set(namespace) | set(table))
 
-    return get, names
+    return get, names, [*annotated, *table]
 
 
-__getattr__, __dir__ = _lazy_exports("rmbench", _PUBLIC, globals())
+# The names are declared once, in the type stub beside this file (rmbench/__init__.pyi), and
+# loaded from it: no static import here, since the layers below import this package for
+# __version__ and a static import would make every layer depend on every other one.
+__getattr__, __dir__, __all__ = _attach_stub(__name__, __file__, globals())

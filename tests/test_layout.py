@@ -4,9 +4,15 @@ lazy public API that plugins, the scaffold and the docs use (issue 21)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
+import inspect
+import json
+import os
 import re
 import subprocess
 import sys
+import textwrap
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -25,7 +31,7 @@ def _contracts() -> list[dict]:
 
 
 def _layers() -> tuple[list[list[str]], set[str]]:
-    contract = next(c for c in _contracts() if c["type"] == "layers")
+    contract = next(c for c in _contracts() if c["type"] in ("layers", "stub_layers"))
     assert contract["containers"] == ["rmbench"] and contract["exhaustive"] is True
     return ([[part.strip() for part in layer.split("|")] for layer in contract["layers"]],
             set(contract["exhaustive_ignores"]))
@@ -90,7 +96,9 @@ def test_every_import_points_down_the_layers():
     shared = ignored - {"__main__"}  # python -m rmbench: the entry point, above every layer
     rank = {name: (i, j) for i, layer in enumerate(layers) for j, name in enumerate(layer)}
     bad = []
-    for module, imported in _graph().items():
+    graph = _graph()  # with the plugin API's lazily loaded names, as the stub_layers contract reads them
+    graph["rmbench.plugins"] |= {e.module for e in rmbench._read_stub(str(PKG / "plugins" / "__init__.pyi"))[0]}
+    for module, imported in graph.items():
         here = _top(module)
         for target in imported:
             there = _top(target)
@@ -171,18 +179,72 @@ def test_import_rmbench_is_cheap_and_every_public_name_resolves():
 
 
 @pytest.mark.parametrize("module", [rmbench, rmbench.plugins], ids=["rmbench", "rmbench.plugins"])
-def test_the_type_stub_declares_exactly_the_public_names(module):
-    stub = ast.parse(Path(module.__file__).with_suffix(".pyi").read_text(encoding="utf-8"))
-    declared = next(n.value for n in stub.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
-    imported = {a.asname or a.name for n in stub.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    names = [e.value for e in declared.elts]
-    assert sorted(names) == sorted(module.__all__) and imported | {"__version__"} >= set(names)
-    assert imported == set(names) - {"__version__"}
-    for node in stub.body:  # each stub import names the module the lazy table loads it from
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                assert module._PUBLIC[alias.name].split(":")[0] in (node.module, f"{node.module}.{alias.name}") or \
-                    module._PUBLIC[alias.name] == f"{node.module}:{alias.name}", alias.name
+def test_the_type_stub_is_the_one_declaration_of_the_public_names(module):
+    """SPEC 1: the stub's ``from X import name as name`` lines are what the package exports at run
+    time (``__all__``, ``dir``, each name loaded from X) and, being explicit re-exports, what type
+    checkers see; the package's own source names none of them."""
+    stub = Path(module.__file__).with_suffix(".pyi")
+    tree = ast.parse(stub.read_text(encoding="utf-8"))
+    imports = [(n.module, a.name, a.asname) for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names]
+    assert imports and all(name == asname for _, name, asname in imports)
+    assert not any(isinstance(n, ast.Assign) for n in tree.body)  # no __all__ list beside the imports
+    annotated = [n.target.id for n in tree.body if isinstance(n, ast.AnnAssign)]
+    assert list(module.__all__) == annotated + [name for _, name, _ in imports]
+    assert len(set(module.__all__)) == len(module.__all__)
+    assert set(module.__all__) <= set(dir(module))
+    for where, name, _ in imports:
+        assert getattr(module, name) is getattr(importlib.import_module(where), name), name
+    code = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))  # its code: no name, no "module:name"
+    docs = {id(n.value) for n in ast.walk(code) if isinstance(n, ast.Expr)}
+    words = {n.id for n in ast.walk(code) if isinstance(n, ast.Name)} | {
+        w for n in ast.walk(code) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+        for w in re.findall(r"\w+", n.value)}
+    assert not words & {name for _, name, _ in imports}
+
+
+def test_the_wheel_ships_the_stubs_the_packages_read_at_import():
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for module in (rmbench, rmbench.plugins):
+        assert "__init__.pyi" in data[module.__name__] and Path(module.__file__).with_suffix(".pyi").is_file()
+
+
+def test_a_stub_line_that_would_not_re_export_is_an_error(tmp_path):
+    from rmbench import _attach_stub, _read_stub
+
+    (tmp_path / "pkg.pyi").write_text("# --- one ---\nfrom json import dumps as dumps\n"
+                                      "# --- two ---\nfrom json import loads as loads\nv: int\n")
+    exports, annotated = _read_stub(str(tmp_path / "pkg.pyi"))
+    assert [(e.name, e.module, e.group, e.line) for e in exports] == [("dumps", "json", "one", 2),
+                                                                      ("loads", "json", "two", 4)]
+    assert annotated == ["v"]
+    namespace: dict = {"v": 1}
+    get, names, all_ = _attach_stub("pkg", str(tmp_path / "pkg.py"), namespace)
+    assert all_ == ["v", "dumps", "loads"] and get("loads") is json.loads and namespace["loads"] is json.loads
+    assert names() == ["dumps", "loads", "v"]
+    with pytest.raises(AttributeError, match="module 'pkg' has no attribute 'dump'"):
+        get("dump")
+    for line, error in [("from json import dumps", "write 'dumps' as 'dumps as dumps'"),
+                        ("from json import dumps as d", "write 'dumps' as 'dumps as d'"),
+                        ("__all__ = ['dumps']", "an exports stub holds only 'from module import name as name' lines")]:
+        (tmp_path / "bad.pyi").write_text(f"x: int\n{line}\n")
+        with pytest.raises(ImportError, match=re.escape(f"bad.pyi:2: {error}")):
+            _read_stub(str(tmp_path / "bad.pyi"))
+
+
+def test_the_layers_contract_reads_the_plugin_stub(tmp_path):
+    """lint-imports sees the plugin API's lazily loaded edges (the ``stub_layers`` contract type): with
+    ``plugins`` moved down beside ``tasks``, the contract breaks on its stub's import of a task module."""
+    pytest.importorskip("importlinter")
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    moved = text.replace('"cli | integrations | plugins"', '"cli | integrations"').replace(
+        '"tasks | models",', '"tasks | models | plugins",')
+    assert moved != text
+    (tmp_path / "pyproject.toml").write_text(moved)
+    lint = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([str(lint), str(tmp_path / "pyproject.toml"), "--no-cache"],
+                         capture_output=True, text=True, cwd=REPO, env=env)
+    assert run.returncode == 1 and "rmbench.plugins is not allowed to import rmbench.tasks" in run.stdout, run.stdout
 
 
 def test_the_plugin_api_is_cheap_to_import_and_every_name_resolves():
@@ -196,6 +258,56 @@ def test_the_plugin_api_is_cheap_to_import_and_every_name_resolves():
     assert all(getattr(rmbench.plugins, n) is getattr(rmbench, n) for n in shared)
     with pytest.raises(AttributeError, match="no attribute 'evaluate'"):
         rmbench.plugins.evaluate  # noqa: B018  (running evaluations is no plugin's business)
+
+
+def _own_docstring(obj: object) -> str:
+    """``obj``'s own docstring: not a base class's, not a dataclass's generated signature."""
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    if isinstance(obj, type) and dataclasses.is_dataclass(obj) and (doc or "").startswith(f"{obj.__name__}("):
+        return ""
+    return (doc or "").strip()
+
+
+def _undocumented_members(cls: type) -> list[str]:
+    """The public methods and fields of ``cls``'s own body without a docstring: a field's is the
+    string right below it (which mkdocstrings shows beside it) or the class docstring naming it
+    (````name```` or ````name(...)````)."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    out = []
+    for node, below in zip(body, body[1:] + [None]):
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and not ast.get_docstring(node):
+            out.append(f"{cls.__name__}.{node.name}()")
+        elif isinstance(node, ast.AnnAssign) and not ast.unparse(node.target).startswith("_") \
+                and not re.search(rf"``{ast.unparse(node.target)}[`(]", _own_docstring(cls)) \
+                and not (isinstance(below, ast.Expr) and isinstance(below.value, ast.Constant)):
+            out.append(f"{cls.__name__}.{ast.unparse(node.target)}")
+    return out
+
+
+def test_every_name_of_the_plugin_api_has_a_docstring():
+    """The API reference a plugin's author reads is made of the docstrings: every name of
+    ``rmbench.plugins`` has its own, and each of its classes documents each of its own public
+    fields and methods."""
+    names = [getattr(rmbench.plugins, n) for n in rmbench.plugins.__all__]
+    assert [n.__name__ for n in names if not _own_docstring(n)] == []
+    assert [m for c in names if isinstance(c, type) and c.__module__.startswith("rmbench.")
+            for m in _undocumented_members(c)] == []
+
+
+def test_the_docstring_checks_find_what_is_missing():
+    @dataclasses.dataclass
+    class Bare:
+        x: int
+        y: int
+        """documented"""
+
+        def f(self) -> None:
+            pass
+
+        def g(self) -> None:
+            """documented"""
+
+    assert not _own_docstring(Bare) and _undocumented_members(Bare) == ["Bare.x", "Bare.f()"]
 
 
 def test_register_task_and_model_kinds_through_the_public_api():

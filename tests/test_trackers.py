@@ -327,3 +327,37 @@ def test_rmbench_log_names_its_own_option_in_its_errors(tmp_path, monkeypatch):
                            "is not a tracker this command logs to (--to tensorboard)")]:
         result = runner.invoke(app, ["log", str(tmp_path), *args])
         assert result.exit_code == 2 and message in result.output and "--log-to" not in result.output, args
+
+
+# --- a plugin's tracker -------------------------------------------------------------------
+
+def test_a_tracker_added_through_the_plugin_api_logs_every_headline_number(tmp_path):
+    """The seventh kind of plugin: a ``TrackerSink`` from ``rmbench.plugins``, registered with
+    ``register_tracker`` (a package: the ``rmbench.trackers`` entry points), then ``--log-to`` it."""
+    from rmbench.plugins import Option, TrackedRun, TrackerSink, register_tracker
+    from rmbench.registry import RegistryError
+    from rmbench.results.trackers.registry import TRACKERS
+
+    class JsonFile(TrackerSink):
+        name = "test-json"
+        library = package = "json"
+        extra = "none"
+        options = (Option("path", help="the file written"),)
+        credentials = "none needed"
+
+        def log(self, run: TrackedRun, step: int = 0) -> str:
+            path = Path(str(self.setting("path")))
+            path.write_text(json.dumps({m.key: m.record.value for m in run.metrics}))
+            return str(path)
+
+    register_tracker("test-json", JsonFile, description="a test's JSON file")
+    try:
+        logged = tmp_path / "logged.json"
+        _, doc = _eval(tmp_path, "constant", "--log-to", "test-json", "--log-arg", f"test-json.path={logged}")
+        values = {k: v for k, v in expected_numbers(doc).items() if not k.endswith(("_ci_low", "_ci_high"))}
+        got = json.loads(logged.read_text())
+        assert {k: v for k, v in got.items() if not math.isnan(v)} == values and values  # NaN: not in results.json
+        with pytest.raises(RegistryError, match="duplicate tracker name 'test-json'"):
+            register_tracker("test-json", JsonFile)
+    finally:
+        TRACKERS._entries.pop("test-json", None)

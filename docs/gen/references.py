@@ -444,16 +444,12 @@ def _type_text(s: dict) -> str:
 
 # --- Python API ---------------------------------------------------------------------------------
 
-def _stub(path: Path) -> list[tuple[str, str]]:
-    """(module, name) for each name of a type stub's ``__all__`` that it imports, in the stub's order
-    (griffe reads the stubs statically; so does this)."""
-    import ast
+def _stub(path: Path) -> list[tuple[str, str, str]]:
+    """(module, name, group) for each name a package's type stub declares, in the stub's order:
+    read by the parser that loads them at run time (``rmbench._read_stub``)."""
+    from rmbench import _read_stub
 
-    stub = ast.parse(path.read_text(encoding="utf-8"))
-    exported: list[str] = next((ast.literal_eval(n.value) for n in stub.body if isinstance(n, ast.Assign)
-                                and any(getattr(t, "id", None) == "__all__" for t in n.targets)), [])
-    return [(node.module, a.name) for node in stub.body if isinstance(node, ast.ImportFrom) and node.module
-            for a in node.names if a.name in exported]
+    return [(e.module, e.name, e.group) for e in _read_stub(str(path))[0]]
 
 
 def _blocks(names: list[tuple[str, str]]) -> list[str]:
@@ -471,9 +467,9 @@ def _blocks(names: list[tuple[str, str]]) -> list[str]:
 def api_page() -> str:
     """One mkdocstrings block per public name, from the type stub ``rmbench/__init__.pyi`` (the
     names of ``rmbench.__all__`` and the modules that define them); then the plugin API, the names of
-    ``rmbench.plugins`` (its stub ``rmbench/plugins/__init__.pyi``) by what each serves, with a block
-    for each one ``rmbench`` does not export."""
-    public = _stub(ROOT / "rmbench" / "__init__.pyi")
+    ``rmbench.plugins`` (its stub ``rmbench/plugins/__init__.pyi``) by what each serves (the stub's
+    ``# --- group ---`` lines), with a block for each one ``rmbench`` does not export."""
+    public = [(module, name) for module, name, _ in _stub(ROOT / "rmbench" / "__init__.pyi")]
     plugin = _stub(ROOT / "rmbench" / "plugins" / "__init__.pyi")
     documented = {name for _, name in public}
     out = [HEADER, "# Python API\n\n",
@@ -487,13 +483,12 @@ def api_page() -> str:
                "Each addition is one module and one entry point of the package "
                "([Write a plugin package](../how-to/write-a-plugin.md)); names load on first use, so loading one "
                "plugin imports nothing another needs.\n\n| to add | names |\n|---|---|\n")
-    from rmbench.plugins import _NAMES  # the names by what they serve
-
-    where = {name: module for module, name in plugin}
-    for group, names in _NAMES.items():
-        out.append(f"| {group} | {', '.join(f'[`{n}`][{where[n]}.{n}]' for n in names)} |\n")
+    groups: dict[str, list[str]] = {}  # the names by what they serve: the stub's "# --- group ---" lines
+    for module, name, group in plugin:
+        groups.setdefault(group, []).append(f"[`{name}`][{module}.{name}]")
+    out += [f"| {group} | {', '.join(links)} |\n" for group, links in groups.items()]
     out.append("\n")
-    out += _blocks([entry for entry in plugin if entry[1] not in documented])
+    out += _blocks([(module, name) for module, name, _ in plugin if name not in documented])
     return "".join(out).rstrip() + "\n"
 
 

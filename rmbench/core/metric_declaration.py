@@ -49,7 +49,9 @@ class Computation:
     """A number computed both ways (pooled and weighted), e.g. a metric's companion output."""
 
     pooled: Pooled
+    """The pooled form: (one resample's pairs, eps index) -> the value."""
     weighted: Weighted
+    """The weighted form: (a block of resamples, eps index) -> one value per resample."""
 
 
 Term = PairColumn | tuple[float, PairColumn]
@@ -178,8 +180,12 @@ class ComputedMetric:
     """
 
     definition: MetricDef
+    """What the metric is: name, label, direction, eps dependence, what ``n`` counts, formula."""
     pooled: Pooled
+    """The pooled form: (one resample's pairs, eps index) -> the value."""
     weighted: Weighted
+    """The weighted form: (a block of resamples, eps index) -> one value per resample; equal to the
+    pooled form on each resample."""
     columns: tuple[PairColumn, ...] = ()
     needs_forms: bool = False
     shift_gap: bool = False
@@ -244,10 +250,12 @@ class ComputedMetric:
 
     @property
     def name(self) -> str:
+        """The metric's registered name (``definition.name``)."""
         return self.definition.name
 
     @property
     def eps_dependent(self) -> bool:
+        """Whether it is reported once per eps of the run (``definition.eps_dependent``)."""
         return self.definition.eps_dependent
 
     @property

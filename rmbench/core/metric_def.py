@@ -53,11 +53,15 @@ class MetricDef:
     """
 
     name: str
+    """The registered name, as records and ``--metrics`` spell it (``pairwise_accuracy``)."""
     label: str
+    """How a table heads its column (``Acc``)."""
     higher_is_better: bool
+    """Whether a larger value is better (a leaderboard marks the best of each column)."""
     eps_dependent: bool
     n_counts: str
     description: str
+    """What it measures, in one line (the metrics reference shows it)."""
     official: bool = False
     reading: str | None = None
 

@@ -134,6 +134,7 @@ class OfficialColumn:
     """One column of an official table: the record ``metric`` with ``subset`` (None: the total)."""
 
     label: str
+    """The column's heading, in the benchmark's own words."""
     subset: str | None
     metric: str | None = None
     """The record's metric where it is not the layout's (ProcessBench's per-split error and
@@ -152,6 +153,7 @@ class OfficialLayout:
     own order and names; ``beside`` are rmbench metrics shown next to them."""
 
     title: str
+    """The benchmark's name, as the table's title says it (``RewardBench 2``)."""
     metric: str
     columns: tuple[OfficialColumn, ...]
     beside: tuple[str, ...] = ("discrimination", "specificity", "ds_auc")
@@ -171,6 +173,7 @@ class OfficialLayout:
         return tuple(dict.fromkeys([self.metric, *(c.metric for c in self.columns if c.metric)]))
 
     def to_json(self) -> dict[str, Any]:
+        """As results.json keeps it (``provenance`` only where it is not the default)."""
         out: dict[str, Any] = {"title": self.title, "metric": self.metric,
                "columns": [{"label": c.label, "subset": c.subset, **({"metric": c.metric} if c.metric else {})}
                            for c in self.columns],
@@ -181,6 +184,7 @@ class OfficialLayout:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> OfficialLayout:
+        """Read back what :meth:`to_json` wrote."""
         return cls(str(d["title"]), str(d["metric"]),
                    tuple(OfficialColumn(str(c["label"]), c["subset"], c.get("metric")) for c in d["columns"]),
                    tuple(d.get("beside", ())), None if d.get("provenance") is None else str(d["provenance"]))

@@ -43,8 +43,10 @@ class Option:
     back, as a tracker falls back on its environment variable)."""
 
     name: str
+    """The key of ``NAME=VALUE``: letters, digits and _."""
     choices: tuple[str, ...] = ()
     help: str = ""
+    """What the option sets, for help and error messages."""
     kind: OptionKind = str
     default: OptionValue = FIRST_CHOICE
     at_least: float | None = None

@@ -29,6 +29,7 @@ class StepGroup(ComparisonGroup):
     """
 
     min_responses: ClassVar[int] = 1
+    """A solution may have one step."""
 
     def __post_init__(self) -> None:
         if self.equivalence_levels is None:
@@ -61,4 +62,5 @@ class StepGroup(ComparisonGroup):
         return max(k, 0), n * (n - 1) // 2
 
     def to_json(self) -> dict[str, Any]:
+        """The group's JSON, marked as a solution's steps (``"steps": true``)."""
         return {**super().to_json(), "steps": True}

@@ -36,7 +36,9 @@ class Message:
     """One chat message of a prompt given as a conversation."""
 
     role: str
+    """Who speaks: ``"system"``, ``"user"`` or ``"assistant"``."""
     content: str
+    """What the message says."""
 
 
 Prompt = str | tuple[Message, ...]
@@ -83,14 +85,20 @@ class ComparisonGroup:
     """
 
     id: str
+    """The group's id, unique within its task (a benchmark's own id where it has one)."""
     prompt: Prompt
+    """The prompt every response answers: a string, or a conversation (a tuple of :class:`Message`)."""
     responses: tuple[str, ...]
+    """The responses compared: two or more (one or more steps in a StepGroup)."""
     utilities: tuple[int, ...]
+    """Each response's true utility, an integer (higher: better); equal utilities are ties."""
     subset: str | None = None
+    """The benchmark's subset the group belongs to (scores are also reported per subset); None: none."""
     source_id: str | None = None
     shift: str | None = None
     equivalence_levels: tuple[int, ...] | None = None
     meta: str = "{}"  # canonical JSON; pass a dict, read back with ``meta_dict``
+    """Anything else about the group, as canonical JSON (pass a dict; :meth:`meta_dict` reads it back)."""
     forms: tuple[str, ...] | None = None
     rewrite_of: tuple[int, ...] | None = None
     min_responses: ClassVar[int] = 2
@@ -148,10 +156,13 @@ class ComparisonGroup:
 
     @property
     def meta_dict(self) -> dict[str, Any]:
+        """``meta`` as a dict."""
         meta: dict[str, Any] = json.loads(self.meta)
         return meta
 
     def is_equivalence_level(self, level: int) -> bool:
+        """Whether two responses of utility ``level`` form a specificity pair (``equivalence_levels``
+        None: every level)."""
         return self.equivalence_levels is None or level in self.equivalence_levels
 
     def pair_arrays(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:

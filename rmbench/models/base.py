@@ -52,9 +52,13 @@ class ScoreRequest:
     """
 
     prompt: Prompt
+    """The prompt the response answers (a string or a conversation)."""
     response: str
+    """The response to score."""
     group_id: str = ""
+    """The id of the response's group."""
     index: int = 0
+    """The response's position in its group."""
     utility: int | None = None
     context: tuple[str, ...] = ()
     subset: str | None = None
@@ -149,13 +153,16 @@ class RewardModel(ABC):
 
     kind: ClassVar[str | None] = None
     uses_utility: ClassVar[bool] = False
+    """Whether the model reads :attr:`ScoreRequest.utility`, the ground truth: the ``oracle`` baseline
+    only."""
     reads_subset: ClassVar[bool] = False
     """The engine fills :attr:`ScoreRequest.subset` for such a model."""
     may_abstain: ClassVar[bool] = False
     """Whether :meth:`postprocess` may give NaN, "no reward" (an LLM judge's unparsed answer): the
     runner then leaves that response out of the task's pairs and official scores
     (:func:`rmbench.core.unscored.drop_unscored`) and counts it."""
-    max_batch: int | None = None  # an adapter's own cap on requests per batch, if any
+    max_batch: int | None = None
+    """The adapter's own cap on requests per batch; None: none."""
     preferred_batch: int | None = None
     """Requests per batch the adapter wants when the run sets none (an LLM judge sends a batch's
     requests concurrently, so it wants many; a batch-mode judge sets it per instance); None: the device's default."""
@@ -203,6 +210,7 @@ class RewardModel(ABC):
 
     # --- identity ---------------------------------------------------------------------------
     def kind_name(self) -> str:
+        """The registered kind, else the class's import path (``module:Class``)."""
         cls = type(self)
         return self.kind or f"{cls.__module__}:{cls.__qualname__}"
 

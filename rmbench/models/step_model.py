@@ -20,7 +20,9 @@ class StepRequest:
     in order. ``group_id`` names it in errors only (never part of the key)."""
 
     problem: str
+    """The problem the solution solves."""
     steps: tuple[str, ...]
+    """The solution's steps, in order: one score each."""
     group_id: str = ""
 
     def key(self) -> str:

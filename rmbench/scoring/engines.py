@@ -108,6 +108,7 @@ class Engine:
     """Whether this process writes the run (None: always; accelerate: on rank 0 only)."""
 
     def is_main(self) -> bool:
+        """Whether this process writes the run (``main_process``; always where it is None)."""
         return self.main_process is None or self.main_process()
 
     def builder(self) -> Callable[[BackendOptions], Backend]:

@@ -38,9 +38,12 @@ class MemoryRetries:
     """How often batches were split because they ran out of memory, and the first failure."""
 
     splits: int = 0
+    """How many batches were split in two."""
     first: str | None = None
+    """The first out-of-memory failure's message; None: none."""
 
     def note(self, failure: str) -> None:
+        """Count one split after ``failure`` (the out-of-memory message)."""
         self.splits += 1
         if self.first is None:
             self.first = failure

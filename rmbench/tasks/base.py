@@ -40,8 +40,13 @@ class TaskScores:
     """
 
     labels: tuple[tuple[str, str | None], ...]
+    """(metric, subset or None) of each entry of ``statistic``'s result; subset None: the task as a
+    whole."""
     statistic: Callable[[np.ndarray], np.ndarray]
+    """One resample's unit numbers -> one value per label (a resample of the task's own units, drawn
+    with replacement)."""
     counts: tuple[int, ...] | None = None
+    """Each entry's record ``n`` (the groups behind it); None: the task's group count for every entry."""
 
 
 def as_task_scores(extras: TaskScores | Mapping[str, ExtraMetric] | None, n_groups: int) -> TaskScores | None:
@@ -72,7 +77,9 @@ class Task(ABC):
     """
 
     spec: TaskSpec
+    """What the task was built from: its name and its entry's arguments (data path, hub dataset, ...)."""
     description: str = ""
+    """What the task measures, in one line (empty: nothing said)."""
     headline: tuple[str, ...] = DEFAULT_HEADLINE
     official: OfficialLayout | None = None
     scores: tuple[MetricDef, ...] = ()

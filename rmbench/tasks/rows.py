@@ -122,6 +122,8 @@ class RowReader:
         the format the row looks like instead (:func:`rmbench.tasks.schemas.schema_hint`)."""
 
     def error(self, field: str | None, message: str) -> DataError:
+        """A DataError naming this row's file, line and ``field`` (None: the row as a whole), for
+        the loader to raise: one line for the user, no traceback."""
         return DataError(message, path=self.path, line=self.line, field=field)
 
     def schema_error(self, field: str, message: str) -> DataError:
@@ -147,6 +149,8 @@ class RowReader:
             log.add(exc)
 
     def get(self, field: str, default: Any = ...) -> Any:
+        """The field's value as it is, unchecked; ``default`` (when given) stands in for a missing or
+        null one, which is otherwise a DataError naming the row format the task reads."""
         if field not in self.row or self.row[field] is None:
             if default is ...:
                 raise self.schema_error(field, "missing")
@@ -179,6 +183,7 @@ class RowReader:
         return value
 
     def strings(self, field: str, allow_empty: bool = False) -> list[str]:
+        """A list of strings (JSON in a CSV cell); an empty list is an error unless ``allow_empty``."""
         value = self._cell(field, self.get(field), "a list of strings")
         if not isinstance(value, list):
             raise self.schema_error(field, f"expected a list of strings, got {_json_type(value)}")
@@ -190,6 +195,7 @@ class RowReader:
         return value
 
     def integers(self, field: str) -> list[int]:
+        """A list of integers (JSON in a CSV cell; a boolean is no integer)."""
         value = self._cell(field, self.get(field), "a list of integers")
         if not isinstance(value, list):
             raise self.error(field, f"expected a list of integers, got {_json_type(value)}")
@@ -210,13 +216,18 @@ class RowReader:
         return value
 
     def integer(self, field: str, default: Any = ...) -> Any:
+        """An integer (a boolean is none); ``default`` (when given) stands in for a missing or null one."""
         return self._typed(field, default, "an integer", lambda v: isinstance(v, int) and not isinstance(v, bool),
                            _preview)
 
     def mapping(self, field: str, default: Any = ...) -> Any:
+        """An object (a dict; JSON in a CSV cell); ``default`` (when given) stands in for a missing or
+        null one."""
         return self._typed(field, default, "an object", lambda v: isinstance(v, dict), _json_type)
 
     def prompt(self, field: str = "prompt"):
+        """The prompt: a string, or a list of chat messages (``{"role", "content"}`` objects; in a
+        CSV cell, written as JSON), read as :func:`rmbench.core.types.prompt_from_json` reads it."""
         value = self.get(field)
         if self.textual and isinstance(value, str) and value.lstrip().startswith("["):
             try:  # a JSON list of chat messages; any other text (even "[1, 2]") is the prompt itself
@@ -231,6 +242,8 @@ class RowReader:
             raise self.error(field, str(exc)) from None
 
     def group(self, **kwargs: Any) -> ComparisonGroup:
+        """``ComparisonGroup(**kwargs)``, its checks (at least two responses, one utility each ...)
+        failing as a DataError naming this row rather than a ValueError."""
         try:
             return ComparisonGroup(**kwargs)
         except ValueError as exc:

@@ -66,7 +66,10 @@ class RowSchema:
     kinds that read it are registered with it (:func:`kinds_reading`)."""
 
     name: str
+    """How errors and ``rmbench tasks show`` name the format (``"preference pairs"``)."""
     fields: tuple[tuple[str, str, Callable[[Any], bool]], ...]
+    """The required fields, each ``(name, what it holds, check)``: the check takes the field's
+    value (as a JSON row holds it) and says whether it is of the right type."""
 
     def fits(self, row: dict) -> bool:
         """Whether ``row`` holds every required field with a value of the right type (a CSV row,
@@ -75,10 +78,12 @@ class RowSchema:
         return all(row.get(name) is not None and (textual or ok(row[name])) for name, _, ok in self.fields)
 
     def describe(self) -> str:
+        """``name (field: what, ...)``, as an error hint names the format a row looks like."""
         return f"{self.name} ({', '.join(f'{name}: {what}' for name, what, _ in self.fields)})"
 
     @property
     def field_names(self) -> frozenset[str]:
+        """The names of the required fields."""
         return frozenset(name for name, _, _ in self.fields)
 
 

@@ -37,6 +37,15 @@ def _read_file(local: Path) -> Iterator[tuple[int, dict]]:
 def iter_rows(path: str | None = None, dataset: str | None = None, revision: str | None = None,
               split: str = "test", config: str | None = None,
               data_files: str | None = None) -> Iterator[tuple[str, int, dict]]:
+    """Every row of a task's data, as ``(location, line, row)``: ``location`` and ``line`` are what
+    a DataError names (:class:`~rmbench.tasks.rows.RowReader` takes them), ``row`` a dict.
+
+    ``path``: a local file (``.jsonl``, ``.json``, ``.csv``, ``.tsv``, ``.parquet``, ``.arrow``; a
+    CSV row is a :class:`~rmbench.tasks.rows.TextRow`) or a web file (fetched once into the
+    download cache); else ``dataset`` on the Hugging Face hub at ``revision``, ``split``,
+    ``config`` and ``data_files`` (``datasets`` is imported only then; an unreachable hub with no
+    cached copy is one DataError saying to pass a local copy). Rows excluded under
+    ``--skip-bad-rows`` are left out."""
     if path is not None:
         remote = parse_remote(path)
         local = fetch(remote) if remote is not None else Path(path)

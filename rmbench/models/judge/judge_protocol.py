@@ -46,10 +46,15 @@ class Official:
     (and no seed unless it names one: ProcessBench's critic samples with ``seed=42``)."""
 
     client: str
+    """The official client's name (the benchmark's script or package)."""
     max_tokens: int
+    """The ``max_tokens`` it asks for."""
     top_p: float | None = None
+    """Its ``top_p``; None: not sent."""
     n: int | None = None
+    """Its ``n`` (completions per request); None: not sent."""
     seed: int | None = None
+    """Its ``seed``; None: not sent."""
 
 
 @dataclass(frozen=True)
@@ -69,11 +74,14 @@ class JudgeProtocol:
     """
 
     name: str
+    """The protocol's name, unique within its mode (``vanilla``)."""
     mode: str
+    """How a judge answers: ``rating``, ``pairwise``, ``fourway``, ``steps`` or ``critic``."""
     messages: Callable[[str, Sequence[str], str | None], Messages]
     parse: Callable[[str], Any]
     text: str
     description: str = ""
+    """One line for ``rmbench models list``."""
     scale: tuple[float, float] | None = None
     """Mode rating: the lowest and highest grade; a parsed grade outside is no verdict."""
     official: Official | None = None
@@ -110,10 +118,12 @@ class JudgeProtocol:
 
     @property
     def key(self) -> str:
+        """``MODE/NAME``, the registry's key (:func:`protocol_key`)."""
         return protocol_key(self.mode, self.name)
 
     @property
     def default_max_tokens(self) -> int:
+        """The official client's ``max_tokens``, else the protocol's own, else the mode's default."""
         if self.official is not None:
             return self.official.max_tokens
         return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS[self.mode]

@@ -50,7 +50,9 @@ class RenderContext:
     computed only when a format asks for them (the HTML page embeds them)."""
 
     options: Mapping[str, OptionValue] = field(default_factory=dict)
+    """The format's options by name, as given with ``--format-option`` or their defaults."""
     figures: Callable[[], Mapping[str, str]] = _no_figures
+    """Task -> its D-Spec curves as inline SVG, computed on the call."""
 
 
 Render = Callable[["Leaderboard", RenderContext], str]
@@ -61,14 +63,19 @@ class OutputFormat:
     """A leaderboard output format: ``render`` is a function or a lazy ``"module:function"``."""
 
     name: str
+    """What ``--format`` names."""
     suffix: str
+    """The suffix of the file it writes (``.tex``)."""
     description: str
+    """One line for ``--format``'s help."""
     render: Render | str
+    """``render(leaderboard, context) -> text``, or a lazy ``"module:function"`` naming it."""
     options: tuple[Option, ...] = ()
     """``--format-option NAME=VALUE``: e.g. ``Option("ci", ("brackets", "pm"), help)``, one of the
     words (the first is the default)."""
 
     def renderer(self) -> Render:
+        """The render function, imported on first use where ``render`` is a lazy string."""
         if isinstance(self.render, str):
             loaded: Render = import_target(self.render)
             return loaded

@@ -64,15 +64,23 @@ def possessive(name: str) -> str:
 
 @dataclass(frozen=True)
 class Leaderboard:
+    """A built leaderboard, ready for a format to render: its tables in order
+    (:meth:`sections`), each a :class:`~rmbench.results.publishing.leaderboard_tables.Table`, and
+    what the runs have in common."""
+
     main: Table
     """The single table, or (per-task layout) the first task's table."""
     official: tuple[Table, ...] = ()
+    """The benchmarks' official tables (:class:`~rmbench.core.metric_registry.OfficialLayout`), one per
+    task that has one."""
     shifts: Table | None = None
+    """Original against shifted, per task and shift; None: no run measured a shift."""
     eps: dict[str, tuple[float, str]] = field(default_factory=dict)
     """task -> (eps, unit) of its D/Spec columns."""
     keys: dict[str, str] = field(default_factory=dict)
     """task -> task key (comparability without the eps list)."""
     notes: tuple[str, ...] = ()
+    """Lines under the headline tables: what differs between the runs, what a number does not mean."""
     more: tuple[Table, ...] = ()
     """Per-task layout: the other tasks' tables, after ``main``."""
     legend: tuple[str, ...] = ()
@@ -88,6 +96,7 @@ class Leaderboard:
 
     @property
     def tables(self) -> tuple[Table, ...]:
+        """Every table: the headline ones, the official ones, then the shifts table."""
         return self.headline + self.official + ((self.shifts,) if self.shifts is not None else ())
 
     def sections(self, said: str = "") -> tuple[Section, ...]:

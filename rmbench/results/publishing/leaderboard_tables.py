@@ -31,10 +31,13 @@ class Column:
     registry's, :func:`rmbench.core.metric_registry.metric_def`)."""
 
     task: str
+    """The task's column group (``ties``; ``ties#2`` for a second task key of that name)."""
     metric: str
     header: str
+    """The column's heading, as the table shows it."""
     eps: float | None = None
     eps_unit: str | None = None
+    """How eps is measured (``sigma`` or ``raw``); None: the metric does not depend on eps."""
     subset: str | None = None
     higher_is_better: bool | None = None
 
@@ -64,10 +67,14 @@ class Table:
     ``failed``: the runs of its tasks that failed, each a line under it (never a row)."""
 
     title: str
+    """The table's title (shown as a heading unless it is the lone headline table)."""
     key_headers: tuple[str, ...]
+    """The headings of the key cells that name each row (``model``; ``model``, ``task``, ``shift``)."""
     columns: tuple[Column, ...]
     rows: tuple[tuple[tuple[str, ...], tuple[Estimate | None, ...]], ...]
+    """(keys, one estimate per column: None where the run has no such record) for each row."""
     caption: str = ""
+    """What the cells are (the CIs, the eps unit); "" where nothing needs saying."""
     failed: tuple[FailedRun, ...] = ()
 
     def failed_lines(self) -> list[str]:
@@ -178,6 +185,7 @@ class Section:
     """One table of a leaderboard as every format shows it."""
 
     table: Table
+    """The table shown."""
     heading: bool
     """Show the table's title: every table but a lone headline table (the document's own)."""
     caption: str

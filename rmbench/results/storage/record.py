@@ -45,18 +45,25 @@ class Estimate:
     """A value and its 95% bootstrap interval; nan means "not defined here" (null in JSON)."""
 
     value: float
+    """The point estimate, on all the data (nan, null in JSON: not defined here)."""
     ci_low: float | None = None
+    """The 95% bootstrap interval's lower end (None, null in JSON: no interval)."""
     ci_high: float | None = None
+    """The interval's upper end (None, null in JSON: no interval)."""
 
     @property
     def defined(self) -> bool:
+        """Whether the value is a number (not nan)."""
         return not math.isnan(self.value)
 
     @property
     def has_ci(self) -> bool:
+        """Whether both ends of the interval are known."""
         return self.ci_low is not None and self.ci_high is not None
 
     def format(self, digits: int = 3) -> str:
+        """``0.812 [0.790, 0.834]`` to ``digits`` places (no interval: the value alone; not defined:
+        ``–``)."""
         if not self.defined:
             return "–"
         if not self.has_ci:

@@ -79,8 +79,12 @@ def headline_metrics(task: TaskResult) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class TrackedMetric:
+    """One metric record of a run as a tracker logs it, under its tracker-neutral ``key``
+    (:func:`metric_key`: ``TASK[/subset/SUBSET][/shift/SHIFT]/METRIC[_epsE]``)."""
+
     key: str
     record: MetricRecord
+    """The record: its value, CI, task, subset, shift and eps."""
 
     def numbers(self) -> dict[str, float]:
         """``key``, ``key_ci_low``, ``key_ci_high``: those that are defined."""
@@ -159,12 +163,19 @@ class TrackedRun:
 
     name: str
     folder: Path
+    """The run folder."""
     record: RunRecord
+    """The run's record (results.json, read)."""
     config: Mapping[str, Any]
+    """What the run measured and how, as a tracker's run config (:func:`run_config`)."""
     metrics: tuple[TrackedMetric, ...]
+    """Every headline number, each under its key (:func:`tracked_metrics`)."""
     tables: tuple[tuple[str, pd.DataFrame], ...]
+    """(key, table) for each table of the run's leaderboard, as a tracker's table."""
     results: Path
+    """A copy of results.json (``rmbench-results.json``) in a temporary folder."""
     report: Path
+    """The run's HTML report (``report.html``) in that temporary folder."""
 
     def scalars(self) -> dict[str, float]:
         """Every number of :attr:`metrics`, by key."""
@@ -175,6 +186,7 @@ class TrackedRun:
 
     @property
     def files(self) -> tuple[Path, ...]:
+        """The files a tracker uploads as artifacts: the results copy and the report."""
         return (self.results, self.report)
 
 

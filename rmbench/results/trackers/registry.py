@@ -23,6 +23,15 @@ TRACKERS.register("trackio", "rmbench.results.trackers.trackio_sink:TrackioSink"
                   description="trackio (a local database in TRACKIO_DIR, or a Space)")
 
 
+def register_tracker(name: str, sink: type[TrackerSink] | str, description: str = "") -> None:
+    """Register a tracker in this process (plugin API: ``rmbench.plugins.register_tracker``): a
+    :class:`~rmbench.results.trackers.sink.TrackerSink` subclass, or a lazy ``"module:Class"``
+    string naming one. ``--log-to {name}`` then works as a built-in one does; a name already
+    registered is a :class:`~rmbench.registry.RegistryError`. An installed package registers
+    through the ``rmbench.trackers`` entry-point group instead, so that every process sees it."""
+    TRACKERS.register(name, sink, description=description, origin=f"register_tracker({name!r})")
+
+
 def trackers_help() -> str:
     """The trackers, for ``--log-to``'s help."""
     return ", ".join(TRACKERS.names())

@@ -55,11 +55,13 @@ class TrackerSink(ABC):
     """One tracker: :meth:`check` before any model is scored, :meth:`log` once per run."""
 
     name: ClassVar[str]
+    """What ``--log-to`` names."""
     library: ClassVar[str]
     """The module imported to log (``wandb``; ``tensorboard`` for TensorBoard's event files)."""
     package: ClassVar[str]
     """What pip installs (``mlflow-skinny``)."""
     extra: ClassVar[str]
+    """The extra of rmbench that installs the library (``pip install 'rmbench[wandb]'``)."""
     options: ClassVar[tuple[Option, ...]]
     """``--log-arg NAME.KEY=VALUE`` keys, each an :class:`~rmbench.core.options.Option` (the record
     formats and engines declare theirs with) saying what it sets (and its environment variable);
