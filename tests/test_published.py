@@ -817,3 +817,16 @@ def test_a_file_that_does_not_bind_never_says_done(tmp_path):
     assert done.returncode != 0
     assert "done" not in done.stderr and "done" not in done.stdout, done.stderr
     assert "matches 5 of 10 items of the task's data" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("source, text", [("judgebench", "[" * 100_000 + "]" * 100_000 + "\n"),
+                                          ("rmb", "[" * 100_000 + "]" * 100_000),
+                                          ("rewardbench2", '{"a": ' * 100_000 + "1" + "}" * 100_000)])
+def test_a_deeply_nested_published_file_is_one_line_not_a_recursion_error(tmp_path, source, text):
+    from rmbench.models.published_files import read_published
+
+    path = tmp_path / "deep.json"
+    path.write_text(text)
+    with pytest.raises(DataError, match="nested deeper") as info:
+        read_published(source, path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)

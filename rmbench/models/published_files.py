@@ -218,6 +218,8 @@ def read_judgebench(data: bytes, location: str) -> PublishedScores:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(f"not JSON: {exc.msg}", path=location, line=line_no) from None
+        except RecursionError:
+            raise DataError(TOO_DEEP, path=location, line=line_no) from None
         pair_id, label, verdict, scores, n_games = _judgebench_row(row, location, line_no)
         games.add(n_games)
         utilities = (1, 0) if LABELS[label] == A_BETTER else (0, 1)
@@ -251,7 +253,7 @@ def _judgebench_model(data: bytes, location: str) -> str | None:
     line = next((x for x in data.decode("utf-8", errors="replace").splitlines() if x.strip()), "")
     try:
         row = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         row = None
     if isinstance(row, dict):
         if isinstance(row.get("judge_model"), str) and row["judge_model"].strip():
@@ -367,7 +369,7 @@ def sniff_format(data: bytes) -> str | None:
     judgments); None when it is none of them (its reader then says what is wrong)."""
     try:
         doc = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         doc = None
     if isinstance(doc, list):
         first = doc[0] if doc else None
@@ -385,7 +387,7 @@ def sniff_format(data: bytes) -> str | None:
     try:
         line = next((x for x in data.decode("utf-8").splitlines() if x.strip()), "")
         row = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     if isinstance(row, dict) and "pair_id" in row:
         return FORMAT_NAMES["judgebench"] if "judgments" in row else "JudgeBench data (pairs without judgments)"
@@ -420,7 +422,7 @@ def recorded_model(source: str, path: Path | str) -> str | None:
         if source == "rmb":
             return _rmb_model(str(path))
         doc = json.loads(Path(path).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     model = doc.get("model") if isinstance(doc, dict) else None
     return model.strip() if isinstance(model, str) and model.strip() else None
@@ -443,11 +445,15 @@ def read_published(source: str, path: Path | str) -> PublishedScores:
 
 # --- helpers ----------------------------------------------------------------------------------
 
+TOO_DEEP = "JSON nested deeper than Python's parser goes (no published format nests more than a few levels)"
+
 def _json(data: bytes, location: str) -> Any:
     try:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"not JSON: {exc}", path=location) from None
+    except RecursionError:
+        raise DataError(TOO_DEEP, path=location) from None
 
 
 def _is_number(x: Any) -> TypeGuard[int | float]:
