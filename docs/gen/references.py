@@ -430,8 +430,8 @@ def schema_page(schema: dict) -> str:
            "Read a run in code with `rmbench.read_run(folder)`; what a run folder holds: "
            "[Run folders](../how-to/publish.md#run-folders).\n\n"]
     for name, d in schema["$defs"].items():
-        out.append(f"## {name}\n\n{_plain_roles(d.get('description', ''))}\n\n| field | type | required | description |\n"
-                   "|---|---|---|---|\n")
+        out.append(f"## {name}\n\n{_plain_roles(d.get('description', ''))}\n\n"
+                   "| field | type | required | description |\n|---|---|---|---|\n")
         for field, s in d["properties"].items():
             out.append(f"| `{field}` | {_cell(_type_text(s))} | {'yes' if field in d['required'] else ''} | "
                        f"{_cell(s.get('description', ''))} |\n")
