@@ -295,3 +295,16 @@ def test_every_page_fits_a_1400_px_window(site, tmp_path):
         if m["page"] > m["inner"] or m["over"] > 2:
             worst.append((str(page.relative_to(site)), m))
     assert not worst, worst
+
+
+def test_each_page_says_where_the_code_it_includes_lives():
+    """A snippet include (``--8<-- "tests/plugin_pkg/..."``) shows nothing on GitHub: the line before
+    its code block names the file, so the page reads there too."""
+    missing = []
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            m = re.match(r'\s*--8<-- "((?:tests|examples)/[^":]+)', line)
+            if m and not (i >= 3 and f"`{m.group(1)}`" in lines[i - 3]):
+                missing.append(f"{page.relative_to(REPO)}:{i + 1} {m.group(1)}")
+    assert not missing
