@@ -141,6 +141,20 @@ class _Entry:
     module: str = ""
     """The module an entry point's ``"module:attr"`` names."""
     source: PluginSource | None = None
+    described: bool = True
+    """False for an entry point until :meth:`Registry.describe` has read its object's own description."""
+
+
+def _own_description(value: Any) -> str:
+    """What ``value`` says of itself: a non-empty ``description`` string attribute, else the
+    first paragraph of its docstring as one line; "" when neither."""
+    own = getattr(value, "description", None)
+    if isinstance(own, str) and own.strip():
+        return " ".join(own.split())
+    if type(value).__module__ == "builtins" and not callable(value):  # a dict's docstring is dict's
+        return ""
+    doc = inspect.getdoc(value) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
 
 
 class Registry(Generic[T]):
@@ -180,6 +194,7 @@ class Registry(Generic[T]):
                 continue  # RMBENCH_PLUGINS leaves this distribution out
             origin = f"entry point {ep.name!r} of {dist.name if dist else 'an installed package'}"
             self.register(ep.name, ep.value, origin=origin, description=f"plugin ({ep.value})", dist=dist)
+            self._entries[ep.name].described = False  # describe() reads what it loads
 
     def __contains__(self, name: str) -> bool:
         self._load_entry_points()
@@ -190,8 +205,17 @@ class Registry(Generic[T]):
         return sorted(self._entries)
 
     def describe(self, name: str) -> tuple[str, str]:
-        """(description, origin) of a name."""
+        """(description, origin) of a name. An entry point's description is its object's own:
+        its ``description`` attribute (a task kind's), else its docstring's first paragraph;
+        ``plugin (module:attr)`` when it has neither or does not load (``load_error`` says why).
+        Reading it imports the plugin's module, as ``load_error`` does."""
         e = self._entry(name)
+        if not e.described and e.dist is not None:  # a distribution's entry point: listings load it anyway
+            try:
+                value = self.get(name)
+            except RegistryError:
+                return e.description, e.origin
+            e.description, e.described = _own_description(value) or e.description, True
         return e.description, e.origin
 
     def load_error(self, name: str) -> str | None:

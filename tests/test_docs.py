@@ -109,6 +109,34 @@ def test_the_site_builds_strict(site):
     assert (site / "index.html").is_file()
 
 
+_LITERAL_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const|type):(?:<code>|`)")
+
+
+@pytest.mark.slow
+def test_no_page_of_the_built_site_shows_a_sphinx_role_literally(site):
+    """Docstrings cross-reference with Sphinx roles; on the site they are links (docs/gen/sphinx_roles.py)
+    or plain code, never ``:class:`X``` as written."""
+    shown = {str(page.relative_to(site)): len(_LITERAL_ROLE.findall(page.read_text(encoding="utf-8")))
+             for page in site.rglob("*.html")}
+    assert {page: n for page, n in shown.items() if n} == {}
+    api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    # :class:`Counted` in MetricDef's docstring resolves, in its module's scope, to the documented Counted
+    assert 'href="#rmbench.core.metric_def.Counted"><code>Counted</code></a>' in api
+
+
+def test_a_sphinx_role_becomes_a_cross_reference_or_plain_code():
+    sys.path.insert(0, str(REPO / "docs" / "gen"))
+    import sphinx_roles
+
+    targets = {"pkg.mod.Counted": "pkg.api.Counted", "pkg.mod.Counted.of": "pkg.api.Counted.of"}
+    resolve = {"Counted": "pkg.mod.Counted"}.__getitem__
+    text = ("see :class:`Counted`, :meth:`~pkg.mod.Counted.of`, :func:`pkg.other.f`, :mod:`pkg.mod`, "
+            ":data:`the limit <pkg.mod.LIMIT>` and :py:class:`Missing`")
+    assert sphinx_roles.rewrite(text, resolve, targets) == (
+        "see [`Counted`][pkg.api.Counted], [`of()`][pkg.api.Counted.of], `pkg.other.f()`, `pkg.mod`, "
+        "`the limit` and `Missing`")
+
+
 class _Sections(HTMLParser):
     """A built page's h2 sections: {heading text: {"text": the section's text, "rows": [[cell text,
     ...], ...]}}; text is the page's text as a browser shows it (tags dropped, entities read)."""
@@ -267,3 +295,16 @@ def test_every_page_fits_a_1400_px_window(site, tmp_path):
         if m["page"] > m["inner"] or m["over"] > 2:
             worst.append((str(page.relative_to(site)), m))
     assert not worst, worst
+
+
+def test_each_page_says_where_the_code_it_includes_lives():
+    """A snippet include (``--8<-- "tests/plugin_pkg/..."``) shows nothing on GitHub: the line before
+    its code block names the file, so the page reads there too."""
+    missing = []
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            m = re.match(r'\s*--8<-- "((?:tests|examples)/[^":]+)', line)
+            if m and not (i >= 3 and f"`{m.group(1)}`" in lines[i - 3]):
+                missing.append(f"{page.relative_to(REPO)}:{i + 1} {m.group(1)}")
+    assert not missing

@@ -228,3 +228,46 @@ def test_a_download_off_a_terminal_prints_plain_progress_lines(server, capsys, m
     assert lines[0].startswith("downloading big.jsonl from ")
     assert any(line.startswith("downloading big.jsonl: ") and "MB/s, elapsed" in line for line in lines[1:-1]), lines
     assert lines[-1].startswith("downloading big.jsonl: done, ") and "(100%)" in lines[-1], lines
+
+
+# --- pin manifests: the checksums a task ships as package data ---------------------------------
+
+def _manifest(tmp_path, files):
+    path = tmp_path / "pins.json"
+    path.write_text(json.dumps({"base": "https://raw.githubusercontent.com/org/repo/abc/data/", "suffix": ".jsonl",
+                                "files": files}))
+    return path
+
+
+def test_a_pin_manifest_entry_with_a_wrong_checksum_is_refused_in_one_line_naming_the_file(tmp_path):
+    path = _manifest(tmp_path, {"good": f"sha256={'a' * 64}", "Split/bad": "sha256=" + "a" * 63})
+    with pytest.raises(DataError) as err:
+        downloads.load_pins(path)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message and "files['Split/bad']" in message
+    assert "sha256=<64 hex digits> or git-blob-sha1=<40 hex digits>" in message
+    with pytest.raises(DataError, match=r"a pin manifest is"):
+        downloads.load_pins(_manifest(tmp_path, ["not", "a", "mapping"]))
+
+
+def test_a_pin_manifest_is_read_through_the_one_mechanism_and_a_served_file_that_differs_is_not_kept(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    blob = hashlib.sha1(f"blob {len(PAIRS)}\0".encode() + PAIRS).hexdigest()
+    pins = downloads.load_pins(_manifest(tmp_path, {"My pairs": f"git-blob-sha1={blob}",
+                                                    "other": f"SHA256={_sha(PAIRS).upper()}"}))
+    assert pins == {"My pairs": f"https://raw.githubusercontent.com/org/repo/abc/data/My%20pairs.jsonl"
+                                f"#git-blob-sha1={blob}",
+                    "other": f"https://raw.githubusercontent.com/org/repo/abc/data/other.jsonl#sha256={_sha(PAIRS)}"}
+    folder = tmp_path / "mirror" / "raw.githubusercontent.com/org/repo/abc/data"
+    folder.mkdir(parents=True)
+    (folder / "My pairs.jsonl").write_bytes(PAIRS)
+    monkeypatch.setenv(downloads.MIRROR_ENV, str(tmp_path / "mirror"))
+    remote = downloads.parse_remote(pins["My pairs"])
+    assert remote.algorithm == "git-blob-sha1" and downloads.fetch(remote).read_bytes() == PAIRS
+    assert downloads.cached_path(remote).parent.name == f"git-blob-sha1-{blob}"
+    wrong = downloads.parse_remote(pins["My pairs"].replace(blob, "0" * 40))
+    with pytest.raises(DataError, match=rf"My%20pairs.jsonl.*has git-blob-sha1 {blob}, not the declared 0{{40}}; "
+                                        rf"it was not kept"):
+        downloads.fetch(wrong)
+    assert not downloads.cached_path(wrong).exists()

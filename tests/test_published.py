@@ -616,18 +616,18 @@ def test_rmb_published_result_replays_the_accuracy_it_records(tmp_path):
     """RMB's real result file and its scenario's data, through RMBENCH_MIRROR (or the download
     cache): the replayed scenario accuracy is my_run_rm.py's ``sum(results) / len(results)``."""
     from rmbench.tasks.downloads import MIRROR_ENV, fetch, is_cached, parse_remote
-    from rmbench.tasks.rmb import RMB_GIT_BLOBS, fetch_git_blob, git_blob_cached_path, parse_git_blob
+    from rmbench.tasks.rmb import RMB_GIT_BLOBS
 
     data_source = RMB_GIT_BLOBS[RMB_SCENARIO]
     remote = parse_remote(RMB_RESULT)
     assert remote is not None
     if not os.environ.get(MIRROR_ENV) and not (is_cached(remote)
-                                               and git_blob_cached_path(*parse_git_blob(data_source)).is_file()):
+                                               and is_cached(parse_remote(data_source))):
         pytest.skip(f"RMB's result file and its scenario's data are not in the download cache and {MIRROR_ENV} is not "
                     f"set (tests need no network): point {MIRROR_ENV} at a mirror of raw.githubusercontent.com")
     try:
         result = fetch(remote)
-        fetch_git_blob(*parse_git_blob(data_source))
+        fetch(parse_remote(data_source))
     except DataError as exc:
         pytest.skip(f"RMB's result file or its scenario's data cannot be had here (set RMBENCH_MIRROR to a mirror "
                     f"that serves raw.githubusercontent.com/Zhou-Zoey/RMB-Reward-Model-Benchmark/{RMB_COMMIT}/...): "

@@ -213,3 +213,35 @@ def test_tasks_and_models_list_show_a_plugin_that_fails_to_import_as_broken(tmp_
     line = next(ln for ln in result.output.splitlines() if "brokenkind" in ln)
     assert "(broken kind)" in line and "BROKEN:" in line and "needs libfoo 2" in line, line
     assert "(broken kind)" not in result.output.replace(line, "")  # the built-in kinds load
+
+
+# --- a plugin is listed with its own description ------------------------------------------------
+
+@pytest.mark.parametrize(("command", "module", "code"), [
+    ("tasks", "rmbench.tasks", "class Thing:\n    description = 'Fake pairs:  the plugin task kind'\n"),
+    ("models", "rmbench.models", "class Thing:\n    '''Fake pairs: the plugin model kind.\n\n    Details.'''\n")])
+def test_tasks_and_models_list_show_a_plugin_s_own_description(tmp_path, monkeypatch, command, module, code):
+    import importlib
+    import sys
+
+    from typer.testing import CliRunner
+
+    from rmbench.cli.app import app
+
+    registry = getattr(importlib.import_module(module), "TASK_KINDS" if command == "tasks" else "MODEL_KINDS")
+    registry.names()
+    (tmp_path / "fake_described_plugin.py").write_text(code)
+    info = tmp_path / "fake_described_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-described-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{module}]\nfakekind = fake_described_plugin:Thing\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RMBENCH_PLUGINS", "fake-described-plugin")
+    monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    result = CliRunner().invoke(app, [command, "list"], env={"COLUMNS": "400"})
+    sys.modules.pop("fake_described_plugin", None)
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "fakekind" in ln)
+    assert f"Fake pairs: the plugin {command[:-1]} kind" in line and "plugin (" not in line, line
+    assert "fake-described-plugin" in line  # the source column still names the distribution

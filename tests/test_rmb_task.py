@@ -28,7 +28,7 @@ from rmbench.core.types import Message
 from rmbench.errors import DataError
 from rmbench.tasks import downloads
 from rmbench.tasks.loading import load_groups, load_task, task_spec_with_args, task_spec_with_data
-from rmbench.tasks.rmb import RMB_COMMIT, RMB_FILES, RMB_GIT_BLOBS, RMBTask, git_blob_cached_path, git_blob_id, rmb_url
+from rmbench.tasks.rmb import RMB_COMMIT, RMB_FILES, RMB_GIT_BLOBS, RMBTask, rmb_url
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = "Pairwise_set/Helpfulness/Code/Documentation"
@@ -265,6 +265,10 @@ def test_the_entry_pins_every_scenario_file_at_the_commit():
                                      f"{RMB_COMMIT}/RMB_dataset/") and " " not in remote.url
     assert "Idea%20Development.json#git-blob-sha1=" in RMB_GIT_BLOBS[
         "Pairwise_set/Helpfulness/Brainstorming/Idea Development"]
+    # the checksums live in the package's manifest, read by the one pinning mechanism of downloads.py
+    manifest = REPO / "rmbench" / "tasks" / "data" / "rmb_pins.json"
+    assert downloads.load_pins(manifest) == files and RMB_COMMIT in json.loads(manifest.read_text())["base"]
+    assert '"rmbench.tasks.data" = ["*.json"]' in (REPO / "pyproject.toml").read_text()  # shipped in the wheel
 
 
 def test_git_blob_id_is_gits():
@@ -272,7 +276,7 @@ def test_git_blob_id_is_gits():
     import tempfile
     with tempfile.NamedTemporaryFile(delete=False) as f:
         f.write(b"hello\n")
-    assert git_blob_id(Path(f.name)) == "ce013625030ba8dba906f756967f9e9ca394464a"
+    assert downloads.git_blob_id(Path(f.name)) == "ce013625030ba8dba906f756967f9e9ca394464a"
     Path(f.name).unlink()
 
 
@@ -297,10 +301,10 @@ def test_the_pinned_files_download_once_through_the_mirror_and_are_verified(mirr
         mirror.files["/" + downloads.mirror_tail(rmb_url(key))] = body  # as urllib asks for it: %20
     spec = task_spec_with_args(entry(), {"set": "pairwise", "category": "Helpfulness"})
     # the synthetic file is not the published one: its checksum differs and nothing is cached
-    with pytest.raises(DataError, match=r"Brainstorming/Idea%20Development.json.*git blob id .*not the declared "
+    with pytest.raises(DataError, match=r"Brainstorming/Idea%20Development.json.*has git-blob-sha1 .*not the declared "
                                         r"7b3f42e.*not kept"):
         load_groups(spec)
-    assert not git_blob_cached_path(rmb_url(idea), RMB_GIT_BLOBS[idea][-40:]).exists()
+    assert not downloads.cached_path(downloads.parse_remote(RMB_GIT_BLOBS[idea])).exists()
     with pytest.raises(DataError, match=rf"Code/Documentation.json.*has sha256 "
                                         rf"{hashlib.sha256(served[DOC]).hexdigest()}, not the declared"):
         load_groups(task_spec_with_args(spec, {"paths": {DOC: RMB_FILES[DOC]}, "git_blobs": {}}))

@@ -5,7 +5,15 @@ A web source is written ``https://HOST/PATH#sha256=HEX`` (pip's form of a pinned
 a task takes a path: a task entry's ``path`` / ``paths``, or ``--data TASK=URL#sha256=HEX``.
 The checksum is required: it is what makes the data the published data, and the cache is keyed
 by it (``$XDG_CACHE_HOME/rmbench/downloads/HEX/NAME``). A download that is cut short or whose
-sha256 differs is an error and is never cached; the partial file is removed.
+checksum differs is an error and is never cached; the partial file is removed. A file published
+in a git repository may instead be pinned by the id git gives its bytes,
+``URL#git-blob-sha1=HEX`` (sha1 of ``"blob <size>\\0"`` + bytes, what a commit's tree records;
+cached under ``downloads/git-blob-sha1-HEX/NAME``).
+
+A task that pins many files keeps their checksums in a data manifest shipped with the package,
+not in its code: :func:`load_pins` reads one (``{"base": URL, "files": {KEY: "sha256=HEX" |
+"git-blob-sha1=HEX"}}``, each file at ``base`` + the URL-quoted ``KEY`` + ``suffix``) into
+``KEY -> URL#ALGORITHM=HEX`` sources, checked entry by entry.
 
 ``RMBENCH_MIRROR=PREFIX`` serves air-gapped machines the way ``HF_ENDPOINT`` serves the hub: a
 source ``https://HOST/PATH`` is fetched from ``PREFIX/HOST/PATH`` instead (the checksum still
@@ -15,6 +23,7 @@ decides whether the file is the right one). PREFIX is a URL prefix or a local fo
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import sys
@@ -30,15 +39,19 @@ from rmbench.paths import user_cache_dir
 MIRROR_ENV = "RMBENCH_MIRROR"
 TIMEOUT_S = 30.0
 """Seconds to wait for a server's answer (per read, not for the whole transfer)."""
-_CHECKSUM = re.compile(r"sha256=([0-9a-f]{64})")
+SHA256, GIT_BLOB = "sha256", "git-blob-sha1"
+_CHECKSUM = re.compile(r"(sha256)=([0-9a-f]{64})|(git-blob-sha1)=([0-9a-f]{40})")
+_PIN_FORMS = "sha256=<64 hex digits> or git-blob-sha1=<40 hex digits>"
 
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """A published file: where it lives and the sha256 of its bytes."""
+    """A published file: where it lives and the checksum of its bytes (``sha256`` holds the hex
+    digest; ``algorithm`` says which: ``"sha256"`` or ``"git-blob-sha1"``)."""
 
     url: str
     sha256: str
+    algorithm: str = SHA256
 
     @property
     def name(self) -> str:
@@ -46,7 +59,26 @@ class RemoteFile:
         return Path(urllib.parse.urlparse(self.url).path).name or "download"
 
     def text(self) -> str:
-        return f"{self.url}#sha256={self.sha256}"
+        return f"{self.url}#{self.algorithm}={self.sha256}"
+
+    def digest_of(self, path: Path) -> str:
+        """The checksum of ``path``'s bytes by this file's algorithm."""
+        if self.algorithm == GIT_BLOB:
+            return git_blob_id(path)
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        return h.hexdigest()
+
+
+def git_blob_id(path: Path) -> str:
+    """The id git gives a file's bytes: sha1 of ``b"blob <size>\\0"`` followed by them."""
+    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def is_web_source(text: str) -> bool:
@@ -54,16 +86,39 @@ def is_web_source(text: str) -> bool:
 
 
 def parse_remote(text: str) -> RemoteFile | None:
-    """``URL#sha256=HEX`` -> a RemoteFile; None for anything that is not a URL; a URL without a
-    valid checksum is a :class:`DataError`."""
+    """``URL#sha256=HEX`` (or ``URL#git-blob-sha1=HEX``) -> a RemoteFile; None for anything that
+    is not a URL; a URL without a valid checksum is a :class:`~rmbench.errors.DataError`."""
     if not is_web_source(text):
         return None
     url, _, fragment = text.partition("#")
     match = _CHECKSUM.fullmatch(fragment.strip().lower())
     if match is None:
         raise DataError("a web source needs the sha256 of its file: write URL#sha256=<64 hex digits> "
-                        "(sha256sum FILE prints it)", path=url)
-    return RemoteFile(url, match.group(1))
+                        "(sha256sum FILE prints it) or URL#git-blob-sha1=<40 hex digits>", path=url)
+    if match.group(1):
+        return RemoteFile(url, match.group(2))
+    return RemoteFile(url, match.group(4), GIT_BLOB)
+
+
+def load_pins(manifest: Path) -> dict[str, str]:
+    """A pin manifest (JSON: ``{"base": URL, "suffix": ".json", "files": {KEY: "sha256=HEX"}}``,
+    ``git-blob-sha1=HEX`` also taken) -> ``KEY -> base + quote(KEY) + suffix + "#" + checksum``,
+    the sources a task's ``paths`` holds. A malformed manifest or entry (a checksum of the wrong
+    form or length) is one :class:`~rmbench.errors.DataError` naming the manifest and the key."""
+    where = str(manifest)
+    try:
+        data = json.loads(Path(manifest).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read the pin manifest: {exc}", path=where) from None
+    if not (isinstance(data, dict) and is_web_source(data.get("base", "")) and isinstance(data.get("files"), dict)):
+        raise DataError('a pin manifest is {"base": "https://...", "files": {KEY: "sha256=HEX"}}', path=where)
+    base, suffix = data["base"], str(data.get("suffix", ""))
+    pins = {}
+    for key, checksum in data["files"].items():
+        if not isinstance(checksum, str) or _CHECKSUM.fullmatch(checksum.strip().lower()) is None:
+            raise DataError(f"files[{key!r}]: checksum {checksum!r} is not {_PIN_FORMS}", path=where)
+        pins[key] = f"{base}{urllib.parse.quote(key)}{suffix}#{checksum.strip().lower()}"
+    return pins
 
 
 def source_url(url: str) -> str:
@@ -92,7 +147,8 @@ def mirror_tail(url: str) -> str:
 
 def cached_path(remote: RemoteFile) -> Path:
     """Where the verified copy of ``remote`` lives (content-addressed: one copy per checksum)."""
-    return user_cache_dir() / "downloads" / remote.sha256 / remote.name
+    folder = remote.sha256 if remote.algorithm == SHA256 else f"{remote.algorithm}-{remote.sha256}"
+    return user_cache_dir() / "downloads" / folder / remote.name
 
 
 def is_cached(remote: RemoteFile) -> bool:
@@ -108,7 +164,7 @@ def _how_to_get(url: str) -> str:
 
 def fetch(remote: RemoteFile) -> Path:
     """The local, verified copy of ``remote``: from the cache, or downloaded now (with a progress
-    bar on a terminal, one line otherwise), checked against its length and sha256, and only
+    bar on a terminal, one line otherwise), checked against its length and checksum, and only
     then moved into the cache."""
     dest = cached_path(remote)
     if dest.is_file():
@@ -122,10 +178,12 @@ def fetch(remote: RemoteFile) -> Path:
     part = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     try:
         digest, size = _download(source, part, remote.name)
+        if remote.algorithm != SHA256:
+            digest = remote.digest_of(part)
         if digest != remote.sha256:
-            raise DataError(f"the downloaded file (from {source}, {size} bytes) has sha256 {digest}, not the "
-                            f"declared {remote.sha256}; it was not kept. The source changed or the mirror serves "
-                            f"another file", path=remote.url)
+            raise DataError(f"the downloaded file (from {source}, {size} bytes) has {remote.algorithm} {digest}, "
+                            f"not the declared {remote.sha256}; it was not kept. The source changed or the mirror "
+                            f"serves another file", path=remote.url)
         os.replace(part, dest)
     finally:
         part.unlink(missing_ok=True)
