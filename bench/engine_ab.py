@@ -19,16 +19,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.results import machine_line, write_section
+from bench.results import interleaved, machine_line, write_section
 from rmbench.core.specs import ModelSpec
 from rmbench.core.types import ComparisonGroup
 from rmbench.models import Runtime, build_model
@@ -58,16 +56,6 @@ def short_texts(n: int) -> list[ComparisonGroup]:
                             [1, 0]) for i in range(n // 2)]
 
 
-def interleaved(sides: dict, reps: int) -> dict:
-    times: dict = {name: [] for name in sides}
-    results: dict = {}
-    names = list(sides)
-    for rep in range(reps):
-        for name in names[rep % len(names):] + names[:rep % len(names)]:
-            t0 = time.perf_counter()
-            results[name] = sides[name]()
-            times[name].append(time.perf_counter() - t0)
-    return {name: (statistics.median(times[name]), results[name]) for name in names}
 
 
 def main() -> None:

@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.results import machine_line, write_section
+from bench.results import interleaved, machine_line, write_section
 from rmbench import __version__
 
 WORDS = ("so the total is we add then multiply divide each of the numbers gives answer step next left over "
@@ -109,18 +107,6 @@ def padded_tokens(prm, requests, runtime) -> int:
                                                                          limits.max_batch))
 
 
-def interleaved(sides: dict, reps: int) -> dict:
-    """Each side's median seconds and last result, the sides taking turns in each repetition (in a
-    rotating order), so a burst of load from another process falls on all of them alike."""
-    names = list(sides)
-    times: dict = {name: [] for name in names}
-    results: dict = {}
-    for rep in range(reps):
-        for name in names[rep % len(names):] + names[:rep % len(names)]:
-            t0 = time.perf_counter()
-            results[name] = sides[name]()
-            times[name].append(time.perf_counter() - t0)
-    return {name: (statistics.median(times[name]), results[name]) for name in names}
 
 
 def max_diff(a, b) -> float:

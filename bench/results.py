@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 import platform
 import re
+import statistics
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
@@ -34,3 +38,17 @@ def write_section(name: str, body: str) -> None:
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     RESULTS.write_text(text)
+
+
+def interleaved(sides: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple[float, Any]]:
+    """Each side's median seconds and last result, the sides taking turns in each repetition (in a
+    rotating order), so a burst of load from another process falls on all of them alike."""
+    names = list(sides)
+    times: dict = {name: [] for name in names}
+    results: dict = {}
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            t0 = time.perf_counter()
+            results[name] = sides[name]()
+            times[name].append(time.perf_counter() - t0)
+    return {name: (statistics.median(times[name]), results[name]) for name in names}
