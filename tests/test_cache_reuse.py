@@ -48,7 +48,8 @@ def test_limit_4_then_8_then_4_again_gives_the_first_rewards_bit_for_bit(tiny, t
 def test_a_partly_cached_batch_scores_only_the_rest(tiny):
     from rmbench.core.types import ComparisonGroup
     from rmbench.models.implicit import ImplicitRM
-    from rmbench.scoring.engine import model_requests, request_key, score_groups
+    from rmbench.scoring.cache import request_key
+    from rmbench.scoring.engine import model_requests, score_groups
 
     runtime = Runtime(dtype="float32", device="cpu")
     rm = ImplicitRM(str(tiny["causal"]), runtime=runtime)

@@ -1,7 +1,12 @@
-"""The scoring engine: the only place that calls ``model.score``.
+"""The scoring engine: the one path by which every model is asked for scores (``model.score`` for
+responses, ``model.score_steps`` for a process RM's steps), generic over the request
+(:func:`score_requests`; each kind of request says its key, lengths, scoring and result shape in
+:mod:`rmbench.scoring.requests`; :func:`score_groups` and :func:`rmbench.scoring.steps.score_steps`
+are its two adapters).
 
-1. Flatten the responses of all groups into requests and keep one per distinct input
-   (prompt, response): a response that several groups, tasks or shifts share is scored once.
+1. Flatten the responses of all groups into requests (or take a task's solutions, for steps) and
+   keep one per distinct input (prompt, response; problem, steps): a response that several
+   groups, tasks or shifts share is scored once.
 2. Plan batches: sort by the model's token lengths, longest first, and fill each batch up to
    a budget of padded tokens (count x longest), so batches of short texts are wide and batches
    of long ones narrow; a batch also ends where lengths fall below 90% of its longest, which
@@ -40,7 +45,7 @@ from rmbench.models.base import GroupContextModel, RewardModel, Runtime, ScoreRe
 from rmbench.models.batching import BatchLimits, batch_limits
 from rmbench.results.storage.engine_stats import EngineStats
 from rmbench.scoring.backends import LocalBackend
-from rmbench.scoring.cache import ScoreCache, request_key  # noqa: F401 (re-exported: tests import it here)
+from rmbench.scoring.cache import ScoreCache
 from rmbench.scoring.engines import Backend
 from rmbench.scoring.requests import RESPONSES, Request, kind_of
 

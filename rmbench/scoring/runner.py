@@ -29,8 +29,7 @@ from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.core.types import ComparisonGroup, split_by_group
 from rmbench.core.unscored import drop_unscored
 from rmbench.errors import ConfigError, ModelError, RMBenchError
-from rmbench.models.base import CallingModel, RewardModel, Runtime, close_parts, parts, tokenized_parts
-from rmbench.models.step_model import StepRequest, StepScoringModel
+from rmbench.models.base import CallingModel, RewardModel, close_parts, parts, tokenized_parts
 from rmbench.models.threads import ThreadGovernor
 from rmbench.registry import PluginSource
 from rmbench.results.statistics.summary import summarize, task_score_records
@@ -57,7 +56,7 @@ from rmbench.scoring.engine import model_requests, requests_for, score_groups
 from rmbench.scoring.engines import Backend, make_backend, recorded_backend
 from rmbench.scoring.planning import LoadedTask, ModelFactory, RunPlan, plan_run
 from rmbench.scoring.plugins_used import run_plugins
-from rmbench.scoring.steps import score_steps, step_cache
+from rmbench.scoring.steps import StepCache, step_task_rewards
 from rmbench.scoring.timeout import BatchDeadline
 from rmbench.tasks.base import as_task_scores
 
@@ -284,10 +283,15 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
                            sum(t.n_responses for t in response_tasks)) if progress and response_tasks else None
         all_rewards, stats = score_groups(model, all_groups, runtime, advance, cache, backend, factory,
                                           name=model_spec.name)
-        step_cache_on = use_cache and not calls
-        step_rewards, step_stats = _score_step_tasks(model, [t for t in loaded if t.task.steps], runtime,
-                                                     StepCacheChoice(step_cache_on, execution.cache_dir, warn),
-                                                     progress, model_spec.name, measured.limit, backend, factory)
+        step_tasks = [t for t in loaded if t.task.steps]
+        step_bar = None
+        if progress and step_tasks:
+            step_bar = _progress_bar(progress, f"{model_spec.name} on {', '.join(t.spec.name for t in step_tasks)}"
+                                               f"{limit_note(measured.limit, step_tasks)}",
+                                     sum(len(t.groups) for t in step_tasks), "solutions")
+        step_rewards, step_stats = step_task_rewards(
+            model, step_tasks, runtime, StepCache(use_cache and not calls, execution.cache_dir, warn), step_bar,
+            model_spec.name, backend, factory)
         stats = stats.plus(step_stats)
         judgments = _judgments(model, loaded) if calls else None
     finally:
@@ -315,49 +319,6 @@ def _score(plan: RunPlan, progress: ProgressFactory | None, warn: Callable[[str]
     plugins = run_plugins(model, loaded, execution.engine, (m.metric for t in tasks for m in t.metrics))
     record = _record(plan, model.fingerprint(), tasks, execution_record, plugins)
     return record, [row for t, r in zip(loaded, per_task) for row in _reward_rows(t, r)], judgments
-
-
-@dataclasses.dataclass(frozen=True)
-class StepCacheChoice:
-    """Where a run keeps its step scores: ``on`` False for ``--no-cache`` or a judge (whose calls
-    are cached instead); ``cache_dir`` None: the default location, as for response scores."""
-
-    on: bool
-    cache_dir: str | Path | None
-    warn: Callable[[str], None] | None = None
-
-    def open(self, model: StepScoringModel) -> ScoreCache | None:
-        return step_cache(model, self.cache_dir, self.warn) if self.on else None
-
-
-def _score_step_tasks(model: RewardModel, step_tasks: Sequence[LoadedTask], runtime: Runtime,
-                      caching: StepCacheChoice, progress: ProgressFactory | None, name: str,
-                      limit: int | None, backend: Backend | None = None,
-                      factory: ModelFactory | None = None) -> tuple[list[np.ndarray], EngineStats]:
-    """Each step-level task's rewards: the step scores of its solutions, as P(step correct)
-    (a logit-scale model's through the sigmoid), one per step, solutions in order; and what the
-    engine did. The steps run through the one engine (:func:`~rmbench.scoring.steps.score_steps`)
-    on the run's backend, with the model's own step cache (:func:`~rmbench.scoring.steps.step_cache`)."""
-    if not step_tasks:
-        return [], EngineStats()
-    assert isinstance(model, StepScoringModel)  # plan_run checked it
-    groups = [g for t in step_tasks for g in t.groups]
-    requests = [StepRequest(problem=g.prompt if isinstance(g.prompt, str) else "", steps=g.responses, group_id=g.id)
-                for g in groups]
-    advance = _progress_bar(progress, f"{name} on {', '.join(t.spec.name for t in step_tasks)}"
-                                      f"{limit_note(limit, step_tasks)}", len(requests),
-                            "solutions") if progress else None
-    cache = caching.open(model)
-    try:
-        scores, stats = score_steps(model, requests, runtime, cache, advance, name, backend, factory)
-    finally:
-        if cache is not None:
-            cache.close()
-    flat = np.concatenate(scores).astype(np.float64) if scores else np.zeros(0)
-    if model.step_scale == "logit":
-        flat = 1.0 / (1.0 + np.exp(-flat))
-    bounds = np.cumsum([0] + [t.n_responses for t in step_tasks])
-    return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])], stats
 
 
 def _record(plan: RunPlan, fingerprint: str, tasks: tuple[TaskResult, ...], execution: Execution,
