@@ -109,6 +109,34 @@ class LockWaitExpired(TimeoutError):
     """:func:`waiting_lock` waited its ``wait_limit`` and another process still holds the lock."""
 
 
+def try_flock(path: Path, open_file: Callable[[Path], int] | None = None) -> tuple[int | None, str]:
+    """One try at an exclusive ``fcntl.flock`` on the file ``path`` (``open_file(path)`` opens it,
+    made if absent): ``(fd, "")`` with the lock held on the file that is at ``path`` now (a file
+    its last holder removed after we opened it is opened again), or ``(None, pid)`` while another
+    process holds it (pid "" when the holder has not written it yet). Both locks that wait or
+    refuse (:func:`waiting_lock`, the run folder's lock) take theirs through it."""
+    import fcntl
+
+    while True:
+        fd = open_file(path) if open_file is not None else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            except OSError:
+                holder = ""
+            os.close(fd)
+            return None, holder if holder.isdigit() else ""
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:  # its last holder removed it after we opened it
+            same = False
+        if same:
+            return fd, ""
+        os.close(fd)
+
+
 @contextmanager
 def waiting_lock(path: Path, *, wait_limit: float | None = None,
                  on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
@@ -121,7 +149,7 @@ def waiting_lock(path: Path, *, wait_limit: float | None = None,
     holders in one process exclude each other too (a flock belongs to the open file). Where the
     OS has no ``fcntl`` (Windows) no lock is taken."""
     try:
-        import fcntl
+        import fcntl  # noqa: F401  (only asks whether the OS has flock)
     except ImportError:
         yield
         return
@@ -130,27 +158,16 @@ def waiting_lock(path: Path, *, wait_limit: float | None = None,
     deadline = None if wait_limit is None else time.monotonic() + wait_limit
     told, pause = False, 0.05
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-            os.close(fd)
-            if not told and on_wait is not None:
-                on_wait(holder if holder.isdigit() else "")
-            told = True
-            if deadline is not None and time.monotonic() + pause > deadline:
-                raise LockWaitExpired(f"{path} is held by another process") from None
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
-            continue
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:  # its last holder removed it after we opened it
-            same = False
-        if same:
+        fd, holder = try_flock(path)
+        if fd is not None:
             break
-        os.close(fd)
+        if not told and on_wait is not None:
+            on_wait(holder)
+        told = True
+        if deadline is not None and time.monotonic() + pause > deadline:
+            raise LockWaitExpired(f"{path} is held by another process") from None
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)

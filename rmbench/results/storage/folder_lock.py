@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmbench.errors import ConfigError, write_error_text
+from rmbench.files import try_flock
 from rmbench.results.storage.folder import check_writable
 
 LOCK_SUFFIX = ".rmbench-lock"
@@ -57,15 +58,6 @@ def lock_file(out_dir: str | Path) -> Path:
     return parent / f".{folder.name}{LOCK_SUFFIX}"
 
 
-def _holder(fd: int) -> str:
-    """The holder's pid as the lock file says it ("" when it has not written it yet)."""
-    try:
-        text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return ""
-    return text if text.isdigit() else ""
-
-
 def _make_parents(path: Path) -> list[Path]:
     made = []
     for p in reversed(path.parents):
@@ -84,31 +76,17 @@ def _open(out_dir: Path, path: Path) -> int:
 
 
 def _acquire(out_dir: Path) -> _Held:
-    import fcntl
-
     check_writable(out_dir)  # a file, a folder under a file, a read-only folder: said as such
     path = lock_file(out_dir)
     try:
         made = _make_parents(path)
     except OSError as exc:
         raise ConfigError(f"--out {out_dir}: cannot create {path.parent}: {exc.strerror or exc}") from None
-    while True:
-        fd = _open(out_dir, path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder(fd)
-            os.close(fd)
-            raise RunFolderBusy(f"{out_dir} is being written by another rmbench run"
-                                f"{f' (pid {pid})' if pid else ''}; nothing was scored. Wait for it to finish "
-                                f"(the same command then reuses its scores), or choose another --out") from None
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:  # its last holder removed it after we opened it
-            same = False
-        if same:
-            break
-        os.close(fd)
+    fd, pid = try_flock(path, lambda p: _open(out_dir, p))
+    if fd is None:
+        raise RunFolderBusy(f"{out_dir} is being written by another rmbench run"
+                            f"{f' (pid {pid})' if pid else ''}; nothing was scored. Wait for it to finish "
+                            f"(the same command then reuses its scores), or choose another --out")
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
