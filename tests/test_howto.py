@@ -16,8 +16,11 @@ again.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -118,9 +121,10 @@ def _environment(clone: Path, tmp: Path) -> dict[str, str]:
     env = {**os.environ, "PATH": f"{_shims(clone)}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONPATH": str(clone), "COLUMNS": "200", "HOME": str(tmp / "home"),
            "XDG_CACHE_HOME": str(tmp / "cache"), "HF_HOME": str(tmp / "hf"), "HF_HUB_CACHE": str(tmp / "hf" / "hub"),
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRACKIO_DIR": str(tmp / "trackio"),
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "WANDB_SILENT": "true"}
-    env.pop("MLFLOW_TRACKING_URI", None)  # the page's own settings, not the tester's
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_ALLOW_FILE_STORE", "WANDB_MODE", "WANDB_DIR", "TRACKIO_DIR"):
+        env.pop(name, None)  # the page's own settings, not the tester's
     return env
 
 
@@ -130,6 +134,24 @@ def _run_line(command: str, clone: Path, env: dict[str, str]) -> subprocess.Comp
 
 def _is_setup(command: str) -> bool:
     return command.startswith("pip install ")
+
+
+def _install_local_package(command: str, clone: Path, tmp: Path, env: dict[str, str]) -> None:
+    """``pip install [-e] FOLDER`` of a package in the clone, done as tests/test_plugins.py does it:
+    into a folder of the test's own on the commands' PYTHONPATH (its .dist-info is how rmbench finds
+    the entry points), so this Python's environment stays as it was; rmbench then loads that
+    package's plugins (the suite's own runs load none: tests/conftest.py)."""
+    for tool in ("pip", "setuptools"):
+        if importlib.util.find_spec(tool) is None:
+            pytest.skip(f"{tool} is not installed in this Python ({sys.executable}): `{command}` needs it")
+    folder = clone / shlex.split(command)[-1]
+    assert (folder / "pyproject.toml").is_file(), f"`{command}`: no package in {folder}"
+    source, site = tmp / "package" / folder.name, tmp / "site"
+    shutil.copytree(folder, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                    "--target", str(site), str(source)], check=True, capture_output=True, timeout=600)
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(site)])
+    env["RMBENCH_PLUGINS"] = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
 
 
 @pytest.mark.parametrize("page", [p for p in pages() if p not in (*NO_COMMAND, *NEEDS_THE_HUB, *CANNOT_RUN_HERE)])
@@ -144,7 +166,9 @@ def test_the_first_command_block_runs_as_written(page, tmp_path):
     ran = 0
     for command in commands:
         if _is_setup(command):
-            continue  # checked above: the extra is installed
+            if "rmbench[" not in command:  # an extra is checked above, not installed
+                _install_local_package(command, clone, tmp_path, env)
+            continue
         done = _run_line(command, clone, env)
         assert done.returncode == 0, f"{page}: {command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         ran += 1
