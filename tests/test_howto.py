@@ -46,13 +46,14 @@ NEEDS_THE_HUB = {
     "hub-export.md": "a 435M-parameter model from the hub scored on RewardBench 2 and RM-Bench, read from the hub "
                      "(3,000+ prompts: a GPU's work)",
     "prmbench.md": "PRMBench's data, from the hub (or --task-arg source=github, from GitHub)",
+    "published.md": "a model's scores file of RewardBench 2's results dataset and RewardBench 2's data, from the hub "
+                    "(its other lines: files of JudgeBench's and RMB's repositories; tests/test_published.py replays "
+                    "each format offline)",
 }
 """Pages whose first command reads the hub: offline, it must fail at once with the hub's one line."""
 
 CANNOT_RUN_HERE = {
     "prm.md": "a PRM checkpoint of your own (path/to/trl-prm) or a 7B PRM from the hub, on a GPU",
-    "published.md": "published score files: RewardBench 2's results dataset on the hub, JudgeBench's and RMB's "
-                    "files from their repositories (tests/test_published.py replays each format offline)",
     "scale-out.md": "a Ray cluster or 8 GPUs and an 8B reward model of your own (path/to/8b-rm)",
 }
 """Pages whose first command needs what no test machine has, with the reason."""
