@@ -20,7 +20,8 @@ SHELL = ("bash", "sh", "console", "shell")
 
 def shell_blocks(text: str) -> list[str]:
     """The bodies of ``text``'s fenced shell blocks (```bash ...), in order."""
-    return [body for lang, body in re.findall(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", text, flags=re.S | re.M) if lang in SHELL]
+    fenced = re.findall(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", text, flags=re.S | re.M)
+    return [body for lang, body in fenced if lang in SHELL]
 
 
 def joined(block: str) -> str:
