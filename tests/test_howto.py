@@ -105,6 +105,27 @@ def needed_extras(commands: list[str]) -> list[str]:
     return list(dict.fromkeys(extras))
 
 
+TRACKER_DEFAULTS = {
+    "wandb": "wandb/offline-run-1/files/config.yaml",  # W&B's WANDB_DIR: the current folder
+    "mlflow": "mlruns/0/meta.yaml",  # a file: store (mlflow-skinny) where MLFLOW_TRACKING_URI says ./mlruns
+    "mlflow artifacts": "mlartifacts/0/report.html",  # the artifact root of an mlflow server started there
+    "mlflow database": "mlflow.db",  # the full mlflow's default store, sqlite:///mlflow.db
+    "trackio": ".trackio/trackio.db",
+}
+"""What each tracker writes in the current folder when run from a clone's root with its defaults."""
+
+
+def test_what_the_trackers_write_by_default_is_ignored_by_git():
+    """A tracker's default local store, written from the repository's root, leaves ``git status`` clean."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    paths = list(TRACKER_DEFAULTS.values())
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True, text=True)
+    if ignored.returncode == 128:
+        pytest.skip(f"{REPO} is not a git checkout")
+    assert ignored.stdout.split() == paths, f"not ignored by git: {set(paths) - set(ignored.stdout.split())}"
+
+
 def _shims(clone: Path) -> Path:
     """``clone/.venv/bin`` (git ignores ``.venv/``) with ``rmbench`` and ``python`` of this Python,
     first on the commands' PATH: ``rmbench ...`` and ``.venv/bin/rmbench ...`` both run the clone's code."""
