@@ -5,14 +5,14 @@ own set-up, and leaves ``git status`` clean there (every output in a folder git 
 
 The page's set-up is what its block says: ``pip install 'rmbench[EXTRA]'`` is checked, not run
 (the extra's packages must be installed in this Python; the page skips, naming the extra, where
-they are not), ``pip install -e FOLDER`` of a package in the clone installs it into a folder
-of the test's own (as tests/test_plugins.py does), ``.venv/bin/`` is this Python's, and the hub is unreachable (``HF_HUB_OFFLINE``,
-an empty hub cache). A page whose first command cannot run here is declared below with its reason,
-never left out silently: ``NO_COMMAND`` (a page of code or prose, with no shell block),
-``NEEDS_THE_HUB`` (run offline, its first command must stop at once with the hub's one line: it is
-valid as written and wants only the hub) and ``CANNOT_RUN_HERE`` (a GPU, a paid API, a file of
-your own). Each declared page is checked to be as declared, so a page that changes is looked at
-again.
+they are not), ``pip install -e FOLDER`` of a package in the clone installs it into a folder of
+the test's own (as tests/test_plugins.py does), ``.venv/bin/`` is this Python's, and the hub is
+unreachable (``HF_HUB_OFFLINE``, an empty hub cache). A page whose first command cannot run here
+is declared below with its reason, never left out silently: ``NO_COMMAND`` (a page of code or
+prose, with no shell block), ``NEEDS_THE_HUB`` (run offline, its first command must stop at once
+with the hub's one line: it is valid as written and wants only the hub) and ``CANNOT_RUN_HERE``
+(a GPU, a paid API, a file of your own). Each declared page is checked to be as declared, so a
+page that changes is looked at again.
 """
 
 from __future__ import annotations
