@@ -19,8 +19,8 @@ ids and response order rmbench's task for that benchmark gives its items:
 * ``judgebench``: a JudgeBench output file (``outputs/*.jsonl`` of ScalerLab/JudgeBench, one line
   per pair as ``run_judge.py`` writes it: the pair's fields and ``judgments``, one per game, each
   ``{"judgment": {...}, "decision": "A>B" | "B>A" | "A=B" | null}`` or null; the repository's own
-  files hold ``judgments`` as the Python ``repr`` of that list, read here with
-  :func:`ast.literal_eval`). The pair's combined verdict is JudgeBench's ``compute_final_metrics``
+  files hold ``judgments`` as a JSON list, and a string holding the list's Python ``repr`` is read
+  too, with :func:`ast.literal_eval`). The pair's combined verdict is JudgeBench's ``compute_final_metrics``
   rule (:mod:`rmbench.core.judgebench`): one game, its decision; two games,
   sign(v1 - v2) with v2 the reversed game's decision. Rewards: a reward model's recorded scores
   of the first game ``judgment.scores = [r(A), r(B)]`` when every pair records them and they give
