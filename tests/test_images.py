@@ -243,3 +243,59 @@ def test_baselines_read_no_prompt_and_score_image_tasks(tmp_path):
     _task(tmp_path, {"a.png": RED, "b.png": BLUE})
     result = evaluate(EvalConfig(model="length", tasks=("vis",), include=(str(tmp_path),), n_bootstrap=20))
     assert (result.tasks[0].counts.groups, result.tasks[0].counts.responses) == (2, 6)
+
+
+# --- judges: a prompt's images go to the server as image_url parts -------------------------------
+
+def _judge_reply(body: dict) -> str:
+    """A rating judge that reads the colour of the image it is sent: red answers rate 9, others 2."""
+    content = body["messages"][-1]["content"]
+    url = content[1]["image_url"]["url"]
+    data = base64.b64decode(url.partition(",")[2])
+    return f"Rating: {9 if data == RED else 2}"
+
+
+def test_a_judge_sends_each_prompt_image_and_caches_its_calls_by_content(tmp_path):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from judge_server import ScriptedServer
+
+    images = {"a.png": RED, "b.png": BLUE}
+    for folder in ("first", "second"):
+        _task(tmp_path / folder, images)
+    with ScriptedServer(reply=_judge_reply) as server:
+        def run(folder: str):
+            cfg = EvalConfig(model="judge:judge-model", model_args=(("base_url", server.base_url),), tasks=("vis",),
+                             include=(str(tmp_path / folder),), n_bootstrap=20, cache_dir=str(tmp_path / "cache"))
+            return evaluate(cfg, out_dir=tmp_path / f"run-{folder}")
+        run("first")
+        sent = server.chat_requests()
+        assert len(sent) == 6
+        for body in sent:
+            text, image = body["messages"][-1]["content"]
+            assert text["type"] == "text" and "Describe image" in text["text"]
+            assert image["type"] == "image_url" and image["image_url"]["url"].startswith("data:image/png;base64,")
+        red = [b for b in sent if "Describe image 0" in b["messages"][-1]["content"][0]["text"]]
+        assert {base64.b64decode(b["messages"][-1]["content"][1]["image_url"]["url"].partition(",")[2])
+                for b in red} == {RED}
+        rows = [json.loads(line) for line in (tmp_path / "run-first" / "rewards.jsonl").read_text().splitlines()]
+        assert sorted({r["reward"] for r in rows}) == [2.0, 9.0]
+        run("second")  # the same pixels under another folder: every call from the call cache
+        assert len(server.chat_requests()) == 6
+
+
+def test_anthropic_batch_params_carry_image_blocks():
+    from rmbench.models.judge.batch_providers import anthropic_params
+    from rmbench.models.judge.wire import ChatRequest
+
+    image = Image.from_bytes(RED)
+    request = ChatRequest((("system", "Be fair."), ("user", "Which is red?")), images=((), (image,)))
+    params = anthropic_params(request, "claude")
+    assert params["system"] == "Be fair."
+    assert params["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "Which is red?"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": base64.b64encode(RED).decode()}}]}]
+    keyed = request.body("m", keyed=True)["messages"][1]["content"][1]
+    assert keyed == {"type": "image_url", "image_url": {"url": f"sha256:{image.sha256}"}}
+    assert ChatRequest((("user", "hi"),)).body("m") == ChatRequest((("user", "hi"),), images=((),)).body("m")

@@ -67,9 +67,9 @@ class Image:
 
     sha256: str
     """sha256 of the image's bytes (hex): its identity in every key."""
-    mime: str = field(compare=False)
+    mime: str = field(compare=False, repr=False)
     """Its MIME type, sniffed from the bytes (:func:`sniff_mime`)."""
-    source: str = field(default="", compare=False)
+    source: str = field(default="", compare=False, repr=False)
     """Where its bytes live: an absolute file path, or ``""`` when they are held (:attr:`data`)."""
     data: bytes | None = field(default=None, compare=False, repr=False)
     """The bytes, held for an image given as bytes or a data URL; None for a file (read again)."""

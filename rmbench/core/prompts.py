@@ -23,7 +23,7 @@ from typing import Any
 from rmbench.core.images import Image
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Message:
     """One chat message of a prompt given as a conversation."""
 
@@ -38,6 +38,11 @@ class Message:
         object.__setattr__(self, "images", tuple(self.images))
         if not all(isinstance(i, Image) for i in self.images):
             raise ValueError("a message's images must be Image objects (rmbench.core.images.Image)")
+
+    def __repr__(self) -> str:
+        # A text message's repr is what it was before messages carried images (seeded draws hash it).
+        images = f", images={self.images!r}" if self.images else ""
+        return f"Message(role={self.role!r}, content={self.content!r}{images})"
 
 
 Prompt = str | tuple[Message, ...]
