@@ -65,6 +65,7 @@ class PublishedRM(RewardModel):
     """A published file's per-item scores as a reward model (module doc)."""
 
     kind = "published"
+    reads_images = True  # replays rewards: reads no prompt
     description = "published:SOURCE:REF, another tool's per-item scores replayed (rewardbench2, judgebench, rmb)"
     target_arg = "target"
     max_batch = 1 << 16  # nothing is computed per request: one batch
