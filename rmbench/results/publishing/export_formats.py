@@ -117,6 +117,7 @@ for _fmt in (
 ):
     EXPORT_FORMATS.register(_fmt.name, _fmt, description=_fmt.description)
     _BUILTIN.append(_fmt.name)
+BUILTIN_EXPORT_FORMATS = tuple(_BUILTIN)
 
 
 def export_format_names() -> tuple[str, ...]:
@@ -137,9 +138,10 @@ def export_format(name: str) -> ExportFormat:
 
 
 def export_formats_help() -> str:
-    """The formats by name, for ``--help`` (what each writes: the generated output formats reference)."""
-    names = export_format_names()
-    return ", ".join(names[:-1]) + f" or {names[-1]}" + " (what each writes: docs/reference/formats.md)"
+    """The built-in formats by name, for ``--help`` (what each writes: the generated output formats
+    reference), and where a plugin's come from (listing them would import the plugins' metadata)."""
+    return (", ".join(_BUILTIN[:-1]) + f" or {_BUILTIN[-1]} (what each writes: docs/reference/formats.md); "
+            f"or a plugin's (entry points {ENTRY_POINT_GROUP})")
 
 
 def safe_parts(*parts: str) -> PurePosixPath:
