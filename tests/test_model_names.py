@@ -239,8 +239,8 @@ def test_an_unfinished_training_folder_says_so(tmp_path, monkeypatch):
 
 def _valid_keys(kind: str) -> list[str]:
     """What the message must list: the kind's signature, less the arguments the run fills."""
-    from rmbench.factories import keyword_parameters
     from rmbench.models.names import RUN_ARGS, kind_factory
+    from rmbench.registry.factories import keyword_parameters
 
     accepted = keyword_parameters(kind_factory(kind))
     assert accepted is not None, f"kind {kind!r} takes **kwargs: its arguments are not declared"

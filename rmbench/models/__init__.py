@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rmbench.core.specs import ModelSpec
-from rmbench.factories import instantiate
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation
 from rmbench.registry import Registry
+from rmbench.registry.factories import instantiate
 
 MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
 MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM",

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from rmbench.core.specs import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
-from rmbench.factories import check_arguments
 from rmbench.models.trained import MODEL_ENTRY, is_trained_folder, load_trained_entry
 from rmbench.registry import RegistryError, import_target
+from rmbench.registry.factories import check_arguments
 
 if TYPE_CHECKING:
     from rmbench.registry import Registry

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from rmbench.core.metric_registry import declare_metric
 from rmbench.core.specs import TaskSpec
-from rmbench.factories import instantiate
 from rmbench.registry import Registry
+from rmbench.registry.factories import instantiate
 from rmbench.tasks.base import Task
 from rmbench.tasks.schemas import register_row_schemas
 

@@ -3,7 +3,7 @@ wrong task (preference pairs to ``ties``) then fails with the schema the task ex
 one the row has, not only ``field 'id': missing``.
 
 A kind declares the schemas it reads on its class (``Task.row_schemas``); registering the kind
-registers them here (:func:`register_row_schema`, called by
+registers them here (:func:`register_row_schemas`, into :data:`ROW_SCHEMAS`, called by
 :func:`rmbench.tasks.register_task_kind`). No list order decides which schema a row looks like:
 the most specific ones it fits do (:func:`looks_like`)."""
 

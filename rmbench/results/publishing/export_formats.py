@@ -38,7 +38,9 @@ class ExportFile:
     """One file of an export: its path relative to ``--out`` (``/``-separated) and its text."""
 
     path: PurePosixPath
+    """Where it goes, relative to ``--out`` (``/``-separated; :func:`safe_parts` makes one of names)."""
     text: str
+    """Its whole content."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,9 @@ class Export:
     """What a format built: its files, and one line per run or task it left out (and why)."""
 
     files: tuple[ExportFile, ...]
+    """Every file of the export, written in this order."""
     skipped: tuple[str, ...] = ()
+    """One line per run or task the format left out and why (``rmbench export`` prints each as a note)."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +83,14 @@ class ExportFormat:
     CLI's help) and its build function ``build(folders, options) -> Export``."""
 
     name: str
+    """``--format NAME``; also the name it is registered under."""
     description: str
+    """One line: what it writes (the CLI's help, the formats reference)."""
     target: str | Build
     """The build function, or ``"module:function"`` naming it (imported on first use)."""
 
     def build(self, folders: Sequence[RunFolder], options: ExportOptions) -> Export:
+        """The export of ``folders`` (its build function, loaded if given by name); nothing is written."""
         fn: Build = import_target(self.target) if isinstance(self.target, str) else self.target
         return fn(folders, options)
 

@@ -6,6 +6,10 @@ name answers with "did you mean". Each entry point's name keeps where it came fr
 (:class:`PluginSource`: its distribution, version and, for an editable or local install, the
 sha256 of the module that defines it), so that what a plugin computes is keyed by its code;
 ``RMBENCH_PLUGINS`` (:func:`plugin_scope`) decides which distributions' entry points load.
+Building a spec with its kind's factory: :mod:`rmbench.registry.factories`.
+
+Shared by every layer, it imports no layer (``pyproject.toml``'s contracts): only
+:mod:`rmbench.errors`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 before anything is built, the arguments the factory does not take (:func:`check_arguments`, read
 from its signature: :func:`keyword_parameters`).
 
-A shared top-level module, as :mod:`rmbench.registry` (whose kinds it builds): it imports no layer.
+Part of :mod:`rmbench.registry` (whose kinds it builds), shared by every layer: it imports no layer.
 """
 
 from __future__ import annotations
