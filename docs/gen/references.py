@@ -156,15 +156,15 @@ def metrics_page() -> str:
     from rmbench.core import metric_registry as reg
 
     rows, definitions = [], []
-    for m in sorted(reg.METRICS.values(), key=lambda m: m.name):
+    declared = sorted((reg.definition_of(v) for _, v in reg.METRICS.items()), key=lambda m: m.name)
+    for m in declared:
         # getattr with defaults: robust to declarations that gain or lose optional fields
         higher, per_eps = getattr(m, "higher_is_better", True), getattr(m, "eps_dependent", False)
         rows.append(f"| [`{m.name}`](#{m.name}) | {_cell(getattr(m, 'label', ''))} | "
                     f"{'higher' if higher else 'lower'} | {'yes' if per_eps else ''} | "
                     f"{_cell(getattr(m, 'n_counts', ''))} | {'yes' if getattr(m, 'official', False) else ''} |")
         definitions.append(f"### `{m.name}` {{#{m.name}}}\n\n{_prose(getattr(m, 'description', ''))}\n")
-    readings = [(m.name, m.reading) for m in sorted(reg.METRICS.values(), key=lambda m: m.name)
-                if getattr(m, "reading", None)]
+    readings = [(m.name, m.reading) for m in declared if getattr(m, "reading", None)]
     out = [HEADER, "# Metrics reference\n\n",
            "Every metric rmbench declares (the computed ones in `rmbench/core/computed_metrics.py`, a task kind's "
            "own scores on its class, `Task.scores`): its name in results.json, the "
