@@ -24,7 +24,7 @@ from rmbench.core.specs import TaskSpec
 from rmbench.registry import Registry
 from rmbench.registry.factories import instantiate
 from rmbench.tasks.base import Task
-from rmbench.tasks.schemas import register_row_schemas
+from rmbench.tasks.schemas import ROW_SCHEMAS
 
 TASK_KINDS: Registry = Registry("task", entry_point_group="rmbench.tasks")
 
@@ -62,7 +62,7 @@ def register_task_kind(name: str, target: object, *, description: str = "") -> N
 
     This one call is the whole registration: the class's own declarations come with it, its
     ``scores`` as metrics (:func:`rmbench.core.metric_registry.declare_metric`) and its
-    ``row_schemas`` (:func:`rmbench.tasks.schemas.register_row_schemas`); a lazy target's when it
+    ``row_schemas`` (:data:`rmbench.tasks.schemas.ROW_SCHEMAS`); a lazy target's when it
     is first built (:func:`build_task`), as an entry point's."""
     origin = f"register_task_kind({name!r})"
     if name in TASK_KINDS:  # refused before its declarations are taken
@@ -80,7 +80,7 @@ def declare_kind(name: str, kind: object, *, origin: str = "built-in") -> None:
         declare_metric(definition.name, definition, origin=f"task kind {name!r} ({origin})")
     schemas = tuple(getattr(kind, "row_schemas", ()) or ())
     if schemas:
-        register_row_schemas(name, schemas, origin=f"task kind {name!r} ({origin})")
+        ROW_SCHEMAS.register(name, schemas, origin=f"task kind {name!r} ({origin})")
 
 
 def _builtin(name: str, kind: type[Task], description: str) -> None:

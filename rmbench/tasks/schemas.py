@@ -138,12 +138,10 @@ by several kinds, as RewardBench 2 rows by ``rb2_ties`` and ``rewardbench2``, is
 the kind's origin."""
 
 
-def register_row_schemas(kind: str, schemas: tuple[RowSchema, ...], *, description: str = "",
-                         origin: str = "") -> None:
+def register_row_schemas(kind: str, schemas: tuple[RowSchema, ...], *, description: str = "") -> None:
     """Note that the task kind ``kind`` reads rows of ``schemas`` (the same ones again: a no-op).
-    Called by the kind's registration (:func:`rmbench.tasks.declare_kind`), whose origin it keeps."""
-    ROW_SCHEMAS.register(kind, tuple(schemas), description=description,
-                         origin=origin or f"register_row_schemas({kind!r})")
+    A kind's registration does it with the kind's origin (:func:`rmbench.tasks.declare_kind`)."""
+    ROW_SCHEMAS.register(kind, tuple(schemas), description=description, origin=f"register_row_schemas({kind!r})")
 
 
 def _registered() -> list[RowSchema]:
