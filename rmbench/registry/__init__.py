@@ -262,7 +262,8 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         """Every ``(name, value)`` in registration order, each value loaded."""
-        return [(name, self.get(name)) for name in self.in_order()]
+        self._load_entry_points()
+        return [(name, e.value if e.loaded else self.get(name)) for name, e in list(self._entries.items())]
 
     def origin(self, name: str) -> str:
         """Where ``name`` was registered: ``built-in``, the call or declaration that registered it,
