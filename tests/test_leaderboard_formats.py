@@ -197,7 +197,8 @@ def test_a_plugin_format_through_the_entry_points(tmp_path, monkeypatch):
 
     (tmp_path / "titles_format_plugin.py").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
-    fresh = registry.Registry("leaderboard format", entry_point_group=formats.ENTRY_POINT_GROUP)
+    fresh = registry.Registry("leaderboard format", entry_point_group=formats.ENTRY_POINT_GROUP,
+                              kind=formats.FORMATS.kind, key=formats.FORMATS.key)
     for name in format_names():
         fresh.register(name, formats.output_format(name), description=name, origin="built-in")
     monkeypatch.setattr(formats, "FORMATS", fresh)

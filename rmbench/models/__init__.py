@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 
 from rmbench.core.specs import ModelSpec
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation
-from rmbench.registry import Registry, instantiate
+from rmbench.registry import Registry
+from rmbench.registry.factories import instantiate
 
 MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
 MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM",
@@ -108,7 +109,7 @@ def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Tru
     return model
 
 
-def register_model_kind(name: str, target: object, description: str = "") -> None:
+def register_model_kind(name: str, target: object, *, description: str = "") -> None:
     """Register a model kind in this process (public API: ``rmbench.register_model_kind``).
 
     ``target`` is a RewardModel subclass or factory, or a lazy ``"module:attr"`` (or

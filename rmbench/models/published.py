@@ -58,7 +58,7 @@ RB2_RESULTS_DATASET = "allenai/reward-bench-2-results"
 """RewardBench 2's results dataset on the hub: ``eval-set-scores/{org}/{model}.json`` per model."""
 RB2_RESULTS_REVISION = "main"
 """The revision read when none is given (the commit it resolves to is recorded in the run)."""
-SOURCES = tuple(READERS)
+SOURCES = tuple(READERS.in_order())
 
 
 class PublishedRM(RewardModel):

@@ -64,6 +64,7 @@ from rmbench.core.judgebench import (
     reward_model_verdicts,
 )
 from rmbench.errors import DataError
+from rmbench.registry import Registry
 
 RewardsKind = Literal["scores", "verdicts", "mixed"]
 """What a file's rewards are: the tool's recorded scores, rewards made from its verdicts (winner
@@ -403,9 +404,11 @@ def _own_format(source: str, data: bytes, location: str) -> None:
                         path=location)
 
 
-READERS: dict[str, Callable[[bytes, str], PublishedScores]] = {
-    "rewardbench2": read_rewardbench2, "judgebench": read_judgebench, "rmb": read_rmb}
-"""Each published source and its file reader."""
+READERS: Registry[Callable[[bytes, str], PublishedScores]] = Registry("published source")
+"""Each published source and its file reader ``read(data, location) -> PublishedScores``, described
+by the format it reads (:data:`FORMAT_NAMES`)."""
+for _source, _reader in (("rewardbench2", read_rewardbench2), ("judgebench", read_judgebench), ("rmb", read_rmb)):
+    READERS.register(_source, _reader, description=FORMAT_NAMES[_source])
 
 
 def recorded_model(source: str, path: Path | str) -> str | None:
@@ -437,7 +440,7 @@ def read_published(source: str, path: Path | str) -> PublishedScores:
     except OSError as exc:
         raise DataError(f"cannot read the published file: {exc.strerror or exc}", path=str(path)) from None
     try:
-        return READERS[source](data, str(path))
+        return READERS.get(source)(data, str(path))
     except DataError:  # a file of another format: named as such, not by the first thing its reader tripped on
         _own_format(source, data, str(path))
         raise

@@ -201,7 +201,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
     folder = Path(path).expanduser()
     source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path, spec)
     old = spec.args
-    args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
+    args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths", "pins")}
     if spec.kind == "domain_shift":
         if "paths" in old:
             args["paths"] = old["paths"]  # keep the in-domain set; the file becomes the shifted domain
