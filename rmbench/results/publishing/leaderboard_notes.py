@@ -197,11 +197,12 @@ def missing_subset_notes(official: Sequence[tuple[ColumnGroup, Table]]) -> list[
 
 
 def variant_notes(groups: Sequence[ColumnGroup]) -> list[str]:
-    """A note for each column group after its task's first: what differs in the two task keys,
-    each value in the order the groups are named (this group's first)."""
+    """A note for each column group after its task's first: ``GROUP of RUN cannot share cells with
+    FIRST of RUN0: DIFFERENCES``, each difference naming both values in the order of the names
+    (this group's value, then the first group's: ``eps unit raw vs sigma``)."""
     first = {g.task: g for g in groups if g.key == g.task}
     return [f"{g.heading} of {g.first_entry.where} cannot share cells with {first[g.task].heading} of "
-            f"{first[g.task].first_entry.where}: {'; '.join(first[g.task].first.differences(g.first))}; shown apart"
+            f"{first[g.task].first_entry.where}: {'; '.join(g.first.differences(first[g.task].first))}; shown apart"
             for g in groups if g.key != g.task]
 
 
