@@ -51,8 +51,8 @@ MODEL_KINDS.register("linear", "rmbench.models.seqcls:LinearHeadRM",
                      description="explicit RM: linear head <u, h(x,y)> from a file on any backbone (args model, head)")
 MODEL_KINDS.register("pairrm", "rmbench.models.pairrm:PairRM",
                      description="pairwise preference model, LLM-Blender's PairRM and kin (pairrm:MODEL): each pair "
-                     "compared in both orders; reward = mean comparison logit over the group (format=conversation|plain, "
-                     "score=logit|verdict)")
+                     "compared in both orders; reward = mean comparison logit over the group "
+                     "(format=conversation|plain, score=logit|verdict)")
 MODEL_KINDS.register("generative", "rmbench.models.generative:GenerativeRM",
                      description="generative verifier: P('Yes') to 'Is the answer correct?' (generative:MODEL)")
 MODEL_KINDS.register("discretize", "rmbench.models.discretize:DiscretizedRM",

@@ -207,16 +207,14 @@ class PairRM(HFWeights, GroupContextModel, PairVerdictModel):
         index: dict[tuple[str, str, str], int] = {}
         for r in batch:
             source, texts = self._comparisons(r)
-            pairs = []
-            for j in range(1, len(texts)):
-                pairs.append(tuple(index.setdefault((source, a, b), len(index))
-                                   for a, b in ((texts[0], texts[j]), (texts[j], texts[0]))))
-            plans.append((len(texts), pairs))  # type: ignore[arg-type]
+            pairs = [(index.setdefault((source, texts[0], other), len(index)),
+                      index.setdefault((source, other, texts[0]), len(index))) for other in texts[1:]]
+            plans.append((len(texts), pairs))
         logits = self._run([self.pair_ids(*key) for key in index])
         out = np.zeros(len(batch))
-        for row, (n, pairs) in enumerate(plans):
+        for row, (n, todo) in enumerate(plans):
             matrix = np.zeros((n, n))
-            for j, (forward, backward) in enumerate(pairs, 1):
+            for j, (forward, backward) in enumerate(todo, 1):
                 matrix[0, j], matrix[j, 0] = logits[forward], logits[backward]
             out[row] = combine(matrix, self.score_mode)[0]
         return out

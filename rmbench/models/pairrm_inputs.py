@@ -138,8 +138,8 @@ def pair_ids(encode: Encode, prefix_ids: Sequence[int], source: str, first: str,
             raise ValueError(f"the token {prefix} (id {prefix_id}) is not among the ids of its segment")
         positions.append(offset + segment.index(prefix_id))
         offset += len(segment)
-    cut = (len(encode(SOURCE_PREFIX + source, None)) > len(src) or len(encode(CANDIDATE1_PREFIX + first, None)) > len(one)
-           or len(encode(CANDIDATE2_PREFIX + second, None)) > len(two))
+    whole = (encode(prefix + text, None) for prefix, text in zip(PREFIXES, (source, first, second)))
+    cut = any(len(ids) > len(kept) for ids, kept in zip(whole, (src, one, two)))
     return PairIds((*src, *one, *two), (positions[0], positions[1], positions[2]), cut)
 
 
