@@ -195,6 +195,10 @@ class PairRM(HFWeights, GroupContextModel, PairVerdictModel):
     def context_limit(self) -> int | None:
         return None  # its own truncation bounds every input (module docstring)
 
+    def head_workspace_bytes(self) -> int:
+        """The head's memory whatever the batch (the CUDA batch limits ask): none to speak of."""
+        return 0
+
     # --- weights and scores ---------------------------------------------------------------------
     def _load_weights(self):
         return load_weights(checkpoint_class(), self.model_name, self.source, self.runtime, self.dtype, self.device,
