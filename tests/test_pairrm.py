@@ -168,6 +168,7 @@ def test_runs_end_to_end_on_pairwise_and_best_of_n_tasks(folder, hand, tmp_path)
         best.append(all(r[0] > x for x in r[1:]))
     assert res.value("rewardbench2", "rewardbench2_score", subset="Math") == pytest.approx(np.mean(best), abs=1e-12)
     assert np.isfinite(res.value("rewardbench2", "discrimination", eps=0.0))
+    assert res.execution.model["format"] == "conversation" and res.execution.stats.ran_with["pairs_cut"] == 0
 
 
 def test_the_cli_runs_it_and_refuses_what_is_not_a_pairrm_in_one_line(folder, tiny, tmp_path):
