@@ -150,9 +150,17 @@ def test_runs_end_to_end_on_pairwise_and_best_of_n_tasks(folder, hand, tmp_path)
            "label": "A>B" if i % 2 else "B>A"} for i in range(4)]
     rb2 = [{"id": f"m{i}", "prompt": f"Name a primary color {i}.", "chosen": ["red"],
             "rejected": ["Paris", f"The answer is {i}", "blue yellow 7"], "subset": "Math"} for i in range(3)]
-    data = (("judgebench", _write(tmp_path / "jb.jsonl", jb)), ("rewardbench2", _write(tmp_path / "rb2.jsonl", rb2)))
-    res = rmbench.evaluate(rmbench.EvalConfig(model=f"pairrm:{folder}", tasks=("judgebench", "rewardbench2"),
-                                              data=data, runtime=FP32, n_bootstrap=0),
+    rmb = [{"id": i, "prompt": f"Name a primary color {i}.", "chosen": ["red", "red, blue", "Red, blue, yellow."],
+            "rejected": ["Paris", f"The answer is {i}", "7 8 9"], "domain": "chat"} for i in range(2)]
+    (tmp_path / "chat.json").write_text(json.dumps(rmb))
+    from rmbench.tasks.loading import parse_data_overrides
+
+    data = parse_data_overrides([f"judgebench={_write(tmp_path / 'jb.jsonl', jb)}",
+                                 f"rewardbench2={_write(tmp_path / 'rb2.jsonl', rb2)}",
+                                 f"rm_bench={tmp_path / 'chat.json'}"])
+    tasks = ("judgebench", "rewardbench2", "rm_bench")
+    res = rmbench.evaluate(rmbench.EvalConfig(model=f"pairrm:{folder}", tasks=tasks, data=data, runtime=FP32,
+                                              n_bootstrap=0),
                            out_dir=tmp_path / "run")
     assert res.task("judgebench").args.get("single_game") is False  # both orders read: JudgeBench's two games
     correct = []
@@ -168,6 +176,12 @@ def test_runs_end_to_end_on_pairwise_and_best_of_n_tasks(folder, hand, tmp_path)
         best.append(all(r[0] > x for x in r[1:]))
     assert res.value("rewardbench2", "rewardbench2_score", subset="Math") == pytest.approx(np.mean(best), abs=1e-12)
     assert np.isfinite(res.value("rewardbench2", "discrimination", eps=0.0))
+    ordered = []  # RM-Bench: a group of six, its 3 x 3 (chosen, rejected) pairs by the ranking scores
+    for row in rmb:
+        source, texts = comparison_texts(row["prompt"], row["chosen"] + row["rejected"], "conversation")
+        r = hand.rewards(source, texts)
+        ordered += [r[c] > r[3 + k] for c in range(3) for k in range(3)]
+    assert res.value("rm_bench", "pairwise_accuracy") == pytest.approx(np.mean(ordered), abs=1e-12)
     assert res.execution.model["format"] == "conversation" and res.execution.stats.ran_with["pairs_cut"] == 0
 
 
