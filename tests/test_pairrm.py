@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -128,6 +130,45 @@ def test_verdicts_are_the_signs_of_the_comparison_logits(folder):
     a, b = verdict[:2]
     assert a - b == np.sign(logit[0] - logit[1]) and abs(a - b) == 1.0
     assert set(np.round(verdict[2:5] * 3, 9)) <= {-2.0, -1.0, 0.0, 1.0, 2.0}  # (1/3) x sum of two signs
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.floats(-50, 50), min_size=n, max_size=n), min_size=n, max_size=n), st.permutations(range(n)))))
+def test_combine_sums_to_zero_and_follows_the_responses_wherever_they_stand(case):
+    logits, perm = np.asarray(case[0]), list(case[1])
+    for score in ("logit", "verdict"):
+        r = combine(logits, score)
+        assert abs(r.sum()) <= 1e-9 * max(1.0, np.abs(logits).sum())
+        moved = combine(logits[np.ix_(perm, perm)], score)
+        assert moved == pytest.approx(r[perm], abs=1e-9 * max(1.0, np.abs(logits).max()))
+        diagonal = logits.copy()
+        np.fill_diagonal(diagonal, 99.0)  # the diagonal (a response against itself) is never read
+        assert list(combine(diagonal, score)) == list(r)
+    if len(logits) == 2:
+        a, b = combine(logits)
+        assert a == -b and a - b == pytest.approx(logits[0, 1] - logits[1, 0])
+    assert set(np.round(combine(logits, "verdict") * len(logits))) <= set(range(-len(logits) + 1, len(logits)))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.text("abcdefghij 0123456789.,:<>|", min_size=0, max_size=40), min_size=2, max_size=2))
+def test_a_pairs_rewards_are_opposite_and_the_order_shown_changes_nothing(folder, texts):
+    model = _model(folder)
+    a, b = rewards(model, [ComparisonGroup("g", "Pick a number.", tuple(texts), (1, 0))])
+    assert a == -b
+    swapped = rewards(model, [ComparisonGroup("g", "Pick a number.", tuple(texts[::-1]), (0, 1))])
+    assert tuple(swapped) == pytest.approx((b, a), abs=TOL)
+
+
+_MODELS: dict[str, PairRM] = {}
+
+
+def _model(folder) -> PairRM:
+    """One model per folder for the property tests (hypothesis runs a test's examples in one fixture)."""
+    if str(folder) not in _MODELS:
+        _MODELS[str(folder)] = PairRM(str(folder), runtime=FP32)
+    return _MODELS[str(folder)]
 
 
 def test_combine_by_hand():
