@@ -107,6 +107,16 @@ def test_truncation_follows_tokenize_pairs_rule(folder, hand):
     assert model.ran_with()["pairs_cut"] == 4
 
 
+def test_passes_are_cut_to_the_token_budget_with_the_same_rewards(folder):
+    whole = rewards(PairRM(str(folder), runtime=FP32))
+    small = PairRM(str(folder), runtime=Runtime(dtype="float32", device="cpu", token_budget=40))
+    calls = []
+    forward = small._forward
+    small._forward = lambda inputs: calls.append(len(inputs)) or forward(inputs)
+    assert rewards(small) == pytest.approx(whole, abs=TOL)
+    assert sum(calls) == 2 + 6 + 2 and max(calls) < 10  # every distinct ordered pair once, in several passes
+
+
 # --- symmetry ----------------------------------------------------------------------------------
 def test_both_orders_make_the_rewards_symmetric(folder):
     model = PairRM(str(folder), runtime=FP32)

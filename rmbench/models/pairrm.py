@@ -16,8 +16,9 @@ What it reads and how the logits combine: :mod:`rmbench.models.pairrm_inputs`. I
 response of a group is compared with every other in both orders, and its reward is LLM-Blender's
 ranking score ``r_i = (1/n) sum_{j != i} [L(i, j) - L(j, i)]``; on a pair, ``r_a - r_b`` is the
 comparison logit LLM-Blender's ``compare`` returns (``> 0``: ``a`` preferred). A group of ``n``
-responses costs ``n (n - 1)`` forward passes (RewardBench 2's best-of-4: 12), each ordered pair
-run once per batch however many of the batch's requests need it.
+responses costs ``n (n - 1)`` model inputs (RewardBench 2's best-of-4: 12), each ordered pair run
+once per batch however many of the batch's requests need it, in passes of at most
+:data:`PASS_TOKENS` padded tokens.
 
 A :class:`~rmbench.models.base.GroupContextModel` (a response's reward depends on the others of
 its group: the score cache keys them) and a :class:`~rmbench.models.base.PairVerdictModel`: a pair's
@@ -53,6 +54,9 @@ from rmbench.models.pairrm_inputs import (
     comparison_texts,
     pair_ids,
 )
+
+PASS_TOKENS = 16_384
+"""Padded tokens per forward pass at most (one input always runs, whatever its length)."""
 
 LAYOUT = ("LLM-Blender's DebertaV2PairRM layout (a DeBERTa-v2 config.json with source_prefix_id, cand1_prefix_id, "
           "cand2_prefix_id and n_tasks, as llm-blender/PairRM-hf)")
@@ -224,12 +228,29 @@ class PairRM(HFWeights, GroupContextModel, PairVerdictModel):
         return out
 
     def _run(self, inputs: list[PairIds]) -> np.ndarray:
-        """L of each ordered pair's ids, in one right-padded pass."""
-        import torch
-
+        """L of each ordered pair's ids: longest first, in right-padded passes of at most
+        :data:`PASS_TOKENS` padded tokens (``--token-budget`` where set) or one input, so that one
+        request of a large group (RewardBench 2's Ties) never makes one huge pass."""
         if not inputs:
             return np.zeros(0)
         self.pairs_cut += sum(x.cut for x in inputs)
+        budget = self.runtime.token_budget or PASS_TOKENS
+        order = sorted(range(len(inputs)), key=lambda i: (-len(inputs[i].ids), i))
+        out = np.zeros(len(inputs))
+        start = 0
+        while start < len(order):
+            width, stop = len(inputs[order[start]].ids), start + 1
+            while stop < len(order) and (stop - start + 1) * width <= budget:
+                stop += 1
+            chunk = order[start:stop]
+            out[chunk] = self._forward([inputs[i] for i in chunk])
+            start = stop
+        return out
+
+    def _forward(self, inputs: list[PairIds]) -> np.ndarray:
+        """L of each input in one right-padded pass."""
+        import torch
+
         width = max(len(x.ids) for x in inputs)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         ids = torch.full((len(inputs), width), pad, dtype=torch.long)
