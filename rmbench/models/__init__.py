@@ -16,7 +16,7 @@ point names a factory (class or function) called with the spec's arguments that 
 Layer: beside :mod:`rmbench.tasks`, above :mod:`rmbench.core`. May import :mod:`rmbench.core` and
 the shared top-level modules only (never tasks, catalog, results, scoring, rewrite, train or cli);
 one module per family (``baselines``, ``implicit``, ``seqcls``, ``generative``, ``discretize``,
-``lmeval``, ``vllm``, ``published``), the transformers machinery in ``hf/``; ``live``: the transformers
+``lmeval``, ``vllm``, ``published``, ``pairrm``), the transformers machinery in ``hf/``; ``live``: the transformers
 adapters around weights in memory (a model under training), built in code, not from a spec.
 """
 
@@ -50,6 +50,10 @@ MODEL_KINDS.register("seqcls", "rmbench.models.seqcls:SeqClsRM",
                      description="explicit RM: AutoModelForSequenceClassification, 1 output (seqcls:MODEL)")
 MODEL_KINDS.register("linear", "rmbench.models.seqcls:LinearHeadRM",
                      description="explicit RM: linear head <u, h(x,y)> from a file on any backbone (args model, head)")
+MODEL_KINDS.register("pairrm", "rmbench.models.pairrm:PairRM",
+                     description="pairwise preference model, LLM-Blender's PairRM and kin (pairrm:MODEL): each pair "
+                     "compared in both orders; reward = mean comparison logit over the group "
+                     "(format=conversation|plain, score=logit|verdict)")
 MODEL_KINDS.register("generative", "rmbench.models.generative:GenerativeRM",
                      description="generative verifier: P('Yes') to 'Is the answer correct?' (generative:MODEL)")
 MODEL_KINDS.register("discretize", "rmbench.models.discretize:DiscretizedRM",
