@@ -130,6 +130,9 @@ RMB_BON = RowSchema("RMB Best-of-N rows", (("bon_uid", "text", _id), ("conversat
                                            ("bon_best", "{llm_name, answer}", _answer_object),
                                            ("loser_list", "list of {llm_name, answer}", _answer_objects),
                                            ("category_path", "BoN_set/GOAL/...", _text)))
+VL_REWARDBENCH = RowSchema("VL-RewardBench rows", (("id", "text", _id), ("query", "text", _text),
+                                                   ("response", "two texts", _texts),
+                                                   ("human_ranking", "two ranks, 0 the best", _ints)))
 
 _READ_BY: dict[RowSchema, list[str]] = {}
 """Each registered schema and the kinds that read it, in registration order."""
