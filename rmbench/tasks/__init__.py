@@ -11,7 +11,7 @@ metrics reference, a leaderboard of older runs, which schema a row looks like).
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
-``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``prmbench``),
+``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``vl_rewardbench``, ``prmbench``),
 where data comes from (``sources``), loading with ``--data`` overrides (``loading``), what ``rmbench tasks
 show`` says of a task (``describe``) and the plugin skeleton (``scaffold``). May import :mod:`rmbench.core`
 and the shared top-level modules only.
@@ -108,6 +108,7 @@ from rmbench.tasks.rm_bench import RMBenchTask  # noqa: E402
 from rmbench.tasks.rmb import RMBTask  # noqa: E402
 from rmbench.tasks.shift import PairedShiftTask  # noqa: E402
 from rmbench.tasks.ties import TiesTask  # noqa: E402
+from rmbench.tasks.vl_rewardbench import VLRewardBenchTask  # noqa: E402
 
 _builtin("rb2_ties", TiesTask,
          "RewardBench 2 Ties (RB2 schema: id, prompt, chosen list, rejected list)")
@@ -145,6 +146,9 @@ _builtin("ppe_correctness", PPECorrectnessTask,
 _builtin("ppe_human", PPEHumanTask,
          "PPE human preference (Chatbot Arena pairs, winner or tie): accuracy per category "
          "and language, Spec over the human ties")
+_builtin("vl_rewardbench", VLRewardBenchTask,
+         "VL-RewardBench (image + question, two human-ranked responses; data.jsonl and its image "
+         "folder): official accuracy per group (general, hallucination, reasoning), overall, macro")
 _builtin("rmb", RMBTask,
          "RMB pairwise and Best-of-N items (conversation_input, chosen/reject or bon_best/"
          "loser_list, category_path): official accuracy per scenario, set and goal, overall")

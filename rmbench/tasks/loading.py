@@ -65,9 +65,9 @@ MULTI_FILE_PART_KINDS = ("rm_bench",)
 part, read in order): RM-Bench's safety domain is two upstream files. Other kinds' parts take one."""
 
 
-FOLDER_KINDS = ("ppe_correctness", "rmb")
+FOLDER_KINDS = ("ppe_correctness", "rmb", "vl_rewardbench")
 """Task kinds whose ``--data`` may be a folder of files (PPE's correctness sets, a file each; RMB's
-tree of scenario files)."""
+tree of scenario files; VL-RewardBench's data.jsonl beside its images)."""
 
 
 def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[DataOverride, ...]:

@@ -131,6 +131,9 @@ RMB_BON = RowSchema("RMB Best-of-N rows", (("bon_uid", "text", _id), ("conversat
                                            ("bon_best", "{llm_name, answer}", _answer_object),
                                            ("loser_list", "list of {llm_name, answer}", _answer_objects),
                                            ("category_path", "BoN_set/GOAL/...", _text)))
+VL_REWARDBENCH = RowSchema("VL-RewardBench rows", (("id", "text", _id), ("query", "text", _text),
+                                                   ("response", "two texts", _texts),
+                                                   ("human_ranking", "two ranks, 0 the best", _ints)))
 
 ROW_SCHEMAS: Registry[tuple[RowSchema, ...]] = Registry("row schemas of task kind", same_ok=True)
 """Each task kind that reads rows and the schemas it reads, in registration order (a schema read
