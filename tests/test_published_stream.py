@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import tracemalloc
 
@@ -71,6 +72,8 @@ def test_reading_a_file_holds_its_rows_places_not_its_rows(tmp_path, monkeypatch
     got = published.select([key(150), key(3), "not in the file", key(77)])
     assert list(got) == [key(150), key(3), key(77)] and items.held == 3
     assert published.select([key(3)])[key(3)] is got[key(3)]  # read once
+    again = pickle.loads(pickle.dumps(published))  # a model sent to another process keeps its file's places
+    assert again.select([key(150)]) == {key(150): got[key(150)]}
 
 
 def test_items_read_back_are_the_documents_items_at_any_window(tmp_path, monkeypatch):

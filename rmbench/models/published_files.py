@@ -54,6 +54,7 @@ import json
 import math
 from array import array
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,16 @@ from rmbench.models.published_items import (
 )
 from rmbench.models.published_rb2 import read_rewardbench2
 from rmbench.models.published_sniff import FORMAT_NAMES, own_format, sniff_format
-from rmbench.models.published_stream import TOO_DEEP, JsonReader, Source, decode_line, lines, parse_line, read_spans
+from rmbench.models.published_stream import (
+    TOO_DEEP,
+    JsonReader,
+    Source,
+    Stamp,
+    decode_line,
+    lines,
+    parse_line,
+    read_spans,
+)
 
 # --- JudgeBench -------------------------------------------------------------------------------
 
@@ -127,12 +137,16 @@ def read_judgebench(path: Path | str, location: str) -> PublishedScores:
         raise DataError(f"pair_id {twice!r} appears twice", path=location, field="pair_id")
     use_scores = why is None  # None: the recorded scores replay (module doc)
 
-    def load(rows: list[int]) -> list[PublishedItem]:
-        spans = [(starts[i], ends[i]) for i in rows]
-        return [_judgebench_item(row, location, use_scores) for row in read_spans(path, location, stamp, spans)]
-
+    load = partial(_judgebench_items, path, location, stamp, starts, ends, use_scores)
     return PublishedScores("judgebench", RowItems(places, load), "scores" if use_scores else "verdicts", sha256,
                            location, _judgebench_model(head, location), n_games, why if recorded else None)
+
+
+def _judgebench_items(path: Path | str, location: str, stamp: Stamp, starts: array, ends: array, use_scores: bool,
+                      rows: list[int]) -> list[PublishedItem]:
+    """The items of lines ``rows`` (their numbers among the spans ``starts``/``ends``), read back."""
+    spans = [(starts[i], ends[i]) for i in rows]
+    return [_judgebench_item(row, location, use_scores) for row in read_spans(path, location, stamp, spans)]
 
 
 def _judgebench_item(row: Any, location: str, use_scores: bool) -> PublishedItem:
@@ -253,13 +267,17 @@ def read_rmb(path: Path | str, location: str) -> PublishedScores:
     if not places:
         raise DataError("holds no items", path=location)
 
-    def load(rows: list[int]) -> list[PublishedItem]:
-        spans = [(starts[i], ends[i]) for i in rows]
-        return [PublishedItem((float(row["chosen_reward"]), float(row["reject_reward"])), (1, 0),
-                              _opt_str([row.get("category_path")], 0))
-                for row in read_spans(path, location, stamp, spans)]
-
+    load = partial(_rmb_items, path, location, stamp, starts, ends)
     return PublishedScores("rmb", RowItems(places, load), "scores", sha256, location, _rmb_model(location))
+
+
+def _rmb_items(path: Path | str, location: str, stamp: Stamp, starts: array, ends: array,
+               rows: list[int]) -> list[PublishedItem]:
+    """The items of RMB items ``rows`` (their numbers among the spans ``starts``/``ends``), read back."""
+    spans = [(starts[i], ends[i]) for i in rows]
+    return [PublishedItem((float(row["chosen_reward"]), float(row["reject_reward"])), (1, 0),
+                          _opt_str([row.get("category_path")], 0))
+            for row in read_spans(path, location, stamp, spans)]
 
 
 def _rmb_key(row: Any, i: int, location: str) -> str:
