@@ -43,7 +43,7 @@ from bench.results import RESULTS, machine_line, write_section
 from rmbench import __version__
 from rmbench.models.judge.client import ChatClient, ChatRequest
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"  # the loopback server lives with the tests
+TESTS = Path(__file__).resolve().parents[1] / "tests" / "support"  # the loopback server lives with the tests
 SERVE = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom judge_server import ScriptedServer\n"
          "s = ScriptedServer(reply=sys.argv[2], latency=float(sys.argv[3]), model_id=sys.argv[4], keep_log=False)\n"
          "print(s.base_url, flush=True)\nsys.stdin.read()\ns.stop()\n")

@@ -96,8 +96,8 @@ class Server:
     """The scripted arena_hard server in a child process; ``served()``: chat replies so far."""
 
     def __init__(self, latency: float) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", SERVE, str(TESTS), str(TESTS.parent), str(latency), MODEL],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        args = [sys.executable, "-c", SERVE, str(TESTS), str(TESTS.parents[1]), str(latency), MODEL]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.url = self.proc.stdout.readline().strip()
 
     def cpu_seconds(self) -> float:

@@ -38,7 +38,7 @@ def tiny(tmp_path_factory):
     """Folders of tiny random models: tiny['causal'], ['causal_ref'], ['seqcls'], ['bert']."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tiny_models import build_folder
+    from tests.support.tiny_models import build_folder
 
     root = tmp_path_factory.mktemp("tiny_models")
     return {"causal": build_folder(root, "causal", 0), "causal_ref": build_folder(root, "causal", 1),
