@@ -2,7 +2,7 @@
 loopback OpenAI-compatible server that answers every request after a fixed latency (so the
 clients are measured, not a model).
 
-Contenders, each sending the same N chat requests to the same server (tests/judge_server.py):
+Contenders, each sending the same N chat requests to the same server (tests/support/judge_server.py):
 
 * ``RewardBench pool``: what RewardBench's generative scripts do: a
   ``concurrent.futures.ThreadPoolExecutor(max_workers=10)``, one blocking request per task, and,

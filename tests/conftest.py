@@ -7,7 +7,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # rmbench's own suite loads no installed package's entry points (RMBENCH_PLUGINS, rmbench/registry.py), in
 # this process and in the subprocesses it starts, so that it passes with a plugin installed (.ci/run
-# installs tests/plugin_pkg): a test that wants plugins opts in (tests/test_plugins.py, and the fixtures
+# installs tests/plugin_pkg): a test that wants plugins opts in (tests/plugins/test_plugins.py, and the fixtures
 # that fake an entry point set it to "all" with monkeypatch).
 os.environ["RMBENCH_PLUGINS"] = "none"
 SHARED_DATA = Path(os.environ.get("RMBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))

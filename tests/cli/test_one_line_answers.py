@@ -1,6 +1,6 @@
 """One clear line for each answer a new user met on real data (issue 32, item 6): a file of
 another benchmark given to ``ties``, a misspelt task beside its ``--data``, a RewardBench 2 run
-on a file with one subset (RMBENCH_MIRROR as a path: tests/test_downloads.py)."""
+on a file with one subset (RMBENCH_MIRROR as a path: tests/tasks/test_downloads.py)."""
 
 from __future__ import annotations
 

@@ -157,7 +157,8 @@ def test_pair_columns_belong_to_the_metrics_that_declare_them():
 # --- a package's metrics: the rmbench.metrics entry points ---------------------------------------
 
 PLUGIN_PKG = Path(__file__).parents[1] / "plugin_pkg"
-"""The plugin package of tests/test_plugins.py, whose ``tie_rate`` is declared here through a faked entry point."""
+"""The plugin package of tests/plugins/test_plugins.py, whose ``tie_rate`` is declared here through a faked entry
+point."""
 
 
 @pytest.fixture

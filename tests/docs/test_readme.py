@@ -56,12 +56,12 @@ def quick_start_command() -> list[str]:
 
 
 SERVERS = ("transformers serve", "vllm serve")
-"""A block that starts a judge's server runs in the server tier (tests/test_judge_serve.py), whole."""
+"""A block that starts a judge's server runs in the server tier (tests/models/judge/test_judge_serve.py), whole."""
 
 
 def using_it_commands() -> list[list[str]]:
     """Every offline ``rmbench`` command of the tutorials' bash blocks, in order (a block that
-    starts a server is left out whole: tests/test_judge_serve.py runs it with its server)."""
+    starts a server is left out whole: tests/models/judge/test_judge_serve.py runs it with its server)."""
     out = []
     for page in tutorial_pages():
         for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S):
@@ -248,7 +248,7 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     status = _git(["status", "--porcelain", "--untracked-files=all"], clone)
     assert not status, f"the tutorials wrote into the repository, outside the folders git ignores:\n{status}"
     shipped = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "shipped",
-                              "tests/test_leaderboard_scale.py"], cwd=clone, capture_output=True, text=True,
+                              "tests/results/test_leaderboard_scale.py"], cwd=clone, capture_output=True, text=True,
                              timeout=600)
     summary = shipped.stdout.strip().splitlines()[-1] if shipped.stdout.strip() else ""
     assert shipped.returncode == 0 and " passed" in summary and "skipped" not in summary, shipped.stdout[-3000:]

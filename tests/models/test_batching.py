@@ -1,5 +1,5 @@
 """The engine's batch limits per device (rmbench.models.batching): the CUDA rule by hand, its
-bounds, and what a run records; the GPU side runs in tests/test_gpu.py."""
+bounds, and what a run records; the GPU side runs in tests/models/test_gpu.py."""
 
 import pytest
 from hypothesis import given

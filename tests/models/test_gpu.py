@@ -1,7 +1,7 @@
 """On a CUDA GPU (marked ``gpu``; each test skips, with the reason, where CUDA is not available):
 the adapters give the CPU's rewards, prompt KV reuse equals a plain pass, a real out-of-memory
 halves the batch and completes, the batch limits come from the free memory, and the accelerate
-engine runs on one GPU. Run them with ``python -m pytest -m gpu tests/test_gpu.py``."""
+engine runs on one GPU. Run them with ``python -m pytest -m gpu tests/models/test_gpu.py``."""
 
 import json
 import os

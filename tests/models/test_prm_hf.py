@@ -1,5 +1,5 @@
 """``prm:``, transformers process reward models, on tiny random checkpoints of each style built
-here (tests/prm_checkpoints.py): each style's step scores equal a plain hand-written loop (one
+here (tests/support/prm_checkpoints.py): each style's step scores equal a plain hand-written loop (one
 forward pass per step prefix, or per solution as its model card does), a padded batch equals each
 solution alone on either padding side, the style comes from the checkpoint where it says so, and
 a PRM scores responses as a response-level RM. The ``gpu`` test compares CUDA with the CPU."""

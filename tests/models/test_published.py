@@ -1,7 +1,7 @@
 """``published:`` models: another tool's per-item scores replayed as rewards.
 
 Each source's file is built by the publishing tool's own writer path where it can be run here
-(RewardBench 2: run_v2.py's scoring and its ``save_to_hub`` through ``tests/rb_official.py``), or
+(RewardBench 2: run_v2.py's scoring and its ``save_to_hub`` through ``tests/support/rb_official.py``), or
 laid out line for line as its writer writes it (JudgeBench's ``run_judge.py``, RMB's
 ``my_run_rm.py``, each named where it is built), and the replayed official score is checked
 against the tool's own number: RewardBench 2's code, JudgeBench's ``utils/metrics.py`` from a

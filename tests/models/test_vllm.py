@@ -1,7 +1,7 @@
 """The vLLM adapters run for real on vLLM's CPU build, against their transformers twins on the
 same folder (float32). Runs only in the virtualenv that ``.ci/vllm_env`` builds:
 
-    .ci/vllm_env && .venv-vllm/bin/python -m pytest -m vllm tests/test_vllm.py
+    .ci/vllm_env && .venv-vllm/bin/python -m pytest -m vllm tests/models/test_vllm.py
 
 Elsewhere every test skips (no vLLM). One vLLM engine per adapter (module-scoped fixtures).
 

@@ -1,4 +1,4 @@
-"""The golden runs (tests/golden_runs.py) give the same metrics and rewards, float for float, as
+"""The golden runs (tests/support/golden_runs.py) give the same metrics and rewards, float for float, as
 when they were recorded: a refactor of the metric, record or scoring code changes no number."""
 
 import json

@@ -345,7 +345,7 @@ def test_plugins_the_scaffold_and_the_docs_use_only_the_public_api():
 
     texts = {"scaffold LOADER": scaffold.LOADER, "scaffold TEST": scaffold.TEST}
     package = sorted((REPO / "tests" / "plugin_pkg").rglob("*.py"))
-    assert len(package) >= 7, "the plugin package of tests/test_plugins.py is gone"
+    assert len(package) >= 7, "the plugin package of tests/plugins/test_plugins.py is gone"
     texts.update({str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in package})
     docs = ["README.md", "CONTRIBUTING.md", "tasks/README.md"] + sorted(
         str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))

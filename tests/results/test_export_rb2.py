@@ -10,7 +10,7 @@ The official files come from the official code itself: the lines of ``scripts/ru
 ``./results/eval-set-scores/{model}.json`` and uploads nothing). rmbench's files must equal them:
 the per-item file byte for byte, the summary key for key (its values to 1e-12: the Ties score is
 rmbench's own computation of the official formula). The official scores recomputed from the
-exported per-item file by the official scoring code (``tests/rb_official.py``) equal rmbench's.
+exported per-item file by the official scoring code (``tests/support/rb_official.py``) equal rmbench's.
 """
 
 from __future__ import annotations

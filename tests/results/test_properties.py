@@ -1,4 +1,4 @@
-"""Hypothesis properties of whole scored tasks (tests/test_metrics.py holds those of the metric
+"""Hypothesis properties of whole scored tasks (tests/core/test_metrics.py holds those of the metric
 functions on bare gap arrays): what summarize reports does not depend on the order of groups or
 of a group's responses, sigma-unit numbers (CIs included) survive r -> c r + b, probabilities
 stay in [0, 1], Prop. 2.1 holds on every slice, and any change to a task's data changes its

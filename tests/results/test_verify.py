@@ -59,7 +59,8 @@ def _model(fn: str) -> str:
 
 
 def _rb2_file(path: Path) -> tuple[Path, list[str]]:
-    """60 RewardBench 2 rows (tests/golden_runs.py), chosen answers marked, the first PLANTED Math rows planted."""
+    """60 RewardBench 2 rows (tests/support/golden_runs.py), chosen answers marked, the first PLANTED Math rows
+    planted."""
     from tests.support.golden_runs import _rb2_rows
 
     rows = _rb2_rows(random.Random(45), ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties"))

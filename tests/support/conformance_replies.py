@@ -1,6 +1,6 @@
 """The conformance tier's scripted judge, its synthetic data, and the official clients' runners.
 
-A test helper (not a test file) for ``tests/test_judge_conformance.py``: the official judge
+A test helper (not a test file) for ``tests/models/judge/test_judge_conformance.py``: the official judge
 clients run unedited, as subprocesses, against :class:`judge_server.ScriptedServer` with
 :func:`reply` as its judge, and so does rmbench's ``judge`` kind. Every reply is a pure function
 of the request's messages, so both clients get the same reply to the same request:

@@ -1,4 +1,4 @@
-"""PRMBench's own scoring code, copied for the conformance test (tests/test_prmbench.py).
+"""PRMBench's own scoring code, copied for the conformance test (tests/tasks/test_prmbench.py).
 
 Source: github.com/ssmisya/PRMBench at commit a1ae4eab803e14c4c6316bf89d1679b0486faa8c
 (Apache License 2.0, Copyright the PRMBench authors):

@@ -3,7 +3,7 @@
 The runs go through ``evaluate`` end to end with a ``python:`` model whose rewards are coarse
 (many exact ties_sample: fractional best-of-n credit, Ties rows whose correct answers score alike), and
 the official code scores the same rewards, read back from the run's rewards.jsonl.
-Skips with the reason when the official code does not import (see tests/rb_official.py).
+Skips with the reason when the official code does not import (see tests/support/rb_official.py).
 """
 
 import json

@@ -1,6 +1,6 @@
 """The prmbench task: PRMBench's solutions as step groups, its official F1s and PRMScore.
 
-The official scores are checked against PRMBench's own code (``tests/prmbench_official.py``:
+The official scores are checked against PRMBench's own code (``tests/support/prmbench_official.py``:
 ``load_data_function``, ``evaluate_function``, ``eval_on_hallucination_step`` and the paper
 table's ``get_prmscore_from_current_res_dict``, copied from ssmisya/PRMBench at a1ae4ea) on the
 same step predictions, and by hand.

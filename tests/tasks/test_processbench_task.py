@@ -467,7 +467,7 @@ def test_a_logit_scale_prm_passes_through_the_sigmoid(tmp_path):
 
 
 # An LLM critic (judge mode critic, ProcessBench's run_eval.py) on the same rows: its answer is
-# parsed as run_eval.py parses it (tests/processbench_official.py).
+# parsed as run_eval.py parses it (tests/support/processbench_official.py).
 
 CRITIQUES = {"gsm8k-0": r"Paragraph 1 is wrong. \boxed{1}", "gsm8k-1": r"\boxed{ 1 }", "gsm8k-2": r"\boxed{-1}",
              "gsm8k-3": r"\boxed{-1}", "gsm8k-4": r"first \boxed{2}, no: \boxed{0}", "math-0": r"\boxed{-1}",

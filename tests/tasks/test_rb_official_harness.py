@@ -1,4 +1,4 @@
-"""The official-RewardBench harness (tests/rb_official.py) on small data computed by hand."""
+"""The official-RewardBench harness (tests/support/rb_official.py) on small data computed by hand."""
 
 import math
 

@@ -290,7 +290,7 @@ def test_a_row_of_a_plugin_format_says_so_to_a_built_in_kind(plugin_kind):
 
 def test_the_how_to_example_is_one_module_and_one_registration(tmp_path):
     """The task kind docs/how-to/add-task.md shows: it includes the module of the plugin package
-    (tests/plugin_pkg, which tests/test_plugins.py installs), registered here in this process."""
+    (tests/plugin_pkg, which tests/plugins/test_plugins.py installs), registered here in this process."""
     import runpy
 
     shown = "tests/plugin_pkg/rmbench_plugin_example/tasks.py"

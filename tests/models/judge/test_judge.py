@@ -1,4 +1,4 @@
-"""``judge:MODEL`` end to end against a real HTTP server on 127.0.0.1 (tests/judge_server.py).
+"""``judge:MODEL`` end to end against a real HTTP server on 127.0.0.1 (tests/support/judge_server.py).
 
 The server's replies are a function of the request, so every judgment is known in advance:
 rating, pairwise and best-of-4 judges, unparsed answers, the call cache (a re-run makes no

@@ -1,5 +1,5 @@
 """The batch executors (rmbench/models/judge/batch.py) against a real loopback batch server
-(tests/batch_server.py): the OpenAI Files+Batches path gives the replies the synchronous client
+(tests/support/batch_server.py): the OpenAI Files+Batches path gives the replies the synchronous client
 gets, failed and expired lines are retried synchronously (or reported after every reply is kept),
 an interrupted run re-attaches to its batch, and the Anthropic Message Batches path maps its
 messages; the API key stays out of the state file and of stderr."""

@@ -1,5 +1,5 @@
 """Faults of a batch run that used to cost money or the run (issue 53), against the scripted batch
-server on 127.0.0.1 (tests/batch_server.py): a creation whose answer is lost, a process SIGKILLed
+server on 127.0.0.1 (tests/support/batch_server.py): a creation whose answer is lost, a process SIGKILLed
 while it creates its batch, two runs of the same requests at once, a result line with
 ``Infinity`` or ``NaN`` in it, storms of 429 with ``Retry-After``, a state file that cannot be
 written. Each asserts how many batches were created, how many requests were billed and that the

@@ -1,6 +1,6 @@
 """``--model-arg batch=openai|anthropic``: a judge run through a provider's batch API gives the
 same judgments, parses and scores as the synchronous run, against one real scripted server on
-127.0.0.1 (tests/batch_server.py) that serves both the batch endpoints and ``/chat/completions``.
+127.0.0.1 (tests/support/batch_server.py) that serves both the batch endpoints and ``/chat/completions``.
 """
 
 from __future__ import annotations

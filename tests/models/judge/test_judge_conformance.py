@@ -3,9 +3,9 @@
 RewardBench 2's ``scripts/run_generative_v2.py`` (reward-bench 05a9005, from
 ``../shared/official``) and JudgeBench's ``run_judge.py`` (a checkout named by
 ``RMBENCH_JUDGEBENCH_DIR``: no licence, so not shipped) run as subprocesses against one scripted
-OpenAI-compatible server (``tests/judge_server.py``), and so does rmbench with its DEFAULT
+OpenAI-compatible server (``tests/support/judge_server.py``), and so does rmbench with its DEFAULT
 arguments (only the protocol is named: ``mode``, ``prompt``). The scripted judge
-(``tests/conformance_replies.py``) answers as a function of the request's messages, with replies
+(``tests/support/conformance_replies.py``) answers as a function of the request's messages, with replies
 cut off by ``max_tokens``, ``<think>`` blocks, two labels, no label, trailing whitespace,
 ``[[N]]`` ratings, arena_hard follow-ups... Per protocol (RewardBench 2 ratings with Ties,
 RewardBench 2 best-of-4, JudgeBench arena_hard, JudgeBench vanilla):

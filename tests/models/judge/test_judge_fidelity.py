@@ -2,7 +2,7 @@
 keys, the reading of cut-off and ``<think>`` replies, the re-ask, unparsed answers), and
 ``fidelity=strict`` differs from it exactly on the cut-off and ``<think>`` replies.
 
-Every run here is against a real HTTP server on 127.0.0.1 (tests/judge_server.py) whose replies
+Every run here is against a real HTTP server on 127.0.0.1 (tests/support/judge_server.py) whose replies
 are a function of the request, so each judgment is known in advance.
 """
 

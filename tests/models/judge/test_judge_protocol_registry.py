@@ -2,7 +2,7 @@
 in through the ``rmbench.judge_protocols`` entry points and runs end to end, a template file
 declares its grade and scale in a front-matter block, and the adapter names no protocol.
 
-The end-to-end runs are against a real HTTP server on 127.0.0.1 (tests/judge_server.py).
+The end-to-end runs are against a real HTTP server on 127.0.0.1 (tests/support/judge_server.py).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_the_built_ins_are_registered_and_listed():
 
 def how_to_plugin() -> str:
     """The Prometheus-style protocol docs/how-to/add-model.md shows: it includes the module of the plugin
-    package (tests/plugin_pkg, which tests/test_plugins.py installs), so the how-to's code is what runs."""
+    package (tests/plugin_pkg, which tests/plugins/test_plugins.py installs), so the how-to's code is what runs."""
     shown = "tests/plugin_pkg/rmbench_plugin_example/judge.py"
     page = (Path(__file__).parents[3] / "docs" / "how-to" / "add-model.md").read_text(encoding="utf-8")
     assert f'```python\n--8<-- "{shown}"\n```' in page, "the how-to's protocol example is gone"

@@ -1,5 +1,5 @@
 """The judge client under replies that are slow, bad or huge (issue 53, items 3, 4 and 8), against
-the real loopback server (tests/judge_server.py): a server dripping one byte every 0.5 s, usage
+the real loopback server (tests/support/judge_server.py): a server dripping one byte every 0.5 s, usage
 of ``Infinity``, NaN logprobs, a 10 MB reply. No attempt outlasts ``timeout`` by more than a
 second, one bad reply is one failed (retried, counted) call, never the run's end, and the
 rewards of a run through the faults equal a clean run's."""

@@ -1,6 +1,6 @@
 """``judge:MODEL`` as a process reward model: ``mode=steps`` (a chat PRM answering +/- per step,
 RLHFlow style) and ``mode=critic`` (ProcessBench's critique template), against a real HTTP server
-on 127.0.0.1 (tests/judge_server.py), one per module.
+on 127.0.0.1 (tests/support/judge_server.py), one per module.
 
 The official code is QwenLM/ProcessBench at e8024636 (``code/run_eval_prm_rlhflow.py``,
 ``code/run_eval.py``, ``code/templates/critique_template.txt``); its prompt-building and parsing
@@ -81,7 +81,7 @@ def prepare_input_boxed(template, input_d):
 
 CRITIC_SAYS = {"1+1": r"All correct: \boxed{-1}", "2+2": r"\boxed{0}", "3+3": r"Paragraph 2 is wrong, \boxed{2}.",
                "4+4": "I cannot tell."}
-"""The critic's replies to the step-level task's problems (tests/test_step_groups.py's fixture)."""
+"""The critic's replies to the step-level task's problems (tests/core/test_step_groups.py's fixture)."""
 
 # --- the scripted judge --------------------------------------------------------------------------
 
@@ -248,7 +248,7 @@ def test_a_critic_with_no_verdict_through_score_steps_is_nan_not_an_error(server
 
 @pytest.fixture
 def step_task(tmp_path):
-    """tests/test_step_groups.py's step-level task kind on its four solutions (labels -1, 0, 2, -1)."""
+    """tests/core/test_step_groups.py's step-level task kind on its four solutions (labels -1, 0, 2, -1)."""
     rows = tmp_path / "solutions.jsonl"
     solutions = [{"problem": "1+1", "steps": ["1+1=2", "so 2"], "label": -1},
                  {"problem": "2+2", "steps": ["2+2=5 wrong", "so 5"], "label": 0},

