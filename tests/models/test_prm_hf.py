@@ -26,7 +26,6 @@ from rmbench.models.step_model import StepRequest  # noqa: E402
 from rmbench.models.steps import aggregate, split_steps  # noqa: E402
 from rmbench.scoring.engine import score_groups  # noqa: E402
 from rmbench.scoring.steps import score_steps  # noqa: E402
-from tests.support.prm_checkpoints import build_qwen, build_shepherd, build_trl  # noqa: E402
 
 CPU = Runtime(dtype="float32", device="cpu", trust_remote_code=True)
 STYLES = ("trl", "qwen", "math_shepherd")
@@ -38,10 +37,10 @@ SOLUTIONS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def ckpt(tmp_path_factory):
-    root = tmp_path_factory.mktemp("prm_checkpoints")
-    return {"trl": build_trl(root), "qwen": build_qwen(root), "math_shepherd": build_shepherd(root)}
+@pytest.fixture()
+def ckpt(prm_checkpoints):
+    """The session's tiny PRM checkpoints (tests/conftest.py), one per style."""
+    return prm_checkpoints
 
 
 def _prm(folder, runtime=CPU, **args):

@@ -186,12 +186,10 @@ def _check_rewards(policy_dir, ref_dir, pairs, norms=("avg", "sum", "norm"), **l
             assert mine == pytest.approx([oc, orj], rel=1e-4, abs=1e-6), (ref_free_norm, mine, (oc, orj))
 
 
-@pytest.fixture(scope="module")
-def tiny_lms(tmp_path_factory):
-    from tests.support.tiny_models import build_folder
-
-    root = tmp_path_factory.mktemp("rb_dpo_tiny")
-    return build_folder(root, "causal", 0), build_folder(root, "causal", 1)
+@pytest.fixture()
+def tiny_lms(tiny):
+    """The session's two tiny random causal LMs (tests/conftest.py): the policy and its reference."""
+    return tiny["causal"], tiny["causal_ref"]
 
 
 @pytest.fixture(scope="module")

@@ -155,13 +155,11 @@ def test_score_batch_scores_steps_as_one_flat_array_and_requests_round_trip_as_j
 
 
 @pytest.mark.distributed
-def test_ray_scores_a_prm_on_processbench_as_local_does_bit_for_bit(tmp_path):
+def test_ray_scores_a_prm_on_processbench_as_local_does_bit_for_bit(tmp_path, prm_checkpoints):
     pytest.importorskip("ray.data", reason="the ray engine needs pip install 'rmbench[ray]'")
     import ray
 
-    from tests.support.prm_checkpoints import build_trl
-
-    folder = build_trl(tmp_path / "ckpt")
+    folder = prm_checkpoints["trl"]
     data = write_lines(tmp_path / "pb.jsonl", ROWS)
     base = dict(model=f"prm:{folder}", tasks=("processbench",), data=(("processbench", str(data)),),
                 n_bootstrap=0, runtime=Runtime(dtype="float32", device="cpu", max_batch=4))

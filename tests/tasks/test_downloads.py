@@ -5,9 +5,7 @@ publishes them."""
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,40 +15,6 @@ from rmbench.errors import DataError
 from rmbench.tasks import downloads
 from rmbench.tasks.formats import iter_arrow
 from rmbench.tasks.sources import iter_rows
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    files: dict[str, bytes] = {}
-    cut: set[str] = set()
-    hits: list[str] = []
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        self.hits.append(self.path)
-        body = self.files.get(self.path)
-        if body is None:
-            self.send_error(404, "Not Found")
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        # A cut transfer: the header promises the whole file, the connection ends halfway.
-        self.wfile.write(body[: len(body) // 2] if self.path in self.cut else body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture()
-def server(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv(downloads.MIRROR_ENV, raising=False)
-    _Handler.files, _Handler.cut, _Handler.hits = {}, set(), []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", _Handler
-    httpd.shutdown()
-    httpd.server_close()
 
 
 def _sha(data: bytes) -> str:

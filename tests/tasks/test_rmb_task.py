@@ -28,7 +28,6 @@ from rmbench.errors import DataError
 from rmbench.tasks import downloads
 from rmbench.tasks.loading import load_groups, load_task, task_spec_with_args, task_spec_with_data
 from rmbench.tasks.rmb import RMB_COMMIT, RMB_FILES, RMB_GIT_BLOBS, RMBTask, rmb_url
-from tests.tasks.test_downloads import server  # noqa: F401 - the local HTTP server fixture, used by ``mirror``
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = "Pairwise_set/Helpfulness/Code/Documentation"
@@ -281,9 +280,9 @@ def test_git_blob_id_is_gits():
 
 
 @pytest.fixture()
-def mirror(server, monkeypatch):  # noqa: F811 - pytest's fixture argument
-    """test_downloads' local HTTP server on 127.0.0.1, with RMBENCH_MIRROR pointing at it (it serves
-    PREFIX/HOST/PATH)."""
+def mirror(server, monkeypatch):
+    """The session's local file server on 127.0.0.1 (tests/tasks/conftest.py), with RMBENCH_MIRROR pointing
+    at it (it serves PREFIX/HOST/PATH)."""
     base, handler = server
     monkeypatch.setenv(downloads.MIRROR_ENV, base)
     return handler
