@@ -55,7 +55,7 @@ def main() -> None:
         "## Unreachable hub (bench/hub.py)", "",
         f"`python -m bench.hub --reps {opts.reps} --write`: `rmbench eval` in a fresh process with an unreachable "
         f"hub and an empty hub cache, medians of {opts.reps}, the cases taking turns; the probe waits at most "
-        f"{PROBE_TIMEOUT_S:g} s. Machine: {machine_line()}.", "",
+        f"{PROBE_TIMEOUT_S:g} s. Machine: {machine_line()}; load average {os.getloadavg()[0]:.1f} at the end.", "",
         "| case | seconds | over the CLI start | exit code |", "|---|---:|---:|---:|", *rows])
     print(body)
     if opts.write:
