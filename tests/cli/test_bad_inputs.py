@@ -10,7 +10,6 @@ import io
 import json
 import math
 import shutil
-import time
 
 import numpy as np
 import pytest
@@ -426,10 +425,8 @@ def test_ten_megabyte_response_is_accepted(tmp_path, fmt):
     rows = [GOOD[0], {"id": "big", "prompt": "q", "responses": [huge, "short"], "utilities": [0, 1]}]
     content = [_j(r) for r in rows] if fmt == "jsonl" else _csv_text(rows)
     path = _write_case(tmp_path / "data", fmt, content)
-    start = time.perf_counter()
     result, out = _cli_eval(path.parent)
     assert result.exit_code == 0, result.output
-    assert time.perf_counter() - start < 60
     rewards = [json.loads(line) for line in (out / "rewards.jsonl").read_text().splitlines()]
     assert max(r["reward"] for r in rewards) == 10_000_000
 

@@ -155,7 +155,7 @@ def test_the_readme_stays_short_and_keeps_its_two_commands_first():
     assert len(timed) <= 1, f"timings belong in bench/RESULTS.md (one line at most in the README): {timed}"
 
 
-@pytest.mark.slow
+@pytest.mark.tutorial  # its own tier: `pytest -m tutorial` (minutes: it trains), left out of a plain `pytest`
 @pytest.mark.real_model
 def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     smollm2_gguf()  # the Quick start's model, or skip

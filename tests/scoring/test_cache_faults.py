@@ -139,10 +139,23 @@ def test_ctrl_c_says_what_was_kept_and_the_rerun_says_it_resumed(tmp_path):
     # inherits SIG_IGN, and Python then installs no KeyboardInterrupt handler)
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.time() + 60
-    while time.time() < deadline and not list((tmp_path / "c").glob("*.sqlite")):
-        time.sleep(0.1)
-    time.sleep(2.0)  # some batches scored and committed
+    def rows() -> int:  # scores committed to the cache so far
+        files = list((tmp_path / "c").glob("*.sqlite"))
+        if not files:
+            return 0
+        db = sqlite3.connect(files[0], timeout=30)
+        try:
+            return db.execute("SELECT count(*) FROM scores").fetchone()[0]
+        except sqlite3.OperationalError:  # no table yet
+            return 0
+        finally:
+            db.close()
+
+    deadline = time.monotonic() + 600  # a hang guard only: the wait is for the first scores, however long
+    while rows() < 16:  # some batches scored and committed
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run committed no scores within 600 s"
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

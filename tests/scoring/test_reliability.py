@@ -107,10 +107,10 @@ def test_sigkill_mid_run_resumes_to_the_uninterrupted_result(tmp_path, slow_mode
     proc = subprocess.Popen([sys.executable, "-m", "rmbench", *args], env=cli_env(tmp_path, RMBENCH_TEST_SLEEP="0.02"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a hang guard only
         while cache_rows(cache) < 20:
             assert proc.poll() is None, "the run ended before it could be killed"
-            assert time.monotonic() < deadline, "the run wrote no scores within 120 s"
+            assert time.monotonic() < deadline, "the run wrote no scores within 600 s"
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

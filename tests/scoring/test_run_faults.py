@@ -109,10 +109,10 @@ def test_two_runs_on_one_out_one_wins_the_other_is_refused(tmp_path):
     env = cli_env(tmp_path, RMBENCH_TEST_SLEEP="0.02")
     first = subprocess.Popen(args("c1"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a hang guard only
         while not lock_file(out).is_file() or cache_rows(tmp_path / "c1") < 5:  # the first is scoring
             assert first.poll() is None, first.communicate()
-            assert time.monotonic() < deadline, "the first run did not start scoring within 120 s"
+            assert time.monotonic() < deadline, "the first run did not start scoring within 600 s"
             time.sleep(0.02)
         second = subprocess.run(args("c2"), env=env, capture_output=True, text=True, timeout=120)
         assert first.poll() is None, "the first run ended before the second one was refused"
@@ -167,10 +167,10 @@ def test_sigterm_while_scoring_says_what_was_kept_and_the_rerun_resumes(tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "rmbench", *args], env=cli_env(tmp_path, RMBENCH_TEST_SLEEP="0.02"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a hang guard only
         while cache_rows(cache) < 20:
             assert proc.poll() is None, "the run ended before it could be stopped"
-            assert time.monotonic() < deadline, "the run wrote no scores within 120 s"
+            assert time.monotonic() < deadline, "the run wrote no scores within 600 s"
             time.sleep(0.01)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
@@ -222,10 +222,10 @@ def test_a_signal_while_writing_leaves_the_run_whole(tmp_path, slow_model_file, 
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal sends it
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a hang guard only
         while not mark.exists():
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run did not start writing within 120 s"
+            assert time.monotonic() < deadline, "the run did not start writing within 600 s"
             time.sleep(0.01)
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=60)

@@ -196,8 +196,9 @@ def test_accelerate_scores_steps_with_two_cpu_processes_as_local_does(prm, tmp_p
     backend = results["execution"]["backend"]
     assert (backend["name"], backend["workers"]) == ("accelerate", 2)
     assert results["execution"]["stats"]["computed"] == N_SOLUTIONS
-    local = subprocess.run([sys.executable, "-m", "rmbench"] + args + ["--out", str(tmp_path / "local")],
-                           capture_output=True, text=True, env={**env, "XDG_CACHE_HOME": str(tmp_path / "xdg2")},
-                           timeout=300)
-    assert local.returncode == 0, local.stderr[-2000:]
+    # the local engine in this process (the same run: a third process adds nothing to check)
+    rmbench.evaluate(rmbench.EvalConfig(model=f"python-prm:{tmp_path / 'prm.py'}:score", tasks=("processbench",),
+                                        data=(("processbench", str(tmp_path / "pb.jsonl")),), n_bootstrap=0,
+                                        runtime=Runtime(token_budget=64), cache_dir=str(tmp_path / "c_local")),
+                     out_dir=tmp_path / "local")
     assert (tmp_path / "acc" / "rewards.jsonl").read_text() == (tmp_path / "local" / "rewards.jsonl").read_text()

@@ -52,11 +52,9 @@ def test_a_hanging_reward_function_stops_with_one_line_and_the_rerun_resumes(tmp
     args = [sys.executable, "-m", "rmbench", "eval", "--model", "python:rm.py:score", "--model-arg", "max_batch=8",
             "--bootstrap", "10", "--score-timeout", "1", "--cache-dir", str(tmp_path / "c"),
             "--out", str(tmp_path / "run")]
-    started = time.monotonic()
-    hung = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    hung = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600,  # a hang guard only
                           env={**os.environ, "RM_HANG": hang})
-    assert hung.returncode == 2, hung.stderr
-    assert time.monotonic() - started < 60  # the timeout (and the watchdog's grace), not a hang
+    assert hung.returncode == 2, hung.stderr  # stopped by --score-timeout (its line below): the hang is endless
     err = hung.stderr
     assert "Traceback" not in err, err
     lines = [line for line in err.splitlines() if line.startswith("error:")]
@@ -117,7 +115,7 @@ def test_the_watchdog_speaks_when_the_model_never_returns_to_python():
     seen = []
     backend = LocalBackend(deadline=BatchDeadline(0.1, "stuck", grace=0.2, stuck=seen.append))
     with pytest.raises(ModelError, match="took longer than --score-timeout 0.1 s"):
-        score_groups(_Sleeper(0.8, block=True), GROUPS, backend=backend, name="stuck")
+        score_groups(_Sleeper(2.0, block=True), GROUPS, backend=backend, name="stuck")  # the watchdog at 0.3 s
     assert len(seen) == 1 and seen[0].startswith("model 'stuck' took longer than --score-timeout 0.1 s")
     assert "signals cannot interrupt" in seen[0]
 

