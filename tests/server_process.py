@@ -8,8 +8,8 @@
 Three guards, each enough on its own for the case it covers:
 
 * **the owner stops it**: ``stop()`` (the context manager's exit, a fixture's ``finally``) sends
-  SIGTERM to the server's whole process group, then SIGKILL if it has not exited within ``grace`` seconds (10 by default;
-  ``transformers serve`` finishes a generation first);
+  SIGTERM to the server's whole process group, then SIGKILL if it has not exited within ``grace``
+  seconds (10 by default; ``transformers serve`` finishes a generation first);
 * **atexit**: every server not yet stopped is stopped when the Python process that started it
   exits normally (an ``exit()``, an uncaught exception, pytest ending with a finalizer skipped);
 * **a watchdog for a killed owner** (SIGKILL, OOM, a CI job's timeout): the command runs under this
@@ -65,8 +65,8 @@ class ServerProcess:
         self.argv, self.name, self.health_url, self.log_path = [str(a) for a in argv], name, health_url, Path(log)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as out:  # the supervisor keeps its own copy of the descriptor
-            self.proc = subprocess.Popen([sys.executable, __file__, "--watch", str(os.getpid()), str(grace), "--", *self.argv],
-                                         cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+            supervised = [sys.executable, __file__, "--watch", str(os.getpid()), str(grace), "--", *self.argv]
+            self.proc = subprocess.Popen(supervised, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         self.pgid = self.proc.pid  # the supervisor leads the session and the group; the server is in it
         _LIVE.add(self)

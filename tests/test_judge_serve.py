@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from server_process import ServerFailed, ServerProcess
 
 from rmbench.scoring.runner import EvalConfig, evaluate
@@ -27,7 +26,7 @@ from rmbench.scoring.runner import EvalConfig, evaluate
 pytestmark = [pytest.mark.server, pytest.mark.real_model]
 
 START_TIMEOUT_S = 900
-"""An upper bound on the server's start (about 16-30 s here), generous for a loaded machine: the wait ends when it answers."""
+"""An upper bound on the server's start (16-100 s here), generous for a loaded machine: it ends when it answers."""
 
 
 def _free_port() -> int:
@@ -76,8 +75,9 @@ def test_the_judge_tutorial_block_is_what_these_tests_run():
     line polls the served port's /health, and the judge run asks that port."""
     lines = tutorial_cpu_block()
     kinds = ["rmbench models export", "transformers serve", "until curl", "rmbench eval", "rmbench leaderboard build"]
-    assert len(lines) == len(kinds) and all(
-        shlex.join(_command(line)[1]).startswith(kind) or line.startswith(kind) for line, kind in zip(lines, kinds)), lines
+    assert len(lines) == len(kinds), lines
+    for line, kind in zip(lines, kinds):
+        assert shlex.join(_command(line)[1]).startswith(kind) or line.startswith(kind), (kind, line)
     env, serve = _line("transformers serve")
     assert lines[1].endswith("&") and env == {"OMP_NUM_THREADS": "1"}  # one thread a generation (the page says why)
     port = serve[serve.index("--port") + 1]

@@ -30,7 +30,8 @@ SERVER = textwrap.dedent("""
     child = subprocess.Popen([sys.executable, "-c",
                               "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
     print("child", child.pid, flush=True)
-    http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).serve_forever()
+    handler = http.server.SimpleHTTPRequestHandler
+    http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), handler).serve_forever()
 """)
 
 
