@@ -36,7 +36,6 @@ import yaml
 from rmbench.core.specs import ModelSpec, Spec, TaskSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models import MODEL_KINDS
-from rmbench.models.presets import DESCRIPTIONS as PRESET_DESCRIPTIONS
 from rmbench.models.presets import PRESETS
 from rmbench.tasks import TASK_KINDS
 from rmbench.tasks.downloads import is_web_source
@@ -178,7 +177,7 @@ def load_catalog(include: Iterable[str | Path] = (), builtin: bool = True) -> Ca
     catalog = Catalog()
     for name, preset in PRESETS.items():
         catalog.models[name] = preset
-        catalog.descriptions[("model", name)] = PRESET_DESCRIPTIONS[name]
+        catalog.descriptions[("model", name)] = PRESETS.describe(name)[0]
         catalog.origins[("model", name)] = "built-in preset"
     folders = ([builtin_tasks_dir()] if builtin else []) + [Path(p).expanduser() for p in include]
     for folder in folders:

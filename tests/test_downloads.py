@@ -271,3 +271,13 @@ def test_a_pin_manifest_is_read_through_the_one_mechanism_and_a_served_file_that
                                         rf"it was not kept"):
         downloads.fetch(wrong)
     assert not downloads.cached_path(wrong).exists()
+
+
+def test_an_entry_s_pins_name_a_shipped_manifest_or_a_path(tmp_path):
+    """``pins: NAME`` in a task entry: a bare name is a manifest of the package, anything else a path
+    (the entry writes no checksum itself)."""
+    shipped = downloads.pin_manifest("rmb_pins.json")
+    assert shipped == downloads.PIN_MANIFESTS / "rmb_pins.json" and shipped.is_file()
+    own = _manifest(tmp_path, {"x": f"sha256={'b' * 64}"})
+    assert downloads.pin_manifest(str(own)) == own
+    assert downloads.load_pins(downloads.pin_manifest(str(own)))["x"].endswith("#sha256=" + "b" * 64)

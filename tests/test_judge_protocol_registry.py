@@ -94,7 +94,9 @@ def test_the_built_ins_are_registered_and_listed():
     with pytest.raises(ConfigError, match=r"neither a named pairwise protocol \(arena_hard, vanilla\).*arena_hard"):
         JP.judge_protocol("pairwise", "arena_hrd")
     with pytest.raises(RegistryError, match="duplicate judge protocol name 'pairwise/vanilla'"):
-        JP.register_judge_protocol(JP.judge_protocol("pairwise", "vanilla"))
+        JP.register_judge_protocol("pairwise/vanilla", JP.judge_protocol("pairwise", "vanilla"))
+    with pytest.warns(DeprecationWarning), pytest.raises(RegistryError, match="duplicate judge protocol name"):
+        JP.register_judge_protocol(JP.judge_protocol("pairwise", "vanilla"))  # the older one-argument form
     vanilla = JP.judge_protocol("pairwise", "vanilla")
     for change, message in [({"mode": "ranking"}, "mode must be one of"),
                             ({"scale": (1, 10)}, "in mode rating only"),
@@ -119,7 +121,8 @@ def plugin(tmp_path, monkeypatch):
 
     (tmp_path / "prometheus_plugin.py").write_text(how_to_plugin())
     monkeypatch.syspath_prepend(str(tmp_path))
-    fresh = registry.Registry("judge protocol", entry_point_group=JP.ENTRY_POINT_GROUP)
+    fresh = registry.Registry("judge protocol", entry_point_group=JP.ENTRY_POINT_GROUP, kind=JP.PROTOCOLS.kind,
+                              key=JP.PROTOCOLS.key)
     for key, description, origin in JP.listing():
         fresh.register(key, JP.PROTOCOLS.get(key), description=description, origin=origin)
     monkeypatch.setattr(JP, "PROTOCOLS", fresh)
@@ -186,7 +189,8 @@ def test_a_plugin_protocol_s_package_and_code_are_in_the_judge_s_call_fingerprin
     monkeypatch.setenv(registry.PLUGINS_VARIABLE, "prometheus-plugin")
 
     def judge(prompt: str | None, server: ScriptedServer):
-        fresh = registry.Registry("judge protocol", entry_point_group=JP.ENTRY_POINT_GROUP)  # reads the file again
+        fresh = registry.Registry("judge protocol", entry_point_group=JP.ENTRY_POINT_GROUP, kind=JP.PROTOCOLS.kind,
+                                  key=JP.PROTOCOLS.key)  # reads the file again
         for key, protocol, origin in built_ins:
             fresh.register(key, protocol, origin=origin)
         monkeypatch.setattr(JP, "PROTOCOLS", fresh)

@@ -23,7 +23,7 @@ from test_judge import rating_reply, rewards, run  # noqa: E402
 
 from rmbench.errors import ConfigError  # noqa: E402
 from rmbench.models.judge.client import ChatClient, ChatRequest, JudgeServerError  # noqa: E402
-from rmbench.models.judge.transfer import DeadlineExceeded, TooLarge, request_within  # noqa: E402
+from rmbench.models.judge.transfer import Deadline, DeadlineExceeded, TooLarge, request_within  # noqa: E402
 from rmbench.models.judge.wire import MAX_TOKEN_COUNT, MalformedReply, parse_reply, token_count  # noqa: E402
 
 NAN_LOGPROBS = {"content": [{"token": "A", "logprob": math.nan, "top_logprobs": [{"token": "A", "logprob": math.nan}]}]}
@@ -66,6 +66,19 @@ def test_every_attempt_is_bounded_and_the_progress_line_counts_the_timeouts(caps
     assert took < 3 * 1.0 + 1.0, took  # three attempts of at most a second each (was: ~70 s each)
     assert (c.stats.timeouts, c.stats.retries, c.stats.failures) == (3, 2, 1)
     assert "2 retries, 3 timed out (given up, connection closed" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_one_deadline_bounds_a_judge_call_and_grows_for_a_batch_download():
+    """The judge client's attempt and the batch executors' management calls share one deadline
+    (``Deadline``): fixed at ``timeout`` for the first, grown by 1 s per ``min_rate`` bytes received
+    for the second (batch_remote's ``MIN_RATE``: 100 kB). Arithmetic only, no clock read but its start."""
+    from rmbench.models.judge.batch_remote import MIN_RATE
+
+    call = Deadline(5.0)
+    assert call.at() == call.start + 5.0 and call.at(10**9) == call.at()  # a judge call does not grow
+    download = Deadline(5.0, min_rate=MIN_RATE)
+    assert download.at(250_000) == pytest.approx(download.start + 7.5)  # 5 s + 250 kB at 100 kB/s
+    assert Deadline(-1.0).passed() and not Deadline(3600.0).passed()
 
 
 def test_request_within_bounds_a_synchronous_exchange_and_its_size():

@@ -262,7 +262,7 @@ def step_task(tmp_path):
     rmbench.register_task_kind("steps_test_kind", StepsTask)
     yield rows
     TASK_KINDS._entries.pop("steps_test_kind", None)
-    R.METRICS.pop("first_error_acc", None)
+    R.METRICS.unregister("first_error_acc")
 
 
 def test_a_step_task_runs_on_a_steps_judge_and_a_rerun_makes_no_call(server, step_task, tmp_path):

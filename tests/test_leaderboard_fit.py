@@ -171,9 +171,9 @@ def test_a_table_taller_than_a_page_is_a_longtable_and_a_short_one_a_float():
 
     tall = _table(80, 3)
     assert sum(p.height for p in tabular(tall, "brackets")) > FLOAT_PT
-    tex = render_latex(Leaderboard(tall))
+    tex = render_latex(Leaderboard(main=tall))
     assert r"\begin{longtable}" in tex and r"\begin{table}" not in tex and r"\endhead" in tex
-    short = render_latex(Leaderboard(_table(3, 3)))
+    short = render_latex(Leaderboard(main=_table(3, 3)))
     assert r"\begin{table}[htbp]" in short and "longtable" not in short.split("\n", 2)[2]
 
 

@@ -29,7 +29,7 @@ def _small() -> Leaderboard:
     rows = ((("rm_a",), (Estimate(0.7123, 0.69, 0.73), Estimate(0.10, 0.05, 0.15))),
             (("5% & #{x}~^\\",), (Estimate(0.7121, 0.70, 0.72), Estimate(0.20, 0.15, 0.25))),
             (("σ_model",), (Estimate(0.5), None)))
-    return Leaderboard(Table("rmbench leaderboard", ("model",), cols, rows, CAPTION),
+    return Leaderboard(main=Table("rmbench leaderboard", ("model",), cols, rows, CAPTION),
                        legend=("t_1: a task",), notes=("50% of $ & co",))
 
 
@@ -90,7 +90,7 @@ def _four_sections() -> Leaderboard:
     col = (Column("t", "pairwise_accuracy", "acc"),)
     rows = ((("m",), (Estimate(0.5, 0.4, 0.6),)), (("n",), (Estimate(0.6, 0.5, 0.7),)))
     shift_rows = ((("m", "t", "none"), (Estimate(0.5, 0.4, 0.6),)),)
-    return Leaderboard(Table("Alpha one", ("model",), col, rows, CAPTION),
+    return Leaderboard(main=Table("Alpha one", ("model",), col, rows, CAPTION),
                        official=(Table("Gamma three", ("model",), col, rows, "official scores"),),
                        shifts=Table("Delta four", ("model", "task", "shift"), col, shift_rows, CAPTION),
                        more=(Table("Beta two", ("model",), col, rows, CAPTION),),
@@ -197,7 +197,8 @@ def test_a_plugin_format_through_the_entry_points(tmp_path, monkeypatch):
 
     (tmp_path / "titles_format_plugin.py").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
-    fresh = registry.Registry("leaderboard format", entry_point_group=formats.ENTRY_POINT_GROUP)
+    fresh = registry.Registry("leaderboard format", entry_point_group=formats.ENTRY_POINT_GROUP,
+                              kind=formats.FORMATS.kind, key=formats.FORMATS.key)
     for name in format_names():
         fresh.register(name, formats.output_format(name), description=name, origin="built-in")
     monkeypatch.setattr(formats, "FORMATS", fresh)
@@ -236,5 +237,5 @@ def test_the_latex_compiles_with_pdflatex(tmp_path):
     nasty = _small()
     greek = Table("Ünïcode: αβγ ΔΣΩ – — × ≤ ≥ … | < > [x] \"q\"", ("model",), nasty.main.columns, nasty.main.rows, "")
     (tmp_path / "nasty").mkdir()
-    _compile(tmp_path / "nasty", render(Leaderboard(nasty.main, official=(greek,), legend=nasty.legend,
+    _compile(tmp_path / "nasty", render(Leaderboard(main=nasty.main, official=(greek,), legend=nasty.legend,
                                                     notes=nasty.notes), "latex"))

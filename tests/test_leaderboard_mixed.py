@@ -152,7 +152,8 @@ def test_column_groups_are_named_by_what_differs(mixed, tmp_path):
     md = render(lb, "md")
     assert "### ties_sample (data: mine.jsonl)\n" in md and "### ties_sample (eps raw)\n" in md
     assert "* ties_sample (data: mine.jsonl): rb2_ties task v1, data " in md  # the legend, by the same name
-    assert ("ties_sample (eps raw) of raw cannot share cells with ties_sample of length: eps unit sigma vs raw; "
+    # the values follow the names: the raw group's unit first, as it is named first (issue 54)
+    assert ("ties_sample (eps raw) of raw cannot share cells with ties_sample of length: eps unit raw vs sigma; "
             "shown apart") in lb.notes
 
     # a task version and a file edited between runs (nothing recorded tells them apart but the data)

@@ -63,7 +63,7 @@ def test_every_top_level_form():
     assert resolve_model("python:my_rm.py:score") == ModelSpec.make("python:my_rm.py:score", "python",
                                                                 {"target": "my_rm.py:score"})
     assert resolve_model("implicit:some/model").args_dict == {"model": "some/model"}  # target_arg = "model"
-    assert resolve_model("smollm2-135m-avg").args_dict == PRESETS["smollm2-135m-avg"].args_dict  # presets always
+    assert resolve_model("smollm2-135m-avg").args_dict == PRESETS.get("smollm2-135m-avg").args_dict  # presets always
     assert resolve_model("  length ") == ModelSpec.make("length", "length")
     spec = resolve_model("rmbench.models.baselines:LengthRM")  # an import target as the kind
     assert spec.kind == "rmbench.models.baselines:LengthRM" and spec.args_dict == {}
@@ -96,7 +96,7 @@ def test_yaml_entry_inner_names_another_include_entry(catalog):
     # presets name presets: the discrete preset's inner is the avg preset
     disc = resolve_model("smollm2-135m-discrete")
     assert disc.args_dict["inner"] == {"name": "smollm2-135m-avg", "kind": "implicit",
-                                       "args": PRESETS["smollm2-135m-avg"].args_dict}
+                                       "args": PRESETS.get("smollm2-135m-avg").args_dict}
 
 
 def test_kind_target_nests(catalog):
@@ -240,7 +240,7 @@ def test_an_unfinished_training_folder_says_so(tmp_path, monkeypatch):
 def _valid_keys(kind: str) -> list[str]:
     """What the message must list: the kind's signature, less the arguments the run fills."""
     from rmbench.models.names import RUN_ARGS, kind_factory
-    from rmbench.registry import keyword_parameters
+    from rmbench.registry.factories import keyword_parameters
 
     accepted = keyword_parameters(kind_factory(kind))
     assert accepted is not None, f"kind {kind!r} takes **kwargs: its arguments are not declared"

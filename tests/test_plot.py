@@ -251,7 +251,8 @@ def test_a_run_keeps_its_colour_in_every_figure_of_a_build(tmp_path):
     pytest.importorskip("matplotlib")
     from matplotlib.colors import to_hex
 
-    from rmbench.results.publishing.plot import _colour, ds_figure
+    from rmbench.results.publishing.plot import ds_figure
+    from rmbench.results.publishing.plot_canvas import colour
     from rmbench.results.storage.folder import load_run
     from rmbench.scoring.runner import EvalConfig, evaluate
 
@@ -262,8 +263,8 @@ def test_a_run_keeps_its_colour_in_every_figure_of_a_build(tmp_path):
     runs = [load_run(tmp_path / "a"), load_run(tmp_path / "b")]
     fig, _ = ds_figure(runs, "ties_sample")  # only run b has ties_sample
     lines = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("length")]
-    assert lines and to_hex(lines[0].get_color()) == to_hex(_colour(1))
+    assert lines and to_hex(lines[0].get_color()) == to_hex(colour(1))
     fig, _ = ds_figure(runs, "paraphrase_invariance_sample")
     colours = {line.get_label().split()[0]: to_hex(line.get_color()) for line in fig.axes[0].get_lines()
                if line.get_label().startswith(("oracle", "length"))}
-    assert colours == {"oracle": to_hex(_colour(0)), "length": to_hex(_colour(1))}
+    assert colours == {"oracle": to_hex(colour(0)), "length": to_hex(colour(1))}

@@ -77,13 +77,13 @@ def test_the_how_to_pages_show_the_plugin_package_s_own_code_and_entry_points():
     page's entry point is the package's own line."""
     docs = Path(__file__).parents[1] / "docs" / "how-to"
     modules = sorted(p.name for p in (PLUGIN_PKG / "rmbench_plugin_example").glob("*.py") if p.name != "__init__.py")
-    assert modules == ["board.py", "engine.py", "judge.py", "metric.py", "model.py", "tasks.py"]
+    assert modules == ["board.py", "engine.py", "export.py", "judge.py", "metric.py", "model.py", "tasks.py"]
     include = '--8<-- "tests/plugin_pkg/{}"'.format
     page = (docs / "write-a-plugin.md").read_text(encoding="utf-8")
     assert include("pyproject.toml:entry-points") in page
     assert all(include(f"rmbench_plugin_example/{m}") in page for m in modules)
     groups = tomllib.loads((PLUGIN_PKG / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
-    assert len(groups) == 6 and all(len(points) == 1 for points in groups.values())
+    assert len(groups) == 7 and all(len(points) == 1 for points in groups.values())
     pages = {"rmbench.tasks": "add-task.md", "rmbench.models": "add-model.md", "rmbench.engines": "add-engine.md",
              "rmbench.judge_protocols": "add-model.md"}
     for group, page_name in pages.items():
@@ -95,9 +95,10 @@ def test_the_how_to_pages_show_the_plugin_package_s_own_code_and_entry_points():
 
 
 @pytest.mark.slow
-def test_the_plugin_package_s_six_extensions_run_end_to_end(plugin_site, tmp_path):
+def test_the_plugin_package_s_seven_extensions_run_end_to_end(plugin_site, tmp_path):
     """Its model kind scores its task kind on its engine, its metric is a leaderboard column, its judge
-    protocol judges on a real server, its format writes the leaderboard: no edit to rmbench."""
+    protocol judges on a real server, its format writes the leaderboard, its export format exports the
+    runs: no edit to rmbench."""
     listed = run_cli(plugin_site, tmp_path, "models", "list")
     assert listed.returncode == 0, listed.stderr
     assert all(name in listed.stdout for name in ("keyword-rm", "rating/prometheus", "rmbench-plugin-example"))
@@ -142,6 +143,12 @@ def test_the_plugin_package_s_six_extensions_run_end_to_end(plugin_site, tmp_pat
     assert "topic_pairs topic acc" in header and "topic_pairs tie rate" in header, header
     assert "* Topic pairs" in text and "| Math | Chat | Score |" in text  # the plugin task's official table
     assert "Tasks:" in text and "keyword-rm" in text and "judge" in text
+
+    result = run_cli(plugin_site, tmp_path, "export", str(tmp_path / "kw"), "--format", "tsv", "--out",
+                     str(tmp_path / "tsv"))
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "tsv" / "keyword-rm.tsv").read_text().splitlines()
+    assert "topic_pairs\ttopic_accuracy\t0.5" in lines and "topic_pairs\ttie_rate\t0.3333333333333333" in lines
 
 
 @pytest.mark.slow

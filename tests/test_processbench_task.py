@@ -560,7 +560,9 @@ def test_runs_at_other_thresholds_are_never_compared(tmp_path):
     assert "processbench (threshold=0.3) ProcessBench F1" in headers  # shown apart, each named
     assert "processbench (threshold=0.5) ProcessBench F1" in headers
     [note] = [n for n in board.notes if "cannot share cells" in n]
-    assert note.endswith(": threshold 0.5 vs 0.3; shown apart") and "data fingerprint" not in note, note
+    assert note.startswith("processbench (threshold=0.3) of t0.3 cannot share cells with processbench "
+                           "(threshold=0.5) of t0.5: "), note
+    assert note.endswith(": threshold 0.3 vs 0.5; shown apart") and "data fingerprint" not in note, note  # names' order
     with pytest.raises(rmbench.ConfigError, match=r"not comparable \(threshold 0\.5 vs 0\.3\)"):
         paired_task(*runs_on_disk, "processbench")
     for run in runs_on_disk:  # each reloads: the fingerprint check holds its own threshold

@@ -551,7 +551,7 @@ def test_judgebench_replay_of_its_own_outputs_equals_its_own_metrics(tmp_path):
     files = []
     for path in outputs:
         pairs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        for p in pairs:  # the repository's files hold the judgments list as its Python repr
+        for p in pairs:  # a JSON list in the repository's files; a string holding its Python repr is read too
             p["judgments"] = ast.literal_eval(p["judgments"]) if isinstance(p["judgments"], str) else p["judgments"]
         files.append((path, pairs))
         if "judge_name=reward_model" in path.name:  # its first game alone, as run_judge.py --single_game writes it

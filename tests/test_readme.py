@@ -17,13 +17,13 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import smollm2_gguf
+from doc_commands import fresh_clone, joined, left_behind, shell_blocks
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -44,8 +44,7 @@ def _bash_blocks(section: str) -> list[str]:
     text = README.read_text(encoding="utf-8")
     start = text.index(f"## {section}")
     end = text.find("\n## ", start + 1)
-    blocks = re.findall(r"```bash\n(.*?)```", text[start:end if end > 0 else None], flags=re.S)
-    return [re.sub(r"\\\n\s*", " ", block) for block in blocks]  # a command continued over lines, as one
+    return [joined(block) for block in shell_blocks(text[start:end if end > 0 else None])]
 
 
 def quick_start_command() -> list[str]:
@@ -63,7 +62,7 @@ def using_it_commands() -> list[list[str]]:
     starts a server is left out whole: tests/test_judge_serve.py runs it with its server)."""
     out = []
     for page in tutorial_pages():
-        for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S):
+        for block in shell_blocks(page.read_text(encoding="utf-8")):
             if any(re.sub(r"^([A-Za-z_]\w*=\S*\s+)*", "", line.strip()).startswith(SERVERS)  # after VAR=VALUE
                    for line in block.splitlines()):
                 continue
@@ -74,40 +73,11 @@ def using_it_commands() -> list[list[str]]:
     return out
 
 
-def _git(args: list[str], cwd: Path) -> str:
-    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, f"git {shlex.join(args)}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
-    return result.stdout
-
-
-def fresh_clone(dest: Path) -> Path:
-    """A user's fresh clone of the repository at ``dest``: the files git has of the working tree
-    (tracked ones and new ones it does not ignore, as they are now, so the docs and .gitignore
-    under test are this tree's) committed in a new repository. Skips outside a git checkout."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed: a fresh clone needs it")
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, text=True, timeout=300)
-    if listed.returncode != 0:
-        pytest.skip(f"{REPO} is not a git checkout: {listed.stderr.strip()[:200]}")
-    for name in filter(None, listed.stdout.split("\0")):
-        source = REPO / name
-        if source.is_file() or source.is_symlink():  # not a tracked file deleted in the working tree
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name, follow_symlinks=False)
-    _git(["init", "-q"], dest)
-    _git(["add", "-A", "-f"], dest)
-    _git(["-c", "user.name=rmbench tests", "-c", "user.email=tests@rmbench.invalid", "-c", "commit.gpgsign=false",
-          "commit", "-q", "--no-verify", "-m", "fresh clone"], dest)
-    return dest
-
-
 def written_paths(page: Path) -> list[tuple[str, str]]:
     """(command, path) for each path an ``rmbench`` command of ``page`` writes by name
     (``--out``, ``-o``, ``--dir``, a shell redirection): in its bash blocks and inline code."""
     text = page.read_text(encoding="utf-8")
-    commands = [line for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
-                for line in block.replace("\\\n", " ").splitlines()]
+    commands = [line for block in shell_blocks(text) for line in joined(block).splitlines()]
     prose = re.sub(r"```.*?```", "", text, flags=re.S)
     commands += [span.replace("\n", " ") for span in re.findall(r"`([^`]*)`", prose)]
     out = []
@@ -245,11 +215,11 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
 
     # Nothing written outside the ignored folders: the clone is as it was, and its shipped tables
     # (what git tracks under leaderboards/) still pass their test there.
-    status = _git(["status", "--porcelain", "--untracked-files=all"], clone)
+    status = left_behind(clone)
     assert not status, f"the tutorials wrote into the repository, outside the folders git ignores:\n{status}"
     shipped = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "shipped",
                               "tests/test_leaderboard_scale.py"], cwd=clone, capture_output=True, text=True,
                              timeout=600)
     summary = shipped.stdout.strip().splitlines()[-1] if shipped.stdout.strip() else ""
     assert shipped.returncode == 0 and " passed" in summary and "skipped" not in summary, shipped.stdout[-3000:]
-    assert not _git(["status", "--porcelain", "--untracked-files=all"], clone)
+    assert not left_behind(clone)

@@ -245,3 +245,73 @@ def test_tasks_and_models_list_show_a_plugin_s_own_description(tmp_path, monkeyp
     line = next(ln for ln in result.output.splitlines() if "fakekind" in ln)
     assert f"Fake pairs: the plugin {command[:-1]} kind" in line and "plugin (" not in line, line
     assert "fake-described-plugin" in line  # the source column still names the distribution
+
+
+# --- the one mechanism: checked values, repeated declarations, order, origin ----------------------------
+
+def test_kind_and_key_are_checked_when_registered_and_when_a_lazy_value_loads(tmp_path, monkeypatch):
+    reg = Registry("thing", kind=tuple, key=lambda t: t[0])  # a thing: (its name, ...)
+    reg.register("a", ("a", 1))
+    with pytest.raises(RegistryError, match=r"thing 'b' from built-in is not a tuple named 'b' \(got tuple ''\)"):
+        reg.register("b", ("a", 1))
+    with pytest.raises(RegistryError, match=r"thing 'c' from here is not a tuple named 'c' \(got int ''\)"):
+        reg.register("c", 3, origin="here")
+    (tmp_path / "lazy_things.py").write_text("WRONG = ('other', 1)\nRIGHT = ('e', 2)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg.register("d", "lazy_things:WRONG", origin="entry point 'd' of pkg")
+    for _ in range(2):  # a wrong value stays unloaded: asked again, it fails again
+        with pytest.raises(RegistryError, match="thing 'd' from entry point 'd' of pkg is not a tuple named 'd'"):
+            reg.get("d")
+    reg.register("e", "lazy_things:RIGHT")
+    assert reg.get("e") == ("e", 2)
+
+
+def test_an_equal_declaration_again_is_a_no_op_where_the_registry_allows_it():
+    strict, lenient = Registry("thing"), Registry("thing", same_ok=True)
+    for reg in (strict, lenient):
+        reg.register("a", (1, 2))
+    lenient.register("a", (1, 2), origin="again")
+    assert lenient.origin("a") == "built-in"  # the first declaration's origin is kept
+    with pytest.raises(RegistryError, match="duplicate thing name 'a': defined by built-in and by again"):
+        lenient.register("a", (1, 3), origin="again")
+    with pytest.raises(RegistryError, match="duplicate thing name 'a'"):
+        strict.register("a", (1, 2))
+
+
+def test_registration_order_origin_find_and_unregister():
+    import math
+
+    reg = Registry("thing")
+    reg.register("b", 1)
+    reg.register("a", 2, origin="register_thing('a')")
+    reg.register("c", "math:sqrt")
+    assert reg.in_order() == ["b", "a", "c"] and reg.names() == ["a", "b", "c"]
+    assert reg.origin("a") == "register_thing('a')" and reg.origin("b") == "built-in"
+    assert reg.find("a") == 2 and reg.find("c") is None and reg.find("zzz") is None  # nothing imported
+    assert reg.items() == [("b", 1), ("a", 2), ("c", math.sqrt)]
+    reg.unregister("a")
+    reg.unregister("a")  # absent: nothing
+    assert reg.in_order() == ["b", "c"]
+
+
+def test_named_takes_the_one_register_shape_and_the_older_one_argument_form():
+    reg = Registry("thing", kind=tuple, key=lambda t: t[0])
+    thing = ("x", 1)
+    assert reg.named("x", thing, "register_thing") == ("x", thing)
+    with pytest.warns(DeprecationWarning, match=r"register_thing\(value\) is the older form of register_thing\('x', "
+                                                r"value\)"):
+        assert reg.named(thing, None, "register_thing") == ("x", thing)
+    with pytest.raises(RegistryError, match=r"register_thing\(name, value, \*, description=''\): no value given"):
+        reg.named("x", None, "register_thing")
+    with pytest.raises(RegistryError, match="the name first"):
+        reg.named(thing, thing, "register_thing")
+
+
+def test_an_entry_point_that_clashes_fails_every_time_and_leaves_the_registry_as_it_was(two_plugins):
+    reg = Registry("thing", entry_point_group=GROUP)
+    reg.register("fake_plugin_b_thing", "built-in value")
+    for _ in range(2):
+        with pytest.raises(RegistryError, match="duplicate thing name 'fake_plugin_b_thing': defined by built-in and "
+                                                "by entry point 'fake_plugin_b_thing' of fake_plugin_b"):
+            reg.names()
+        assert list(reg._entries) == ["fake_plugin_b_thing"]

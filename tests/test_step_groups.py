@@ -97,7 +97,7 @@ def steps_task(tmp_path, monkeypatch):
     rmbench.register_task_kind("steps_test_kind", StepsTask)
     yield rows, prm, (lambda: json.loads(log.read_text()) if log.exists() else [])
     TASK_KINDS._entries.pop("steps_test_kind", None)
-    R.METRICS.pop("first_error_acc", None)
+    R.METRICS.unregister("first_error_acc")
 
 
 def test_a_step_task_runs_scores_caches_and_reports_step_level_pairs(steps_task, tmp_path):

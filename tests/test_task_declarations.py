@@ -19,6 +19,7 @@ from rmbench.core import metric_registry as R
 from rmbench.core.judgebench import judgebench_accuracies
 from rmbench.errors import ConfigError, DataError
 from rmbench.plugins import OfficialColumn, OfficialLayout
+from rmbench.registry import Registry
 from rmbench.results.publishing.leaderboard import build_leaderboard
 from rmbench.results.storage.folder import load_run
 from rmbench.tasks import TASK_KINDS, schemas
@@ -65,8 +66,8 @@ def plugin_kind(tmp_path):
     rmbench.register_task_kind("plugin_loss_kind", LossTask, description="a plugin with its own score")
     yield rows
     TASK_KINDS._entries.pop("plugin_loss_kind", None)
-    R.METRICS.pop("plugin_loss", None)
-    schemas._READ_BY.pop(ROWS, None)
+    R.METRICS.unregister("plugin_loss")
+    schemas.ROW_SCHEMAS.unregister("plugin_loss_kind")
 
 
 def test_one_registration_declares_the_kinds_scores_and_row_schema(plugin_kind):
@@ -84,7 +85,8 @@ def test_built_in_kinds_declare_their_scores_and_core_holds_none():
     assert not hasattr(R, "_TASK_SCORES") and not hasattr(schemas, "KNOWN")
     for name in ("judgebench", "rmb", "ppe_correctness", "rewardbench2", "rb2_ties"):
         kind = TASK_KINDS.get(name)
-        assert kind.scores and all(R.METRICS[d.name] == d for d in kind.scores), name
+        assert kind.scores and all(R.METRICS.get(d.name) == d for d in kind.scores), name
+        assert all(R.METRICS.origin(d.name).startswith("task kind ") for d in kind.scores), name
         assert kind.row_schemas and all(name in schemas.kinds_reading(s) for s in kind.row_schemas), name
     assert schemas.schemas_of("rmb") == (schemas.RMB_PAIRWISE, schemas.RMB_BON)
     assert R.metric_def("ties_score").reading == R.TIES_READING
@@ -96,8 +98,11 @@ def test_which_schema_a_row_looks_like_does_not_depend_on_registration_order(mon
                "rejected": "d"}
     rm_bench = {"id": 1, "prompt": "q", "chosen": ["a", "b", "c"], "rejected": ["d", "e", "f"], "domain": "chat"}
     expected = ([schemas.RB1], [schemas.PAIRED_SHIFT], [schemas.RM_BENCH, schemas.RB2])
-    for order in (list(schemas._READ_BY.items()), list(reversed(schemas._READ_BY.items()))):
-        monkeypatch.setattr(schemas, "_READ_BY", dict(order))
+    for order in (schemas.ROW_SCHEMAS.items(), list(reversed(schemas.ROW_SCHEMAS.items()))):
+        registry = Registry("row schemas of task kind")
+        for kind, read in order:
+            registry.register(kind, read)
+        monkeypatch.setattr(schemas, "ROW_SCHEMAS", registry)
         assert [list(schemas.looks_like(r)) for r in (rb1_csv, shifted, rm_bench)] == list(expected)
     assert schemas.looks_like({"nothing": 1}) == ()
 
@@ -150,7 +155,7 @@ def test_a_plugin_metric_keeps_its_declaration_in_a_leaderboard_built_without_th
     assert {"name": "plugin_loss", "label": "my loss", "higher_is_better": False, "eps_dependent": False,
             "n_counts": "groups"} in stored
     assert [s["name"] for s in stored][:2] == ["plugin_loss", "pairwise_accuracy"]
-    R.METRICS.pop("plugin_loss")  # another process: the plugin is not installed there
+    R.METRICS.unregister("plugin_loss")  # another process: the plugin is not installed there
     assert R.metric_def("plugin_loss").higher_is_better  # the registry's guess
     runs = [load_run(tmp_path / "len"), load_run(tmp_path / "const")]
     assert not runs[0].record.tasks[0].metric_def("plugin_loss").higher_is_better
@@ -191,7 +196,8 @@ def test_a_layout_without_provenance_claims_nothing_about_official_code(plugin_k
                                             n_bootstrap=10),
                          out_dir=tmp_path / "run")
     finally:
-        TASK_KINDS._entries.pop("plugin_table_kind", None)
+        TASK_KINDS.unregister("plugin_table_kind")
+        schemas.ROW_SCHEMAS.unregister("plugin_table_kind")
     run = load_run(tmp_path / "run")  # as read back from disk
     task = run.record.tasks[0]
     assert task.official is not None and task.official.provenance is None
@@ -309,5 +315,5 @@ def test_the_how_to_example_is_one_module_and_one_registration(tmp_path):
         assert build_leaderboard([run]).main.columns[0].header == "topic_pairs topic acc"
     finally:
         TASK_KINDS._entries.pop("topic_pairs", None)
-        R.METRICS.pop("topic_accuracy", None)
-        schemas._READ_BY.pop(module["TOPIC_PAIRS"], None)
+        R.METRICS.unregister("topic_accuracy")
+        schemas.ROW_SCHEMAS.unregister("topic_pairs")

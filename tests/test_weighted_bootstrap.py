@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rmbench.core import metrics as M
 from rmbench.core import weighted as W
 from rmbench.core import weighted_order
-from rmbench.core.metric_registry import COMPUTED, GAP_SUFFIX
+from rmbench.core.metric_registry import GAP_SUFFIX, computed_metrics
 from rmbench.core.types import ORIGINAL, ComparisonGroup
 from rmbench.core.weighted_order import Cumulative
 from rmbench.results.statistics.summary import summarize
@@ -26,7 +26,7 @@ def rounded(metric: str) -> bool:
     """Whether ``metric`` (or the metric ``metric`` is the shift gap of) declares an inexact
     weighted bootstrap (equal to float rounding only)."""
     base = metric.removesuffix(GAP_SUFFIX)
-    return base in COMPUTED and not COMPUTED[base].exact
+    return any(m.name == base and not m.exact for m in computed_metrics())
 
 
 def random_groups(seed: int, n_groups: int, forms: bool = False, shifts: bool = False, subsets: bool = True,

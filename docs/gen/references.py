@@ -156,15 +156,15 @@ def metrics_page() -> str:
     from rmbench.core import metric_registry as reg
 
     rows, definitions = [], []
-    for m in sorted(reg.METRICS.values(), key=lambda m: m.name):
+    declared = sorted((reg.definition_of(v) for _, v in reg.METRICS.items()), key=lambda m: m.name)
+    for m in declared:
         # getattr with defaults: robust to declarations that gain or lose optional fields
         higher, per_eps = getattr(m, "higher_is_better", True), getattr(m, "eps_dependent", False)
         rows.append(f"| [`{m.name}`](#{m.name}) | {_cell(getattr(m, 'label', ''))} | "
                     f"{'higher' if higher else 'lower'} | {'yes' if per_eps else ''} | "
                     f"{_cell(getattr(m, 'n_counts', ''))} | {'yes' if getattr(m, 'official', False) else ''} |")
         definitions.append(f"### `{m.name}` {{#{m.name}}}\n\n{_prose(getattr(m, 'description', ''))}\n")
-    readings = [(m.name, m.reading) for m in sorted(reg.METRICS.values(), key=lambda m: m.name)
-                if getattr(m, "reading", None)]
+    readings = [(m.name, m.reading) for m in declared if getattr(m, "reading", None)]
     out = [HEADER, "# Metrics reference\n\n",
            "Every metric rmbench declares (the computed ones in `rmbench/core/computed_metrics.py`, a task kind's "
            "own scores on its class, `Task.scores`): its name in results.json, the "
@@ -187,8 +187,7 @@ def metrics_page() -> str:
 def formats_page() -> str:
     """The built-in leaderboard formats (``rmbench.results.publishing.formats``) and export formats
     (``rmbench.results.publishing.export_formats``), as their registries hold them."""
-    from rmbench.results.publishing import formats
-    from rmbench.results.publishing.export_formats import EXPORT_FORMATS
+    from rmbench.results.publishing import export_formats, formats
 
     board = []
     for name in formats._BUILTIN:
@@ -196,13 +195,15 @@ def formats_page() -> str:
         options = "; ".join(f"`{o.name}`: " + " or ".join(f"`{c}`" for c in o.choices) + f" ({_cell(o.help)})"
                             for o in f.options)
         board.append(f"| `{f.name}` | `{f.suffix}` | {_cell(f.description)} | {options} |")
-    export = [f"| `{f.name}` | {_cell(f.description)} |" for f in EXPORT_FORMATS]
+    export = [f"| `{f.name}` | {_cell(f.description)} |"
+              for f in map(export_formats.export_format, export_formats._BUILTIN)]
     return "".join([
         HEADER, "# Output formats\n\n",
         "What `rmbench leaderboard build --format` writes (by default the one whose suffix `--out` has; "
         "options with `--format-option NAME=VALUE`, the first choice the default) and what `rmbench export "
         "--format` writes. A plugin adds a leaderboard format through the `rmbench.formats` entry points "
-        "([Publish a leaderboard](../how-to/publish.md), CONTRIBUTING.md).\n\n",
+        "([Publish a leaderboard](../how-to/publish.md), CONTRIBUTING.md), and an export format through the "
+        "`rmbench.export_formats` entry points ([Export to the Hub](../how-to/hub-export.md)).\n\n",
         "## Leaderboard formats\n\n| format | suffix | what | options |\n|---|---|---|---|\n",
         "\n".join(board), "\n\n## Export formats\n\n| format | what |\n|---|---|\n", "\n".join(export), "\n"])
 

@@ -29,11 +29,12 @@ from rmbench.core.computed_metrics import BUILTIN as BUILTIN_COMPUTED
 from rmbench.core.computed_metrics import LENGTH_CORRELATION_READING, LENGTH_GAP_READING
 from rmbench.core.metric_declaration import ComputedMetric
 from rmbench.core.metric_def import Counted, MetricDef, MetricSpec
-from rmbench.registry import Registry, RegistryError
+from rmbench.registry import Registry
 
-__all__ = ["COMPUTED", "GAP_SUFFIX", "LENGTH_CORRELATION_READING", "LENGTH_GAP_READING", "METRICS", "TIES_READING",
+__all__ = ["GAP_SUFFIX", "LENGTH_CORRELATION_READING", "LENGTH_GAP_READING", "METRICS", "TIES_READING",
            "ComputedMetric", "Counted", "MetricDef", "MetricSpec", "OfficialColumn", "OfficialLayout",
-           "computed_metrics", "is_declared", "load_plugin_metrics", "metric_def", "register_metric"]
+           "computed_metrics", "declare_metric", "definition_of", "is_declared", "load_plugin_metrics", "metric_def",
+           "register_metric"]
 
 GAP_SUFFIX = "_shift_gap"
 
@@ -43,72 +44,66 @@ TIES_READING = ("ties_score ranges over [-0.01, 1.01], not [0, 1]: RewardBench 2
                 "far above the incorrect ones, relative to their spread among themselves, scores up to 1.010")
 
 
-METRICS: dict[str, MetricDef] = {c.definition.name: c.definition for c in BUILTIN_COMPUTED}
-"""Every declared metric by name: the computed ones, then the task scores, which each task kind
-declares on its class (``Task.scores``) and its registration adds here
-(:func:`rmbench.tasks.register_task_kind`: this layer never imports the tasks); a plugin adds its own."""
-COMPUTED: dict[str, ComputedMetric] = {c.name: c for c in BUILTIN_COMPUTED}
-"""The metrics every summary computes from pairs, in the order of a slice's records."""
-
-
-def register_metric(metric: MetricDef | ComputedMetric) -> None:
-    """Declare a plugin's metric (a second declaration of a name must be identical).
-
-    A :class:`MetricDef` declares a metric a task reports (``Task.extra_metrics``); a
-    :class:`ComputedMetric` one that every summary computes from pairs, after the built-in ones.
-    """
-    definition = metric.definition if isinstance(metric, ComputedMetric) else metric
-    known = METRICS.get(definition.name)
-    if known is not None and known != definition:
-        raise ValueError(f"metric {definition.name!r} is already declared differently: {known}")
-    if isinstance(metric, ComputedMetric):
-        computed = COMPUTED.get(metric.name)
-        if computed is not None and computed != metric:
-            raise ValueError(f"metric {metric.name!r} is already computed differently")
-        if computed is None and known is not None:
-            raise ValueError(f"metric {metric.name!r} is already declared as a task's score, not computed")
-        COMPUTED[metric.name] = metric
-    METRICS[definition.name] = definition
-
-
 ENTRY_POINT_GROUP = "rmbench.metrics"
-PLUGIN_METRICS: Registry[MetricDef | ComputedMetric] = Registry("metric", entry_point_group=ENTRY_POINT_GROUP)
-"""The installed packages' metrics (``rmbench.metrics`` entry points), declared by :func:`load_plugin_metrics`."""
-_plugins_declared: list[bool] = []
+METRICS: Registry[MetricDef | ComputedMetric] = Registry(
+    "metric", entry_point_group=ENTRY_POINT_GROUP, kind=(ComputedMetric, MetricDef), key=lambda m: m.name)
+"""Every declared metric by name, each with its origin: the computed ones (a
+:class:`ComputedMetric`: every summary computes them from pairs, in this order), then the task
+scores (a :class:`MetricDef`), which each task kind declares on its class (``Task.scores``) and
+its registration adds here (:func:`rmbench.tasks.register_task_kind`: this layer never imports
+the tasks); a plugin adds its own (:func:`register_metric`, or an ``rmbench.metrics`` entry point)."""
+for _metric in BUILTIN_COMPUTED:
+    METRICS.register(_metric.name, _metric, description=_metric.definition.label)
+
+
+def definition_of(metric: MetricDef | ComputedMetric) -> MetricDef:
+    """The :class:`MetricDef` of a declaration (a computed metric's own)."""
+    return metric.definition if isinstance(metric, ComputedMetric) else metric
+
+
+def register_metric(name: str | MetricDef | ComputedMetric, metric: MetricDef | ComputedMetric | str | None = None,
+                    *, description: str = "") -> None:
+    """Declare a plugin's metric ``name`` in this process (a second declaration of a name must be
+    identical); an installed package uses the ``rmbench.metrics`` entry points instead.
+
+    ``metric``: a :class:`MetricDef` declares a metric a task reports (``Task.extra_metrics``); a
+    :class:`ComputedMetric` one that every summary computes from pairs, after the built-in ones;
+    either may be a lazy ``"module:attr"``. ``register_metric(metric)``, the older form, takes the
+    name from the declaration.
+    """
+    name, metric = METRICS.named(name, metric, "register_metric")
+    declare_metric(name, metric, origin=f"register_metric({name!r})", description=description)
+
+
+def declare_metric(name: str, metric: MetricDef | ComputedMetric | str, *, origin: str,
+                   description: str = "") -> None:
+    """Register ``metric`` as ``name`` from ``origin`` (``register_metric``, a task kind's
+    ``scores``): the same declaration again is a no-op; another one of a declared name is a
+    ValueError saying how they differ."""
+    known = METRICS.find(name)
+    if known is not None and not isinstance(metric, str):
+        if definition_of(known) != definition_of(metric):
+            raise ValueError(f"metric {name!r} is already declared differently: {definition_of(known)}")
+        if isinstance(metric, ComputedMetric) and isinstance(known, ComputedMetric) and known != metric:
+            raise ValueError(f"metric {name!r} is already computed differently")
+        if isinstance(metric, ComputedMetric) and not isinstance(known, ComputedMetric):
+            raise ValueError(f"metric {name!r} is already declared as a task's score, not computed")
+        return  # the same declaration, or a computed metric's definition alone
+    label = definition_of(metric).label if not isinstance(metric, str) else ""
+    METRICS.register(name, metric, origin=origin, description=description or label)
 
 
 def load_plugin_metrics() -> None:
-    """Declare every metric of the ``rmbench.metrics`` entry points (once per process; the
-    functions below call it). An entry point that fails to import, names no declaration, a
-    declaration of another name, or one that clashes with a metric already declared is a
-    :class:`~rmbench.registry.RegistryError` naming it and its package."""
-    if _plugins_declared:
-        return
-    _plugins_declared.append(True)  # first: a plugin module that asks for a declaration does not recurse
-    try:
-        for name in PLUGIN_METRICS.names():
-            _declare_plugin_metric(name)
-    except BaseException:
-        _plugins_declared.clear()  # asked again, the broken plugin fails again, never silently
-        raise
-
-
-def _declare_plugin_metric(name: str) -> None:
-    origin = PLUGIN_METRICS.describe(name)[1]
-    metric = PLUGIN_METRICS.get(name)
-    if not isinstance(metric, MetricDef | ComputedMetric) or metric.name != name:
-        raise RegistryError(f"metric {name!r} from {origin} is not a ComputedMetric or MetricDef named {name!r} "
-                            f"(got {type(metric).__name__} {getattr(metric, 'name', '')!r})")
-    try:
-        register_metric(metric)
-    except ValueError as exc:
-        raise RegistryError(f"metric {name!r} from {origin}: {exc}") from None
+    """Load every declaration of the ``rmbench.metrics`` entry points (the functions below call
+    it). An entry point that fails to import, names no declaration, a declaration of another
+    name, or a name already declared is a :class:`~rmbench.registry.RegistryError` naming it and
+    its package, every time it is asked."""
+    METRICS.items()
 
 
 def computed_metrics() -> tuple[ComputedMetric, ...]:
     """The metrics a summary computes, in record order: the built-in ones, then those registered."""
-    load_plugin_metrics()
-    return tuple(COMPUTED.values())
+    return tuple(m for _, m in METRICS.items() if isinstance(m, ComputedMetric))
 
 
 def is_declared(name: str) -> bool:
@@ -121,9 +116,9 @@ def metric_def(name: str) -> MetricDef:
     """The declaration of ``name``; ``X_shift_gap`` derives from X (shifted - original)."""
     load_plugin_metrics()
     if name in METRICS:
-        return METRICS[name]
+        return definition_of(METRICS.get(name))
     if name.endswith(GAP_SUFFIX) and name[: -len(GAP_SUFFIX)] in METRICS:
-        base = METRICS[name[: -len(GAP_SUFFIX)]]
+        base = definition_of(METRICS.get(name[: -len(GAP_SUFFIX)]))
         return MetricDef(name, f"{base.label} gap", base.higher_is_better, base.eps_dependent, Counted.ORIGINAL_GROUPS,
                          f"{base.name} on the shifted groups minus on their originals (paired)")
     return MetricDef(name, name, True, False, Counted.RESAMPLING_UNITS, "a task's own metric (not declared)")

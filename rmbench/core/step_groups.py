@@ -61,6 +61,6 @@ class StepGroup(ComparisonGroup):
         n = k if k >= 0 else len(self.utilities)
         return max(k, 0), n * (n - 1) // 2
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, sources: bool = False) -> dict[str, Any]:
         """The group's JSON, marked as a solution's steps (``"steps": true``)."""
-        return {**super().to_json(), "steps": True}
+        return {**super().to_json(sources), "steps": True}

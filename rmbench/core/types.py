@@ -29,40 +29,10 @@ from numpy.typing import DTypeLike
 
 from rmbench.core.arrays import AnyArray, IntArray
 from rmbench.core.canonical import canonical_json
-
-
-@dataclass(frozen=True)
-class Message:
-    """One chat message of a prompt given as a conversation."""
-
-    role: str
-    """Who speaks: ``"system"``, ``"user"`` or ``"assistant"``."""
-    content: str
-    """What the message says."""
-
-
-Prompt = str | tuple[Message, ...]
-
-
-def prompt_to_json(prompt: Prompt) -> Any:
-    if isinstance(prompt, str):
-        return prompt
-    return [{"role": m.role, "content": m.content} for m in prompt]
-
-
-def prompt_from_json(value: Any) -> Prompt:
-    """Accept a string or a list of ``{"role", "content"}`` messages; raise ValueError otherwise."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (list, tuple)) and value:
-        messages = []
-        for i, m in enumerate(value):
-            if not (isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
-                raise ValueError(f"message {i} must be an object with string 'role' and 'content'")
-            messages.append(Message(m["role"], m["content"]))
-        return tuple(messages)
-    raise ValueError("must be a string or a non-empty list of chat messages")
-
+from rmbench.core.prompts import Message as Message
+from rmbench.core.prompts import Prompt as Prompt
+from rmbench.core.prompts import prompt_from_json as prompt_from_json
+from rmbench.core.prompts import prompt_to_json as prompt_to_json
 
 ORIGINAL = "original"
 """The form of a response that is no rewrite (:attr:`ComparisonGroup.forms`)."""
@@ -192,11 +162,12 @@ class ComparisonGroup:
         _, _, a, b = self.pair_arrays()
         return list(zip(a.tolist(), b.tolist()))
 
-    def to_json(self) -> dict[str, Any]:
-        """The canonical JSON form (also the line format of ``groups_jsonl`` task files)."""
+    def to_json(self, sources: bool = False) -> dict[str, Any]:
+        """The canonical JSON form (also the line format of ``groups_jsonl`` task files): images by
+        their content hash, and, with ``sources`` (a file to be read again), where their bytes are."""
         return {
             "id": self.id,
-            "prompt": prompt_to_json(self.prompt),
+            "prompt": prompt_to_json(self.prompt, sources),
             "responses": list(self.responses),
             "utilities": list(self.utilities),
             "subset": self.subset,

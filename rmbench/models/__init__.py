@@ -16,7 +16,7 @@ point names a factory (class or function) called with the spec's arguments that 
 Layer: beside :mod:`rmbench.tasks`, above :mod:`rmbench.core`. May import :mod:`rmbench.core` and
 the shared top-level modules only (never tasks, catalog, results, scoring, rewrite, train or cli);
 one module per family (``baselines``, ``implicit``, ``seqcls``, ``generative``, ``discretize``,
-``lmeval``, ``vllm``, ``published``), the transformers machinery in ``hf/``; ``live``: the transformers
+``lmeval``, ``vllm``, ``published``, ``pairrm``), the transformers machinery in ``hf/``; ``live``: the transformers
 adapters around weights in memory (a model under training), built in code, not from a spec.
 """
 
@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 
 from rmbench.core.specs import ModelSpec
 from rmbench.models.base import RewardModel, Runtime, ScoreRequest, Truncation
-from rmbench.registry import Registry, instantiate
+from rmbench.registry import Registry
+from rmbench.registry.factories import instantiate
 
 MODEL_KINDS: Registry = Registry("model", entry_point_group="rmbench.models")
 MODEL_KINDS.register("oracle", "rmbench.models.baselines:OracleRM",
@@ -49,6 +50,10 @@ MODEL_KINDS.register("seqcls", "rmbench.models.seqcls:SeqClsRM",
                      description="explicit RM: AutoModelForSequenceClassification, 1 output (seqcls:MODEL)")
 MODEL_KINDS.register("linear", "rmbench.models.seqcls:LinearHeadRM",
                      description="explicit RM: linear head <u, h(x,y)> from a file on any backbone (args model, head)")
+MODEL_KINDS.register("pairrm", "rmbench.models.pairrm:PairRM",
+                     description="pairwise preference model, LLM-Blender's PairRM and kin (pairrm:MODEL): each pair "
+                     "compared in both orders; reward = mean comparison logit over the group "
+                     "(format=conversation|plain, score=logit|verdict)")
 MODEL_KINDS.register("generative", "rmbench.models.generative:GenerativeRM",
                      description="generative verifier: P('Yes') to 'Is the answer correct?' (generative:MODEL)")
 MODEL_KINDS.register("discretize", "rmbench.models.discretize:DiscretizedRM",
@@ -108,7 +113,7 @@ def build_model(spec: ModelSpec, runtime: Runtime | None = None, truncation: Tru
     return model
 
 
-def register_model_kind(name: str, target: object, description: str = "") -> None:
+def register_model_kind(name: str, target: object, *, description: str = "") -> None:
     """Register a model kind in this process (public API: ``rmbench.register_model_kind``).
 
     ``target`` is a RewardModel subclass or factory, or a lazy ``"module:attr"`` (or

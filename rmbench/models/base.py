@@ -31,6 +31,7 @@ from rmbench import __version__
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.choices import TRUNCATION_SIDES, DType, TruncationSide, choice, device_choice, dtype_choice
 from rmbench.core.judge_replies import JudgeReplies
+from rmbench.core.prompts import prompt_images
 from rmbench.core.types import Prompt, prompt_to_json
 from rmbench.errors import ConfigError
 
@@ -157,6 +158,11 @@ class RewardModel(ABC):
     only."""
     reads_subset: ClassVar[bool] = False
     """The engine fills :attr:`ScoreRequest.subset` for such a model."""
+    reads_images: ClassVar[bool] = False
+    """Whether the model reads the images a prompt may carry (:attr:`rmbench.core.prompts.Message.images`).
+    A model that does not is refused a task whose prompts carry images (:meth:`check_images`)
+    rather than scoring their text alone; the baselines and published replays, which read no
+    prompt, declare True."""
     may_abstain: ClassVar[bool] = False
     """Whether :meth:`postprocess` may give NaN, "no reward" (an LLM judge's unparsed answer): the
     runner then leaves that response out of the task's pairs and official scores
@@ -201,6 +207,17 @@ class RewardModel(ABC):
         """Refuse, before any response is scored (and any progress is shown), groups this model
         cannot give rewards for: a ValueError of one line (a published file that does not match
         the task's data). Default: every group is fine."""
+
+    def check_images(self, groups: Sequence[ComparisonGroup]) -> None:
+        """Refuse groups whose prompts carry images when the model reads text only
+        (:attr:`reads_images` False): a ValueError of one line, before anything is scored."""
+        if self.reads_images:
+            return
+        with_images = [g for g in groups if prompt_images(g.prompt)]
+        if with_images:
+            raise ValueError(f"it reads text only, but {len(with_images)} of the {len(groups)} groups' prompts "
+                             f"carry images (group {with_images[0].id!r} first): scoring their text alone would "
+                             f"hide the images; use a model kind that reads images")
 
     def postprocess(self, groups: Sequence[ComparisonGroup], raw: np.ndarray) -> np.ndarray:
         """Raw outputs of all responses (flattened in group order) -> one reward each."""

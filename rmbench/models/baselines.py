@@ -11,6 +11,7 @@ class OracleRM(RewardModel):
     """reward = true utility. Perfect discrimination and specificity; for tests and sanity checks."""
 
     kind = "oracle"
+    reads_images = True  # reads no prompt
     description = "reward = true utility (upper bound; for tests)"
     uses_utility = True
 
@@ -25,6 +26,7 @@ class ConstantRM(RewardModel):
     """reward = a constant (``value``, default 0): D = 0 and Spec = 1 at every eps."""
 
     kind = "constant"
+    reads_images = True  # reads no prompt
     description = "reward = a constant (lower bound on discrimination)"
 
     def __init__(self, value: float = 0.0) -> None:
@@ -38,6 +40,7 @@ class LengthRM(RewardModel):
     """reward = response length, in characters (``unit: chars``) or whitespace words (``unit: words``)."""
 
     kind = "length"
+    reads_images = True  # reads no prompt
     description = "reward = response length (the length-bias baseline)"
 
     def __init__(self, unit: str = "chars") -> None:

@@ -98,7 +98,7 @@ class DiscretizedRM(RewardModel, CompositeModel, TokenizedModel):
                  runtime: Runtime | None = None, truncation: Truncation | None = None) -> None:
         from rmbench.models import build_model
         from rmbench.models.names import resolve_model
-        from rmbench.models.presets import PRESETS
+        from rmbench.models.presets import presets
 
         if int(T) < 2:
             raise ConfigError(f"T must be at least 2 (a variance needs two samples), got {T}")
@@ -106,7 +106,7 @@ class DiscretizedRM(RewardModel, CompositeModel, TokenizedModel):
             raise ConfigError(f"p must be in (0, 1), got {p}")
         if variant not in ("full", "head") or delta_unit not in ("noise", "raw"):
             raise ConfigError("variant must be full or head, delta_unit noise or raw")
-        spec = resolve_model(inner, PRESETS)  # a name or a {"name", "kind", "args"} mapping
+        spec = resolve_model(inner, presets())  # a name or a {"name", "kind", "args"} mapping
         self.inner = build_model(spec, runtime, truncation)
         if not isinstance(self.inner, StochasticModel):
             raise ConfigError(f"discretize needs a model that can sample with dropout (implicit, seqcls, linear, "

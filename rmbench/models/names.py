@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from rmbench.core.specs import ModelSpec
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.models.trained import MODEL_ENTRY, is_trained_folder, load_trained_entry
-from rmbench.registry import RegistryError, check_arguments, import_target
+from rmbench.registry import RegistryError, import_target
+from rmbench.registry.factories import check_arguments
 
 if TYPE_CHECKING:
     from rmbench.registry import Registry
@@ -142,9 +143,9 @@ class ModelNames:
     registered kinds ``kinds`` (default :data:`rmbench.models.MODEL_KINDS`)."""
 
     def __init__(self, named: Mapping[str, ModelSpec] | None = None, kinds: Registry | None = None) -> None:
-        from rmbench.models.presets import PRESETS
+        from rmbench.models.presets import presets
 
-        self.named: dict[str, ModelSpec] = {**PRESETS, **dict(named or {})}
+        self.named: dict[str, ModelSpec] = {**presets(), **dict(named or {})}
         self.kinds = kinds if kinds is not None else model_kinds()
 
     def known(self) -> list[str]:

@@ -16,7 +16,8 @@ completion order, checked against the task's data (:func:`bind_rewards`): every 
 run must be in the file with as many scores as responses, the same correct responses, subset
 and (where the file records them) response texts; otherwise the run fails with one line saying
 how many groups matched and the first that did not. Items of the file that the run does not
-score (``--limit``, another split) are left unread.
+score (``--limit``, another split) are left unread: the file is streamed, each row checked and
+only the rows of the run's groups kept (:mod:`rmbench.models.published_files`).
 
 The model's label (its display name and run folder, unless ``--name`` gives one:
 :func:`published_label`) is the model the file records: JudgeBench's ``judge_model``,
@@ -58,13 +59,14 @@ RB2_RESULTS_DATASET = "allenai/reward-bench-2-results"
 """RewardBench 2's results dataset on the hub: ``eval-set-scores/{org}/{model}.json`` per model."""
 RB2_RESULTS_REVISION = "main"
 """The revision read when none is given (the commit it resolves to is recorded in the run)."""
-SOURCES = tuple(READERS)
+SOURCES = tuple(READERS.in_order())
 
 
 class PublishedRM(RewardModel):
     """A published file's per-item scores as a reward model (module doc)."""
 
     kind = "published"
+    reads_images = True  # replays rewards: reads no prompt
     description = "published:SOURCE:REF, another tool's per-item scores replayed (rewardbench2, judgebench, rmb)"
     target_arg = "target"
     max_batch = 1 << 16  # nothing is computed per request: one batch
@@ -164,8 +166,9 @@ def bind_rewards(published: PublishedScores, groups: Sequence[ComparisonGroup]) 
     groups matched, and the first that did not, with why."""
     out: list[float] = []
     matched, first = 0, None
+    items = published.select(g.id for g in groups)  # only these are read from the file
     for g in groups:
-        item = published.items.get(g.id)
+        item = items.get(g.id)
         rewards, why = _rewards_for(item, g)
         if why is not None:
             first = first or f"group {g.id!r}{f' ({g.subset})' if g.subset else ''}: {why}"

@@ -20,6 +20,7 @@ class PythonFunctionRM(RewardModel):
     kind = "python"
     description = "python:PATH_OR_MODULE:FUNC, FUNC(list of (prompt, response)) -> list of floats"
     target_arg = "target"
+    reads_images = True  # the function gets each image's file or data URL (prompt_to_json with sources)
 
     def __init__(self, target: str, max_batch: int | None = None) -> None:
         self.target = target
@@ -30,7 +31,7 @@ class PythonFunctionRM(RewardModel):
 
     def score(self, batch: Sequence[ScoreRequest]):
         # The engine checks what comes back (count, numbers, finite) and names the request at fault.
-        return self.fn([(prompt_to_json(r.prompt), r.response) for r in batch])
+        return self.fn([(prompt_to_json(r.prompt, sources=True), r.response) for r in batch])
 
     def identity(self) -> dict:
         """The function's qualified name and its source file's content (edit the file and its

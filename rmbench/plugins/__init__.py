@@ -1,12 +1,14 @@
 """The plugin API: every name a package needs to add a task kind, a metric, a leaderboard format,
-an engine, a model kind, an LLM judge's protocol or an experiment tracker to rmbench, and nothing
-else.
+an export format, an engine, a model kind, an LLM judge's protocol or an experiment tracker to
+rmbench, and nothing else.
 
 A plugin imports from here only (``from rmbench.plugins import Task, MetricDef``) and registers
 each addition with one entry point of its own package (``rmbench.tasks``, ``rmbench.metrics``,
-``rmbench.formats``, ``rmbench.engines``, ``rmbench.models``, ``rmbench.judge_protocols``,
-``rmbench.trackers``), or in one process with the ``register_*`` function beside it. The names,
-by what they serve:
+``rmbench.formats``, ``rmbench.export_formats``, ``rmbench.engines``, ``rmbench.models``,
+``rmbench.judge_protocols``, ``rmbench.trackers``), or in one process with the ``register_*``
+function beside it, every one called the same way, ``register_X(name, value, *,
+description="")``: the name the entry point would give, and the object (or a lazy
+``"module:attr"`` naming it). The names, by what they serve:
 
 * a task kind: :class:`Task` (its ``scores``, ``row_schemas``, ``headline`` and ``official``
   declarations), :class:`TaskScores`, :func:`grouped`, :class:`RowSchema`, :class:`RowReader`,
@@ -23,6 +25,9 @@ by what they serve:
   the same class under its older name), :class:`RenderContext`, and
   what its render function walks: :class:`Leaderboard` (``lb.sections()``), :class:`Section`,
   :class:`Table`, :class:`Column`, :class:`Estimate`; :func:`register_format`;
+* an export format (``rmbench export --format``): :class:`ExportFormat` (its build function,
+  given the :class:`RunFolder` of each run and the :class:`ExportOptions`, returns an
+  :class:`Export`, its files each an :class:`ExportFile`, which rmbench writes); :func:`register_export_format`;
 * an engine: :class:`Engine` (with its options, each an :class:`Option`: ``--engine-arg
   KEY=VALUE``), :class:`Backend`, :class:`BackendOptions`, :func:`score_batch`,
   :class:`MemoryRetries`; :func:`register_engine`;

@@ -39,6 +39,12 @@ from rmbench.results.publishing.leaderboard_tables import Section as Section, Ta
 from rmbench.results.storage.record import Estimate as Estimate
 from rmbench.results.publishing.formats import register_format as register_format
 
+# --- an export format ---
+from rmbench.results.publishing.export_formats import ExportFormat as ExportFormat, Export as Export
+from rmbench.results.publishing.export_formats import ExportFile as ExportFile, ExportOptions as ExportOptions
+from rmbench.results.storage.folder import RunFolder as RunFolder
+from rmbench.results.publishing.export_formats import register_export_format as register_export_format
+
 # --- an engine ---
 from rmbench.scoring.engines import Engine as Engine, Backend as Backend, BackendOptions as BackendOptions
 from rmbench.scoring.backends import score_batch as score_batch

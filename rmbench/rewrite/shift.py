@@ -214,7 +214,8 @@ def write_shifted(source: str, out: str | Path, rewriter_spec: str, shift: str |
     rewritten = _rewrite_all(rewrite, texts, rewriter_spec, batch_size, progress)
     rows = []
     for k, g in enumerate(groups):
-        rows.append({"prompt": prompt_to_json(g.prompt), "chosen": rewritten[2 * k], "rejected": rewritten[2 * k + 1],
+        rows.append({"prompt": prompt_to_json(g.prompt, sources=True),
+                     "chosen": rewritten[2 * k], "rejected": rewritten[2 * k + 1],
                      "orig_chosen": g.responses[0], "orig_rejected": g.responses[1], "orig_index": k,
                      "id": f"{g.id}:{shift}", "shift": shift, "rewriter": rewriter_spec})
     out = Path(out)

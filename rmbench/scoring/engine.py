@@ -304,6 +304,7 @@ def score_groups(model: RewardModel, groups: Sequence[ComparisonGroup], runtime:
     :meth:`~rmbench.models.base.RewardModel.postprocess`."""
     name = name or model.kind_name()
     try:
+        model.check_images(groups)
         model.check_groups(groups)  # before any progress: nothing says "done" of groups it cannot score
     except ValueError as exc:
         raise ModelError(f"model {name!r}: {exc}") from None

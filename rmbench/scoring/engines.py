@@ -137,8 +137,7 @@ ENGINES.register("accelerate", "rmbench.scoring.accelerate_backend:ACCELERATE_EN
                  description="under 'accelerate launch'")
 
 
-def register_engine(name: str, engine: Engine | BuildBackend | str,
-                    description: str = "") -> None:
+def register_engine(name: str, engine: Engine | BuildBackend | str, *, description: str = "") -> None:
     """Register an engine in this process (public API: ``rmbench.register_engine``): an
     :class:`Engine`, a ``build(options) -> Backend`` callable (an engine that allows nothing
     in-process), or a lazy ``"module:attr"`` string naming either. ``--engine {name}`` then works

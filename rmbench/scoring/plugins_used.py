@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rmbench.core.metric_registry import PLUGIN_METRICS
+from rmbench.core.metric_registry import METRICS
 from rmbench.models.base import RewardModel, parts
 from rmbench.registry import PluginSource
 from rmbench.scoring.engines import ENGINES
@@ -19,7 +19,7 @@ def run_plugins(model: RewardModel, tasks: Sequence[LoadedTask], engine: str,
     :meth:`RewardModel.plugins`), the tasks' kinds, the ``metrics`` the run recorded, and the engine."""
     found = {source for part in parts(model) for source in part.plugins()}
     found |= {t.task.plugin for t in tasks if t.task.plugin is not None}
-    found |= {s for s in (PLUGIN_METRICS.source(name) for name in set(metrics)) if s is not None}
+    found |= {s for s in (METRICS.source(name) for name in set(metrics)) if s is not None}
     engine_source = ENGINES.source(engine)
     if engine_source is not None:
         found.add(engine_source)

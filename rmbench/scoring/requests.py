@@ -113,7 +113,8 @@ def _response_rows(batch: Sequence[ScoreRequest], values: np.ndarray) -> list[np
 
 
 def _response_to_json(r: ScoreRequest) -> dict[str, Any]:
-    return {"prompt": prompt_to_json(r.prompt), "response": r.response, "group_id": r.group_id, "index": r.index,
+    return {"prompt": prompt_to_json(r.prompt, sources=True), "response": r.response, "group_id": r.group_id,
+            "index": r.index,
             "utility": r.utility, "context": list(r.context), "subset": r.subset}
 
 

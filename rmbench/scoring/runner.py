@@ -23,7 +23,7 @@ from rmbench import __version__
 from rmbench.catalog import Catalog
 from rmbench.core.choices import TaskStatus
 from rmbench.core.judge_replies import JudgeReplies
-from rmbench.core.metric_registry import PLUGIN_METRICS, MetricSpec, OfficialLayout, metric_def
+from rmbench.core.metric_registry import METRICS, MetricSpec, OfficialLayout, metric_def
 from rmbench.core.metrics import METRIC_VERSION, reward_sigma
 from rmbench.core.splits import LIMIT_SAMPLING
 from rmbench.core.types import ComparisonGroup, split_by_group
@@ -186,7 +186,7 @@ def metric_specs(headline: Sequence[str], records: Sequence[MetricRecord],
     names = [*headline, *(r.metric for r in records)]
     if official is not None:
         names += [*official.metrics, *official.beside]
-    return tuple(MetricSpec.of(metric_def(n), PLUGIN_METRICS.source(n)) for n in dict.fromkeys(names))
+    return tuple(MetricSpec.of(metric_def(n), METRICS.source(n)) for n in dict.fromkeys(names))
 
 
 def _reward_rows(t: LoadedTask, rewards: np.ndarray) -> list[RewardRow]:

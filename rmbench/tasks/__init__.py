@@ -11,7 +11,7 @@ metrics reference, a leaderboard of older runs, which schema a row looks like).
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
-``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``prmbench``),
+``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``vl_rewardbench``, ``prmbench``),
 where data comes from (``sources``), loading with ``--data`` overrides (``loading``), what ``rmbench tasks
 show`` says of a task (``describe``) and the plugin skeleton (``scaffold``). May import :mod:`rmbench.core`
 and the shared top-level modules only.
@@ -19,11 +19,12 @@ and the shared top-level modules only.
 
 from __future__ import annotations
 
-from rmbench.core.metric_registry import register_metric
+from rmbench.core.metric_registry import declare_metric
 from rmbench.core.specs import TaskSpec
-from rmbench.registry import Registry, instantiate
+from rmbench.registry import Registry
+from rmbench.registry.factories import instantiate
 from rmbench.tasks.base import Task
-from rmbench.tasks.schemas import register_row_schema
+from rmbench.tasks.schemas import ROW_SCHEMAS
 
 TASK_KINDS: Registry = Registry("task", entry_point_group="rmbench.tasks")
 
@@ -32,7 +33,8 @@ def build_task(spec: TaskSpec) -> Task:
     """Instantiate the task a spec describes (registering what its kind declares, for a kind
     loaded lazily: an entry point's); errors name the task and what was wrong."""
     task = instantiate(TASK_KINDS, spec, "task", "groups", Task, _PluginTask)
-    declare_kind(spec.kind, task.inner if isinstance(task, _PluginTask) else task)
+    origin = spec.kind if ":" in spec.kind else TASK_KINDS.origin(spec.kind)
+    declare_kind(spec.kind, task.inner if isinstance(task, _PluginTask) else task, origin=origin)
     if ":" not in spec.kind:  # a registered kind: an entry point's distribution enters the task's key
         task.plugin = TASK_KINDS.source(spec.kind)
     return task
@@ -49,7 +51,7 @@ class _PluginTask(Task):
         return self.inner.groups()
 
 
-def register_task_kind(name: str, target: object, description: str = "") -> None:
+def register_task_kind(name: str, target: object, *, description: str = "") -> None:
     """Register a task kind in this process (public API: ``rmbench.register_task_kind``).
 
     ``target`` is a Task subclass or factory, or a lazy ``"module:attr"`` (or
@@ -59,22 +61,26 @@ def register_task_kind(name: str, target: object, description: str = "") -> None
     through the ``rmbench.tasks`` entry-point group instead, so that every process sees it.
 
     This one call is the whole registration: the class's own declarations come with it, its
-    ``scores`` as metrics (:func:`rmbench.core.metric_registry.register_metric`) and its
-    ``row_schemas`` (:func:`rmbench.tasks.schemas.register_row_schema`); a lazy target's when it
+    ``scores`` as metrics (:func:`rmbench.core.metric_registry.declare_metric`) and its
+    ``row_schemas`` (:data:`rmbench.tasks.schemas.ROW_SCHEMAS`); a lazy target's when it
     is first built (:func:`build_task`), as an entry point's."""
+    origin = f"register_task_kind({name!r})"
+    if name in TASK_KINDS:  # refused before its declarations are taken
+        TASK_KINDS.register(name, target, description=description, origin=origin)
     if not isinstance(target, str):
-        declare_kind(name, target)
-    TASK_KINDS.register(name, target, description=description, origin=f"register_task_kind({name!r})")
+        declare_kind(name, target, origin=origin)
+    TASK_KINDS.register(name, target, description=description, origin=origin)
 
 
-def declare_kind(name: str, kind: object) -> None:
+def declare_kind(name: str, kind: object, *, origin: str = "built-in") -> None:
     """Register what the kind ``name`` (a Task class, a factory or a task built by it) declares:
     its ``scores`` as metrics (a second declaration of a name must be identical) and its
-    ``row_schemas`` as read by ``name``. Idempotent."""
+    ``row_schemas`` as read by ``name``, each entry with the kind's ``origin``. Idempotent."""
     for definition in getattr(kind, "scores", ()) or ():
-        register_metric(definition)
-    for schema in getattr(kind, "row_schemas", ()) or ():
-        register_row_schema(schema, name)
+        declare_metric(definition.name, definition, origin=f"task kind {name!r} ({origin})")
+    schemas = tuple(getattr(kind, "row_schemas", ()) or ())
+    if schemas:
+        ROW_SCHEMAS.register(name, schemas, origin=f"task kind {name!r} ({origin})")
 
 
 def _builtin(name: str, kind: type[Task], description: str) -> None:
@@ -102,6 +108,7 @@ from rmbench.tasks.rm_bench import RMBenchTask  # noqa: E402
 from rmbench.tasks.rmb import RMBTask  # noqa: E402
 from rmbench.tasks.shift import PairedShiftTask  # noqa: E402
 from rmbench.tasks.ties import TiesTask  # noqa: E402
+from rmbench.tasks.vl_rewardbench import VLRewardBenchTask  # noqa: E402
 
 _builtin("rb2_ties", TiesTask,
          "RewardBench 2 Ties (RB2 schema: id, prompt, chosen list, rejected list)")
@@ -139,6 +146,9 @@ _builtin("ppe_correctness", PPECorrectnessTask,
 _builtin("ppe_human", PPEHumanTask,
          "PPE human preference (Chatbot Arena pairs, winner or tie): accuracy per category "
          "and language, Spec over the human ties")
+_builtin("vl_rewardbench", VLRewardBenchTask,
+         "VL-RewardBench (image + question, two human-ranked responses; data.jsonl and its image "
+         "folder): official accuracy per group (general, hallucination, reasoning), overall, macro")
 _builtin("rmb", RMBTask,
          "RMB pairwise and Best-of-N items (conversation_input, chosen/reject or bon_best/"
          "loser_list, category_path): official accuracy per scenario, set and goal, overall")

@@ -173,13 +173,20 @@ def data_lines(spec: TaskSpec) -> tuple[str, ...]:
     """Where ``spec``'s rows come from (local files, web files, hub datasets, with whether each is
     here), the source arguments that choose among them, and how ``--data`` replaces them."""
     from rmbench import hub
+    from rmbench.tasks.downloads import load_pins, pin_manifest
     from rmbench.tasks.loading import expected_file
 
     args = spec.args_dict
     lines: list[str] = []
     if isinstance(args.get("path"), str):
         lines.append(_file_line("", args["path"]))
-    parts = [(part, path) for part, path in (args.get("paths") or {}).items() if isinstance(path, str)]
+    paths = args.get("paths")
+    if paths is None and isinstance(args.get("pins"), str):  # the files of its pin manifest
+        try:
+            paths = load_pins(pin_manifest(args["pins"]))
+        except RMBenchError as exc:
+            lines.append(f"pins {args['pins']} ({exc})")
+    parts = [(part, path) for part, path in (paths or {}).items() if isinstance(path, str)]
     shown = parts if len(parts) <= MAX_FILE_LINES else parts[:MAX_FILE_LINES - 1]
     lines += [_file_line(f"{part}: ", path) for part, path in shown]
     if len(shown) < len(parts):
@@ -210,7 +217,8 @@ def task_info(spec: TaskSpec, description: str = "", headline: Sequence[str] | N
     from rmbench.tasks import TASK_KINDS, declare_kind
 
     cls = _kind_class(spec.kind)
-    declare_kind(spec.kind, cls)  # a lazily loaded kind's schemas and scores
+    origin = spec.kind if ":" in spec.kind else TASK_KINDS.origin(spec.kind)
+    declare_kind(spec.kind, cls, origin=origin)  # a lazily loaded kind's schemas and scores
     schemas = schemas_of(spec.kind) or tuple(getattr(cls, "row_schemas", ()) or ())
     defaults = _defaults(cls)
     args = spec.args_dict

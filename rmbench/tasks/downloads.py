@@ -13,7 +13,9 @@ cached under ``downloads/git-blob-sha1-HEX/NAME``).
 A task that pins many files keeps their checksums in a data manifest shipped with the package,
 not in its code: :func:`load_pins` reads one (``{"base": URL, "files": {KEY: "sha256=HEX" |
 "git-blob-sha1=HEX"}}``, each file at ``base`` + the URL-quoted ``KEY`` + ``suffix``) into
-``KEY -> URL#ALGORITHM=HEX`` sources, checked entry by entry.
+``KEY -> URL#ALGORITHM=HEX`` sources, checked entry by entry. A task entry names its manifest
+with ``pins: NAME`` (:func:`pin_manifest`: a manifest shipped in ``rmbench/tasks/data/``, or a
+path), so the checksums are written once, in the manifest.
 
 ``RMBENCH_MIRROR=PREFIX`` serves air-gapped machines the way ``HF_ENDPOINT`` serves the hub: a
 source ``https://HOST/PATH`` is fetched from ``PREFIX/HOST/PATH`` instead (the checksum still
@@ -98,6 +100,17 @@ def parse_remote(text: str) -> RemoteFile | None:
     if match.group(1):
         return RemoteFile(url, match.group(2))
     return RemoteFile(url, match.group(4), GIT_BLOB)
+
+
+PIN_MANIFESTS = Path(__file__).parent / "data"
+"""The pin manifests shipped with the package (``rmbench/tasks/data/*.json``)."""
+
+
+def pin_manifest(name: str | Path) -> Path:
+    """The manifest a task entry's ``pins: NAME`` names: a bare file name is one of the package's
+    (:data:`PIN_MANIFESTS`), anything else a path."""
+    path = Path(name).expanduser()
+    return PIN_MANIFESTS / path if path.name == str(name) else path
 
 
 def load_pins(manifest: Path) -> dict[str, str]:

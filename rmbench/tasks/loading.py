@@ -65,9 +65,9 @@ MULTI_FILE_PART_KINDS = ("rm_bench",)
 part, read in order): RM-Bench's safety domain is two upstream files. Other kinds' parts take one."""
 
 
-FOLDER_KINDS = ("ppe_correctness", "rmb")
+FOLDER_KINDS = ("ppe_correctness", "rmb", "vl_rewardbench")
 """Task kinds whose ``--data`` may be a folder of files (PPE's correctness sets, a file each; RMB's
-tree of scenario files)."""
+tree of scenario files; VL-RewardBench's data.jsonl beside its images)."""
 
 
 def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[DataOverride, ...]:
@@ -201,7 +201,7 @@ def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> 
     folder = Path(path).expanduser()
     source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path, spec)
     old = spec.args
-    args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths")}
+    args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths", "pins")}
     if spec.kind == "domain_shift":
         if "paths" in old:
             args["paths"] = old["paths"]  # keep the in-domain set; the file becomes the shifted domain

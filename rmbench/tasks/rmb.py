@@ -14,10 +14,11 @@ files) and ``BoN_set/<goal>/...json`` (49), the goals (RMB's top-level categorie
 * Best-of-N: ``bon_uid``, ``conversation_input``, ``bon_best`` (``{llm_name, answer}``),
   ``loser_list`` (2 to 6 such objects), ``category_path`` (``BoN_set/...``).
 
-Where it comes from: each file by URL and checksum at that commit (:data:`RMB_FILES`, the
-entry's ``paths``; the checksums in the package's manifest ``rmbench/tasks/data/rmb_pins.json``,
-read by :func:`rmbench.tasks.downloads.load_pins`), downloaded once into the download cache,
-verified, and read; ``RMBENCH_MIRROR`` serves them to an offline machine
+Where it comes from: each file by URL and checksum at that commit, written once, in the
+package's manifest ``rmbench/tasks/data/rmb_pins.json`` (the entry's ``pins: rmb_pins.json``,
+the default; read by :func:`rmbench.tasks.downloads.load_pins` into :data:`RMB_FILES` and
+:data:`RMB_GIT_BLOBS`; ``paths`` and ``git_blobs``, scenario -> source, replace them),
+downloaded once into the download cache, verified, and read; ``RMBENCH_MIRROR`` serves them to an offline machine
 (:mod:`rmbench.tasks.downloads`). 95 files are pinned by sha256. Three
 (``Pairwise_set/Harmlessness/S11``, ``.../Brainstorming/Idea Development``,
 ``.../Generation/Creative Writing``, each over 4 MiB) could not be had when this task was
@@ -77,7 +78,7 @@ from rmbench.core.rmb import (
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.tasks.base import Task, TaskScores
-from rmbench.tasks.downloads import is_web_source, load_pins
+from rmbench.tasks.downloads import is_web_source, load_pins, pin_manifest
 from rmbench.tasks.rows import RowReader
 from rmbench.tasks.schemas import RMB_BON, RMB_PAIRWISE
 from rmbench.tasks.sources import iter_rows
@@ -86,9 +87,10 @@ RMB_REPOSITORY = "Zhou-Zoey/RMB-Reward-Model-Benchmark"
 RMB_COMMIT = "2be3180857f2190b7ffa929d43190835627f1f4d"
 _RAW = f"https://raw.githubusercontent.com/{RMB_REPOSITORY}/{RMB_COMMIT}/RMB_dataset/"
 
-_PINS = Path(__file__).parent / "data" / "rmb_pins.json"
-"""The manifest of RMB's 98 files at RMB_COMMIT: scenario -> checksum (package data, read by
-:func:`rmbench.tasks.downloads.load_pins`)."""
+PINS = "rmb_pins.json"
+"""The manifest of RMB's 98 files at RMB_COMMIT: scenario -> checksum (package data in
+``rmbench/tasks/data/``, read by :func:`rmbench.tasks.downloads.load_pins`): the entry's ``pins``
+and the kind's default."""
 
 
 def rmb_url(scenario: str) -> str:
@@ -96,11 +98,15 @@ def rmb_url(scenario: str) -> str:
     return f"{_RAW}{urllib.parse.quote(scenario)}.json"
 
 
-_PINNED = load_pins(_PINS)
-RMB_FILES = {scenario: source for scenario, source in _PINNED.items() if "#sha256=" in source}
-"""Scenario -> ``URL#sha256=HEX``: what the entry's ``paths`` holds (95 of the 98 files)."""
-RMB_GIT_BLOBS = {scenario: source for scenario, source in _PINNED.items() if "#git-blob-sha1=" in source}
-"""Scenario -> ``URL#git-blob-sha1=HEX`` for the three files over 4 MiB whose bytes were not at
+def _split(pinned: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """A manifest's sources: (those pinned by sha256, those by git blob id)."""
+    return ({k: v for k, v in pinned.items() if "#git-blob-sha1=" not in v},
+            {k: v for k, v in pinned.items() if "#git-blob-sha1=" in v})
+
+
+RMB_FILES, RMB_GIT_BLOBS = _split(load_pins(pin_manifest(PINS)))
+"""RMB_FILES: scenario -> ``URL#sha256=HEX`` (95 of the manifest's 98 files); RMB_GIT_BLOBS:
+scenario -> ``URL#git-blob-sha1=HEX`` for the three files over 4 MiB whose bytes were not at
 hand, pinned by their git blob id in RMB_COMMIT's tree (module doc)."""
 SETS = ("both", "pairwise", "bon")
 _SET_FIELDS = {"pairwise": ("pair_uid", "chosen", "reject"), "bon": ("bon_uid", "bon_best", "loser_list")}
@@ -146,7 +152,8 @@ class RMBTask(Task):
     version = 1
 
     def __init__(self, set: str = "both", category: str | None = None, path: str | None = None,  # noqa: A002
-                 paths: Mapping[str, str] | None = None, git_blobs: Mapping[str, str] | None = None) -> None:
+                 paths: Mapping[str, str] | None = None, git_blobs: Mapping[str, str] | None = None,
+                 pins: str | None = None) -> None:
         chosen_set = _choice(set, SETS, "set")
         self.category = None if category is None else _choice(category, RMB_GOALS, "category")
         self.sets = ("pairwise", "bon") if chosen_set == "both" else (chosen_set,)
@@ -156,8 +163,9 @@ class RMBTask(Task):
         if path is not None and not isinstance(path, str):
             raise ValueError(f"path must be a file, a folder or URL#sha256=HEX, got {path!r}")
         self.path = path
-        files = {**dict(RMB_GIT_BLOBS if git_blobs is None else git_blobs),
-                 **dict(RMB_FILES if paths is None else paths)}  # a key in both: its paths entry
+        by_sha256, by_blob = (RMB_FILES, RMB_GIT_BLOBS) if pins is None else _split(load_pins(pin_manifest(pins)))
+        files = {**dict(by_blob if git_blobs is None else git_blobs),
+                 **dict(by_sha256 if paths is None else paths)}  # a key in both: its paths entry
         for key in files:
             _section_of_key(key)
         self.files = {k: files[k] for k in sorted(files, key=lambda k: (not k.startswith("Pairwise_set/"), k))}

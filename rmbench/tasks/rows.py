@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 from rmbench.core.types import ComparisonGroup, prompt_from_json
@@ -226,20 +227,30 @@ class RowReader:
         return self._typed(field, default, "an object", lambda v: isinstance(v, dict), _json_type)
 
     def prompt(self, field: str = "prompt"):
-        """The prompt: a string, or a list of chat messages (``{"role", "content"}`` objects; in a
-        CSV cell, written as JSON), read as :func:`rmbench.core.types.prompt_from_json` reads it."""
+        """The prompt: a string, or a list of chat messages (``{"role", "content"}`` objects, which
+        may carry images, their paths relative to the row's file: :mod:`rmbench.core.prompts`; in a
+        CSV cell, written as JSON), read as :func:`rmbench.core.prompts.prompt_from_json` reads it."""
         value = self.get(field)
+        base = self.folder()
         if self.textual and isinstance(value, str) and value.lstrip().startswith("["):
             try:  # a JSON list of chat messages; any other text (even "[1, 2]") is the prompt itself
-                return prompt_from_json(json.loads(value))
+                return prompt_from_json(json.loads(value), base)
             except (ValueError, RecursionError):
                 pass
         if isinstance(value, (bytes, bytearray)):
             raise self.error(field, "expected a string, got bytes (a binary column, not text)")
         try:
-            return prompt_from_json(value)
+            return prompt_from_json(value, base)
         except ValueError as exc:
             raise self.error(field, str(exc)) from None
+
+    def folder(self) -> Path | None:
+        """The folder of the row's file, where relative image paths are read from (None: the rows
+        come from no local file)."""
+        if not self.path:
+            return None
+        p = Path(self.path)
+        return p.parent if p.is_file() else None
 
     def group(self, **kwargs: Any) -> ComparisonGroup:
         """``ComparisonGroup(**kwargs)``, its checks (at least two responses, one utility each ...)

@@ -3,7 +3,7 @@ wrong task (preference pairs to ``ties``) then fails with the schema the task ex
 one the row has, not only ``field 'id': missing``.
 
 A kind declares the schemas it reads on its class (``Task.row_schemas``); registering the kind
-registers them here (:func:`register_row_schema`, called by
+registers them here (:func:`register_row_schemas`, into :data:`ROW_SCHEMAS`, called by
 :func:`rmbench.tasks.register_task_kind`). No list order decides which schema a row looks like:
 the most specific ones it fits do (:func:`looks_like`)."""
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rmbench.core.types import prompt_from_json
+from rmbench.registry import Registry
 
 
 def _text(value: Any) -> bool:
@@ -130,27 +131,35 @@ RMB_BON = RowSchema("RMB Best-of-N rows", (("bon_uid", "text", _id), ("conversat
                                            ("bon_best", "{llm_name, answer}", _answer_object),
                                            ("loser_list", "list of {llm_name, answer}", _answer_objects),
                                            ("category_path", "BoN_set/GOAL/...", _text)))
+VL_REWARDBENCH = RowSchema("VL-RewardBench rows", (("id", "text", _id), ("query", "text", _text),
+                                                   ("response", "two texts", _texts),
+                                                   ("human_ranking", "two ranks, 0 the best", _ints)))
 
-_READ_BY: dict[RowSchema, list[str]] = {}
-"""Each registered schema and the kinds that read it, in registration order."""
+ROW_SCHEMAS: Registry[tuple[RowSchema, ...]] = Registry("row schemas of task kind", same_ok=True)
+"""Each task kind that reads rows and the schemas it reads, in registration order (a schema read
+by several kinds, as RewardBench 2 rows by ``rb2_ties`` and ``rewardbench2``, is under each), with
+the kind's origin."""
 
 
-def register_row_schema(schema: RowSchema, kind: str) -> None:
-    """Note that the task kind ``kind`` reads rows of ``schema`` (once; a schema read by several
-    kinds, as RewardBench 2 rows by ``rb2_ties`` and ``rewardbench2``, is registered by each)."""
-    kinds = _READ_BY.setdefault(schema, [])
-    if kind not in kinds:
-        kinds.append(kind)
+def register_row_schemas(kind: str, schemas: tuple[RowSchema, ...], *, description: str = "") -> None:
+    """Note that the task kind ``kind`` reads rows of ``schemas`` (the same ones again: a no-op).
+    A kind's registration does it with the kind's origin (:func:`rmbench.tasks.declare_kind`)."""
+    ROW_SCHEMAS.register(kind, tuple(schemas), description=description, origin=f"register_row_schemas({kind!r})")
+
+
+def _registered() -> list[RowSchema]:
+    """Every registered schema once, in registration order."""
+    return list(dict.fromkeys(s for _, schemas in ROW_SCHEMAS.items() for s in schemas))
 
 
 def kinds_reading(schema: RowSchema) -> tuple[str, ...]:
     """The registered kinds that read ``schema``."""
-    return tuple(_READ_BY.get(schema, ()))
+    return tuple(kind for kind, schemas in ROW_SCHEMAS.items() if schema in schemas)
 
 
 def schemas_of(kind: str) -> tuple[RowSchema, ...]:
     """The schemas the registered kind ``kind`` reads."""
-    return tuple(s for s, kinds in _READ_BY.items() if kind in kinds)
+    return ROW_SCHEMAS.get(kind) if kind in ROW_SCHEMAS else ()
 
 
 def looks_like(row: dict) -> tuple[RowSchema, ...]:
@@ -158,7 +167,7 @@ def looks_like(row: dict) -> tuple[RowSchema, ...]:
     another when its required fields include all of the other's and more: RewardBench rows refine
     preference pairs); several when the row fits schemas that neither refines (an RM-Bench row,
     whose id also makes it RewardBench 2's), most fields first, then by name; () for none."""
-    fits = [s for s in _READ_BY if s.fits(row)]
+    fits = [s for s in _registered() if s.fits(row)]
     best = [s for s in fits if not any(s.field_names < o.field_names for o in fits)]
     return tuple(sorted(best, key=lambda s: (-len(s.fields), s.name)))
 

@@ -95,6 +95,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     description = ("LLM judge behind an OpenAI-compatible server (judge:MODEL; modes rating, pairwise, fourway; "
                    "steps, critic: a PRM)")
     reads_subset = True
+    reads_images = True  # a prompt's images go with the question as image_url parts (ChatRequest.images)
     may_abstain = True
     preferred_batch = 1024
 
@@ -225,7 +226,8 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         return [0 if self.batch is not None else 1] * len(batch)
 
     def _call_key(self, request: ChatRequest) -> str:
-        return sha256_hex(canonical_json({"judge": self.call_fingerprint(), "request": request.body(self.model_name)}))
+        body = request.body(self.model_name, keyed=True)  # images by content hash: the same as the bytes sent
+        return sha256_hex(canonical_json({"judge": self.call_fingerprint(), "request": body}))
 
     def _answers(self, wanted: dict[str, ChatRequest]) -> tuple[dict[str, ChatReply], set[str]]:
         """The replies to ``wanted`` (key -> request) and to the follow-ups the protocol asks after
@@ -323,7 +325,9 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         """A judgments.jsonl row's head: the mode, the call's key, the hashes of its messages and
         of the protocol's text."""
         return {"mode": self.protocol.mode, "call": key[:16],
-                "prompt_sha256": sha256_hex(canonical_json([list(m) for m in call.messages])),
+                "prompt_sha256": sha256_hex(canonical_json([list(m) for m in call.messages] if not call.images else
+                                                           {"messages": [list(m) for m in call.messages],
+                                                            "images": [[i.sha256 for i in m] for m in call.images]})),
                 "protocol_sha256": self.protocol.text_sha256}
 
     @staticmethod

@@ -159,6 +159,17 @@ class OpenAIBatch(RemoteBatch):
                 yield from read_lines(resp.content.decode("utf-8", "replace"), openai_line)
 
 
+def _anthropic_content(request: ChatRequest, i: int) -> str | list[dict[str, Any]]:
+    """Message ``i``'s content for Anthropic: its text, or (when it carries images) a text block
+    then one base64 image block per image, in the order OpenAI's content parts give them."""
+    text, images = request.messages[i][1], request.message_images(i)
+    if not images:
+        return text
+    return [{"type": "text", "text": text},
+            *({"type": "image", "source": {"type": "base64", "media_type": image.mime,
+                                           "data": image.data_url().partition(",")[2]}} for image in images)]
+
+
 def anthropic_params(request: ChatRequest, model: str) -> dict:
     """The ``params`` of one Message Batches request: the system messages' text apart."""
     if request.top_logprobs is not None:
@@ -167,8 +178,11 @@ def anthropic_params(request: ChatRequest, model: str) -> dict:
     if roles:
         raise ConfigError(f"an Anthropic batch takes system, user and assistant messages, not {sorted(roles)}")
     params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens,
-                              "messages": [{"role": r, "content": c} for r, c in request.messages if r != "system"],
+                              "messages": [{"role": r, "content": _anthropic_content(request, i)}
+                                           for i, (r, _) in enumerate(request.messages) if r != "system"],
                               "temperature": request.temperature}
+    if any(request.message_images(i) for i, (r, _) in enumerate(request.messages) if r == "system"):
+        raise ConfigError("an Anthropic batch takes images in user messages, not in a system message")
     system = "\n\n".join(c for r, c in request.messages if r == "system")
     if system:
         params["system"] = system

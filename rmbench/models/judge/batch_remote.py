@@ -50,6 +50,7 @@ from rmbench.models.judge.batch_core import (
     LineResult,
     OnReply,
 )
+from rmbench.models.judge.transfer import Deadline
 from rmbench.models.judge.wire import ChatRequest, one_line, retry_after, server_message
 
 PASSING = (408, 409, 425, 429)  # besides 5xx: statuses of a call that failed in passing
@@ -366,15 +367,16 @@ class RemoteBatch(BatchExecutor):
         """One attempt, its answer read whole within ``timeout`` seconds of its start, plus one
         second per :data:`MIN_RATE` bytes received (a large result file at a modest rate is not
         cut; httpx's own timeout is per read: a server dripping bytes would hold a download for
-        ever); a slower answer is a :class:`httpx.ReadTimeout`, a failure in passing."""
-        start = time.monotonic()
+        ever); a slower answer is a :class:`httpx.ReadTimeout`, a failure in passing. The deadline
+        is the judge client's (:class:`~rmbench.models.judge.transfer.Deadline`), growing here."""
+        deadline = Deadline(self.timeout, min_rate=MIN_RATE)
         request = http.build_request(method, url, **kw)
         resp = http.send(request, stream=True)
         try:
             body = bytearray()
             for chunk in resp.iter_raw():
                 body += chunk
-                if time.monotonic() - start > self.timeout + len(body) / MIN_RATE:
+                if deadline.passed(len(body)):
                     raise httpx.ReadTimeout(f"no whole answer within timeout {self.timeout:g} s", request=request)
         finally:
             resp.close()

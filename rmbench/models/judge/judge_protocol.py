@@ -134,19 +134,22 @@ def protocol_key(mode: str, name: str) -> str:
     return f"{mode}/{name}"
 
 
-PROTOCOLS: Registry[JudgeProtocol] = Registry("judge protocol", entry_point_group=ENTRY_POINT_GROUP)
+PROTOCOLS: Registry[JudgeProtocol] = Registry("judge protocol", entry_point_group=ENTRY_POINT_GROUP,
+                                               kind=JudgeProtocol, key=lambda p: p.key)
 
 
-def register_judge_protocol(protocol: JudgeProtocol, *, origin: str = "") -> None:
-    """Register ``protocol`` under ``MODE/NAME`` in this process (a key already registered is a
-    RegistryError); an installed package uses the ``rmbench.judge_protocols`` entry points instead."""
-    if not isinstance(protocol, JudgeProtocol):
-        raise RegistryError(f"register_judge_protocol takes a JudgeProtocol, got {type(protocol).__name__}")
-    if "/" in protocol.name or protocol.template is not None:
+def register_judge_protocol(key: str | JudgeProtocol, protocol: JudgeProtocol | str | None = None, *,
+                            description: str = "") -> None:
+    """Register ``protocol`` under its key ``MODE/NAME`` in this process (a :class:`JudgeProtocol`,
+    or a lazy ``"module:attr"`` naming one; a key already registered is a RegistryError); an
+    installed package uses the ``rmbench.judge_protocols`` entry points instead.
+    ``register_judge_protocol(protocol)``, the older form, takes the key from the protocol."""
+    key, protocol = PROTOCOLS.named(key, protocol, "register_judge_protocol")
+    if isinstance(protocol, JudgeProtocol) and ("/" in protocol.name or protocol.template is not None):
         raise RegistryError(f"judge protocol {protocol.name!r}: a registered name has no '/' (its key is MODE/NAME) "
                             f"and a template file is not registered (it is given as prompt=FILE)")
-    PROTOCOLS.register(protocol.key, protocol, description=protocol.description,
-                       origin=origin or f"register_judge_protocol({protocol.key!r})")
+    PROTOCOLS.register(key, protocol, origin=f"register_judge_protocol({key!r})",
+                       description=description or (protocol.description if isinstance(protocol, JudgeProtocol) else ""))
 
 
 def protocol_names(mode: str) -> list[str]:
@@ -174,12 +177,7 @@ def judge_protocol(mode: str, name: str) -> JudgeProtocol:
         names = protocol_names(mode)
         raise ConfigError(f"judge prompt {name!r} is neither a named {mode} protocol ({', '.join(names)}) nor a "
                           f"file{did_you_mean(name, names)}")
-    protocol = PROTOCOLS.get(key)
-    if not isinstance(protocol, JudgeProtocol) or protocol.key != key:
-        _, origin = PROTOCOLS.describe(key)
-        raise RegistryError(f"judge protocol {key!r} from {origin} is not a JudgeProtocol with mode {mode!r} and "
-                            f"name {name!r} (got {type(protocol).__name__} {getattr(protocol, 'name', '')!r})")
-    return protocol
+    return PROTOCOLS.get(key)  # one that is not a JudgeProtocol of its key: a RegistryError naming its origin
 
 
 def listing() -> list[tuple[str, str, str]]:

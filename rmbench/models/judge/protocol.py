@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rmbench.core.images import Image
+from rmbench.core.prompts import prompt_images
 from rmbench.core.types import Prompt
 from rmbench.errors import ConfigError
 from rmbench.models.base import ScoreRequest
@@ -220,9 +222,18 @@ class Protocol:
         return "no decision for the game (a pair with none is not correct), as JudgeBench does"
 
     # --- requests -----------------------------------------------------------------------------
-    def _request(self, messages: Sequence[tuple[str, str]], seed: int | None) -> ChatRequest:
-        return ChatRequest(tuple(messages), self.max_tokens, self.temperature, seed,
-                           top_logprobs=20 if self.score in LOGPROB_SCORES else None, top_p=self.top_p, n=self.n_key)
+    def _request(self, messages: Sequence[tuple[str, str]], seed: int | None,
+                 images: tuple[Image, ...] = ()) -> ChatRequest:
+        """The request for ``messages``; the prompt's ``images`` go on its last user message (the
+        one that holds the question), after its text."""
+        messages = tuple(messages)
+        attached: tuple[tuple[Image, ...], ...] = ()
+        if images:
+            last = max((i for i, (role, _) in enumerate(messages) if role == "user"), default=len(messages) - 1)
+            attached = tuple(images if i == last else () for i in range(len(messages)))
+        return ChatRequest(messages, self.max_tokens, self.temperature, seed,
+                           top_logprobs=20 if self.score in LOGPROB_SCORES else None, top_p=self.top_p, n=self.n_key,
+                           images=attached)
 
     def request(self, messages: Sequence[tuple[str, str]]) -> ChatRequest:
         """The chat request for ``messages`` under this protocol's sampling (its seed)."""
@@ -231,17 +242,17 @@ class Protocol:
     def calls(self, req: ScoreRequest) -> tuple[list[ChatRequest], dict[str, Any]]:
         """The chat requests behind ``req``'s value, and what the judgments record about them
         (the pair's order, the best-of-4 slots)."""
-        q = question_text(req.prompt)
+        q, images = question_text(req.prompt), prompt_images(req.prompt)
         if self.mode == "rating":
             messages = self.spec.messages(q, (req.response,), req.subset)
             seeds = [self.seed + i for i in range(self.n)] if self.seed is not None else [None]
-            return [self._request(messages, seed) for seed in seeds], {}
+            return [self._request(messages, seed, images) for seed in seeds], {}
         if self.mode == "pairwise":
             first, second = self.pair_order(req)
-            return [self._request(self.spec.messages(q, (first, second), req.subset), self.seed),
-                    self._request(self.spec.messages(q, (second, first), req.subset), self.seed)], {}
+            return [self._request(self.spec.messages(q, (first, second), req.subset), self.seed, images),
+                    self._request(self.spec.messages(q, (second, first), req.subset), self.seed, images)], {}
         texts = self.fourway_texts(req)
-        return [self._request(self.spec.messages(q, texts, req.subset), self.seed)], {}
+        return [self._request(self.spec.messages(q, texts, req.subset), self.seed, images)], {}
 
     def pair_order(self, req: ScoreRequest) -> tuple[str, str]:
         """The pair's two texts, game 1's first answer first: the lower seeded hash goes first."""
@@ -284,8 +295,7 @@ class Protocol:
         messages = self.spec.follow_up(call.messages, "\n" + answer_text(reply, self.fidelity), reply.text)
         if messages is None:
             return None
-        return ChatRequest(messages, call.max_tokens, call.temperature, call.seed, call.top_logprobs, call.top_p,
-                           call.n)
+        return call.with_messages(tuple(messages))
 
     def value(self, req: ScoreRequest, chains: Sequence[Sequence[ChatReply]]) -> tuple[float | None, list[Any]]:
         """``req``'s value from the replies to its calls (one chain per call: the reply, and a

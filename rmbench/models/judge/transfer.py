@@ -2,11 +2,14 @@
 download (the batch executors') use it.
 
 httpx's ``timeout`` bounds each network operation (a connect, one read), not a request: a server
-that sends a byte every half second holds a call forever. :func:`exchange` puts one deadline on
-the whole attempt (connect, send, headers and every byte of the body) with ``asyncio.timeout``,
-whose cancellation closes the connection; it reads the body as a stream and stops at
-``max_bytes``, so an oversized reply is never held whole. :func:`request_within` runs the same on
-a private event loop in a worker thread, for synchronous callers.
+that sends a byte every half second holds a call forever. :class:`Deadline` is the one deadline
+on a whole attempt (connect, send, headers and every byte of the body), optionally growing with
+the bytes received. :func:`exchange` enforces it with ``asyncio.timeout_at``, whose cancellation
+closes the connection, and reads the body as a stream, stopping at ``max_bytes``, so an
+oversized reply is never held whole; :func:`request_within` runs the same on a private event
+loop in a worker thread, for synchronous callers. The batch executors' management calls
+(``RemoteBatch._send`` in :mod:`rmbench.models.judge.batch_remote`) check the same
+:class:`Deadline` per chunk, growing by one second per 100 kB received.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import asyncio
 import queue
 import ssl
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +43,24 @@ class TooLarge(Exception):
         said = f" (Content-Length {declared:,})" if declared is not None else ""
         super().__init__(f"a reply larger than {limit:,} bytes{said}; reading stopped there")
         self.limit, self.declared = limit, declared
+
+
+class Deadline:
+    """When a whole exchange must be over: ``timeout`` seconds from its start (now), plus one
+    second per ``min_rate`` bytes of the body received when ``min_rate`` is given (a large file
+    at a modest rate is not cut, a dripping server is). Times are ``time.monotonic()``, the
+    event loop's clock."""
+
+    def __init__(self, timeout: float, min_rate: float | None = None) -> None:
+        self.timeout, self.min_rate, self.start = timeout, min_rate, time.monotonic()
+
+    def at(self, received: int = 0) -> float:
+        """The deadline, ``received`` bytes into the body."""
+        return self.start + self.timeout + (received / self.min_rate if self.min_rate else 0.0)
+
+    def passed(self, received: int = 0) -> bool:
+        """Whether the deadline, ``received`` bytes into the body, is behind us."""
+        return time.monotonic() > self.at(received)
 
 
 @dataclass(frozen=True)
@@ -82,8 +104,9 @@ async def exchange(http: httpx.AsyncClient, method: str, url: str, *, timeout: f
     the connection closed), its 2xx body at most ``max_bytes`` (:class:`TooLarge`); ``kw`` goes
     to ``http.stream`` (``json``, ``content``, ``files``, ``headers``...). httpx's own errors
     (refused, reset, its per-read timeout) pass through."""
+    deadline = Deadline(timeout)
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout_at(deadline.at()):
             return await _read(http, method, url, max_bytes, **kw)
     except TimeoutError:
         raise DeadlineExceeded(f"no whole answer within {timeout:g} s (gave up: connection closed)") from None
@@ -167,5 +190,5 @@ def request_within(method: str, url: str, *, timeout: float, max_bytes: int | No
     return run_in_thread(go)
 
 
-__all__ = ["DONE", "DeadlineExceeded", "ERROR_BODY_BYTES", "Exchange", "LoopThread", "TooLarge", "exchange",
+__all__ = ["DONE", "Deadline", "DeadlineExceeded", "ERROR_BODY_BYTES", "Exchange", "LoopThread", "TooLarge", "exchange",
            "request_within", "run_in_thread"]

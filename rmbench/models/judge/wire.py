@@ -15,12 +15,13 @@ from __future__ import annotations
 import email.utils
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
+from rmbench.core.images import Image
 from rmbench.errors import ConfigError
 
 RETRY_AFTER_MAX = 120.0  # seconds: the longest Retry-After honoured
@@ -76,17 +77,27 @@ class ChatRequest:
     n: int | None = None
     """``top_p`` and ``n`` are sent only when set (an official client that sends them: JudgeBench's
     vanilla sends ``top_p: 1.0``, RewardBench 2's best-of-4 ``n: 1``)."""
+    images: tuple[tuple[Image, ...], ...] = ()
+    """The images each message carries, one tuple per message (``()``: a text-only request). A
+    message with images is sent as OpenAI content parts: its text, then each image as an
+    ``image_url`` data URL, the layout both multimodal benchmarks' clients send."""
 
     def __post_init__(self) -> None:
-        """Accept lists for the pairs; check every pair is two strings."""
+        """Accept lists for the pairs; check every pair is two strings and the images line up."""
         messages = tuple(tuple(m) for m in self.messages)
         if not messages or not all(len(m) == 2 and all(isinstance(x, str) for x in m) for m in messages):
             raise ConfigError("a chat request needs (role, content) pairs of strings")
         object.__setattr__(self, "messages", messages)
+        images = tuple(tuple(i) for i in self.images)
+        if images and (len(images) != len(messages) or not all(isinstance(x, Image) for i in images for x in i)):
+            raise ConfigError("a chat request's images come as one tuple of Image per message")
+        object.__setattr__(self, "images", images if any(images) else ())
 
-    def body(self, model: str) -> dict:
-        """The JSON body POSTed to ``{base_url}/chat/completions``."""
-        body: dict[str, Any] = {"model": model, "messages": [{"role": r, "content": c} for r, c in self.messages],
+    def body(self, model: str, keyed: bool = False) -> dict:
+        """The JSON body POSTed to ``{base_url}/chat/completions``; ``keyed``: each image as its
+        content hash (``sha256:<hex>``) instead of its bytes, the form the call cache keys."""
+        body: dict[str, Any] = {"model": model, "messages": [{"role": r, "content": self._content(i, keyed)}
+                                                             for i, (r, _) in enumerate(self.messages)],
                                 "max_tokens": self.max_tokens, "temperature": self.temperature}
         if self.top_p is not None:
             body["top_p"] = self.top_p
@@ -98,6 +109,24 @@ class ChatRequest:
             body["logprobs"] = True
             body["top_logprobs"] = self.top_logprobs
         return body
+
+    def message_images(self, i: int) -> tuple[Image, ...]:
+        """The images message ``i`` carries (none for a text-only request)."""
+        return self.images[i] if self.images else ()
+
+    def _content(self, i: int, keyed: bool) -> str | list[dict[str, Any]]:
+        text, images = self.messages[i][1], self.message_images(i)
+        if not images:
+            return text
+        return [{"type": "text", "text": text},
+                *({"type": "image_url", "image_url": {"url": f"sha256:{image.sha256}" if keyed else image.data_url()}}
+                  for image in images)]
+
+    def with_messages(self, messages: tuple[tuple[str, str], ...]) -> ChatRequest:
+        """The same request (sampling, images) for a conversation that extends this one's (a
+        protocol's follow-up: the images stay on their messages, the new messages carry none)."""
+        images = self.images + ((),) * (len(messages) - len(self.messages)) if self.images else ()
+        return replace(self, messages=messages, images=images)
 
 
 @dataclass(frozen=True)

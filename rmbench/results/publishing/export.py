@@ -49,11 +49,11 @@ from rmbench.core.canonical import canonical_json
 from rmbench.errors import ConfigError
 from rmbench.files import safe_file_name
 from rmbench.results.publishing.export_formats import (
+    BUILTIN_EXPORT_FORMATS,
     Export,
     ExportFile,
     ExportOptions,
     export_format,
-    export_format_names,
     write_export,
 )
 from rmbench.results.publishing.export_names import (
@@ -68,7 +68,8 @@ from rmbench.results.publishing.export_names import (
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import MetricRecord, RunRecord, TaskResult
 
-FORMATS = export_format_names()
+FORMATS = BUILTIN_EXPORT_FORMATS
+"""The built-in export formats, in order (:func:`export_format_names` adds the plugins')."""
 
 EEE_SCHEMA_VERSION = "0.3.0"
 """The Every Eval Ever schema version these logs follow (``eval.schema.json`` ``version``)."""

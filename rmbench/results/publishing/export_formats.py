@@ -11,7 +11,10 @@ line for each run or task it left out and why); :func:`write_export` then writes
   stops, naming it, unless ``overwrite`` (``--force``); one with the same content is left as it is;
 * each file is written atomically (:func:`rmbench.files.atomic_write_text`).
 
-Adding a format: one module with its build function, one line in :data:`EXPORT_FORMATS`.
+Adding a format: one module with its build function, and one registration: a line in
+:data:`EXPORT_FORMATS` here, :func:`register_export_format` in one process, or an installed
+package's ``rmbench.export_formats`` entry point naming its :class:`ExportFormat` (loaded as the
+other plugin groups are, honouring ``RMBENCH_PLUGINS``; ``rmbench export --format`` then takes it).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from rmbench.errors import ConfigError, did_you_mean
 from rmbench.files import atomic_write_text, safe_file_name
-from rmbench.registry import import_target
+from rmbench.registry import Registry, RegistryError, import_target
 
 if TYPE_CHECKING:  # the CLI imports this module for its help text: nothing heavy at run time
     from rmbench.results.storage.folder import RunFolder
@@ -35,7 +38,9 @@ class ExportFile:
     """One file of an export: its path relative to ``--out`` (``/``-separated) and its text."""
 
     path: PurePosixPath
+    """Where it goes, relative to ``--out`` (``/``-separated; :func:`safe_parts` makes one of names)."""
     text: str
+    """Its whole content."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,9 @@ class Export:
     """What a format built: its files, and one line per run or task it left out (and why)."""
 
     files: tuple[ExportFile, ...]
+    """Every file of the export, written in this order."""
     skipped: tuple[str, ...] = ()
+    """One line per run or task the format left out and why (``rmbench export`` prints each as a note)."""
 
 
 @dataclass(frozen=True)
@@ -72,17 +79,41 @@ Build = Callable[[Sequence["RunFolder"], ExportOptions], Export]
 
 @dataclass(frozen=True)
 class ExportFormat:
+    """An export format (``rmbench export --format NAME``): its name, a one-line description (the
+    CLI's help) and its build function ``build(folders, options) -> Export``."""
+
     name: str
+    """``--format NAME``; also the name it is registered under."""
     description: str
-    target: str
-    """``"module:function"``, the build function (imported on first use)."""
+    """One line: what it writes (the CLI's help, the formats reference)."""
+    target: str | Build
+    """The build function, or ``"module:function"`` naming it (imported on first use)."""
 
     def build(self, folders: Sequence[RunFolder], options: ExportOptions) -> Export:
-        fn: Build = import_target(self.target)
+        """The export of ``folders`` (its build function, loaded if given by name); nothing is written."""
+        fn: Build = import_target(self.target) if isinstance(self.target, str) else self.target
         return fn(folders, options)
 
 
-EXPORT_FORMATS: tuple[ExportFormat, ...] = (
+ENTRY_POINT_GROUP = "rmbench.export_formats"
+EXPORT_FORMATS: Registry[ExportFormat] = Registry("export format", entry_point_group=ENTRY_POINT_GROUP,
+                                                  kind=ExportFormat, key=lambda f: f.name)
+"""Every export format by name, each with its origin: the built-in ones (below), then those
+registered in code or by an installed package's ``rmbench.export_formats`` entry point."""
+_BUILTIN: list[str] = []
+
+
+def register_export_format(name: str, fmt: ExportFormat | str, *, description: str = "") -> None:
+    """Register the export format ``name`` in this process (plugin API:
+    ``rmbench.plugins.register_export_format``): an :class:`ExportFormat` of that name, or a lazy
+    ``"module:attr"`` naming one; a name already registered is a
+    :class:`~rmbench.registry.RegistryError`. An installed package registers through the
+    ``rmbench.export_formats`` entry-point group instead, so that every process sees it."""
+    EXPORT_FORMATS.register(name, fmt, origin=f"register_export_format({name!r})",
+                            description=description or (fmt.description if isinstance(fmt, ExportFormat) else ""))
+
+
+for _fmt in (
     ExportFormat("every-eval-ever", "one Every Eval Ever EvaluationLog JSON per model",
                  "rmbench.results.publishing.export:every_eval_ever_export"),
     ExportFormat("hf-eval-results", "per model, a model repo folder of Hugging Face Hub .eval_results/*.yaml "
@@ -90,25 +121,34 @@ EXPORT_FORMATS: tuple[ExportFormat, ...] = (
     ExportFormat("rewardbench2-results", "RewardBench 2's results layout: eval-set/{org}/{model}.json and "
                  "eval-set-scores/{org}/{model}.json per model",
                  "rmbench.results.publishing.rb2_results:rb2_results_export"),
-)
+):
+    EXPORT_FORMATS.register(_fmt.name, _fmt, description=_fmt.description)
+    _BUILTIN.append(_fmt.name)
+BUILTIN_EXPORT_FORMATS = tuple(_BUILTIN)
 
 
 def export_format_names() -> tuple[str, ...]:
-    return tuple(f.name for f in EXPORT_FORMATS)
+    """The built-in formats in their order, then the plugins' by name."""
+    return (*_BUILTIN, *(n for n in EXPORT_FORMATS.names() if n not in _BUILTIN))
 
 
 def export_format(name: str) -> ExportFormat:
-    for f in EXPORT_FORMATS:
-        if f.name == name:
-            return f
-    names = export_format_names()
-    raise ConfigError(f"unknown export format {name!r}{did_you_mean(name, names)} (known: {', '.join(names)})")
+    """The registered format ``name``; an unknown name is one line listing every format (one that
+    fails to load, or is not an :class:`ExportFormat` of its name, one line naming its origin)."""
+    if name not in EXPORT_FORMATS:
+        names = export_format_names()
+        raise ConfigError(f"unknown export format {name!r}{did_you_mean(name, names)} (known: {', '.join(names)})")
+    try:
+        return EXPORT_FORMATS.get(name)
+    except RegistryError as exc:
+        raise ConfigError(f"--format {name}: {exc}") from None
 
 
 def export_formats_help() -> str:
-    """The formats by name, for ``--help`` (what each writes: the generated output formats reference)."""
-    return (", ".join(f.name for f in EXPORT_FORMATS[:-1]) + f" or {EXPORT_FORMATS[-1].name}"
-            + " (what each writes: docs/reference/formats.md)")
+    """The built-in formats by name, for ``--help`` (what each writes: the generated output formats
+    reference), and where a plugin's come from (listing them would import the plugins' metadata)."""
+    return (", ".join(_BUILTIN[:-1]) + f" or {_BUILTIN[-1]} (what each writes: docs/reference/formats.md); "
+            f"or a plugin's (entry points {ENTRY_POINT_GROUP})")
 
 
 def safe_parts(*parts: str) -> PurePosixPath:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from rmbench.core.options import Option, OptionValue, resolve_options, split_assignment
 from rmbench.errors import ConfigError, did_you_mean
-from rmbench.registry import Registry, RegistryError, import_target
+from rmbench.registry import Registry, import_target
 
 if TYPE_CHECKING:  # light at run time (no numpy): the CLI imports this module for its help text
     from rmbench.results.publishing.leaderboard import Leaderboard
@@ -89,14 +89,19 @@ class OutputFormat:
         return resolve_options(self.options, pairs, f"format {self.name!r}")
 
 
-FORMATS: Registry[OutputFormat] = Registry("leaderboard format", entry_point_group=ENTRY_POINT_GROUP)
+FORMATS: Registry[OutputFormat] = Registry("leaderboard format", entry_point_group=ENTRY_POINT_GROUP,
+                                           kind=OutputFormat, key=lambda f: f.name)
 _BUILTIN: list[str] = []
 
 
-def register_format(fmt: OutputFormat, *, origin: str = "") -> None:
-    """Register ``fmt`` in this process (a name already registered is a RegistryError); an
-    installed package uses the ``rmbench.formats`` entry points instead."""
-    FORMATS.register(fmt.name, fmt, description=fmt.description, origin=origin or f"register_format({fmt.name!r})")
+def register_format(name: str | OutputFormat, fmt: OutputFormat | str | None = None, *, description: str = "") -> None:
+    """Register the leaderboard format ``name`` in this process: an :class:`OutputFormat` of that
+    name, or a lazy ``"module:attr"`` naming one (a name already registered is a RegistryError); an
+    installed package uses the ``rmbench.formats`` entry points instead. ``register_format(fmt)``,
+    the older form, takes the name from the format."""
+    name, fmt = FORMATS.named(name, fmt, "register_format")
+    FORMATS.register(name, fmt, origin=f"register_format({name!r})",
+                     description=description or (fmt.description if isinstance(fmt, OutputFormat) else ""))
 
 
 def format_names() -> list[str]:
@@ -110,12 +115,7 @@ def output_format(name: str) -> OutputFormat:
         names = format_names()
         raise ConfigError(f"unknown leaderboard format {name!r}: use one of {', '.join(names)}"
                           f"{did_you_mean(name, names)}")
-    fmt = FORMATS.get(name)
-    if not isinstance(fmt, OutputFormat) or fmt.name != name:
-        _, origin = FORMATS.describe(name)
-        raise RegistryError(f"leaderboard format {name!r} from {origin} is not an OutputFormat named {name!r} "
-                            f"(got {type(fmt).__name__} {getattr(fmt, 'name', '')!r})")
-    return fmt
+    return FORMATS.get(name)  # one that is not an OutputFormat of its name: a RegistryError naming its origin
 
 
 def format_for_path(path: Path | str, default: str = "md") -> str:
@@ -157,5 +157,5 @@ for _fmt in (
     OutputFormat("latex", ".tex", "booktabs tables for a paper", "rmbench.results.publishing.latex:render_latex",
                  (Option("ci", ("brackets", "pm"), "CIs as 0.712 over [0.69, 0.73] or 0.712 ± 0.02"),)),
 ):
-    register_format(_fmt, origin="built-in")
+    FORMATS.register(_fmt.name, _fmt, description=_fmt.description)
     _BUILTIN.append(_fmt.name)

@@ -317,13 +317,17 @@ class RunFolder:
     """A run read from disk: its record and where it lies (for its rewards.jsonl)."""
 
     path: Path
+    """The run's folder (its ``results.json``, ``rewards.jsonl``, ...)."""
     record: RunRecord
+    """The run's record, as ``results.json`` holds it."""
 
     @property
     def label(self) -> str:
+        """The folder's name, how listings name the run."""
         return self.path.name
 
     def rewards(self) -> list[RewardRow]:
+        """Every scored response's reward (``rewards.jsonl``)."""
         return load_rewards(self.path)
 
     def judgments(self) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ TRACKERS.register("trackio", "rmbench.results.trackers.trackio_sink:TrackioSink"
                   description="trackio (a local database in TRACKIO_DIR, or a Space)")
 
 
-def register_tracker(name: str, sink: type[TrackerSink] | str, description: str = "") -> None:
+def register_tracker(name: str, sink: type[TrackerSink] | str, *, description: str = "") -> None:
     """Register a tracker in this process (plugin API: ``rmbench.plugins.register_tracker``): a
     :class:`~rmbench.results.trackers.sink.TrackerSink` subclass, or a lazy ``"module:Class"``
     string naming one. ``--log-to {name}`` then works as a built-in one does; a name already

@@ -6,6 +6,10 @@ name answers with "did you mean". Each entry point's name keeps where it came fr
 (:class:`PluginSource`: its distribution, version and, for an editable or local install, the
 sha256 of the module that defines it), so that what a plugin computes is keyed by its code;
 ``RMBENCH_PLUGINS`` (:func:`plugin_scope`) decides which distributions' entry points load.
+Building a spec with its kind's factory: :mod:`rmbench.registry.factories`.
+
+Shared by every layer, it imports no layer (``pyproject.toml``'s contracts): only
+:mod:`rmbench.errors`.
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import Distribution, entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from rmbench.errors import ConfigError, did_you_mean
+from rmbench.errors import did_you_mean
 
 T = TypeVar("T")
 
@@ -158,11 +163,27 @@ def _own_description(value: Any) -> str:
 
 
 class Registry(Generic[T]):
-    """Names to objects. Values may be lazy ``"module:attr"`` strings resolved on first ``get``."""
+    """Names to objects. Values may be lazy ``"module:attr"`` strings resolved on first ``get``.
 
-    def __init__(self, what: str, entry_point_group: str | None = None) -> None:
+    The one registry mechanism: task and model kinds, metrics, row schemas, leaderboard and
+    export formats, engines, judge protocols, trackers, model presets and published readers are
+    each one ``Registry``. Every entry knows its origin (:meth:`origin`: ``built-in``, the
+    ``register_*`` call or the task kind that declared it, or the entry point and its
+    distribution; :meth:`source`: the :class:`PluginSource` of an entry point's). ``kind`` and
+    ``key``: what every value must be (a class or classes) and the name it must carry
+    (``key(value)``), checked when it is registered or, for a lazy one, loaded (one
+    :class:`RegistryError` naming its origin). ``same_ok``: registering a name again with an
+    equal value is a no-op (a declaration repeated), not a duplicate.
+    """
+
+    def __init__(self, what: str, entry_point_group: str | None = None, *,
+                 kind: type | tuple[type, ...] | None = None, key: Callable[[Any], str] | None = None,
+                 same_ok: bool = False) -> None:
         self.what = what
         self.entry_point_group = entry_point_group
+        self.kind = kind
+        self.key = key
+        self.same_ok = same_ok
         self._entries: dict[str, _Entry] = {}
         self._entry_points_loaded = False
 
@@ -170,12 +191,45 @@ class Registry(Generic[T]):
                  replace: bool = False, dist: Distribution | None = None) -> None:
         if not name or not isinstance(name, str):
             raise RegistryError(f"a {self.what} name must be a non-empty string, got {name!r}")
-        if name in self._entries and not replace:
+        known = self._entries.get(name)
+        if known is not None and not replace:
+            if self.same_ok and known.loaded and known.value == value:
+                return
             raise RegistryError(
-                f"duplicate {self.what} name {name!r}: defined by {self._entries[name].origin} and by {origin}")
+                f"duplicate {self.what} name {name!r}: defined by {known.origin} and by {origin}")
+        if not isinstance(value, str):
+            self._check(name, value, origin)
         module = value.rpartition(":")[0] if isinstance(value, str) else ""
         self._entries[name] = _Entry(value, origin, description, loaded=not isinstance(value, str), dist=dist,
                                      module=module)
+
+    def named(self, name: str | T, value: T | str | None, call: str) -> tuple[str, T | str]:
+        """``(name, value)`` of a ``register_*(name, value)`` call; the older one-argument form
+        ``register_*(value)`` of a kind whose values carry their name (``key``) takes it from the
+        value, with a DeprecationWarning naming the one form."""
+        if value is not None:
+            if not isinstance(name, str):
+                raise RegistryError(f"{call}(name, value, *, description=''): the name first, got {name!r}")
+            return name, value
+        if isinstance(name, str) or self.key is None:
+            raise RegistryError(f"{call}(name, value, *, description=''): no value given for {name!r}")
+        own = self.key(name)
+        warnings.warn(f"{call}(value) is the older form of {call}({own!r}, value)", DeprecationWarning, stacklevel=3)
+        return own, name
+
+    def _check(self, name: str, value: Any, origin: str) -> None:
+        """Refuse a value that is not of ``kind`` or does not carry ``name`` (``key``)."""
+        wrong_kind = self.kind is not None and not isinstance(value, self.kind)
+        if wrong_kind or (self.key is not None and self.key(value) != name):
+            kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,) if self.kind else ()
+            what = " or ".join(k.__name__ for k in kinds) or "value"
+            article = "an" if what[0] in "AEIOU" else "a"
+            raise RegistryError(f"{self.what} {name!r} from {origin} is not {article} {what} named {name!r} "
+                                f"(got {type(value).__name__} {getattr(value, 'name', '')!r})")
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a test's registration, undone); absent: nothing."""
+        self._entries.pop(name, None)
 
     def decorator(self, name: str, description: str = "") -> Callable[[T], T]:
         def wrap(obj: T) -> T:
@@ -188,13 +242,39 @@ class Registry(Generic[T]):
             return
         self._entry_points_loaded = True
         scope = plugin_scope()
-        for ep in entry_points(group=self.entry_point_group):
-            dist = getattr(ep, "dist", None)
-            if scope is not None and (dist is None or _normalized(dist.name) not in scope):
-                continue  # RMBENCH_PLUGINS leaves this distribution out
-            origin = f"entry point {ep.name!r} of {dist.name if dist else 'an installed package'}"
-            self.register(ep.name, ep.value, origin=origin, description=f"plugin ({ep.value})", dist=dist)
-            self._entries[ep.name].described = False  # describe() reads what it loads
+        before = dict(self._entries)
+        try:
+            for ep in entry_points(group=self.entry_point_group):
+                dist = getattr(ep, "dist", None)
+                if scope is not None and (dist is None or _normalized(dist.name) not in scope):
+                    continue  # RMBENCH_PLUGINS leaves this distribution out
+                origin = f"entry point {ep.name!r} of {dist.name if dist else 'an installed package'}"
+                self.register(ep.name, ep.value, origin=origin, description=f"plugin ({ep.value})", dist=dist)
+                self._entries[ep.name].described = False  # describe() reads what it loads
+        except RegistryError:  # a clash: asked again, it fails again (never a registry silently without it)
+            self._entries, self._entry_points_loaded = before, False
+            raise
+
+    def in_order(self) -> list[str]:
+        """The names in registration order (the built-in ones as registered, then the rest)."""
+        self._load_entry_points()
+        return list(self._entries)
+
+    def items(self) -> list[tuple[str, T]]:
+        """Every ``(name, value)`` in registration order, each value loaded."""
+        self._load_entry_points()
+        return [(name, e.value if e.loaded else self.get(name)) for name, e in list(self._entries.items())]
+
+    def origin(self, name: str) -> str:
+        """Where ``name`` was registered: ``built-in``, the call or declaration that registered it,
+        or ``entry point 'NAME' of DIST`` (its :class:`PluginSource`: :meth:`source`)."""
+        return self._entry(name).origin
+
+    def find(self, name: str) -> T | None:
+        """The value registered under ``name`` if it is loaded, without listing entry points or
+        importing anything; None otherwise (for a check before a registration)."""
+        e = self._entries.get(name)
+        return e.value if e is not None and e.loaded else None
 
     def __contains__(self, name: str) -> bool:
         self._load_entry_points()
@@ -244,10 +324,11 @@ class Registry(Generic[T]):
         e = self._entry(name)
         if not e.loaded:
             try:
-                e.value = import_target(e.value)
+                value = import_target(e.value)
             except RegistryError as exc:
                 raise RegistryError(f"{self.what} {name!r} from {e.origin} failed to load: {exc}") from exc
-            e.loaded = True
+            self._check(name, value, e.origin)  # a wrong one stays unloaded: asked again, it fails again
+            e.value, e.loaded = value, True
         return e.value
 
     def source(self, name: str) -> PluginSource | None:
@@ -265,92 +346,3 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
-
-
-def keyword_parameters(factory: Any) -> tuple[str, ...] | None:
-    """The arguments ``factory`` (a class, a function or another callable) takes by keyword, in
-    its signature's order; None when it takes any keyword (``**kwargs``) or has no readable signature.
-
-    A class is read from its own ``__init__``: a ``__new__`` taking ``*args, **kwargs`` to record
-    them, as :class:`~rmbench.models.base.RewardModel`'s does, would hide the arguments from
-    ``inspect.signature(cls)``. A class whose ``__init__`` is ``object``'s takes none (Python would
-    drop them silently past such a ``__new__``), unless its ``__new__`` names its own.
-    """
-    P = inspect.Parameter
-    target, passes_on = factory, False
-    if inspect.isclass(factory):
-        if factory.__init__ is not object.__init__:
-            target = factory.__init__
-        elif factory.__new__ is object.__new__:
-            return ()
-        else:  # its __new__'s own arguments; none when it passes them on to object's __init__
-            target, passes_on = factory.__new__, True
-    try:
-        params = list(inspect.signature(target).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if target is not factory and params and params[0].kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
-        params = params[1:]  # self, or __new__'s cls
-    named = tuple(p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY))
-    if any(p.kind is P.VAR_KEYWORD for p in params):
-        return () if passes_on and not named else None
-    return named
-
-
-def check_arguments(factory: Any, given: Iterable[str], *, what: str, name: str, kind: str,
-                    reserved: Collection[str] = ()) -> None:
-    """Refuse, in one line, the arguments in ``given`` that ``factory`` does not take (before
-    anything is built: no weights loaded, no server called). The message names the ``what``
-    (``model``, ``task``) ``name``, the wrong keys, the kind, a did-you-mean and the keys the kind
-    takes, read from its signature (:func:`keyword_parameters`), so a plugin's kind gets it too.
-    ``reserved``: arguments the caller fills itself (a model's ``runtime``), never given in a spec.
-    A factory that takes ``**kwargs`` is not checked."""
-    accepted = keyword_parameters(factory)
-    if accepted is None:
-        return
-    valid = [p for p in accepted if p not in reserved]
-    unknown = [str(k) for k in given if k not in valid]
-    if not unknown:
-        return
-    hint = next((h for h in (did_you_mean(k, valid, n=1) for k in unknown) if h), "")  # the first key that has one
-    takes = f"it takes: {', '.join(valid)}" if valid else "it takes no arguments"
-    raise ConfigError(f"{what} {name!r}: unknown argument{'s' * (len(unknown) > 1)} "
-                      f"{', '.join(repr(k) for k in unknown)} for kind {kind!r}{hint} ({takes})")
-
-
-def instantiate(registry: Registry, spec: Any, what: str, required_method: str, base: type, wrap: Callable,
-                context: dict[str, Any] | None = None) -> Any:
-    """Build ``spec`` (a :class:`rmbench.core.specs.Spec`) with its kind's factory from ``registry``.
-
-    ``context`` holds keyword arguments (such as ``runtime``) passed only to factories whose
-    signature names them. The result must have ``required_method``; an object that is not a
-    ``base`` instance is wrapped with ``wrap(obj, spec)``. Every failure is a ConfigError that names the
-    spec, its kind and arguments; an argument the factory does not take is refused first
-    (:func:`check_arguments`; ``context``'s names are not arguments a spec may give).
-    """
-    try:
-        # a kind is a registered name, or an import target ("module:Class", "file.py:Class")
-        factory: Any = import_target(spec.kind) if ":" in spec.kind else registry.get(spec.kind)
-    except RegistryError as exc:
-        raise ConfigError(f"{what} {spec.name!r}: {exc}") from None
-    kwargs = spec.args_dict  # a fresh plain copy, lists as lists
-    check_arguments(factory, kwargs, what=what, name=spec.name, kind=spec.kind, reserved=context or ())
-    if context:
-        try:
-            # A class's own __init__ names its parameters (a __new__ taking *args, **kwargs, as
-            # RewardModel's does to record them, would hide them from inspect.signature(cls)).
-            params: Mapping[str, inspect.Parameter] = inspect.signature(
-                factory.__init__ if inspect.isclass(factory) else factory).parameters
-        except (TypeError, ValueError):
-            params = {}
-        kwargs.update({k: v for k, v in context.items() if k in params})
-    try:
-        obj = factory(**kwargs)
-    except (TypeError, ValueError, RegistryError) as exc:
-        raise ConfigError(f"{what} {spec.name!r} (kind {spec.kind!r}, args {spec.args_dict}): {exc}") from None
-    if not callable(getattr(obj, required_method, None)):
-        raise ConfigError(f"{what} kind {spec.kind!r} returned {type(obj).__name__}, "
-                          f"which has no {required_method}() method")
-    if not isinstance(obj, base):
-        obj = wrap(obj, spec)
-    return obj
