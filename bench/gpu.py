@@ -20,7 +20,7 @@ Reported: text tokens/s, the FLOPs run per second as a fraction of the chip's de
 (datasheet) and of a matmul probe measured in the same run, FLOPs as in bench/limits.py (2 x
 non-embedding parameters x tokens run, + causal attention, + the LM head over the positions it
 runs on), peak GPU memory, padding, and the rewards' agreement with the plain loop. ``--tiny``:
-tiny shapes on the CPU, the benchmark's own test (tests/test_bench_gpu.py).
+tiny shapes on the CPU, the benchmark's own test (tests/bench/test_bench_gpu.py).
 
     python -m bench.gpu --write                 # on a GPU: about 4 minutes on one H200
     python -m bench.gpu --tiny --groups 6       # anywhere: seconds

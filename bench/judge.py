@@ -2,7 +2,7 @@
 loopback OpenAI-compatible server that answers every request after a fixed latency (so the
 clients are measured, not a model).
 
-Contenders, each sending the same N chat requests to the same server (tests/judge_server.py):
+Contenders, each sending the same N chat requests to the same server (tests/support/judge_server.py):
 
 * ``RewardBench pool``: what RewardBench's generative scripts do: a
   ``concurrent.futures.ThreadPoolExecutor(max_workers=10)``, one blocking request per task, and,
@@ -43,7 +43,7 @@ from bench.results import RESULTS, machine_line, write_section
 from rmbench import __version__
 from rmbench.models.judge.client import ChatClient, ChatRequest
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"  # the loopback server lives with the tests
+TESTS = Path(__file__).resolve().parents[1] / "tests" / "support"  # the loopback server lives with the tests
 SERVE = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom judge_server import ScriptedServer\n"
          "s = ScriptedServer(reply=sys.argv[2], latency=float(sys.argv[3]), model_id=sys.argv[4], keep_log=False)\n"
          "print(s.base_url, flush=True)\nsys.stdin.read()\ns.stop()\n")

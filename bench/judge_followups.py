@@ -4,7 +4,7 @@ JudgeBench's arena_hard judge asks again ("continue your judgment and finish by 
 final verdict label", its reply appended as an assistant turn) when a reply holds no ``[[...]]``
 label. Workload: n games (n/2 pairs, each played in both orders, as JudgeBench's
 ``reverse_order`` does) with JudgeBench's arena_hard messages (system + user), on one loopback
-server in its own process (tests/judge_server.py, every request answered after the same
+server in its own process (tests/support/judge_server.py, every request answered after the same
 latency). The server's reply holds no label when a first call shows the pair's better answer
 ("alpha ...") as Assistant A (every other game: one of each pair's two), and a label otherwise
 and to every follow-up (3 messages or more). So n games make n + n/2 requests: the server counts
@@ -96,8 +96,8 @@ class Server:
     """The scripted arena_hard server in a child process; ``served()``: chat replies so far."""
 
     def __init__(self, latency: float) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", SERVE, str(TESTS), str(TESTS.parent), str(latency), MODEL],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        args = [sys.executable, "-c", SERVE, str(TESTS), str(TESTS.parents[1]), str(latency), MODEL]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.url = self.proc.stdout.readline().strip()
 
     def cpu_seconds(self) -> float:

@@ -7,7 +7,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # rmbench's own suite loads no installed package's entry points (RMBENCH_PLUGINS, rmbench/registry.py), in
 # this process and in the subprocesses it starts, so that it passes with a plugin installed (.ci/run
-# installs tests/plugin_pkg): a test that wants plugins opts in (tests/test_plugins.py, and the fixtures
+# installs tests/plugin_pkg): a test that wants plugins opts in (tests/plugins/test_plugins.py, and the fixtures
 # that fake an entry point set it to "all" with monkeypatch).
 os.environ["RMBENCH_PLUGINS"] = "none"
 SHARED_DATA = Path(os.environ.get("RMBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -38,11 +38,23 @@ def tiny(tmp_path_factory):
     """Folders of tiny random models: tiny['causal'], ['causal_ref'], ['seqcls'], ['bert']."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tiny_models import build_folder
+    from tests.support.tiny_models import build_folder
 
     root = tmp_path_factory.mktemp("tiny_models")
     return {"causal": build_folder(root, "causal", 0), "causal_ref": build_folder(root, "causal", 1),
             "seqcls": build_folder(root, "seqcls", 2), "bert": build_folder(root, "bert", 3)}
+
+
+@pytest.fixture(scope="session")
+def prm_checkpoints(tmp_path_factory):
+    """Folders of tiny random process reward models, one per style (tests/support/prm_checkpoints.py):
+    prm_checkpoints['trl'], ['qwen'], ['math_shepherd']. Shared: copy a folder before changing it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tests.support.prm_checkpoints import build_qwen, build_shepherd, build_trl
+
+    root = tmp_path_factory.mktemp("prm_checkpoints")
+    return {"trl": build_trl(root), "qwen": build_qwen(root), "math_shepherd": build_shepherd(root)}
 
 
 def smollm2_gguf():

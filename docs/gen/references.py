@@ -1,7 +1,7 @@
 """Write the generated reference pages of the docs site from the code, so they cannot drift.
 
     python docs/gen/references.py            # rewrite docs/reference/*.md and the results schema
-    python docs/gen/references.py --out DIR  # write them under DIR instead (tests/test_docs.py compares)
+    python docs/gen/references.py --out DIR  # write them under DIR instead (tests/docs/test_docs.py compares)
 
 Each page is read off the code at build time, through the same objects the program uses:
 
@@ -72,7 +72,7 @@ def _cell(text: Any) -> str:
 # HTML tag (and vanish from the page), ``*``/``_`` as emphasis, ``[x][y]`` as a cross-reference. So
 # the generator escapes what Markdown or HTML would read (``_md_text``) and puts each argument's
 # usage (``--data TASK=[PART=]PATH``) in a code span as it is: a code span shows its text literally,
-# a backslash escape included, so nothing in it is escaped (tests/test_docs.py checks the built page
+# a backslash escape included, so nothing in it is escaped (tests/docs/test_docs.py checks the built page
 # against the help click prints).
 
 _MD_ESCAPES = {**{c: "\\" + c for c in "\\`*_[{}|"}, "&": "&amp;", "<": "&lt;", ">": "&gt;"}

@@ -65,7 +65,7 @@ JUDGEBENCH_LAYOUT = OfficialLayout(
     "JudgeBench", JUDGEBENCH_METRIC,
     tuple(OfficialColumn(c.capitalize(), c) for c in JUDGEBENCH_CATEGORIES) + (OfficialColumn("Overall", None),),
     beside=("pairwise_accuracy", "discrimination"),
-    provenance=CHECKED_AGAINST_CODE)  # tests/test_published.py: compute_final_metrics of a JudgeBench checkout
+    provenance=CHECKED_AGAINST_CODE)  # tests/models/test_published.py: compute_final_metrics of a JudgeBench checkout
 """The paper's table (Knowledge, Reasoning, Math, Coding, Overall), beside rmbench's pairwise
 accuracy (a tie counts 1/2 there) and D (a pair of JudgeBench has no equal-utility responses, so
 neither specificity nor ds_auc is defined)."""

@@ -174,7 +174,7 @@ class ComputedMetric:
     ``exact``: the weighted form is bit-equal to the pooled one (ratios of integer counts, order
     statistics); False for a mean of float values (reward_margin), which the two forms sum in
     another order and so agree to float rounding only (relative ~1e-15). Its ``NAME_shift_gap``
-    is exact when it is. ``tests/test_weighted_bootstrap.py`` reads it.
+    is exact when it is. ``tests/core/test_weighted_bootstrap.py`` reads it.
     ``formula``: the column formula both forms come from (:meth:`of_columns`,
     :meth:`difference`); None for a metric whose forms are written by hand (order statistics).
     """

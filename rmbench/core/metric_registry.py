@@ -192,7 +192,7 @@ RB1_SECTIONS = ("Chat", "Chat Hard", "Safety", "Reasoning", "Prior Sets")
 
 RB2_LAYOUT = OfficialLayout("RewardBench 2", "rewardbench2_score",
                             tuple(OfficialColumn(s, s) for s in RB2_SUBSETS) + (OfficialColumn("Score", None),),
-                            provenance=CHECKED_AGAINST_CODE)  # tests/test_official_scores.py: RewardBench's code
+                            provenance=CHECKED_AGAINST_CODE)  # tests/tasks/test_official_scores.py: RewardBench's code
 RB1_LAYOUT = OfficialLayout("RewardBench", "rewardbench_score",
                             tuple(OfficialColumn(s, s) for s in RB1_SECTIONS) + (OfficialColumn("Score", None),),
                             provenance=CHECKED_AGAINST_CODE)
@@ -210,5 +210,5 @@ RM_BENCH_LAYOUT = OfficialLayout(
     beside=("discrimination", "rewrite_specificity", "preference_flip_rate", "ds_auc"),
     provenance="computed as RM-Bench's compute_accuracy is written (checked by hand, not against its code)")
 """The paper's table (Chat, Math, Code, Safety, Easy, Normal, Hard, Avg), beside D, Spec across
-styles, the flip rate and ds_auc. Its tests check the formula by hand (tests/test_rm_bench.py),
+styles, the flip rate and ds_auc. Its tests check the formula by hand (tests/tasks/test_rm_bench.py),
 never against RM-Bench's own code, so it does not claim :data:`CHECKED_AGAINST_CODE`."""

@@ -4,7 +4,7 @@ Written out from the GitHub repository ``ssmisya/PRMBench`` at commit ``a1ae4ea`
 (``mr_eval/tasks/prmtest_classified/task.py``: ``load_data_function``, ``evaluate_function``,
 ``eval_on_hallucination_step``; ``mr_visualize/eval_res_view/draw_tabs/form_latex_strs.ipynb``:
 ``get_prmscore_from_current_res_dict``, ``get_avg_prmscore_from_current_res_dict``, the paper's
-table; Apache-2.0). ``tests/test_prmbench.py`` runs those functions, copied with their source
+table; Apache-2.0). ``tests/tasks/test_prmbench.py`` runs those functions, copied with their source
 named, on the same predictions.
 
 **Predictions.** A process reward model's score s of a step (here P(step correct)) is a
@@ -59,7 +59,7 @@ _COLUMNS = tuple(col for category, types in CATEGORIES
                  for col in (*(OfficialColumn(abbr, t) for t, abbr in types),
                              OfficialColumn(f"{category.capitalize()} Avg.", category)))
 PRMBENCH_LAYOUT = OfficialLayout("PRMBench", PRMBENCH_SCORE, (OfficialColumn("Overall", None), *_COLUMNS),
-                                 provenance=CHECKED_AGAINST_CODE)  # tests/prmbench_official.py: PRMBench's code
+                                 provenance=CHECKED_AGAINST_CODE)  # tests/support/prmbench_official.py: PRMBench's code
 """The paper's table (Overall; NR., NCL., Avg.; ES., SC., DC., CI., Avg.; PS., DR., MS., Avg.),
 beside D, Spec and ds_auc over the steps up to each solution's first error."""
 

@@ -4,7 +4,7 @@ Written out from the evaluation scripts of the GitHub repositories ``QwenLM/Proc
 commit ``e802463`` (``code/run_eval.py``: critic models; ``code/run_eval_prm_rlhflow.py``: a PRM
 that answers ``+`` / ``-`` per step) and ``huggingface/ProcessBench`` at ``79916a4``
 (``code/run_eval_prm_trl.py``: PRMs trained with TRL, a token classifier); none of their code is
-copied here (``tests/test_processbench_task.py`` runs their metric lines beside these).
+copied here (``tests/tasks/test_processbench_task.py`` runs their metric lines beside these).
 
 A ProcessBench row is one solution: a ``problem``, its ``steps`` and ``label``, the index of the
 first wrong step (-1 when every step is right).
@@ -74,7 +74,7 @@ def processbench_layout(splits: Sequence[str] = PROCESSBENCH_SPLITS) -> Official
                     OfficialColumn(f"{label} F1", s)]
     return OfficialLayout("ProcessBench", PROCESSBENCH_F1, tuple(columns) + (OfficialColumn("Avg F1", None),),
                           beside=("discrimination", "specificity"),
-                          provenance=CHECKED_AGAINST_CODE)  # tests/test_processbench_task.py: run_eval.py's lines
+                          provenance=CHECKED_AGAINST_CODE)  # tests/tasks/test_processbench_task.py: run_eval.py's lines
 
 
 def first_error_prediction(p_correct: ArrayLike, threshold: float = DEFAULT_THRESHOLD) -> int:

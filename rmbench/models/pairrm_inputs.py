@@ -6,7 +6,7 @@ runs the model.
 Written from LLM-Blender (github yuchenlin/LLM-Blender, ``llm_blender/blender/blender.py``'s
 ``compare`` and ``compare_conversations``, ``blender_utils.py``'s ``tokenize_pair`` and
 ``get_pair_from_conv``, ``gpt_eval/utils.py``'s ``get_scores_from_cmps``, ``pair_ranker/pairrm.py``);
-none of its code is copied. ``tests/test_pairrm.py`` checks the ids and rewards against that
+none of its code is copied. ``tests/models/test_pairrm.py`` checks the ids and rewards against that
 code where the ``llm-blender`` package imports, and against RewardBench's copy of it
 (``rewardbench/models/pairrm.py``, the ``PairRMPipeline`` RewardBench scores PairRM with).
 

@@ -25,7 +25,7 @@ spinning threads, 17.4 s yielding). So the policy is:
   kept. Either way the record says which policy the run had and whether it took effect.
 
 Changing the thread count between batches does not change a reward: torch's CPU kernels split
-rows, not reductions, across threads (``tests/test_threads.py`` checks rewards bit for bit at 1
+rows, not reductions, across threads (``tests/models/test_threads.py`` checks rewards bit for bit at 1
 and 2 threads in float32 and bfloat16). Imports torch only to set the count, and only once torch
 is loaded anyway.
 """

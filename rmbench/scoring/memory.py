@@ -7,7 +7,7 @@ the first half and then the second (each half may split again), and joins the va
 A python function that scores pair by pair gives the whole batch's rewards bit for bit; a
 transformers model gives them to float32 rounding (torch's kernels round a row differently in a
 batch of another shape: ~6e-7 on the tiny test models, as a batch of one does without any split;
-``tests/test_memory_faults.py`` checks both); an MC-dropout model (``discretize``) draws other
+``tests/scoring/test_memory_faults.py`` checks both); an MC-dropout model (``discretize``) draws other
 masks for other batch shapes, so its split batches give rewards of the same distribution.
 
 A single response that still runs out of memory is one :class:`~rmbench.errors.ModelError`

@@ -32,7 +32,7 @@ How run_generative_v2.py turns answers into scores (API path, rewardbench 0.1.4)
   the top with k-1 others, 0 otherwise. ``-1`` never wins unless every rating is ``-1``.
 * Ties rows: the list of ratings itself (``-1`` kept for unparsed, so an unparsed completion
   scores below every rated one) is the row's ``scores`` for ``rewardbench.utils.
-  process_single_model`` (the Ties formula, see ``tests/rb_official.py::rb2_official``); ratings
+  process_single_model`` (the Ties formula, see ``tests/support/rb_official.py::rb2_official``); ratings
   are integers, so equal ratings are exact ties there.
 * Subset scores are ``sum(results) / len(results)``; the Ties subset's score is
   ``process_single_model``'s overall score.
