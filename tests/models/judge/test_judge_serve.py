@@ -1,6 +1,6 @@
 """A real judge behind a real server: ``transformers serve`` serving the embedded SmolLM2 on 127.0.0.1.
 
-One server per test session, started by the judge tutorial's own lines (tests/server_process.py: ready
+One server per test session, started by the judge tutorial's own lines (tests/support/server_process.py: ready
 when its /health answers, stopped with its process group at the session's end, and by a watchdog if
 pytest itself is killed). The tutorial test runs the page's block as written. SmolLM2-135M is a weak
 judge (it often answers something other than a rating), so these tests check the pipeline: calls
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
-from server_process import ServerFailed, ServerProcess
 
 from rmbench.scoring.runner import EvalConfig, evaluate
+from tests.support.server_process import ServerFailed, ServerProcess
 
 pytestmark = [pytest.mark.server, pytest.mark.real_model]
 
@@ -103,7 +103,7 @@ def served(tmp_path_factory):
     set up by the judge tutorial's own commands (its port replaced by a free one): ``rmbench
     models export`` writes the embedded SmolLM2 as a folder, ``transformers serve`` serves it.
     Ready when ``/health`` answers (never a fixed wait); the server never outlives the session,
-    even a failed or killed one (tests/server_process.py)."""
+    even a failed or killed one (tests/support/server_process.py)."""
     for module in ("fastapi", "uvicorn"):
         pytest.importorskip(module, reason="pip install 'transformers[serving]'")
     cli = Path(sys.executable).with_name("transformers")

@@ -1,4 +1,4 @@
-"""The test servers' lifecycle (tests/server_process.py): a server started by a fixture never outlives
+"""The test servers' lifecycle (tests/support/server_process.py): a server started by a fixture never outlives
 its owner, even a pytest process killed with SIGKILL; readiness is a health check that answers, and a
 server that never gets ready is one error naming it with its log's tail.
 
@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
-from server_process import ServerFailed, ServerProcess
+
+from tests.support.server_process import ServerFailed, ServerProcess
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
 
-TESTS = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
 
 # A server with a child of its own that ignores SIGTERM: the whole group must go, not only the server.
 SERVER = textwrap.dedent("""
@@ -73,7 +74,7 @@ INNER = """
 import os, socket, sys, time
 from pathlib import Path
 import pytest
-from server_process import ServerProcess
+from tests.support.server_process import ServerProcess
 
 @pytest.fixture
 def server(tmp_path):
@@ -97,7 +98,7 @@ def test_a_fixture_server_dies_with_its_pytest_process_killed_by_sigkill(tmp_pat
     its supervisor and the server's own child (which ignores SIGTERM) all exit, and the port closes."""
     (tmp_path / "test_inner.py").write_text(INNER)
     pids, log = tmp_path / "pids", tmp_path / "server.log"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
            "PIDS": str(pids), "SERVER_LOG": str(log), "SERVER_CODE": SERVER}
     inner = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                               "--rootdir", str(tmp_path), str(tmp_path / "test_inner.py")],
