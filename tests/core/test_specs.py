@@ -77,7 +77,7 @@ def test_mypy_keeps_a_model_spec_from_a_function_that_takes_a_task_spec(tmp_path
     """))
     # From the repository's root, with its [tool.mypy] options: the cache `mypy` leaves there (.ci/run runs it
     # first) serves rmbench's modules, and only the snippet is checked anew (about 3 s of CPU, not 55).
-    out = subprocess.run([sys.executable, "-m", "mypy", str(snippet)], cwd=Path(__file__).resolve().parents[1],
+    out = subprocess.run([sys.executable, "-m", "mypy", str(snippet)], cwd=Path(__file__).resolve().parents[2],
                          capture_output=True, text=True, timeout=1200)
     assert out.returncode == 1 and ':8: error: Argument 1 to "takes_task" has incompatible type "ModelSpec"; ' \
         'expected "TaskSpec"' in out.stdout, out.stdout

@@ -13,7 +13,8 @@ BESIDE = {"bench", "docs", "project", "support"}
 """Folders of tests/ that mirror no package of rmbench/: bench/'s tests, the documentation's, the
 whole repository's, and what the tests use."""
 DATA = {"golden", "plugin_pkg", "__pycache__"}
-"""Folders of tests/ that hold no test module: the golden runs' records and the example plugin package."""
+"""Folders of tests/ that hold no test module: the golden runs' records and the example plugin package
+(and tools' hidden caches, ``.mypy_cache``, which are no folder of the layout either)."""
 
 
 def _test_files() -> list[Path]:
@@ -21,7 +22,8 @@ def _test_files() -> list[Path]:
 
 
 def test_every_test_folder_mirrors_a_package_and_is_one():
-    folders = {p.parent for p in _test_files()} | {p for p in TESTS.iterdir() if p.is_dir() and p.name not in DATA}
+    folders = {p.parent for p in _test_files()} | {p for p in TESTS.iterdir()
+                                                   if p.is_dir() and p.name not in DATA and not p.name.startswith(".")}
     for folder in sorted(folders):
         relative = folder.relative_to(TESTS)
         assert (folder / "__init__.py").is_file(), f"tests/{relative} has no __init__.py (tests/ is a package)"

@@ -49,7 +49,8 @@ def installed(tmp_path, monkeypatch):
     site = tmp_path / "site"
     site.mkdir()
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("RMBENCH_PLUGINS", "all")  # the suite runs with none (tests/conftest.py)
+    # the suite runs with none (tests/conftest.py); this distribution alone, not an installed plugin_pkg
+    monkeypatch.setenv("RMBENCH_PLUGINS", "fake-export-plugin")
 
     def install(**kwargs) -> None:
         _install(site, **kwargs)

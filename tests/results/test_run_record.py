@@ -15,7 +15,7 @@ from rmbench.results.storage.folder import load_run, parse_record, read_run, rec
 from rmbench.results.storage.record import SCHEMA_VERSION, Estimate
 from rmbench.scoring.runner import EvalConfig, evaluate
 
-GOLDEN = Path(__file__).with_name("golden") / "v1_run"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "v1_run"
 """A run folder written by rmbench before the typed record (schema 1): length on ties and
 paraphrase_shift, 20 bootstrap resamples."""
 

@@ -4,6 +4,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -234,8 +235,11 @@ def test_ctrl_c_in_a_process_stops_at_once_without_warnings():
             " on_reply=lambda i, r: print('got', i, flush=True))\n")
     with ScriptedServer(reply="A", latency=0.2) as server:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
+        # SIGINT as a terminal sends it, whatever this process inherited (a shell's background job ignores
+        # it, and a Python started so never raises KeyboardInterrupt)
         proc = subprocess.Popen([sys.executable, "-X", "dev", "-c", code, server.base_url], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env)
+                                stderr=subprocess.PIPE, text=True, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert proc.stdout.readline().startswith("got")  # calls are flowing; now make them never come back
         server.latency = 3600.0
         time.sleep(0.3)
