@@ -39,16 +39,16 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.loopback import KEY, TESTS
 from bench.results import RESULTS, machine_line, write_section
 from rmbench import __version__
 from rmbench.models.judge.client import ChatClient, ChatRequest
 
-TESTS = Path(__file__).resolve().parents[1] / "tests" / "support"  # the loopback server lives with the tests
 SERVE = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom judge_server import ScriptedServer\n"
          "s = ScriptedServer(reply=sys.argv[2], latency=float(sys.argv[3]), model_id=sys.argv[4], keep_log=False)\n"
          "print(s.base_url, flush=True)\nsys.stdin.read()\ns.stop()\n")
 
-MODEL, KEY, VERDICT = "judge-model", "sk-bench-not-a-secret", "[[A]]"
+MODEL, VERDICT = "judge-model", "[[A]]"
 SYSTEM = "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants."
 
 

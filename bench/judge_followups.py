@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bench.judge import KEY, TESTS
+from bench.loopback import KEY, TESTS
 from bench.results import RESULTS, machine_line, write_section
 from rmbench import __version__
 from rmbench.models.base import ScoreRequest
