@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -252,20 +254,38 @@ def test_a_failing_tracker_keeps_the_run_and_rmbench_log_logs_it_again(tmp_path)
 
 # --- trackio local --------------------------------------------------------------------------
 
-def test_trackio_local_database_reads_back(tmp_path, monkeypatch):
-    if "trackio" in sys.modules:
-        pytest.skip("trackio was imported before this test could point TRACKIO_DIR at tmp_path (it reads it once)")
-    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
-    pytest.importorskip("trackio", reason="the trackio tracker needs pip install 'rmbench[trackio]'")
-    from trackio.sqlite_storage import SQLiteStorage
+READ_TRACKIO = """
+import json, sys
+from trackio.sqlite_storage import SQLiteStorage
+project, run = sys.argv[1:3]
+print(json.dumps({"logs": SQLiteStorage.get_logs(project, run), "config": SQLiteStorage.get_run_config(project, run)}))
+"""
 
-    out, doc = _eval(tmp_path, "constant", "--log-to", "trackio", "--log-arg", "trackio.project=rm-evals")
+
+def test_trackio_local_database_reads_back(tmp_path):
+    """In processes of their own: trackio reads TRACKIO_DIR once, when it is first imported, and this
+    process may have imported it already (TRL's callbacks do)."""
+    if importlib.util.find_spec("trackio") is None:
+        pytest.skip("the trackio tracker needs pip install 'rmbench[trackio]'")
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))}
+    out = tmp_path / "constant"
+    ran = subprocess.run([sys.executable, "-m", "rmbench", *EVAL, "--model", "constant", "--out", str(out),
+                          "--log-to", "trackio", "--log-arg", "trackio.project=rm-evals"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr
+    doc = json.loads((out / "results.json").read_text())
     assert (tmp_path / "trackio" / "rm-evals.db").is_file()
-    [logged] = SQLiteStorage.get_logs("rm-evals", "constant")  # one step
+    read = subprocess.run([sys.executable, "-c", READ_TRACKIO, "rm-evals", "constant"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert read.returncode == 0, read.stderr
+    back = json.loads(read.stdout)
+    [logged] = back["logs"]  # one step
     assert {k: v for k, v in logged.items() if k not in ("step", "timestamp", "leaderboard")} == expected_numbers(doc)
     table = logged["leaderboard"]
     assert logged["step"] == 0 and table["_type"] == "trackio.table" and table["_value"][0]["model"] == "constant"
-    config = SQLiteStorage.get_run_config("rm-evals", "constant")
+    config = back["config"]
     assert config["model"]["name"] == "constant" and config["run_folder"] == "constant"
 
 
