@@ -112,8 +112,7 @@ class Image:
             data = base64.b64decode(body, validate=True)
         except (binascii.Error, ValueError):
             raise ValueError("an image data URL holds invalid base64") from None
-        image = cls.from_bytes(data)
-        return image
+        return cls.from_bytes(data)
 
     @classmethod
     def from_ref(cls, value: Any, base: Path | None = None) -> Image:

@@ -231,7 +231,7 @@ class RowReader:
         may carry images, their paths relative to the row's file: :mod:`rmbench.core.prompts`; in a
         CSV cell, written as JSON), read as :func:`rmbench.core.prompts.prompt_from_json` reads it."""
         value = self.get(field)
-        base = self.folder()
+        base = None if isinstance(value, str) and not self.textual else self.folder()  # text: no image paths
         if self.textual and isinstance(value, str) and value.lstrip().startswith("["):
             try:  # a JSON list of chat messages; any other text (even "[1, 2]") is the prompt itself
                 return prompt_from_json(json.loads(value), base)
