@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rmbench.core.images import Image
 from rmbench.core.metrics import reward_sigma
 from rmbench.core.metrics_bias import length_correlation
+from rmbench.core.prompts import prompt_images
 from rmbench.core.types import ComparisonGroup, PairIndex, Prompt
 
 
@@ -47,7 +49,8 @@ class DiffSegment:
 @dataclass(frozen=True)
 class PairExample:
     """Two responses of one group side by side. ``gap`` = r(a) - r(b) (raw); ``gap_sigma`` = gap / sigma.
-    ``diff``: the word-level diff a -> b where one is a rewrite of the other, else empty."""
+    ``diff``: the word-level diff a -> b where one is a rewrite of the other, else empty.
+    ``images``: the images the prompt carries, in order (the report shows their thumbnails)."""
 
     task: str
     group_id: str
@@ -59,6 +62,7 @@ class PairExample:
     gap: float
     gap_sigma: float
     diff: tuple[DiffSegment, ...] = ()
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,8 @@ class _Task:
         gap = a.reward - b.reward
         rewrite = g.rewrite_of is not None and (g.rewrite_of[b.index] == a.index or g.rewrite_of[a.index] == b.index)
         return PairExample(self.task, g.id, g.subset, g.shift, prompt_text(g.prompt), a, b, gap,
-                           self.in_sigma(gap), word_diff(a.text, b.text) if rewrite else ())
+                           self.in_sigma(gap), word_diff(a.text, b.text) if rewrite else (),
+                           prompt_images(g.prompt))
 
 
 def _top(order_key: np.ndarray, top: int, groups: np.ndarray | None = None) -> tuple[np.ndarray, int]:

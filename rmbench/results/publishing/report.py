@@ -4,7 +4,9 @@
 CIs), the D-Spec curves, per-slice bars, and per task and run the example pairs of
 :mod:`rmbench.results.publishing.examples` (from the reloaded groups and the aligned rewards; a task whose
 data cannot be reloaded keeps its aggregate parts and says why). :func:`write_report` renders it
-(:mod:`rmbench.results.publishing.report_html`) and writes it atomically.
+(:mod:`rmbench.results.publishing.report_html`) and writes it atomically. An example whose prompt
+carries images shows their thumbnails (:mod:`rmbench.results.publishing.thumbnails`), made from
+the reloaded data's image bytes and known by content hash, never by path.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rmbench.core.images import Image
 from rmbench.errors import ConfigError, RMBenchError
 from rmbench.files import atomic_write_text
 from rmbench.results.publishing.examples import (
+    FlipExample,
     LengthPoints,
+    PairExample,
     Selection,
     annotate,
     discrimination_failures,
@@ -26,6 +31,7 @@ from rmbench.results.publishing.examples import (
 )
 from rmbench.results.publishing.leaderboard import Leaderboard, build_leaderboard
 from rmbench.results.publishing.report_svg import Bar, bars_svg, scatter_svg
+from rmbench.results.publishing.thumbnails import Thumbnail, thumbnails
 from rmbench.results.storage.folder import RunFolder
 from rmbench.results.storage.record import TaskResult
 from rmbench.results.storage.reload import task_scored
@@ -80,6 +86,8 @@ class Report:
     tasks: tuple[TaskSection, ...]
     options: ReportOptions
     notes: tuple[str, ...] = ()
+    thumbnails: Mapping[str, Thumbnail] = field(default_factory=dict)
+    """sha256 -> the thumbnail (or the note why none) of each image an example's prompt carries."""
 
 
 def _task_names(folders: Sequence[RunFolder]) -> list[str]:
@@ -194,7 +202,20 @@ def build_report(folders: Sequence[RunFolder], options: ReportOptions | None = N
     run_names = tuple(n if names.count(n) == 1 else f"{n} ({f.label})" for n, f in zip(names, folders))
     lb = build_leaderboard(folders)
     tasks = tuple(_task_section(t, folders, lb, run_names, options) for t in _task_names(folders))
-    return Report(run_names, lb, _curves(folders, lb, warn), tasks, options)
+    return Report(run_names, lb, _curves(folders, lb, warn), tasks, options,
+                  thumbnails=thumbnails(_shown_images(tasks)))
+
+
+def _shown_images(tasks: Sequence[TaskSection]) -> list[Image]:
+    """Every image an example's prompt carries, in the page's order (repeats included)."""
+    out: list[Image] = []
+    for t in tasks:
+        for x in t.examples:
+            for sel in (x.oversensitive, x.failures, x.flips):
+                for e in (sel.examples if sel is not None else ()):
+                    pairs = (e.original, e.rewritten) if isinstance(e, FlipExample) else (e,)
+                    out.extend(image for p in pairs if isinstance(p, PairExample) for image in p.images)
+    return out
 
 
 def write_report(folders: Sequence[RunFolder], out: str | Path, options: ReportOptions | None = None,

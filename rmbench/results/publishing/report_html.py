@@ -1,7 +1,9 @@
 """The report page (:func:`render_report`): HTML, CSS and plain JS, all inline, no network resource.
 
 Every text from a run (answers, prompts, names, notes) goes through :func:`html.escape`; the
-D-Spec curves (matplotlib SVG) are embedded as ``<img>`` data URIs, where no script can run.
+D-Spec curves (matplotlib SVG) are embedded as ``<img>`` data URIs, where no script can run, and so
+are the PNG thumbnails of a prompt's images (:mod:`rmbench.results.publishing.thumbnails`), each
+titled by its sha256; an image without a thumbnail is its hash and the note why.
 Example tables sort on a header click and filter by task, subset, shift and gap.
 """
 
@@ -10,9 +12,12 @@ from __future__ import annotations
 import base64
 import html
 import math
+from collections.abc import Mapping, Sequence
 
+from rmbench.core.images import Image
 from rmbench.results.publishing.examples import PER_PROMPT, Answer, FlipExample, PairExample, Selection
 from rmbench.results.publishing.leaderboard_render import SORT_JS, html_tables
+from rmbench.results.publishing.thumbnails import Thumbnail
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}
@@ -26,6 +31,8 @@ figure img{width:100%}.pair{display:flex;gap:8px}
 .prompt{white-space:pre-wrap;font-size:12px;color:#333;margin:0 0 4px 0}.cut{color:#b00;font-style:italic}
 del{background:#fdd}ins{background:#dfd;text-decoration:none}.note{color:#a40}
 .filter input{margin-right:1em}.meta{font-size:12px;color:#555}
+.thumbs{display:flex;flex-wrap:wrap;gap:6px;margin:0 0 4px 0}
+.thumbs img{border:1px solid #ccc;max-width:96px;max-height:96px}
 """
 
 _FILTER_JS = """
@@ -81,9 +88,30 @@ def _diff(p: PairExample, max_chars: int) -> str:
     return f'<div class="meta">word diff a → b:</div><pre class="txt">{"".join(body)}</pre>'
 
 
-def _pair_cell(p: PairExample, max_chars: int, labels: tuple[str, str]) -> str:
+Thumbs = Mapping[str, Thumbnail]
+
+
+def _images(images: Sequence[Image], thumbs: Thumbs) -> str:
+    """The prompt's images: each its thumbnail (a PNG data URL titled by its sha256), or its
+    hash and why there is no thumbnail. Never a path."""
+    if not images:
+        return ""
+    parts = []
+    for k, image in enumerate(images, 1):
+        t = thumbs.get(image.sha256)
+        name = f"image {k} of {len(images)}, sha256 {image.sha256}"
+        if t is not None and t.data_url is not None:
+            parts.append(f'<img class="thumb" alt="{_e(name)}" title="{_e(name)}" width="{t.width}" '
+                         f'height="{t.height}" src="{t.data_url}">')
+        else:
+            note = t.note if t is not None else "no thumbnail"
+            parts.append(f'<span class="meta">{_e(name)}: {_e(note)}</span>')
+    return f'<div class="thumbs">{"".join(parts)}</div>'
+
+
+def _pair_cell(p: PairExample, max_chars: int, labels: tuple[str, str], thumbs: Thumbs) -> str:
     return (f'<td data-v="{_e(p.group_id)}"><div class="meta">group {_e(p.group_id)}</div>'
-            f'<pre class="prompt">{_cut(p.prompt, max_chars)}</pre>'
+            f'<pre class="prompt">{_cut(p.prompt, max_chars)}</pre>{_images(p.images, thumbs)}'
             f'<div class="pair">{_answer(labels[0], p.a, max_chars)}{_answer(labels[1], p.b, max_chars)}</div>'
             f'{_diff(p, max_chars)}</td>')
 
@@ -111,17 +139,18 @@ def _table(tid: str, title: str, what: str, sel: Selection, rows: list[str], gap
             f'<table class="ex" id="{tid}"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def _pairs_table(tid: str, title: str, what: str, sel: Selection, max_chars: int, labels: tuple[str, str]) -> str:
-    rows = [f'<tr>{_key_cells(p)}{_gap_cell(p.gap_sigma)}{_pair_cell(p, max_chars, labels)}</tr>'
+def _pairs_table(tid: str, title: str, what: str, sel: Selection, max_chars: int, labels: tuple[str, str],
+                 thumbs: Thumbs) -> str:
+    rows = [f'<tr>{_key_cells(p)}{_gap_cell(p.gap_sigma)}{_pair_cell(p, max_chars, labels, thumbs)}</tr>'
             for p in sel.examples]
     return _table(tid, title, what, sel, rows, "gap (sigma)")
 
 
-def _flips_table(tid: str, sel: Selection, max_chars: int) -> str:
+def _flips_table(tid: str, sel: Selection, max_chars: int, thumbs: Thumbs) -> str:
     rows = []
     for f in sel.examples:
         assert isinstance(f, FlipExample)
-        cell = (_pair_cell(f.original, max_chars, ("original a", "original b"))[:-5]
+        cell = (_pair_cell(f.original, max_chars, ("original a", "original b"), thumbs)[:-5]
                 + '<div class="meta">rewritten:</div>'
                 + f'<div class="pair">{_answer("rewrite of a", f.rewritten.a, max_chars)}'
                 f'{_answer("rewrite of b", f.rewritten.b, max_chars)}</div></td>')
@@ -131,7 +160,7 @@ def _flips_table(tid: str, sel: Selection, max_chars: int) -> str:
 
 
 def _task_html(k: int, t, report) -> str:
-    mc = report.options.max_chars
+    mc, thumbs = report.options.max_chars, report.thumbnails
     parts = [f'<section id="task-{k}"><h2>Task {_e(t.name)}</h2>']
     parts += [f'<p class="note">{_e(n)}</p>' for n in t.notes]
     curve = report.curves.get(t.name)
@@ -146,11 +175,11 @@ def _task_html(k: int, t, report) -> str:
         run = report.run_names[x.run]
         parts.append(f"<h3>{_e(run)}</h3>")
         parts.append(_pairs_table(f"over-{k}-{x.run}", "Most oversensitive equal-utility pairs",
-                                  "equal-utility pairs", x.oversensitive, mc, ("a (higher reward)", "b")))
+                                  "equal-utility pairs", x.oversensitive, mc, ("a (higher reward)", "b"), thumbs))
         parts.append(_pairs_table(f"fail-{k}-{x.run}", "Worst discrimination failures (lowest margin)",
-                                  "discrimination pairs", x.failures, mc, ("better", "worse")))
+                                  "discrimination pairs", x.failures, mc, ("better", "worse"), thumbs))
         if x.flips is not None:
-            parts.append(_flips_table(f"flip-{k}-{x.run}", x.flips, mc))
+            parts.append(_flips_table(f"flip-{k}-{x.run}", x.flips, mc, thumbs))
     parts.append("</section>")
     return "".join(parts)
 
