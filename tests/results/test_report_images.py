@@ -120,6 +120,20 @@ def test_an_image_without_a_thumbnail_is_its_hash_and_a_note(tmp_path):
     assert got[a.sha256].png is not None and got[b.sha256].png is None and "budget" in got[b.sha256].note
 
 
+def test_without_pillow_the_page_shows_each_image_as_its_hash_and_a_note(image_run, tmp_path, monkeypatch):
+    import sys
+
+    _, run = image_run
+    monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL raises ImportError, as where it is not installed
+    text = write_report([run], tmp_path / "r.html", ReportOptions(top=3)).read_text(encoding="utf-8")
+    parsed = _Images()
+    parsed.feed(text)
+    assert not parsed.thumbs
+    report = build_report([run], ReportOptions(top=3))
+    for sha in report.thumbnails:
+        assert f"sha256 {sha}: no thumbnail: install Pillow (pip install pillow) to see it" in text
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(1, 400), st.integers(1, 400), st.integers(0, 2**31 - 1))
 def test_property_a_thumbnail_of_noise_is_bounded(width, height, seed):
