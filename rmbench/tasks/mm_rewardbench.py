@@ -30,15 +30,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from rmbench.core.images import Image
 from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE
-from rmbench.core.mm_rewardbench import A, B, CATEGORIES, MMRB_LAYOUT, MMRB_METRIC, category_of, resolve, scores
-from rmbench.core.mm_rewardbench import verdicts_from_rewards
+from rmbench.core.mm_rewardbench import (
+    CATEGORIES,
+    MMRB_LAYOUT,
+    MMRB_METRIC,
+    A,
+    B,
+    category_of,
+    resolve,
+    scores,
+    verdicts_from_rewards,
+)
 from rmbench.core.prompts import Message
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
@@ -48,6 +56,9 @@ from rmbench.tasks.schemas import MM_REWARDBENCH
 from rmbench.tasks.sources import iter_rows
 
 DATA_FILE = "all_data.json"
+NO_SOURCE = ("build its folder with the benchmark's scripts/0_download_data.py (github "
+             "facebookresearch/multimodal_rewardbench) and pass --data mm_rewardbench=FOLDER (all_data.json and its "
+             "images)")
 BETTER = {"Output1": "A", "Output2": "B"}
 """The data's ``Better`` -> the official judge's label (Output1 is assistant A)."""
 
@@ -69,6 +80,7 @@ class MMRewardBenchTask(Task):
     scores = (MMRB_SCORE,)
     row_schemas = (MM_REWARDBENCH,)
     reads_folder = True
+    no_source = NO_SOURCE
     counts_unscored = True
     version = 1
 
@@ -79,9 +91,7 @@ class MMRewardBenchTask(Task):
 
     def groups(self) -> Iterator[ComparisonGroup]:
         if self.path is None:
-            raise DataError("Multimodal RewardBench has no hub copy: build its folder with the benchmark's "
-                            "scripts/0_download_data.py and pass --data mm_rewardbench=FOLDER (all_data.json and "
-                            "its images)")
+            raise DataError(f"Multimodal RewardBench has no hub copy: {NO_SOURCE}")
         seen: set[str] = set()
         for location, line, row in iter_rows(path=self.path):
             r = RowReader(row, location, line, MM_REWARDBENCH)

@@ -154,8 +154,14 @@ def test_a_bad_item_is_one_error_naming_file_line_item_and_field(tmp_path, chang
 
 
 def test_without_data_it_says_how_to_get_it():
+    from rmbench.core.specs import TaskSpec
+    from rmbench.tasks.describe import data_lines
+
     with pytest.raises(DataError, match=r"no hub copy.*0_download_data\.py.*--data mm_rewardbench=FOLDER"):
         list(MMRewardBenchTask().groups())
+    lines = data_lines(TaskSpec.make(name="mm_rewardbench", kind="mm_rewardbench", args={}))
+    assert lines[0].startswith("none of its own: build its folder with the benchmark's scripts/0_download_data.py")
+    assert lines[1].startswith("--data mm_rewardbench=FOLDER (the folder its kind's docs describe) or =FILE")
 
 
 # --- against Multimodal RewardBench's own 2_get_accuracy.py --------------------------------------
