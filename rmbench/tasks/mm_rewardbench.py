@@ -20,10 +20,11 @@ Each item is one group, in file order: the prompt a user message holding ``Text`
 the responses ``[Output1, Output2]`` (assistant A and B of the official judge prompt), the better
 one's utility 1 and the other's 0. Its subset is the script's category
 (:func:`~rmbench.core.mm_rewardbench.category_of`: safety and reasoning split by the ID's prefix),
-its meta the data's ``Category`` and the official label (``A``/``B``). The official score is
-:mod:`rmbench.core.mm_rewardbench`'s, each item its own bootstrap unit; the coin that decides an
-item without a verdict is drawn once, over the run's items in file order, as the script draws it,
-and resamples reuse those verdicts.
+its meta the data's ``Category``, the official label (``A``/``B``) and ``Image`` as the data
+writes it (relative to the folder: the official client guesses the image's MIME type from its
+extension). The official score is :mod:`rmbench.core.mm_rewardbench`'s, each item its own
+bootstrap unit; the coin that decides an item without a verdict is drawn once, over the run's
+items in file order, as the script draws it, and resamples reuse those verdicts.
 """
 
 from __future__ import annotations
@@ -103,11 +104,12 @@ class MMRewardBenchTask(Task):
                 if better not in BETTER:
                     raise r.error("Better", f"item {item!r}: expected 'Output1' or 'Output2', got {better!r}")
                 category = self._category(r, item)
-                prompt = (Message("user", r.string("Text"), (self._image(r, item),)),)
+                image = self._image(r, item)
+                prompt = (Message("user", r.string("Text"), (image,)),)
                 group = r.group(id=item, prompt=prompt, responses=(r.string("Output1"), r.string("Output2")),
                                 utilities=(1, 0) if better == "Output1" else (0, 1),
                                 subset=category_of(category, item),
-                                meta={"category": category, "label": BETTER[better]})
+                                meta={"category": category, "label": BETTER[better], "image": r.string("Image")})
                 seen.add(item)
                 yield group
 
