@@ -158,7 +158,7 @@ class RewardModel(ABC):
     only."""
     reads_subset: ClassVar[bool] = False
     """The engine fills :attr:`ScoreRequest.subset` for such a model."""
-    reads_images: ClassVar[bool] = False
+    reads_images: bool = False
     """Whether the model reads the images a prompt may carry (:attr:`rmbench.core.prompts.Message.images`).
     A model that does not is refused a task whose prompts carry images (:meth:`check_images`)
     rather than scoring their text alone; the baselines and published replays, which read no

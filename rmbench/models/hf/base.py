@@ -28,6 +28,7 @@ from rmbench.models.hf.front import TokenizerFront
 from rmbench.models.hf.identity import weights_identity
 from rmbench.models.hf.loading import check_local_source, cpu_has_bf16, resolve_device, resolve_dtype, resolve_source
 from rmbench.models.hf.rendering import check_template
+from rmbench.models.hf.vision import VisionFront, has_image_processor
 from rmbench.models.prefix import forward_takes, shared_prefix_hidden
 
 LOCATION_ARGS = ("model", "revision", "max_length")
@@ -190,7 +191,46 @@ class HFWeights(HFTokenizedModel):
 
 
 class HFRewardModel(HFWeights, StochasticModel):
-    """Transformers weights behind :class:`HFTokenizedModel`; see the module docstring."""
+    """Transformers weights behind :class:`HFTokenizedModel`; see the module docstring.
+
+    A checkpoint that ships an image processor reads images (:attr:`vision`, the
+    :class:`~rmbench.models.hf.vision.VisionFront` its ``_encode`` then uses): the same head and
+    hidden steps, the processor's pixel inputs passed to the backbone, no prompt KV sharing and no
+    truncation (:mod:`rmbench.models.hf.vision`). Its identity is the text one: the processor's
+    files are in the weights' fingerprint (a local folder's hash, a hub id's commit)."""
+
+    _vision: VisionFront | bool | None = None  # None: not looked for yet; False: reads text only
+
+    @property
+    def vision(self) -> VisionFront | None:
+        """The image input path when the checkpoint ships an image processor, else None; looked
+        for in its files on first use (a hub id's in the hub cache, or fetched)."""
+        if self._vision is None:
+            self._vision = False
+            if has_image_processor(self.source):
+                if not self.formatter_allows_images():
+                    raise ConfigError(f"model {self.model_name!r} reads images, which its processor's chat "
+                                      f"template places and its tokenizer pads on the right: template "
+                                      f"{self.front.template!r} and padding_side {self.front.padding_side!r} "
+                                      f"do not apply (give template auto or chat, padding_side right)")
+                self._vision = VisionFront(self.model_name, self.source, self.runtime, self.front.system_prompt,
+                                           self.truncation)
+        return self._vision or None
+
+    def formatter_allows_images(self) -> bool:
+        return self.front.template != "plain" and self.front.padding_side == "right"
+
+    @property
+    def reads_images(self) -> bool:  # type: ignore[override]  # a class attribute on text-only models
+        return self.vision is not None
+
+    def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        if self.vision is not None:
+            return self.vision.lengths(batch, self._encode)
+        return super().lengths(batch)
+
+    def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
+        return None if self.vision is not None else super().prefix_lengths(batch)
 
     # --- subclasses implement (and HFWeights._load_weights) ------------------------------------
     @property
@@ -224,6 +264,13 @@ class HFRewardModel(HFWeights, StochasticModel):
             hidden = shared_prefix_hidden(self.backbone, enc.input_ids, enc.attention_mask, enc.shared, self.device)
             if hidden is not None:
                 return hidden
+        if enc.pixels is not None:  # positions from the model's own rule (right padding; Qwen-VL's M-RoPE)
+            with torch.inference_mode():
+                out = self.backbone(input_ids=enc.input_ids.to(self.device),
+                                    attention_mask=enc.attention_mask.to(self.device),
+                                    **{k: v.to(self.device) for k, v in enc.pixels.items()},
+                                    **no_kv_cache(self.backbone))
+            return out.last_hidden_state
         with torch.inference_mode():
             out = self.backbone(input_ids=enc.input_ids.to(self.device),
                                 attention_mask=enc.attention_mask.to(self.device),
