@@ -31,9 +31,13 @@ def _spread(model, seed: int) -> None:
     effect on them) differ clearly."""
     import torch
 
+    g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():
-            p.mul_(4.0) if p.dim() > 1 else None
+            if p.dim() > 1 and not p.any():  # Gemma 3 initialises its image projection to zeros
+                p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+            elif p.dim() > 1:
+                p.mul_(4.0)
 
 
 def _save(model, processor, folder: Path) -> Path:
