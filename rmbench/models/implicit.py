@@ -201,6 +201,10 @@ class RewardBenchImplicitRM(ImplicitRM, GroupContextModel):
         self.max_prompt_length = int(max_prompt_length)
         self._tokens: dict[str, DPOTokens] = {}
 
+    def check_image_settings(self) -> None:
+        raise ConfigError(f"model {self.model_name!r} reads images, but convention=rewardbench builds RewardBench's "
+                          f"text-only DPO tokens: score it with the default convention")
+
     def _dpo_tokens(self, request: ScoreRequest) -> DPOTokens:
         key = request.key()
         if key not in self._tokens:

@@ -186,6 +186,16 @@ def test_lengths_count_the_image_tokens(vlm, requests):
     assert model.prefix_lengths(requests) is None  # rows carrying pixels share no prompt KV cache
 
 
+def test_mc_dropout_over_a_vlm_reads_its_images(vlm, requests):
+    from rmbench.models.discretize import DiscretizedRM
+
+    model = DiscretizedRM(f"implicit:{vlm['idefics3']}", T=3, p=0.1, runtime=FP32)
+    assert model.reads_images
+    samples = model.inner.sample(requests, 3, 0.1, "full", seed=0)
+    assert samples.shape == (4, 3) and np.isfinite(samples).all()
+    assert (np.ptp(samples, axis=1) > 0).all()  # dropout ran: each response's samples differ
+
+
 # --- refusals, one line each ---------------------------------------------------------------------------
 
 def test_refusals(vlm, requests, tiny):
@@ -199,6 +209,8 @@ def test_refusals(vlm, requests, tiny):
         ImplicitRM(str(vlm["idefics3"]), template="plain", runtime=FP32).score(requests[:1])
     with pytest.raises(ConfigError, match=r"response 0 is \d+ tokens with its images, longer than --max-length 5"):
         ImplicitRM(str(vlm["idefics3"]), max_length=5, runtime=FP32).score(requests[:1])
+    with pytest.raises(ConfigError, match="convention=rewardbench builds RewardBench's text-only DPO tokens"):
+        ImplicitRM(str(vlm["idefics3"]), convention="rewardbench", runtime=FP32).score(requests[:1])
     group = ComparisonGroup("g", requests[0].prompt, ("a", "b"), (1, 0))
     with pytest.raises(ValueError, match="reads text only"):  # a text reference would score the text alone
         ImplicitRM(str(vlm["gemma3_lm"]), ref=str(tiny["causal"]), runtime=FP32).check_images([group])

@@ -50,8 +50,12 @@ def _save(model, processor, folder: Path) -> Path:
 def idefics3(root: Path, seed: int = 0) -> Path:
     """Idefics3ForConditionalGeneration (a Llama text model, one 28x28 image = 4 image tokens)."""
     import torch
-    from transformers import (Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessorPil,
-                              Idefics3Processor)
+    from transformers import (
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
+        Idefics3ImageProcessorPil,
+        Idefics3Processor,
+    )
 
     tok = build_tokenizer()
     tok.add_special_tokens({"additional_special_tokens": ["<fake_token_around_image>", "<image>",
@@ -74,8 +78,14 @@ def gemma3(root: Path, head: str, seed: int = 0) -> Path:
     """Gemma 3 with ``head`` ``seqcls`` (Gemma3ForSequenceClassification, one output) or ``lm``
     (Gemma3ForConditionalGeneration); one 28x28 image = 4 soft tokens."""
     import torch
-    from transformers import (Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ForSequenceClassification,
-                              Gemma3ImageProcessorPil, Gemma3Processor, PreTrainedTokenizerFast)
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForConditionalGeneration,
+        Gemma3ForSequenceClassification,
+        Gemma3ImageProcessorPil,
+        Gemma3Processor,
+        PreTrainedTokenizerFast,
+    )
 
     base = build_tokenizer()
     base.add_special_tokens({"additional_special_tokens": ["<start_of_image>", "<end_of_image>",

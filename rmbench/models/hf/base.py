@@ -199,26 +199,28 @@ class HFRewardModel(HFWeights, StochasticModel):
     truncation (:mod:`rmbench.models.hf.vision`). Its identity is the text one: the processor's
     files are in the weights' fingerprint (a local folder's hash, a hub id's commit)."""
 
-    _vision: VisionFront | bool | None = None  # None: not looked for yet; False: reads text only
+    _vision: VisionFront | None = None
+    _vision_checked = False  # looked for in the checkpoint's files
 
     @property
     def vision(self) -> VisionFront | None:
         """The image input path when the checkpoint ships an image processor, else None; looked
         for in its files on first use (a hub id's in the hub cache, or fetched)."""
-        if self._vision is None:
-            self._vision = False
+        if not self._vision_checked:
             if has_image_processor(self.source):
-                if not self.formatter_allows_images():
-                    raise ConfigError(f"model {self.model_name!r} reads images, which its processor's chat "
-                                      f"template places and its tokenizer pads on the right: template "
-                                      f"{self.front.template!r} and padding_side {self.front.padding_side!r} "
-                                      f"do not apply (give template auto or chat, padding_side right)")
+                self.check_image_settings()
                 self._vision = VisionFront(self.model_name, self.source, self.runtime, self.front.system_prompt,
                                            self.truncation)
-        return self._vision or None
+            self._vision_checked = True
+        return self._vision
 
-    def formatter_allows_images(self) -> bool:
-        return self.front.template != "plain" and self.front.padding_side == "right"
+    def check_image_settings(self) -> None:
+        """Refuse, in one line, settings a model that reads images cannot honour."""
+        if self.front.template == "plain" or self.front.padding_side != "right":
+            raise ConfigError(f"model {self.model_name!r} reads images, which its processor's chat template places "
+                              f"and its tokenizer pads on the right: template {self.front.template!r} and "
+                              f"padding_side {self.front.padding_side!r} do not apply (give template auto or chat, "
+                              f"padding_side right)")
 
     @property
     def reads_images(self) -> bool:  # type: ignore[override]  # a class attribute on text-only models
