@@ -176,6 +176,13 @@ def test_a_vlm_as_generative_verifier_equals_the_loop(vlm, requests, arch):
     assert abs(got[0] - got[1]) > 1e-7
 
 
+def test_a_vlm_in_bfloat16_gets_its_pixels_in_bfloat16(vlm, requests):
+    from rmbench.models.implicit import ImplicitRM
+
+    got = ImplicitRM(str(vlm["gemma3_lm"]), runtime=Runtime(dtype="bfloat16", device="cpu")).score(requests)
+    np.testing.assert_allclose(got, ImplicitRM(str(vlm["gemma3_lm"]), runtime=FP32).score(requests), rtol=0.05)
+
+
 def test_lengths_count_the_image_tokens(vlm, requests):
     from rmbench.models.implicit import ImplicitRM
 

@@ -103,7 +103,7 @@ class HFTokenizedModel(RewardModel, TokenizedModel):
 
     def context_limit(self) -> int | None:
         """``max_position_embeddings`` or the like from the model's config, if it has one."""
-        config = self.loaded_config()
+        config = self.loaded_config().get_text_config()  # a VLM's language model's
         for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
             value = getattr(config, name, None)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -266,11 +266,13 @@ class HFRewardModel(HFWeights, StochasticModel):
             hidden = shared_prefix_hidden(self.backbone, enc.input_ids, enc.attention_mask, enc.shared, self.device)
             if hidden is not None:
                 return hidden
-        if enc.pixels is not None:  # positions from the model's own rule (right padding; Qwen-VL's M-RoPE)
+        if enc.pixels is not None:  # positions from the model's own rule (right padding; Qwen-VL's M-RoPE),
+            # the pixels in the weights' dtype
             with torch.inference_mode():
                 out = self.backbone(input_ids=enc.input_ids.to(self.device),
                                     attention_mask=enc.attention_mask.to(self.device),
-                                    **{k: v.to(self.device) for k, v in enc.pixels.items()},
+                                    **{k: v.to(self.device, self.model.dtype) if v.is_floating_point()
+                                       else v.to(self.device) for k, v in enc.pixels.items()},
                                     **no_kv_cache(self.backbone))
             return out.last_hidden_state
         with torch.inference_mode():
