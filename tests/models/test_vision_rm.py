@@ -273,16 +273,21 @@ def test_rmbench_eval_scores_vl_rewardbench_and_caches_images_by_content(vlm, tm
     assert (third.execution.stats.computed, third.execution.stats.cached) == (2, 6)
 
 
-def test_an_edited_processor_is_a_new_identity(vlm, tmp_path):
+def test_an_edited_processor_is_a_new_identity_and_never_serves_cached_scores(vlm, tmp_path):
     from rmbench.models.seqcls import SeqClsRM
 
     folder = tmp_path / "model"
     shutil.copytree(vlm["gemma3_seqcls"], folder)
+    data = write_vlrb(tmp_path / "data", [0, 1])
+    common = dict(model=f"seqcls:{folder}", tasks=("vl_rewardbench",), data=(("vl_rewardbench", str(data)),),
+                  n_bootstrap=20, runtime=FP32, cache_dir=str(tmp_path / "cache"))
     before = SeqClsRM(str(folder), runtime=FP32).fingerprint()
+    assert evaluate(EvalConfig(**common)).execution.stats.computed == 4
     config = json.loads((folder / "processor_config.json").read_text())
     config["image_processor"]["image_mean"] = [0.4, 0.4, 0.4]
     (folder / "processor_config.json").write_text(json.dumps(config))
     edited = SeqClsRM(str(folder), runtime=FP32).fingerprint()
+    assert evaluate(EvalConfig(**common)).execution.stats.computed == 4  # other pixels: scored again
     template = folder / "chat_template.jinja"
     template.write_text(template.read_text().replace("<|im_start|>", "<|im_start|> "))
     assert len({before, edited, SeqClsRM(str(folder), runtime=FP32).fingerprint()}) == 3
