@@ -203,6 +203,24 @@ def test_mc_dropout_over_a_vlm_reads_its_images(vlm, requests):
     assert (np.ptp(samples, axis=1) > 0).all()  # dropout ran: each response's samples differ
 
 
+def test_a_hub_id_reads_images_from_its_hub_cache_files(vlm, tiny, tmp_path, monkeypatch):
+    from rmbench import hub
+    from rmbench.models.hf.loading import ModelSource
+    from rmbench.models.hf.vision import has_image_processor
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(hub, "unreachable", lambda: "offline in this test")
+    for repo, folder in (("org/vlm", vlm["idefics3"]), ("org/text-rm", tiny["seqcls"])):
+        snapshot = tmp_path / f"models--{repo.replace('/', '--')}" / "snapshots" / ("0" * 40)
+        shutil.copytree(folder, snapshot)
+        (snapshot.parents[1] / "refs").mkdir()
+        (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
+    assert has_image_processor(ModelSource("org/vlm", None, False))
+    assert not has_image_processor(ModelSource("org/text-rm", None, False))
+    assert not has_image_processor(ModelSource("org/never-fetched", None, False))
+    assert not has_image_processor(ModelSource("(in memory)", None, False))  # a live model: no lookup at all
+
+
 # --- refusals, one line each ---------------------------------------------------------------------------
 
 def test_refusals(vlm, requests, tiny):

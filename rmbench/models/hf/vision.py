@@ -64,12 +64,12 @@ def _source_file(source: ModelSource, name: str) -> Path | None:
     try:
         from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
-        cached = try_to_load_from_cache(source.location, name, revision=source.revision)
+        cached = try_to_load_from_cache(source.location, name, cache_dir=hub.cache_dir(), revision=source.revision)
         if isinstance(cached, str):
             return Path(cached)
         if cached is not None or hub.unreachable() is not None:  # known absent, or nothing to ask
             return None
-        return Path(hf_hub_download(source.location, name, revision=source.revision))
+        return Path(hf_hub_download(source.location, name, revision=source.revision, cache_dir=hub.cache_dir()))
     except Exception:  # noqa: BLE001 - no such file: the checkpoint reads text
         return None
 
