@@ -34,6 +34,20 @@ def isolated_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def vlm(tmp_path_factory):
+    """Folders of tiny random vision-language models (tests/support/vision_models.py): vlm['idefics3'],
+    ['gemma3_seqcls'], ['gemma3_lm'], ['gemma3_lm_ref'], and a linear head file vlm['head']."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tests.support import vision_models as vm
+
+    root = tmp_path_factory.mktemp("vision_models")
+    return {"idefics3": vm.idefics3(root), "gemma3_seqcls": vm.gemma3(root, "seqcls"),
+            "gemma3_lm": vm.gemma3(root, "lm"), "gemma3_lm_ref": vm.gemma3(root, "lm", seed=1),
+            "head": vm.linear_head(root / "head.safetensors")}
+
+
+@pytest.fixture(scope="session")
 def tiny(tmp_path_factory):
     """Folders of tiny random models: tiny['causal'], ['causal_ref'], ['seqcls'], ['bert']."""
     pytest.importorskip("torch")

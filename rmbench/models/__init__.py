@@ -45,19 +45,24 @@ MODEL_KINDS.register("prm", "rmbench.models.prm:TransformersPRM",
                      description="transformers process reward model (prm:MODEL; style=trl|qwen|math_shepherd, read "
                      "from the checkpoint where it says; aggregate=min|last|prod|mean as a response-level RM)")
 MODEL_KINDS.register("implicit", "rmbench.models.implicit:ImplicitRM",
-                     description="implicit RM beta*log(pi/pi_ref) of a causal LM (implicit:MODEL, reference-free)")
+                     description="implicit RM beta*log(pi/pi_ref) of a causal LM (implicit:MODEL, reference-free); a "
+                     "VLM (AutoModelForImageTextToText) reads images when the checkpoint ships an image processor")
 MODEL_KINDS.register("seqcls", "rmbench.models.seqcls:SeqClsRM",
-                     description="explicit RM: AutoModelForSequenceClassification, 1 output (seqcls:MODEL)")
+                     description="explicit RM: AutoModelForSequenceClassification, 1 output (seqcls:MODEL); reads "
+                     "images when the checkpoint ships an image processor (Gemma 3)")
 MODEL_KINDS.register("linear", "rmbench.models.seqcls:LinearHeadRM",
-                     description="explicit RM: linear head <u, h(x,y)> from a file on any backbone (args model, head)")
+                     description="explicit RM: linear head <u, h(x,y)> from a file on any backbone (args model, head); "
+                     "a VLM's language model, reading images, when the checkpoint ships an image processor")
 MODEL_KINDS.register("pairrm", "rmbench.models.pairrm:PairRM",
                      description="pairwise preference model, LLM-Blender's PairRM and kin (pairrm:MODEL): each pair "
                      "compared in both orders; reward = mean comparison logit over the group "
                      "(format=conversation|plain, score=logit|verdict)")
 MODEL_KINDS.register("generative", "rmbench.models.generative:GenerativeRM",
-                     description="generative verifier: P('Yes') to 'Is the answer correct?' (generative:MODEL)")
+                     description="generative verifier: P('Yes') to 'Is the answer correct?' (generative:MODEL); a VLM "
+                     "sees the prompt's images when the checkpoint ships an image processor")
 MODEL_KINDS.register("discretize", "rmbench.models.discretize:DiscretizedRM",
-                     description="MC-dropout discretisation of another adapter (discretize:MODEL_SPEC)")
+                     description="MC-dropout discretisation of another adapter (discretize:MODEL_SPEC); reads images "
+                     "when that adapter does")
 MODEL_KINDS.register("vllm_implicit", "rmbench.models.vllm:VLLMImplicitRM",
                      description="implicit RM through vLLM prompt_logprobs (GPU; pip install 'rmbench[vllm]')")
 MODEL_KINDS.register("vllm_seqcls", "rmbench.models.vllm:VLLMSeqClsRM",

@@ -158,7 +158,7 @@ class RewardModel(ABC):
     only."""
     reads_subset: ClassVar[bool] = False
     """The engine fills :attr:`ScoreRequest.subset` for such a model."""
-    reads_images: ClassVar[bool] = False
+    reads_images: bool = False
     """Whether the model reads the images a prompt may carry (:attr:`rmbench.core.prompts.Message.images`).
     A model that does not is refused a task whose prompts carry images (:meth:`check_images`)
     rather than scoring their text alone; the baselines and published replays, which read no
@@ -210,11 +210,11 @@ class RewardModel(ABC):
 
     def check_images(self, groups: Sequence[ComparisonGroup]) -> None:
         """Refuse groups whose prompts carry images when the model reads text only
-        (:attr:`reads_images` False): a ValueError of one line, before anything is scored."""
-        if self.reads_images:
-            return
+        (:attr:`reads_images` False): a ValueError of one line, before anything is scored.
+        :attr:`reads_images` is asked only when some prompt carries images (a transformers model
+        looks for an image processor in its checkpoint's files to answer)."""
         with_images = [g for g in groups if prompt_images(g.prompt)]
-        if with_images:
+        if with_images and not self.reads_images:
             raise ValueError(f"it reads text only, but {len(with_images)} of the {len(groups)} groups' prompts "
                              f"carry images (group {with_images[0].id!r} first): scoring their text alone would "
                              f"hide the images; use a model kind that reads images")

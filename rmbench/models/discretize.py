@@ -124,6 +124,10 @@ class DiscretizedRM(RewardModel, CompositeModel, TokenizedModel):
     def children(self) -> list[RewardModel]:
         return [self.inner]
 
+    @property
+    def reads_images(self) -> bool:  # type: ignore[override]  # as its inner model (a VLM's MC dropout)
+        return self.inner.reads_images
+
     # Batching follows the inner model: its token lengths, and the prompt prefixes it shares
     # (under dropout too, see HFRewardModel.sample), so the engine plans T passes like one.
     def lengths(self, batch):

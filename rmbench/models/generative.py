@@ -22,7 +22,7 @@ import numpy as np
 
 from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest, Truncation
-from rmbench.models.hf import Encoding, HFRewardModel, load_weights
+from rmbench.models.hf import Encoding, Formatter, HFRewardModel, load_weights
 from rmbench.models.seqcls import last_token_index
 
 DEFAULT_TEMPLATE = "Question: {question}\nAnswer: {answer}\nVerification: Is the answer correct (Yes/No)?"
@@ -49,16 +49,17 @@ class GenerativeRM(HFRewardModel):
         self._answer_ids: tuple[int, int] | None = None
 
     def _load_weights(self):
-        from transformers import AutoModelForCausalLM
+        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-        return load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype, self.device,
+        auto = AutoModelForCausalLM if self.vision is None else AutoModelForImageTextToText
+        return load_weights(auto, self.model_name, self.source, self.runtime, self.dtype, self.device,
                             kind=self.kind)
 
     @property
     def answer_tokens(self) -> tuple[str, str]:
         """The "Yes" and "No" tokens: with a chat template the first token of the reply, in
         plain mode a continuation (" Yes", with a space), unless given."""
-        space = "" if self.formatter.chat else " "
+        space = "" if self.vision is not None or self.formatter.chat else " "
         yes, no = self._yes_no
         return yes or f"{space}Yes", no or f"{space}No"
 
@@ -80,11 +81,16 @@ class GenerativeRM(HFRewardModel):
     def backbone(self):
         return self.model.base_model
 
+    def _questions(self, batch: Sequence[ScoreRequest]) -> list[str]:
+        return [self.prompt_template.format(question=Formatter.plain_prompt(r.prompt), answer=r.response)
+                for r in batch]
+
     def _texts(self, batch: Sequence[ScoreRequest]) -> list[str]:
-        return [self.formatter.user_turn(self.prompt_template.format(
-            question=self.formatter.plain_prompt(r.prompt), answer=r.response)) for r in batch]
+        return [self.formatter.user_turn(q) for q in self._questions(batch)]
 
     def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding:
+        if self.vision is not None:  # the prompt's images, then the question, as one user turn
+            return self.vision.encode(batch, self._questions(batch))
         return self.front.encode(self._texts(batch))
 
     def _head(self, enc: Encoding, hidden) -> np.ndarray:
@@ -93,7 +99,7 @@ class GenerativeRM(HFRewardModel):
         yes_id, no_id = self.answer_ids
         idx = last_token_index(enc.attention_mask.to(hidden.device))
         logits = self.model.get_output_embeddings()(hidden[torch.arange(hidden.shape[0]), idx]).float()
-        softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        softcap = getattr(self.model.config.get_text_config(), "final_logit_softcapping", None)
         if softcap:
             logits = torch.tanh(logits / softcap) * softcap
         logp = torch.log_softmax(logits, dim=-1)

@@ -33,6 +33,7 @@ from rmbench.models.base import CompositeModel, GroupContextModel, RewardModel, 
 from rmbench.models.batching import lm_head_chunk, lm_head_workspace
 from rmbench.models.hf import Encoding, HFRewardModel, load_weights
 from rmbench.models.hf.identity import tokenizer_identity
+from rmbench.models.hf.vision import processor_identity
 from rmbench.models.rewardbench_dpo import DPOTokens, rewardbench_dpo_tokens
 
 CONVENTIONS = ("rmbench", "rewardbench")
@@ -58,7 +59,10 @@ class ImplicitRM(HFRewardModel, CompositeModel):
 
     kind = "implicit"
     description = "implicit reward beta * log(pi/pi_ref) of a causal LM (reference-free without ref)"
-    shares_prefix = True
+
+    @property
+    def shares_prefix(self) -> bool:  # rows of one prompt share its KV cache, unless they carry images
+        return self.vision is None
 
     def __new__(cls, *args: Any, **kwargs: Any):
         if cls is ImplicitRM and kwargs.get("convention") == "rewardbench":
@@ -86,9 +90,10 @@ class ImplicitRM(HFRewardModel, CompositeModel):
         self._same_tokenizer: bool | None = None
 
     def _load_weights(self):
-        from transformers import AutoModelForCausalLM
+        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-        return load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype, self.device,
+        auto = AutoModelForCausalLM if self.vision is None else AutoModelForImageTextToText
+        return load_weights(auto, self.model_name, self.source, self.runtime, self.dtype, self.device,
                             kind=self.kind)
 
     def children(self) -> list[RewardModel]:
@@ -98,8 +103,13 @@ class ImplicitRM(HFRewardModel, CompositeModel):
     def backbone(self):
         return self.model.base_model
 
+    def check_images(self, groups) -> None:
+        super().check_images(groups)
+        if self.reference is not None:  # a text-only reference would score the text alone
+            self.reference.check_images(groups)
+
     def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding:
-        enc = self.front.encode_responses(batch, share=True)
+        enc = self.vision.encode(batch) if self.vision is not None else self.front.encode_responses(batch, share=True)
         assert enc.positions is not None  # encode_responses marks the response tokens
         # The very first token of a sequence has no prediction; it can only be a response token
         # when the prompt renders to nothing, which a template never does. Rows of one prompt
@@ -118,7 +128,7 @@ class ImplicitRM(HFRewardModel, CompositeModel):
         assert positions is not None  # both _encode methods mark the response tokens
         rows = [i for i, p in enumerate(positions) for _ in p]
         cols = [j for p in positions for j in p]
-        softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        softcap = getattr(self.model.config.get_text_config(), "final_logit_softcapping", None)
         lp = gather_logprobs(self.model.get_output_embeddings(), hidden, enc.input_ids.to(hidden.device),
                              torch.tensor(rows, device=hidden.device), torch.tensor(cols, device=hidden.device),
                              softcap, lm_head_chunk(self._vocab(), self.device.startswith("cuda")))
@@ -147,8 +157,14 @@ class ImplicitRM(HFRewardModel, CompositeModel):
         tokenizer, rendering and truncation), so it can score this model's encoding as is."""
         r = self.reference
         assert r is not None  # asked only of a model with a reference (_finish)
+        if (self.vision is None) != (r.vision is None):
+            return False
         if self._same_tokenizer is None:
-            self._same_tokenizer = tokenizer_identity(self.tokenizer) == tokenizer_identity(r.tokenizer)
+            if self.vision is not None and r.vision is not None:  # the same processor makes the same inputs
+                self._same_tokenizer = processor_identity(self.vision.processor) == processor_identity(
+                    r.vision.processor)
+            else:
+                self._same_tokenizer = tokenizer_identity(self.tokenizer) == tokenizer_identity(r.tokenizer)
         return (self._same_tokenizer and r.formatter.chat == self.formatter.chat
                 and r.formatter.system_prompt == self.formatter.system_prompt and r.truncation == self.truncation)
 
@@ -184,6 +200,10 @@ class RewardBenchImplicitRM(ImplicitRM, GroupContextModel):
                          max_length, truncation, convention, max_prompt_length)
         self.max_prompt_length = int(max_prompt_length)
         self._tokens: dict[str, DPOTokens] = {}
+
+    def check_image_settings(self) -> None:
+        raise ConfigError(f"model {self.model_name!r} reads images, but convention=rewardbench builds RewardBench's "
+                          f"text-only DPO tokens: score it with the default convention")
 
     def _dpo_tokens(self, request: ScoreRequest) -> DPOTokens:
         key = request.key()

@@ -26,6 +26,7 @@ from rmbench.errors import ConfigError
 from rmbench.models.base import Runtime, ScoreRequest, Truncation
 from rmbench.models.hf import Encoding, HFRewardModel, load_weights
 from rmbench.models.hf.identity import file_sha256
+from rmbench.models.hf.vision import check_sequence_classification
 
 if TYPE_CHECKING:
     import torch
@@ -59,6 +60,8 @@ class _TextRM(HFRewardModel):
     """Scores the whole rendered (prompt, response) text."""
 
     def _encode(self, batch: Sequence[ScoreRequest]) -> Encoding:
+        if self.vision is not None:
+            return self.vision.encode(batch)
         if not self.shares_prefix:
             return self.front.encode(self._texts(batch))
         return self.front.encode_responses(batch, share=True)
@@ -81,6 +84,8 @@ class SeqClsRM(_TextRM):
         from transformers import AutoModelForSequenceClassification
 
         extra = {"num_labels": self.num_labels} if self.num_labels is not None else {}
+        if self.vision is not None:
+            check_sequence_classification(self.model_name, self.loaded_config())
         # An explicit num_labels asks for a fresh head (the docstring above): only then may it be missing.
         model = load_weights(AutoModelForSequenceClassification, self.model_name, self.source, self.runtime,
                              self.dtype, self.device, kind=self.kind, allow_missing=self.num_labels is not None,
@@ -100,8 +105,8 @@ class SeqClsRM(_TextRM):
         return self.model.base_model if self.decoder_head else self.model
 
     @property
-    def shares_prefix(self) -> bool:  # a decoder read at its last token, right-padded
-        return self.front.padding_side == "right" and self.decoder_head
+    def shares_prefix(self) -> bool:  # a decoder read at its last token, right-padded, reading text
+        return self.front.padding_side == "right" and self.decoder_head and self.vision is None
 
     def _hidden(self, enc: Encoding):
         if self.decoder_head:
@@ -142,7 +147,8 @@ class LinearHeadRM(_TextRM):
     def is_causal(self) -> bool:
         if self._causal is None:
             config = self.loaded_config()
-            self._causal = any(a.endswith("ForCausalLM") for a in (getattr(config, "architectures", None) or []))
+            self._causal = self.vision is not None or any(
+                a.endswith("ForCausalLM") for a in (getattr(config, "architectures", None) or []))
         return self._causal
 
     @property
@@ -151,16 +157,19 @@ class LinearHeadRM(_TextRM):
 
     def _load_weights(self):
         import torch
-        from transformers import AutoModel, AutoModelForCausalLM
+        from transformers import AutoModel, AutoModelForCausalLM, AutoModelForImageTextToText
 
-        if self.is_causal:
+        if self.vision is not None:  # a VLM's language model over its image and text tokens
+            model = load_weights(AutoModelForImageTextToText, self.model_name, self.source, self.runtime, self.dtype,
+                                 self.device, kind=self.kind, backbone_only=True).base_model
+        elif self.is_causal:
             model = load_weights(AutoModelForCausalLM, self.model_name, self.source, self.runtime, self.dtype,
                                  self.device, kind=self.kind, backbone_only=True).base_model
         else:
             model = load_weights(AutoModel, self.model_name, self.source, self.runtime, self.dtype, self.device,
                                  kind=self.kind)
         weight, bias = load_head(self.head_path)
-        hidden_size = model.config.hidden_size
+        hidden_size = model.config.get_text_config().hidden_size
         if weight.shape[-1] != hidden_size:
             raise ConfigError(f"{self.head_path}: head has {weight.shape[-1]} weights but {self.model_name!r} has "
                               f"hidden size {hidden_size}")
@@ -173,8 +182,8 @@ class LinearHeadRM(_TextRM):
         return self.model
 
     @property
-    def shares_prefix(self) -> bool:  # a causal backbone read at its last token
-        return self.is_causal and self.pooling == "last"
+    def shares_prefix(self) -> bool:  # a causal backbone read at its last token, reading text
+        return self.is_causal and self.pooling == "last" and self.vision is None
 
     def _head(self, enc: Encoding, hidden) -> np.ndarray:
         h = pool(hidden, enc.attention_mask, self.pooling).float()

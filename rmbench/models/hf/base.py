@@ -28,6 +28,7 @@ from rmbench.models.hf.front import TokenizerFront
 from rmbench.models.hf.identity import weights_identity
 from rmbench.models.hf.loading import check_local_source, cpu_has_bf16, resolve_device, resolve_dtype, resolve_source
 from rmbench.models.hf.rendering import check_template
+from rmbench.models.hf.vision import VisionFront, has_image_processor
 from rmbench.models.prefix import forward_takes, shared_prefix_hidden
 
 LOCATION_ARGS = ("model", "revision", "max_length")
@@ -102,7 +103,7 @@ class HFTokenizedModel(RewardModel, TokenizedModel):
 
     def context_limit(self) -> int | None:
         """``max_position_embeddings`` or the like from the model's config, if it has one."""
-        config = self.loaded_config()
+        config = self.loaded_config().get_text_config()  # a VLM's language model's
         for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
             value = getattr(config, name, None)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -190,7 +191,48 @@ class HFWeights(HFTokenizedModel):
 
 
 class HFRewardModel(HFWeights, StochasticModel):
-    """Transformers weights behind :class:`HFTokenizedModel`; see the module docstring."""
+    """Transformers weights behind :class:`HFTokenizedModel`; see the module docstring.
+
+    A checkpoint that ships an image processor reads images (:attr:`vision`, the
+    :class:`~rmbench.models.hf.vision.VisionFront` its ``_encode`` then uses): the same head and
+    hidden steps, the processor's pixel inputs passed to the backbone, no prompt KV sharing and no
+    truncation (:mod:`rmbench.models.hf.vision`). Its identity is the text one: the processor's
+    files are in the weights' fingerprint (a local folder's hash, a hub id's commit)."""
+
+    _vision: VisionFront | None = None
+    _vision_checked = False  # looked for in the checkpoint's files
+
+    @property
+    def vision(self) -> VisionFront | None:
+        """The image input path when the checkpoint ships an image processor, else None; looked
+        for in its files on first use (a hub id's in the hub cache, or fetched)."""
+        if not self._vision_checked:
+            if has_image_processor(self.source):
+                self.check_image_settings()
+                self._vision = VisionFront(self.model_name, self.source, self.runtime, self.front.system_prompt,
+                                           self.truncation)
+            self._vision_checked = True
+        return self._vision
+
+    def check_image_settings(self) -> None:
+        """Refuse, in one line, settings a model that reads images cannot honour."""
+        if self.front.template == "plain" or self.front.padding_side != "right":
+            raise ConfigError(f"model {self.model_name!r} reads images, which its processor's chat template places "
+                              f"and its tokenizer pads on the right: template {self.front.template!r} and "
+                              f"padding_side {self.front.padding_side!r} do not apply (give template auto or chat, "
+                              f"padding_side right)")
+
+    @property
+    def reads_images(self) -> bool:  # type: ignore[override]  # a class attribute on text-only models
+        return self.vision is not None
+
+    def lengths(self, batch: Sequence[ScoreRequest]) -> list[int]:
+        if self.vision is not None:
+            return self.vision.lengths(batch, self._encode)
+        return super().lengths(batch)
+
+    def prefix_lengths(self, batch: Sequence[ScoreRequest]) -> list[int] | None:
+        return None if self.vision is not None else super().prefix_lengths(batch)
 
     # --- subclasses implement (and HFWeights._load_weights) ------------------------------------
     @property
@@ -224,6 +266,15 @@ class HFRewardModel(HFWeights, StochasticModel):
             hidden = shared_prefix_hidden(self.backbone, enc.input_ids, enc.attention_mask, enc.shared, self.device)
             if hidden is not None:
                 return hidden
+        if enc.pixels is not None:  # positions from the model's own rule (right padding; Qwen-VL's M-RoPE),
+            # the pixels in the weights' dtype
+            with torch.inference_mode():
+                out = self.backbone(input_ids=enc.input_ids.to(self.device),
+                                    attention_mask=enc.attention_mask.to(self.device),
+                                    **{k: v.to(self.device, self.model.dtype) if v.is_floating_point()
+                                       else v.to(self.device) for k, v in enc.pixels.items()},
+                                    **no_kv_cache(self.backbone))
+            return out.last_hidden_state
         with torch.inference_mode():
             out = self.backbone(input_ids=enc.input_ids.to(self.device),
                                 attention_mask=enc.attention_mask.to(self.device),

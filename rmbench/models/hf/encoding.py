@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,8 @@ class Encoding:
     ``positions``: per row, the indices of the response's tokens (when the adapter reads them).
     ``shared``: per row, how many leading tokens rows of the same prompt may share (the prompt
     KV cache, :mod:`rmbench.models.prefix`), or None when the pass must not share any.
+    ``pixels``: a model that reads images (:mod:`rmbench.models.hf.vision`): the processor's
+    other inputs (``pixel_values`` and the like), passed to the forward pass as they are; None for text.
     """
 
     input_ids: Any
@@ -22,6 +25,7 @@ class Encoding:
     position_ids: Any
     positions: tuple[tuple[int, ...], ...] | None = None
     shared: tuple[int, ...] | None = None
+    pixels: Mapping[str, Any] | None = None
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])

@@ -37,7 +37,8 @@ class Formatter:
             msgs = [{"role": "system", "content": self.system_prompt}] + msgs
         return msgs
 
-    def plain_prompt(self, prompt: Prompt) -> str:
+    @staticmethod
+    def plain_prompt(prompt: Prompt) -> str:
         if isinstance(prompt, str):
             return prompt
         return "\n\n".join(m.content for m in prompt)
