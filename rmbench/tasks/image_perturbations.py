@@ -222,9 +222,12 @@ def _make(kind: str, value: Any, spec: str) -> Perturbation:
             if not number.is_integer():
                 raise ConfigError(f"perturbation {spec!r}: the JPEG quality must be an integer")
             return Jpeg(int(number))
-        makers = {"resize": Resize, "crop": Crop, "jitter": ColorJitter}
-        if kind in makers:
-            return makers[kind](float(value))
+        if kind == "resize":
+            return Resize(float(value))
+        if kind == "crop":
+            return Crop(float(value))
+        if kind == "jitter":
+            return ColorJitter(float(value))
     except (TypeError, ValueError):
         raise ConfigError(f"perturbation {spec!r}: {value!r} is not a number") from None
     raise ConfigError(f"perturbation {spec!r}: unknown kind {kind!r}; the kinds are {_kinds_text()}, png")

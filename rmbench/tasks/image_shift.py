@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from rmbench.core import metrics as M
+from rmbench.core.canonical import canonical_json
 from rmbench.core.images import Image
 from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.prompts import Message, Prompt, prompt_images
@@ -124,7 +125,7 @@ class ImageShiftTask(Task):
             with_images += 1
             for p in self.perturbations:
                 prompt, applied = perturb_prompt(g.prompt, p, self.seed, g.id)
-                meta = {**g.meta_dict, "image_shift": [a.to_json() for a in applied]}
+                meta = canonical_json({**g.meta_dict, "image_shift": [a.to_json() for a in applied]})
                 yield dataclasses.replace(g, id=f"{g.id}@{p.label}", prompt=prompt, source_id=g.id, shift=p.label,
                                           meta=meta)
         if not with_images:
@@ -136,22 +137,29 @@ class ImageShiftTask(Task):
 
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> TaskScores:
         """``image_specificity`` pooled over every tie set's pairs, and per perturbation (module doc)."""
-        rewards = np.asarray(rewards, dtype=np.float64)
-        eps = self.spec_eps * M.reward_sigma(rewards)
-        pairs = tie_pairs(groups, split_by_group(groups, rewards), self.bootstrap_units(groups))
-        labels: list[tuple[str, str | None]] = [(IMAGE_SPEC_METRIC, None)]
-        selections = [np.ones(len(pairs.gap), dtype=bool)]
-        for p in self.perturbations:
-            labels.append((IMAGE_SPEC_METRIC, p.label))
-            selections.append(pairs.against == p.label)
-        n_units = int(self.bootstrap_units(groups).max()) + 1 if groups else 0
-        above = pairs.gap > eps
+        return image_specificity(groups, rewards, self.bootstrap_units(groups), [p.label for p in self.perturbations],
+                                 self.spec_eps)
 
-        def statistic(units: np.ndarray) -> np.ndarray:
-            w = np.bincount(units, minlength=n_units).astype(np.float64)[pairs.unit]
-            return np.array([specificity(above[s], w[s]) for s in selections], dtype=np.float64)
 
-        return TaskScores(tuple(labels), statistic, tuple(int(s.sum()) for s in selections))
+def image_specificity(groups: Sequence[ComparisonGroup], rewards: np.ndarray, units: np.ndarray,
+                      labels: Sequence[str], spec_eps: float) -> TaskScores:
+    """``image_specificity`` of ``groups`` (originals and their copies, ``source_id``) scored with
+    ``rewards`` (one per response), as task scores of resampled ``units`` (each group's unit):
+    pooled over every tie set's pairs (subset None), then against the original for each
+    perturbation label in ``labels`` (module doc; eps = ``spec_eps`` x sigma of ``rewards``)."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    eps = spec_eps * M.reward_sigma(rewards)
+    pairs = tie_pairs(groups, split_by_group(groups, rewards), units)
+    selections = [np.ones(len(pairs.gap), dtype=bool)] + [pairs.against == label for label in labels]
+    n_units = int(np.max(units)) + 1 if len(units) else 0
+    above = pairs.gap > eps
+
+    def statistic(drawn: np.ndarray) -> np.ndarray:
+        w = np.bincount(drawn, minlength=n_units).astype(np.float64)[pairs.unit]
+        return np.array([specificity(above[s], w[s]) for s in selections], dtype=np.float64)
+
+    names = ((IMAGE_SPEC_METRIC, None), *((IMAGE_SPEC_METRIC, label) for label in labels))
+    return TaskScores(tuple(names), statistic, tuple(int(s.sum()) for s in selections))
 
 
 @dataclasses.dataclass(frozen=True)
