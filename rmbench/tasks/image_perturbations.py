@@ -14,7 +14,9 @@ Each perturbation is a frozen record with its parameters, written and read back 
   by a factor drawn uniformly from [1 - BOUND, 1 + BOUND], ``BOUND`` in (0, 0.3], applied in
   that order (Pillow's ``ImageEnhance``), alpha kept.
 
-Every perturbation but JPEG writes PNG, so that the only change is the declared one. What is drawn
+Every perturbation but JPEG writes PNG, so that the only change is the declared one; the picture
+is taken as it is shown (a JPEG's EXIF orientation applied), and an animated image is refused
+rather than cut to its first frame. What is drawn
 (a crop's offset, the jitter factors) comes from a generator seeded by the task's ``seed``, the
 group's id, the perturbation's label and the image's position in the prompt
 (:func:`perturbation_rng`), so a perturbed image is the same bytes on every run with the same
@@ -254,13 +256,17 @@ def perturb_bytes(data: bytes, perturbation: Perturbation, rng: np.random.Genera
     """``data`` (an image file's bytes) perturbed: the new file's bytes and what was done. A
     ValueError of one line when Pillow cannot read the image."""
     from PIL import Image as PIL
-    from PIL import UnidentifiedImageError
+    from PIL import ImageOps, UnidentifiedImageError
 
     try:
         with PIL.open(io.BytesIO(data)) as opened:
+            frames = getattr(opened, "n_frames", 1)
+            if frames > 1:
+                raise ValueError(f"an animated image ({frames} frames) is not perturbed: its frames would be lost")
             opened.load()
-            image = opened.copy()
-    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+            # As the picture is shown: a JPEG's EXIF orientation applied (the metadata is not written back).
+            image = ImageOps.exif_transpose(opened)
+    except (UnidentifiedImageError, OSError, SyntaxError, PIL.DecompressionBombError) as exc:
         raise ValueError(f"cannot read the image to perturb it ({exc})") from None
     return perturbation.apply(image, rng)
 

@@ -39,7 +39,7 @@ from rmbench.core.images import Image
 from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.prompts import Message, Prompt, prompt_images
 from rmbench.core.types import ComparisonGroup, split_by_group
-from rmbench.errors import ConfigError, DataError
+from rmbench.errors import ConfigError, DataError, RMBenchError
 from rmbench.files import atomic_write_bytes
 from rmbench.paths import user_cache_dir
 from rmbench.tasks.base import Task, TaskScores, units_by_source
@@ -234,10 +234,10 @@ def stored_image(data: bytes) -> Image:
     held = Image.from_bytes(data)
     suffix = {"image/png": ".png", "image/jpeg": ".jpg"}.get(held.mime, ".img")
     path = user_cache_dir() / "image_shift" / held.sha256[:2] / f"{held.sha256}{suffix}"
-    if not path.is_file() or path.stat().st_size != len(data):
-        atomic_write_bytes(path, data)
     try:
+        if not path.is_file() or path.stat().st_size != len(data):
+            atomic_write_bytes(path, data)
         image = Image.from_file(path)
-    except ValueError:
-        return held
+    except (ValueError, OSError, RMBenchError):
+        return held  # no cache to write to (a read-only home): the bytes stay in memory
     return image if image == held else held  # a file changed under us: keep the bytes held

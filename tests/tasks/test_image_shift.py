@@ -137,6 +137,20 @@ def test_alpha_palette_and_grey_images_are_handled():
         perturb_bytes(b"not an image", Png(), perturbation_rng(0, "g", "png", 0))
 
 
+def test_the_picture_is_taken_as_shown_and_an_animation_is_refused():
+    rotated = io.BytesIO()
+    exif = PIL.Exif()
+    exif[0x0112] = 6  # orientation: shown rotated 90 degrees clockwise
+    PIL.fromarray(noise(20, 10)).save(rotated, format="JPEG", exif=exif.tobytes())
+    out, _ = perturb_bytes(rotated.getvalue(), Png(), perturbation_rng(0, "g", "png", 0))
+    assert decode(out).size == (10, 20) and not decode(out).getexif()
+    animated = io.BytesIO()
+    frames = [PIL.fromarray(noise(8, 8, k)).convert("P") for k in range(2)]
+    frames[0].save(animated, format="GIF", save_all=True, append_images=frames[1:])
+    with pytest.raises(ValueError, match=r"an animated image \(2 frames\) is not perturbed"):
+        perturb_bytes(animated.getvalue(), Jpeg(80), perturbation_rng(0, "g", "jpeg:80", 0))
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(w=st.integers(1, 48), h=st.integers(1, 48), seed=st.integers(0, 2**31), gid=st.text(max_size=8),
        which=st.integers(0, 4), factor=st.floats(0.5, 2.0), fraction=st.floats(0.01, 0.2),
