@@ -35,21 +35,13 @@ import numpy as np
 
 from rmbench.core import metrics as M
 from rmbench.core.canonical import canonical_json
-from rmbench.core.images import Image
 from rmbench.core.metric_def import Counted, MetricDef
-from rmbench.core.prompts import Message, Prompt, prompt_images
+from rmbench.core.prompts import prompt_images
 from rmbench.core.types import ComparisonGroup, split_by_group
-from rmbench.errors import ConfigError, DataError, RMBenchError
-from rmbench.files import atomic_write_bytes
-from rmbench.paths import user_cache_dir
+from rmbench.errors import ConfigError, DataError
 from rmbench.tasks.base import Task, TaskScores, units_by_source
-from rmbench.tasks.image_perturbations import (
-    Applied,
-    Perturbation,
-    parse_perturbation,
-    perturb_bytes,
-    perturbation_rng,
-)
+from rmbench.tasks.image_perturbations import Perturbation, parse_perturbation
+from rmbench.tasks.image_store import perturb_prompt
 
 IMAGE_SPEC_METRIC = "image_specificity"
 IMAGE_SPEC = MetricDef(
@@ -201,43 +193,3 @@ def specificity(above: np.ndarray, weights: np.ndarray) -> float:
     """1 - sum(w over pairs with y > eps) / sum(w); nan with no pair drawn."""
     total = float(weights.sum())
     return float("nan") if total == 0 else 1.0 - float(weights[above].sum()) / total
-
-
-def perturb_prompt(prompt: Prompt, perturbation: Perturbation, seed: int, group_id: str
-                   ) -> tuple[Prompt, tuple[Applied, ...]]:
-    """``prompt`` with every image perturbed (the k-th image of the prompt drawn from
-    :func:`~rmbench.tasks.image_perturbations.perturbation_rng` at position k), and what was done
-    to each. A string prompt has no image and comes back as it is."""
-    if isinstance(prompt, str):
-        return prompt, ()
-    applied: list[Applied] = []
-    messages: list[Message] = []
-    position = 0
-    for m in prompt:
-        images = []
-        for image in m.images:
-            rng = perturbation_rng(seed, group_id, perturbation.label, position)
-            try:
-                data, done = perturb_bytes(image.read_bytes(), perturbation, rng)
-            except ValueError as exc:
-                raise DataError(f"image_shift: group {group_id!r}, image {position + 1}: {exc}") from None
-            images.append(stored_image(data))
-            applied.append(done)
-            position += 1
-        messages.append(Message(m.role, m.content, tuple(images)) if images else m)
-    return tuple(messages), tuple(applied)
-
-
-def stored_image(data: bytes) -> Image:
-    """A perturbed image, written once under the user cache (``image_shift/``, by its content
-    hash) and read from there, so a task of many images does not hold their bytes in memory."""
-    held = Image.from_bytes(data)
-    suffix = {"image/png": ".png", "image/jpeg": ".jpg"}.get(held.mime, ".img")
-    path = user_cache_dir() / "image_shift" / held.sha256[:2] / f"{held.sha256}{suffix}"
-    try:
-        if not path.is_file() or path.stat().st_size != len(data):
-            atomic_write_bytes(path, data)
-        image = Image.from_file(path)
-    except (ValueError, OSError, RMBenchError):
-        return held  # no cache to write to (a read-only home): the bytes stay in memory
-    return image if image == held else held  # a file changed under us: keep the bytes held

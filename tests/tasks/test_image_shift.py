@@ -35,7 +35,8 @@ from rmbench.tasks.image_perturbations import (
     perturb_bytes,
     perturbation_rng,
 )
-from rmbench.tasks.image_shift import ImageShiftTask, image_specificity, perturb_prompt
+from rmbench.tasks.image_shift import ImageShiftTask, image_specificity
+from rmbench.tasks.image_store import perturb_prompt
 from tests.support import image_shift_data
 from tests.support.image_shift_data import mean_level, write_folder
 
@@ -216,6 +217,24 @@ def test_the_task_yields_each_original_then_its_copies(tmp_path):
     other = list(ImageShiftTask(path=str(folder), perturbations=["jpeg:75", "crop:0.1"], seed=4).groups())
     assert prompt_images(other[1].prompt) == prompt_images(jpeg.prompt)  # nothing drawn for JPEG
     assert data_fingerprint(other) != data_fingerprint(groups)
+
+
+def test_a_second_reading_takes_the_kept_perturbations_and_remakes_a_damaged_one(tmp_path, monkeypatch):
+    from rmbench.tasks import image_store
+
+    folder = write_folder(tmp_path / "vlrb", 3)
+    first = list(ImageShiftTask(path=str(folder), perturbations=["crop:0.1", "jitter:0.2"]).groups())
+    calls = []
+    real = image_store.perturb_bytes
+    monkeypatch.setattr(image_store, "perturb_bytes", lambda *a: calls.append(a) or real(*a))
+    again = list(ImageShiftTask(path=str(folder), perturbations=["crop:0.1", "jitter:0.2"]).groups())
+    assert calls == [] and [g.to_json() for g in again] == [g.to_json() for g in first]
+    damaged = prompt_images(first[1].prompt)[0]
+    with open(damaged.source, "ab") as f:
+        f.write(b"x")  # its file no longer has its hash: made again, the same bytes as before
+    third = list(ImageShiftTask(path=str(folder), perturbations=["crop:0.1", "jitter:0.2"]).groups())
+    assert len(calls) == 1 and [g.to_json() for g in third] == [g.to_json() for g in first]
+    assert prompt_images(third[1].prompt)[0].read_bytes() != b""
 
 
 def test_bad_arguments_and_bases_are_one_line_errors(tmp_path):
