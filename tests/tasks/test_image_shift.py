@@ -237,6 +237,17 @@ def test_a_second_reading_takes_the_kept_perturbations_and_remakes_a_damaged_one
     assert prompt_images(third[1].prompt)[0].read_bytes() != b""
 
 
+def test_a_cache_that_cannot_be_written_keeps_the_perturbed_bytes_in_memory(tmp_path, monkeypatch):
+    folder = write_folder(tmp_path / "vlrb", 2)
+    expected = [g.to_json() for g in ImageShiftTask(path=str(folder), perturbations=["crop:0.1"]).groups()]
+    (tmp_path / "a_file").write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a_file"))
+    groups = list(ImageShiftTask(path=str(folder), perturbations=["crop:0.1"]).groups())
+    copy = prompt_images(groups[1].prompt)[0]
+    assert copy.source == "" and copy.data is not None  # held, not written
+    assert [g.to_json() for g in groups] == expected
+
+
 def test_bad_arguments_and_bases_are_one_line_errors(tmp_path):
     folder = write_folder(tmp_path / "vlrb", 2)
     with pytest.raises(ConfigError, match="unknown argument 'pth'"):
