@@ -10,7 +10,7 @@ exactly as :mod:`rmbench.tasks.shift` pairs a paraphrase with its original. What
 reports comes from the one shift mechanism every shift task uses: D, accuracy and the other
 metrics per shift slice beside the originals (the ``none`` slice), and each metric's
 ``_shift_gap`` (shifted minus original) with a paired bootstrap CI, an original and its copies
-resampling together.
+resampling together (in the base's own bootstrap unit, where it has one).
 
 One score is the task's own: **image_specificity**, Spec across perturbations of one image. A
 response j of an original group and the same response in each of its k copies are one tie set:
@@ -125,7 +125,15 @@ class ImageShiftTask(Task):
                             f"nothing to perturb")
 
     def bootstrap_units(self, groups: Sequence[ComparisonGroup]) -> np.ndarray:
-        return units_by_source(groups)  # an original and its perturbed copies resample together
+        """The base's units of the originals (each its own, for VL-RewardBench), each copy in its
+        original's: an original and its perturbed copies resample together."""
+        originals = [g for g in groups if g.source_id is None]
+        base_units = np.asarray(self.base.bootstrap_units(originals), dtype=np.int64)
+        unit_of = {g.id: int(u) for g, u in zip(originals, base_units)}
+        keys = [unit_of.get(g.source_id or g.id, -1) for g in groups]
+        if -1 in keys:  # a copy without its original (never from groups()): pair it with its source id alone
+            return units_by_source(groups)
+        return np.unique(np.asarray(keys, dtype=np.int64), return_inverse=True)[1].astype(np.int64)
 
     def extra_metrics(self, groups: Sequence[ComparisonGroup], rewards: np.ndarray) -> TaskScores:
         """``image_specificity`` pooled over every tie set's pairs, and per perturbation (module doc)."""

@@ -24,7 +24,7 @@ from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.errors import ConfigError, DataError
 from rmbench.results.statistics.summary import summarize
 from rmbench.scoring.runner import EvalConfig, evaluate
-from rmbench.tasks.base import units_by_source
+from rmbench.tasks.base import Task, units_by_source
 from rmbench.tasks.image_perturbations import (
     ColorJitter,
     Crop,
@@ -401,3 +401,25 @@ def test_the_cli_reads_a_folder_and_takes_perturbations_as_a_task_arg(tmp_path):
                                    "--out", str(tmp_path / "bad")])
     assert bad.exit_code == 2 and "crop:0.5: the fraction must be in (0, 0.2]" in bad.output
     assert "Traceback" not in bad.output
+
+
+class ClusteredImages(Task):
+    """A base whose first two groups are one bootstrap unit (as RewardBench 2's tied:K with ref:K)."""
+
+    def __init__(self) -> None:
+        pass
+
+    def groups(self):
+        for k in range(3):
+            prompt = (Message("user", f"q{k}", (Image.from_bytes(png_bytes(noise(6, 6, k))),)),)
+            yield ComparisonGroup(f"g{k}", prompt, ("a", "b"), (1, 0))
+
+    def bootstrap_units(self, groups):
+        return np.array([0 if g.id in ("g0", "g1") else 1 for g in groups])
+
+
+def test_the_base_units_are_kept_and_each_copy_joins_its_original():
+    task = ImageShiftTask(base="tests.tasks.test_image_shift:ClusteredImages", perturbations=["png", "crop:0.1"])
+    groups = list(task.groups())
+    assert [g.id for g in groups[:3]] == ["g0", "g0@png", "g0@crop:0.1"]
+    assert list(task.bootstrap_units(groups)) == [0, 0, 0, 0, 0, 0, 1, 1, 1]
