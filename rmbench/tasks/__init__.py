@@ -14,7 +14,8 @@ row readers (``base``), one module per family of kinds (``ties``, ``rewardbench`
 ``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``vl_rewardbench``,
 ``mm_rewardbench``, ``prmbench``, ``image_shift`` with its ``image_perturbations`` and ``image_store``),
 where data comes from (``sources``), loading with ``--data`` overrides (``loading``), what ``rmbench
-tasks show`` says of a task (``describe``) and the plugin skeleton (``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
+tasks show`` says of a task (``describe``) and the plugin skeleton (``scaffold``). May import
+:mod:`rmbench.core` and the shared top-level modules only.
 """
 
 from __future__ import annotations
