@@ -37,6 +37,7 @@ from rmbench.tasks.image_perturbations import (
 )
 from rmbench.tasks.image_shift import ImageShiftTask, image_specificity
 from rmbench.tasks.image_store import perturb_prompt
+from tests.conftest import REPO
 from tests.support import image_shift_data
 from tests.support.image_shift_data import mean_level, write_folder
 
@@ -423,3 +424,18 @@ def test_the_base_units_are_kept_and_each_copy_joins_its_original():
     groups = list(task.groups())
     assert [g.id for g in groups[:3]] == ["g0", "g0@png", "g0@crop:0.1"]
     assert list(task.bootstrap_units(groups)) == [0, 0, 0, 0, 0, 0, 1, 1, 1]
+
+
+def test_the_offline_sample_shows_the_toy_vision_rm_tripping_on_a_resize():
+    """image_shift_sample (vl_rewardbench_sample under the default perturbations) end to end:
+    the length baseline ignores the pixels (Spec 1, no gap); examples/my_vision_rm.py reads
+    colours and shapes, unmoved by the same pixels (png) and tripped by a 0.75 resize."""
+    blind = _records(evaluate(EvalConfig(model="length", tasks=("image_shift_sample",), n_bootstrap=50)))
+    assert blind[("image_specificity", None, None, None)].value == 1.0
+    assert blind[("pairwise_accuracy_shift_gap", None, "resize:0.75", None)].value == 0.0
+    toy = REPO / "examples" / "my_vision_rm.py"
+    seeing = _records(evaluate(EvalConfig(model=f"python:{toy}:score", tasks=("image_shift_sample",), n_bootstrap=50)))
+    assert seeing[("image_specificity", "png", None, None)].value == 1.0
+    assert seeing[("image_specificity", "resize:0.75", None, None)].value < 1.0
+    assert seeing[("pairwise_accuracy_shift_gap", None, "resize:0.75", None)].value < 0
+    assert seeing[("pairwise_accuracy", None, "none", None)].value == pytest.approx(0.95)  # as on vl_rewardbench_sample
