@@ -439,3 +439,20 @@ def test_the_offline_sample_shows_the_toy_vision_rm_tripping_on_a_resize():
     assert seeing[("image_specificity", "resize:0.75", None, None)].value < 1.0
     assert seeing[("pairwise_accuracy_shift_gap", None, "resize:0.75", None)].value < 0
     assert seeing[("pairwise_accuracy", None, "none", None)].value == pytest.approx(0.95)  # as on vl_rewardbench_sample
+
+
+SAMPLE_FINGERPRINT = "32c441d41bbdccf77ce6f5f50083fa79f57407b01f5889d21bf3532727ed27b9"
+"""image_shift_sample's data fingerprint: its 60 groups, every perturbed image by its content hash,
+with Pillow 12.3.0 (.ci/constraints.txt). Change the data or a perturbation: bump the task's version."""
+
+
+def test_the_sample_is_the_same_bytes_on_every_machine_with_the_pinned_pillow():
+    import PIL
+
+    from rmbench.catalog import load_catalog
+    from rmbench.tasks.loading import load_task
+
+    if PIL.__version__ != "12.3.0":
+        pytest.skip(f"Pillow {PIL.__version__}, not the pinned 12.3.0: its encoders may write other bytes")
+    _, groups, _ = load_task(load_catalog().task_spec("image_shift_sample"))
+    assert len(groups) == 60 and data_fingerprint(groups) == SAMPLE_FINGERPRINT
