@@ -456,3 +456,19 @@ def test_the_sample_is_the_same_bytes_on_every_machine_with_the_pinned_pillow():
         pytest.skip(f"Pillow {PIL.__version__}, not the pinned 12.3.0: its encoders may write other bytes")
     _, groups, _ = load_task(load_catalog().task_spec("image_shift_sample"))
     assert len(groups) == 60 and data_fingerprint(groups) == SAMPLE_FINGERPRINT
+
+
+def test_any_multimodal_base_multimodal_rewardbench(tmp_path):
+    """The wrapper is not VL-RewardBench's: Multimodal RewardBench's folder as the base, its
+    images perturbed, its meta (the item's image) kept beside what was drawn."""
+    from tests.tasks.test_mm_rewardbench import write_folder as write_mm_folder
+
+    folder = write_mm_folder(tmp_path / "mmrb")
+    task = ImageShiftTask(base="mm_rewardbench", path=str(folder), perturbations=["jitter:0.1"])
+    groups = list(task.groups())
+    originals = [g for g in groups if g.shift is None]
+    copies = [g for g in groups if g.shift == "jitter:0.1"]
+    assert len(copies) == len(originals) > 0 and all(c.source_id == o.id for o, c in zip(originals, copies))
+    for o, c in zip(originals, copies):
+        assert c.responses == o.responses and prompt_images(c.prompt) != prompt_images(o.prompt)
+        assert set(o.meta_dict) < set(c.meta_dict)
