@@ -12,9 +12,10 @@ Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
 ``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``vl_rewardbench``,
-``mm_rewardbench``, ``prmbench``), where data comes from (``sources``), loading with ``--data`` overrides
-(``loading``), what ``rmbench tasks show`` says of a task (``describe``) and the plugin skeleton
-(``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
+``mm_rewardbench``, ``prmbench``, ``image_shift`` with its ``image_perturbations`` and ``image_store``),
+where data comes from (``sources``), loading with ``--data`` overrides (``loading``), what ``rmbench
+tasks show`` says of a task (``describe``) and the plugin skeleton (``scaffold``). May import
+:mod:`rmbench.core` and the shared top-level modules only.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ __all__ = ["TASK_KINDS", "Task", "build_task", "declare_kind", "register_task_ki
 # The built-in kinds, registered with their classes (each declares its scores and row schemas).
 from rmbench.tasks.domain import DomainShiftTask  # noqa: E402
 from rmbench.tasks.hamiltonian import HamiltonianTask  # noqa: E402
+from rmbench.tasks.image_shift import ImageShiftTask  # noqa: E402
 from rmbench.tasks.jsonl import GroupsTask, PreferenceTask  # noqa: E402
 from rmbench.tasks.judgebench import JudgeBenchTask  # noqa: E402
 from rmbench.tasks.m_rewardbench import MRewardBenchTask  # noqa: E402
@@ -162,3 +164,7 @@ _builtin("prmbench", PRMBenchTask,
 _builtin("processbench", ProcessBenchTask,
          "ProcessBench solutions (problem, steps, label = first wrong step or -1), scored step by step "
          "by a process reward model: official error/correct accuracy and F1 per split, mean F1")
+_builtin("image_shift", ImageShiftTask,
+         "a multimodal task (base: vl_rewardbench ...) beside copies whose images are perturbed without "
+         "changing what they show (JPEG/PNG re-encoding, resize, small crop, colour jitter; seeded): D "
+         "under image shift with paired CIs, Spec across perturbations")
