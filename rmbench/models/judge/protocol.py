@@ -59,6 +59,7 @@ from rmbench.models.judge.judge_protocol import (
     DEFAULT_PROTOCOL,
     MODES,
     JudgeProtocol,
+    infer_mode,
     is_registered,
     judge_protocol,
     protocol_source,
@@ -110,7 +111,7 @@ class Protocol:
 
     spec: JudgeProtocol
     max_tokens: int
-    temperature: float
+    temperature: float | None
     n: int
     seed: int | None
     score: str
@@ -122,8 +123,13 @@ class Protocol:
     """The installed distribution whose entry point registered the protocol (None: built in, a file)."""
 
     @classmethod
-    def make(cls, mode: str, prompt: str | None, max_tokens: int | None, temperature: float, n: int,
-             seed: int | None, score: str | None, unparsed: str | None, fidelity: str | None = None) -> Protocol:
+    def make(cls, mode: str | None, prompt: str | None, max_tokens: int | None, temperature: float | None,
+             n: int | None, seed: int | None, score: str | None, unparsed: str | None,
+             fidelity: str | None = None) -> Protocol:
+        """``mode`` None: the mode whose registry names ``prompt`` (:func:`infer_mode`);
+        ``temperature`` None: the official client's (fidelity official), else 0; ``n`` None: the
+        protocol's K samples (one-game pairwise), else 1."""
+        mode = infer_mode(mode, prompt)
         if mode not in MODES:
             raise ConfigError(f"judge mode must be one of {', '.join(MODES)}, got {mode!r}")
         spec = resolve(mode, prompt or DEFAULT_PROTOCOL[mode])
@@ -140,21 +146,29 @@ class Protocol:
             raise ConfigError(f"judge unparsed must be 'official' (score an answer with no verdict as the official "
                               f"client does; 'rewardbench' is the older name) or 'skip' (leave the response out), "
                               f"got {unparsed!r}")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or (n > 1 and mode != "rating"):
-            raise ConfigError(f"judge n (ratings averaged) must be a positive integer, and 1 outside mode rating; "
-                              f"got {n!r}")
+        if n is None:
+            n = spec.samples
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or (n > 1 and mode != "rating"
+                                                                       and not spec.single_game):
+            raise ConfigError(f"judge n (ratings averaged; a one-game pairwise protocol's samples per item) must be "
+                              f"a positive integer, and 1 for the other protocols; got {n!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ConfigError(f"judge seed must be an integer, got {seed!r}")
-        if seed is None and n > 1:
-            seed = 0  # n samples of one prompt are told apart by their seeds: seed .. seed+n-1
+        if seed is None and n > 1 and not spec.single_game:
+            seed = 0  # n ratings of one prompt are told apart by their seeds: seed .. seed+n-1
+        official_sampling = official is not None and fidelity == "official"
+        if temperature is None:
+            temperature = official.temperature if official is not None and official_sampling else 0.0
         if seed is None and official is not None and fidelity == "official":
             seed = official.seed  # ProcessBench's critic samples with seed 42; the others send none
         if max_tokens is None:
             max_tokens = spec.default_max_tokens
         top_p = official.top_p if official and fidelity == "official" else None
         n_key = official.n if official and fidelity == "official" else None
-        return cls(spec, int(max_tokens), float(temperature), n, seed, score, unparsed, fidelity, top_p, n_key,
-                   protocol_source(spec))
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)):
+            raise ConfigError(f"judge temperature must be a number, got {temperature!r}")
+        return cls(spec, int(max_tokens), None if temperature is None else float(temperature), n, seed, score,
+                   unparsed, fidelity, top_p, n_key, protocol_source(spec))
 
     @property
     def mode(self) -> str:
@@ -219,11 +233,14 @@ class Protocol:
         if self.mode == "critic":
             return ("every step's score NaN (no step named): left out and counted, as an unparsed judge answer; "
                     "ProcessBench counts such an answer wrong whatever the label")
+        if self.spec.single_game:
+            return ("counted among the K answers, neither response picked (no majority: a reward tie, no verdict), as "
+                    f"{self.official_client or 'the official scoring'} counts it")
         return "no decision for the game (a pair with none is not correct), as JudgeBench does"
 
     # --- requests -----------------------------------------------------------------------------
     def _request(self, messages: Sequence[tuple[str, str]], seed: int | None,
-                 images: tuple[Image, ...] = ()) -> ChatRequest:
+                 images: tuple[Image, ...] = (), sample: int = 0) -> ChatRequest:
         """The request for ``messages``; the prompt's ``images`` go on its last user message (the
         one that holds the question), after its text."""
         messages = tuple(messages)
@@ -233,7 +250,7 @@ class Protocol:
             attached = tuple(images if i == last else () for i in range(len(messages)))
         return ChatRequest(messages, self.max_tokens, self.temperature, seed,
                            top_logprobs=20 if self.score in LOGPROB_SCORES else None, top_p=self.top_p, n=self.n_key,
-                           images=attached)
+                           images=attached, image_mime=self.spec.image_mime if attached else None, sample=sample)
 
     def request(self, messages: Sequence[tuple[str, str]]) -> ChatRequest:
         """The chat request for ``messages`` under this protocol's sampling (its seed)."""
@@ -247,6 +264,11 @@ class Protocol:
             messages = self.spec.messages(q, (req.response,), req.subset)
             seeds = [self.seed + i for i in range(self.n)] if self.seed is not None else [None]
             return [self._request(messages, seed, images) for seed in seeds], {}
+        if self.mode == "pairwise" and self.spec.single_game:
+            row = self.pair_row(req)
+            return [self._request(self.spec.messages(q, row[::-1] if draw else row, req.subset),
+                                  None if self.seed is None else self.seed + k, images, sample=k)
+                    for k, draw in enumerate(self.draws(req))], {}
         if self.mode == "pairwise":
             first, second = self.pair_order(req)
             return [self._request(self.spec.messages(q, (first, second), req.subset), self.seed, images),
@@ -261,6 +283,38 @@ class Protocol:
                               f"{len(req.context) + 1} (use mode rating, or fourway for groups of four)")
         a, b = req.response, req.context[0]
         return (a, b) if _hash(self.order_seed, a) <= _hash(self.order_seed, b) else (b, a)
+
+    def pair_row(self, req: ScoreRequest) -> tuple[str, str]:
+        """The pair's two texts in the group's (the file's) order, for a one-game protocol."""
+        if len(req.context) != 1:
+            raise ConfigError(f"judge prompt {self.prompt!r} judges groups of two responses; group {req.group_id!r} "
+                              f"has {len(req.context) + 1}")
+        return (req.response, req.context[0]) if req.index == 0 else (req.context[0], req.response)
+
+    def draws(self, req: ScoreRequest) -> tuple[int, ...]:
+        """Each sample's order, as the official ``random_number``: 0 shows the pair in the file's
+        order, 1 swapped. Order ``file``: all 0. Order ``random``: sample k's bit of the sha256 of
+        the seed (0 when none is given), the question, its images' hashes, the two texts and k, so
+        both responses' requests make the same calls and a rerun draws the same."""
+        if self.spec.order != "random":
+            return (0,) * self.n
+        head = (self.order_seed, "draw", question_text(req.prompt),
+                *(image.sha256 for image in prompt_images(req.prompt)), *self.pair_row(req))
+        return tuple(int(_hash(*head, k), 16) & 1 for k in range(self.n))
+
+    def judgment_fields(self, req: ScoreRequest, i: int) -> dict[str, Any]:
+        """What a judgments.jsonl row records of call ``i`` behind ``req`` (its order or slot, its
+        sample, a one-game protocol's draw)."""
+        if self.mode == "pairwise" and self.spec.single_game:
+            draw = self.draws(req)[i]
+            shown_first = (req.index == 0) == (draw == 0)
+            return {"order": "AB" if shown_first else "BA", "sample": i, "draw": draw}
+        if self.mode == "pairwise":
+            first, _ = self.pair_order(req)
+            return {"order": "AB" if (req.response == first) == (i == 0) else "BA"}  # where this response stood
+        if self.mode == "fourway":
+            return {"slot": "ABCD"[self.fourway_texts(req).index(req.response)]}
+        return {"sample": i} if self.n > 1 else {}
 
     def fourway_texts(self, req: ScoreRequest) -> list[str]:
         """The group's four texts in their slots (A-D), as RewardBench 2 places them: the row's
@@ -302,6 +356,8 @@ class Protocol:
         follow-up's), or None for no value; and each call's parsed value."""
         if self.mode == "rating":
             return self._rating_value([chain[0] for chain in chains])
+        if self.mode == "pairwise" and self.spec.single_game:
+            return self._majority_value(req, chains)
         if self.mode == "pairwise":
             first, _ = self.pair_order(req)
             # JudgeBench parses a game's replies accumulated as "\n" + reply_1 + "\n" + reply_2.
@@ -317,6 +373,32 @@ class Protocol:
             return (0.0 if self.unparsed == "official" else None), [None]
         texts = self.fourway_texts(req)
         return float(texts[RB2.FOURWAY_SLOTS.index(slot)] == req.response), [slot]
+
+    def _majority_value(self, req: ScoreRequest, chains: Sequence[Sequence[ChatReply]]
+                        ) -> tuple[float | None, list[Any]]:
+        """A one-game protocol's value: each sample's answer (``"A"``, the text shown first, ``"B"``
+        or None) read as the response it picks; v = +1 when more than half of the K answers pick
+        this response, -1 when more than half pick the other, else 0 (VL-RewardBench's
+        ``cal.py``: agree / reject by a strict majority of all K, an unparsed answer counted in K);
+        the value is v/2. ``unparsed: skip``: the unparsed answers are left out of K, and a pair
+        with none parsed has no value."""
+        verdicts: list[Any] = []
+        mine = other = 0
+        for draw, chain in zip(self.draws(req), chains):
+            verdict = self.spec.parse(answer_text(chain[0], self.fidelity)) if not chain[0].no_content else None
+            verdict = verdict if verdict in ("A", "B") else None
+            verdicts.append(verdict)
+            if verdict is not None:
+                mine_first = (req.index == 0) == (draw == 0)
+                if (verdict == "A") == mine_first:
+                    mine += 1
+                else:
+                    other += 1
+        k = len(chains) if self.unparsed == "official" else mine + other
+        if k == 0:
+            return None, verdicts
+        v = 1 if mine > k / 2 else -1 if other > k / 2 else 0
+        return 0.5 * v + 0.0, verdicts
 
     def _game_verdict(self, chain: Sequence[ChatReply]) -> str | None:
         """One game's decision from its replies (a follow-up's after the first), read as JudgeBench

@@ -80,10 +80,10 @@ def test_the_adapter_and_protocol_name_no_protocol():
 # --- the registry ------------------------------------------------------------------------------
 
 def test_the_built_ins_are_registered_and_listed():
-    keys = ["critic/processbench", "fourway/rewardbench2", "pairwise/arena_hard", "pairwise/vanilla",
-            "rating/rewardbench2", "rating/rewardbench2_ties", "steps/rlhflow"]
+    keys = ["critic/processbench", "fourway/rewardbench2", "pairwise/arena_hard", "pairwise/mm_rewardbench",
+            "pairwise/vanilla", "pairwise/vl_rewardbench", "rating/rewardbench2", "rating/rewardbench2_ties", "steps/rlhflow"]
     assert [key for key, _, origin in JP.listing() if origin == "built-in"] == keys
-    assert JP.protocol_names("pairwise") == ["arena_hard", "vanilla"]
+    assert JP.protocol_names("pairwise") == ["arena_hard", "mm_rewardbench", "vanilla", "vl_rewardbench"]
     ties = JP.judge_protocol("rating", "rewardbench2_ties")
     assert ties.official == JP.judge_protocol("rating", "rewardbench2").official and ties.scale == (1, 10)
     assert "need not consider depth" in ties.messages("q", ("a",), None)[0][1]  # the Ties prompt on every row
