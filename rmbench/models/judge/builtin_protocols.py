@@ -125,10 +125,10 @@ def _mmrb(question: str, answers: Sequence[str], subset: str | None) -> Messages
 
 VL_REWARDBENCH = JudgeProtocol(
     "vl_rewardbench", "pairwise", _vlrb, MM.vlrb_verdict, MM.VLRB_PROMPT + MM.VLRB_PATTERN.pattern,
-    official=Official("VL-RewardBench inference_hf.py", 2048, top_p=0.2, temperature=0.2),
+    official=Official("VL-RewardBench inference_hf.py", 2048, top_p=0.2, temperature=0.2, extra=(("stream", False),)),
     order="random", samples=10, image_mime=MM.VLRB_IMAGE_MIME)
-"""VL-RewardBench's ``inference_hf.py`` (9b10abd): temperature 0.2, top_p 0.2, max_tokens 2048, no
-seed; the answer order drawn per sample, ``--k 10`` samples per item (its README's), every image
+"""VL-RewardBench's ``inference_hf.py`` (9b10abd): temperature 0.2, top_p 0.2, max_tokens 2048,
+``stream: false``, no seed; the answer order drawn per sample, ``--k 10`` samples per item (its README's), every image
 labelled ``image/png``."""
 
 MM_REWARDBENCH = JudgeProtocol(

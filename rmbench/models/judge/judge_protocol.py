@@ -61,6 +61,8 @@ class Official:
     """Its ``seed``; None: not sent."""
     temperature: float | None = 0.0
     """Its ``temperature``; None: not sent (the server's default)."""
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Other body keys it sends, as (key, value) pairs (VL-RewardBench's ``("stream", False)``)."""
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,8 @@ class Protocol:
     fidelity: str
     top_p: float | None = None
     n_key: int | None = None
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Other body keys the official client sends (fidelity official)."""
     plugin: PluginSource | None = None
     """The installed distribution whose entry point registered the protocol (None: built in, a file)."""
 
@@ -167,8 +169,9 @@ class Protocol:
         n_key = official.n if official and fidelity == "official" else None
         if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)):
             raise ConfigError(f"judge temperature must be a number, got {temperature!r}")
+        extra = official.extra if official is not None and official_sampling else ()
         return cls(spec, int(max_tokens), None if temperature is None else float(temperature), n, seed, score,
-                   unparsed, fidelity, top_p, n_key, protocol_source(spec))
+                   unparsed, fidelity, top_p, n_key, extra, protocol_source(spec))
 
     @property
     def mode(self) -> str:
@@ -198,6 +201,8 @@ class Protocol:
                "score": self.score, "unparsed": self.unparsed, "fidelity": self.fidelity}
         if self.top_p is not None:
             out["top_p"] = self.top_p
+        if self.extra:
+            out["extra"] = dict(self.extra)
         if self.plugin is not None:
             out["plugin"] = self.plugin.to_json()
         return out
@@ -250,7 +255,8 @@ class Protocol:
             attached = tuple(images if i == last else () for i in range(len(messages)))
         return ChatRequest(messages, self.max_tokens, self.temperature, seed,
                            top_logprobs=20 if self.score in LOGPROB_SCORES else None, top_p=self.top_p, n=self.n_key,
-                           images=attached, image_mime=self.spec.image_mime if attached else None, sample=sample)
+                           images=attached, image_mime=self.spec.image_mime if attached else None, extra=self.extra,
+                           sample=sample)
 
     def request(self, messages: Sequence[tuple[str, str]]) -> ChatRequest:
         """The chat request for ``messages`` under this protocol's sampling (its seed)."""

@@ -91,6 +91,9 @@ class ChatRequest:
     :data:`MIME_FROM_NAME`, guessed from its file name as Multimodal RewardBench's client does
     (:meth:`~rmbench.core.images.Image.name_mime`); else that type for every image
     (VL-RewardBench's client labels every image ``image/png``)."""
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Other keys an official client sends in the body, as (key, value) pairs (VL-RewardBench's
+    ``stream: false``)."""
     sample: int = 0
     """Which of K identical requests this is (a protocol asking one game K times with no seed): part
     of the call key, never sent, so K samples make K calls."""
@@ -123,6 +126,7 @@ class ChatRequest:
         if self.top_logprobs is not None:
             body["logprobs"] = True
             body["top_logprobs"] = self.top_logprobs
+        body.update(self.extra)
         if keyed and self.sample:
             body["sample"] = self.sample  # the call key's only: never sent
         return body
