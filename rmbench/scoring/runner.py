@@ -141,8 +141,9 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
             raise ModelError(f"the model gave no reward to {scored.unscored_responses} responses, which leaves no "
                              f"pair to score")
         # A step-level task's own scores count every solution, one its judge named no step of
-        # (NaN steps) too, as its benchmark does (a miss); the pairs leave that one out.
-        whole = t.task.steps and scored.dropped_groups > 0
+        # (NaN steps) too, as its benchmark does (a miss); so do a task's that says so
+        # (counts_unscored: Multimodal RewardBench's coin); the pairs leave that one out.
+        whole = (t.task.steps or t.task.counts_unscored) and scored.dropped_groups > 0
         own = (t.task.extra_metrics(groups, rewards) if whole
                else t.task.extra_metrics(scored.groups, scored.rewards))
         records = tuple(summarize(t.spec.name, scored.groups, scored.rewards, config.eps, config.eps_unit,

@@ -11,7 +11,7 @@ metrics reference, a leaderboard of older runs, which schema a row looks like).
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
-``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``vl_rewardbench``, ``prmbench``),
+``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``vl_rewardbench``, ``mm_rewardbench``, ``prmbench``),
 where data comes from (``sources``), loading with ``--data`` overrides (``loading``), what ``rmbench tasks
 show`` says of a task (``describe``) and the plugin skeleton (``scaffold``). May import :mod:`rmbench.core`
 and the shared top-level modules only.
@@ -97,6 +97,7 @@ from rmbench.tasks.hamiltonian import HamiltonianTask  # noqa: E402
 from rmbench.tasks.jsonl import GroupsTask, PreferenceTask  # noqa: E402
 from rmbench.tasks.judgebench import JudgeBenchTask  # noqa: E402
 from rmbench.tasks.m_rewardbench import MRewardBenchTask  # noqa: E402
+from rmbench.tasks.mm_rewardbench import MMRewardBenchTask  # noqa: E402
 from rmbench.tasks.persona import PersonaTask  # noqa: E402
 from rmbench.tasks.ppe import PPECorrectnessTask  # noqa: E402
 from rmbench.tasks.ppe_human import PPEHumanTask  # noqa: E402
@@ -149,6 +150,9 @@ _builtin("ppe_human", PPEHumanTask,
 _builtin("vl_rewardbench", VLRewardBenchTask,
          "VL-RewardBench (image + question, two human-ranked responses; data.jsonl and its image "
          "folder): official accuracy per group (general, hallucination, reasoning), overall, macro")
+_builtin("mm_rewardbench", MMRewardBenchTask,
+         "Multimodal RewardBench (image + prompt, two responses, one better; all_data.json and its "
+         "image folder): official accuracy per category and overall, a tie decided by its seeded coin")
 _builtin("rmb", RMBTask,
          "RMB pairwise and Best-of-N items (conversation_input, chosen/reject or bon_best/"
          "loser_list, category_path): official accuracy per scenario, set and goal, overall")

@@ -97,6 +97,15 @@ class Task(ABC):
     """A step-level task: its groups are :class:`~rmbench.core.step_groups.StepGroup` solutions whose
     steps a process reward model (:class:`~rmbench.models.step_model.StepScoringModel`) scores, one
     reward per step, as P(step correct) (a logit-scale model's scores pass through the sigmoid)."""
+    reads_folder: bool = False
+    """Its ``--data`` may be a folder (PPE's correctness sets, a file each; RMB's tree of scenario
+    files; a multimodal benchmark's data file beside its images): the task is given the folder's
+    absolute path, else one file (:func:`rmbench.tasks.loading.task_spec_with_data`)."""
+    counts_unscored: bool = False
+    """Its own scores (:meth:`extra_metrics`) read every group, one with a response the model gave
+    no reward (NaN: a judge's unparsed answer) too, as its benchmark counts such an item (Multimodal
+    RewardBench decides it by a coin); the pairs leave that group out. A step-level task does this
+    as well."""
     verdict_args: Mapping[str, Any] = {}
     """Arguments the task takes when the model gives pair verdicts (a
     :class:`~rmbench.models.base.PairVerdictModel`: a pairwise LLM judge, whose reward gap is its

@@ -65,11 +65,6 @@ MULTI_FILE_PART_KINDS = ("rm_bench",)
 part, read in order): RM-Bench's safety domain is two upstream files. Other kinds' parts take one."""
 
 
-FOLDER_KINDS = ("ppe_correctness", "rmb", "vl_rewardbench")
-"""Task kinds whose ``--data`` may be a folder of files (PPE's correctness sets, a file each; RMB's
-tree of scenario files; VL-RewardBench's data.jsonl beside its images)."""
-
-
 def parse_data_overrides(items: Sequence[str], several: bool = False) -> tuple[DataOverride, ...]:
     """``["ties=path.jsonl", "translation_shift=translation:de=de.jsonl"]`` -> overrides. With
     ``several`` (``rmbench eval``) a task may be given several files, a part once per file (which
@@ -195,11 +190,23 @@ def _default_shift(spec: TaskSpec) -> str:
     return "translation" if all(n.startswith("translation") for n in names) else "paraphrase"
 
 
+def _reads_folder(kind: str) -> bool:
+    """Whether task kind ``kind``'s ``--data`` may be a folder (:attr:`Task.reads_folder`; an
+    unknown kind: no, and it fails when the task is built, with its own message)."""
+    from rmbench.registry import RegistryError
+    from rmbench.tasks import TASK_KINDS
+
+    try:
+        return bool(getattr(TASK_KINDS.get(kind), "reads_folder", False))
+    except RegistryError:
+        return False
+
+
 def task_spec_with_data(spec: TaskSpec, path: str, shift: str | None = None) -> TaskSpec:
     """The same task reading a local file, or a web file ``URL#sha256=HEX``, instead of its own
     source (``shift``: its label)."""
     folder = Path(path).expanduser()
-    source = str(folder.resolve()) if spec.kind in FOLDER_KINDS and folder.is_dir() else _local_or_remote(path, spec)
+    source = str(folder.resolve()) if _reads_folder(spec.kind) and folder.is_dir() else _local_or_remote(path, spec)
     old = spec.args
     args = {k: v for k, v in old.items() if k not in ("dataset", "revision", "config", "paths", "pins")}
     if spec.kind == "domain_shift":

@@ -206,6 +206,7 @@ class PPECorrectnessTask(Task):
     official = ppe_correctness_layout(tuple(PPE_SETS))
     scores = (PPE_ACCURACY, PPE_BEST_OF_K, PPE_BOK_GAP,)
     row_schemas = (PPE_CORRECTNESS,)
+    reads_folder = True
     version = 1
 
     def __init__(self, subsets: str | Sequence[str] | None = None, path: str | None = None,

@@ -149,6 +149,7 @@ class RMBTask(Task):
     official = RMB_LAYOUT
     scores = (RMB_SCORE,)
     row_schemas = (RMB_PAIRWISE, RMB_BON)
+    reads_folder = True
     version = 1
 
     def __init__(self, set: str = "both", category: str | None = None, path: str | None = None,  # noqa: A002

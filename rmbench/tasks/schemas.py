@@ -134,6 +134,10 @@ RMB_BON = RowSchema("RMB Best-of-N rows", (("bon_uid", "text", _id), ("conversat
 VL_REWARDBENCH = RowSchema("VL-RewardBench rows", (("id", "text", _id), ("query", "text", _text),
                                                    ("response", "two texts", _texts),
                                                    ("human_ranking", "two ranks, 0 the best", _ints)))
+MM_REWARDBENCH = RowSchema("Multimodal RewardBench items", (("ID", "text", _id), ("Text", "text", _text),
+                                                             ("Image", "image path", _text),
+                                                             ("Output1", "text", _text), ("Output2", "text", _text),
+                                                             ("Better", "Output1 or Output2", _text)))
 
 ROW_SCHEMAS: Registry[tuple[RowSchema, ...]] = Registry("row schemas of task kind", same_ok=True)
 """Each task kind that reads rows and the schemas it reads, in registration order (a schema read

@@ -55,6 +55,7 @@ class VLRewardBenchTask(Task):
     official = VLRB_LAYOUT
     scores = (VLRB_SCORE,)
     row_schemas = (VL_REWARDBENCH,)
+    reads_folder = True
     version = 1
 
     def __init__(self, path: str | None = None, dataset: str | None = VLRB_DATASET, revision: str | None = None,
