@@ -7,11 +7,14 @@
   holds the key; a server without auth needs none. The key itself is read when the first call
   is made and is never written anywhere (identity, results, caches, judgments, logs, errors);
 * ``mode``: ``rating``, ``pairwise`` or ``fourway``; ``steps`` or ``critic``: a process reward
-  model (:mod:`rmbench.models.judge.step_judge`, with ``aggregate``); ``prompt``: a registered protocol of the mode
+  model (:mod:`rmbench.models.judge.step_judge`, with ``aggregate``); left out, the one mode whose
+  registry names ``prompt`` (``prompt=vl_rewardbench`` is pairwise), else rating; ``prompt``: a
+  registered protocol of the mode
   (:mod:`rmbench.models.judge.judge_protocol`) or a template file whose front matter declares its
   grade (:mod:`rmbench.models.judge.template`); ``fidelity`` (``official``, the default for a
   named protocol: requests, parses and unparsed answers as the official client; ``strict``);
-  ``max_tokens`` (the official client's), ``temperature`` (0), ``n`` (ratings averaged),
+  ``max_tokens`` (the official client's), ``temperature`` (the official client's, else 0), ``n`` (ratings
+  averaged; a one-game pairwise protocol's K samples per item, by default its own: 10 for vl_rewardbench),
   ``seed`` (none: not sent), ``score`` (``rating`` or ``expected``; steps: ``probability`` or
   ``verdict``), ``unparsed``
   (``official`` or ``skip``; by default ``official`` under fidelity official);

@@ -11,7 +11,11 @@ Values are what :class:`~rmbench.models.judge.adapter.JudgeRM` returns as reward
 * ``pairwise`` (JudgeBench, :mod:`~rmbench.models.judge.judgebench`): a group of two responses
   is one pair judged in both orders (game 1 puts first the response whose seeded hash is lower,
   game 2 swaps them); the two verdicts combine into v in {+1, 0, -1} (JudgeBench's rule) and the
-  values are +v/2 and -v/2, so that r(a) - r(b) = v;
+  values are +v/2 and -v/2, so that r(a) - r(b) = v; a one-game protocol (its record's ``order``
+  ``file`` or ``random``: Multimodal RewardBench's, VL-RewardBench's) asks the pair once per
+  sample (K = ``n`` samples), in the file's order or in an order drawn per sample from the seed
+  (:meth:`Protocol.draws`, recorded in every judgment), and v is +1 / -1 when more than half of the
+  K answers pick the one / the other response, else 0 (VL-RewardBench's ``cal.py`` majority);
 * ``fourway`` (RewardBench 2's best-of-4): a group of four responses is one call, its answers
   placed in slots by a seeded permutation of the group's texts; the value is 1 for the
   response in the chosen slot, 0 for the others.
