@@ -246,3 +246,34 @@ def test_vl_rewardbench_end_to_end_records_every_draw_and_reuses_its_calls(tmp_p
     overall = next(m["value"] for m in task["metrics"] if m["metric"] == "vl_rewardbench_score" and m["subset"] is None)
     assert overall == pytest.approx(agree / decided, abs=1e-12)
     assert os.path.basename(str(parquet)) not in json.dumps(results["tasks"][0].get("metrics"))
+
+
+@pytest.mark.parametrize("benchmark", ["vl_rewardbench", "mm_rewardbench"])
+def test_strict_reads_otherwise_exactly_the_cut_off_and_think_replies(tmp_path, benchmark):
+    """``fidelity=strict`` parses differently from the official reading exactly the replies cut off
+    with a verdict in them and those whose verdict is inside ``<think>`` (the cases flagged so)."""
+    if benchmark == "vl_rewardbench":
+        rows = M.vlrb_rows(M.VLRB_CASES)
+        data, cases = M.write_parquet(tmp_path / "data" / "test.parquet", rows), M.VLRB_CASES
+        case_of = {r["id"]: M.CASE.search(r["query"]).group(1) for r in rows}
+    else:
+        data, cases = tmp_path / "data", M.MMRB_CASES
+        rows = M.mmrb_rows(data)
+        (data / "all_data.json").write_text(json.dumps(rows))
+        case_of = {r["ID"]: M.CASE.search(r["Text"]).group(1) for r in rows}
+    parsed = {}
+    with ScriptedServer(reply=M.reply) as server:
+        for fidelity in ("official", "strict"):
+            cfg = EvalConfig(model="judge:vlm", model_args=(("base_url", server.base_url), ("prompt", benchmark),
+                                                            ("n", 2 if benchmark == "vl_rewardbench" else 1),
+                                                            ("fidelity", fidelity)),
+                             tasks=(benchmark,), data=((benchmark, str(data)),), n_bootstrap=0,
+                             cache_dir=str(tmp_path / "cache"))
+            evaluate(cfg, out_dir=tmp_path / fidelity)
+            judgments = [json.loads(x) for x in (tmp_path / fidelity / "judgments.jsonl").read_text().splitlines()]
+            parsed[fidelity] = {(j["group_id"], j["sample"]): j["parsed"] for j in judgments
+                                if j["response_index"] == 0}
+    assert set(parsed["official"]) == set(parsed["strict"])
+    differs = {k for k in parsed["official"] if parsed["official"][k] != parsed["strict"][k]}
+    flagged = {k for k in parsed["official"] if cases[case_of[k[0]]][1]}
+    assert differs and differs == flagged
