@@ -11,10 +11,10 @@ metrics reference, a leaderboard of older runs, which schema a row looks like).
 Layer: beside :mod:`rmbench.models`, above :mod:`rmbench.core`. Holds the ``Task`` base and its
 row readers (``base``), one module per family of kinds (``ties``, ``rewardbench``, ``jsonl``,
 ``shift``, ``rewrite_invariance``, ``domain``, ``persona``, ``hamiltonian``, ``rm_bench``,
-``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``vl_rewardbench``, ``mm_rewardbench``, ``prmbench``),
-where data comes from (``sources``), loading with ``--data`` overrides (``loading``), what ``rmbench tasks
-show`` says of a task (``describe``) and the plugin skeleton (``scaffold``). May import :mod:`rmbench.core`
-and the shared top-level modules only.
+``m_rewardbench``, ``judgebench``, ``processbench``, ``ppe``, ``ppe_human``, ``rmb``, ``vl_rewardbench``,
+``mm_rewardbench``, ``prmbench``), where data comes from (``sources``), loading with ``--data`` overrides
+(``loading``), what ``rmbench tasks show`` says of a task (``describe``) and the plugin skeleton
+(``scaffold``). May import :mod:`rmbench.core` and the shared top-level modules only.
 """
 
 from __future__ import annotations

@@ -101,6 +101,9 @@ class Task(ABC):
     """Its ``--data`` may be a folder (PPE's correctness sets, a file each; RMB's tree of scenario
     files; a multimodal benchmark's data file beside its images): the task is given the folder's
     absolute path, else one file (:func:`rmbench.tasks.loading.task_spec_with_data`)."""
+    no_source: str | None = None
+    """A task with no data of its own (no hub copy, nothing generated): how to get its data, as
+    ``rmbench tasks show`` says it (None: its entry names its source, or it makes its rows)."""
     counts_unscored: bool = False
     """Its own scores (:meth:`extra_metrics`) read every group, one with a response the model gave
     no reward (NaN: a judge's unparsed answer) too, as its benchmark counts such an item (Multimodal

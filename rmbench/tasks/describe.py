@@ -202,9 +202,16 @@ def data_lines(spec: TaskSpec) -> tuple[str, ...]:
                      f"{'in the hub cache' if cached else 'not in the hub cache (needs the hub, or --data)'}")
     if isinstance(args.get("source"), str):
         lines.append(f"source {args['source']} (--task-arg source=... chooses another; the kind's docs list them)")
+    kind = _kind_class(spec.kind)
+    no_source = getattr(kind, "no_source", None)
     if not lines:
-        lines.append("generated: the task makes its rows itself (no data file)")
-    lines.append(f"--data {spec.name}=FILE replaces it: {expected_file(spec)}")
+        lines.append(f"none of its own: {no_source}" if isinstance(no_source, str)
+                     else "generated: the task makes its rows itself (no data file)")
+    if getattr(kind, "reads_folder", False):
+        lines.append(f"--data {spec.name}=FOLDER (the folder its kind's docs describe) or =FILE replaces it; as a "
+                     f"file, {expected_file(spec)}")
+    else:
+        lines.append(f"--data {spec.name}=FILE replaces it: {expected_file(spec)}")
     return tuple(lines)
 
 

@@ -20,25 +20,34 @@ Each item is one group, in file order: the prompt a user message holding ``Text`
 the responses ``[Output1, Output2]`` (assistant A and B of the official judge prompt), the better
 one's utility 1 and the other's 0. Its subset is the script's category
 (:func:`~rmbench.core.mm_rewardbench.category_of`: safety and reasoning split by the ID's prefix),
-its meta the data's ``Category`` and the official label (``A``/``B``). The official score is
-:mod:`rmbench.core.mm_rewardbench`'s, each item its own bootstrap unit; the coin that decides an
-item without a verdict is drawn once, over the run's items in file order, as the script draws it,
-and resamples reuse those verdicts.
+its meta the data's ``Category``, the official label (``A``/``B``) and ``Image`` as the data
+writes it (relative to the folder: the official client guesses the image's MIME type from its
+extension). The official score is :mod:`rmbench.core.mm_rewardbench`'s, each item its own
+bootstrap unit; the coin that decides an item without a verdict is drawn once, over the run's
+items in file order, as the script draws it, and resamples reuse those verdicts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from rmbench.core.images import Image
 from rmbench.core.metric_def import Counted, MetricDef
 from rmbench.core.metric_registry import DEFAULT_HEADLINE
-from rmbench.core.mm_rewardbench import A, B, CATEGORIES, MMRB_LAYOUT, MMRB_METRIC, category_of, resolve, scores
-from rmbench.core.mm_rewardbench import verdicts_from_rewards
+from rmbench.core.mm_rewardbench import (
+    CATEGORIES,
+    MMRB_LAYOUT,
+    MMRB_METRIC,
+    A,
+    B,
+    category_of,
+    resolve,
+    scores,
+    verdicts_from_rewards,
+)
 from rmbench.core.prompts import Message
 from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
@@ -48,6 +57,9 @@ from rmbench.tasks.schemas import MM_REWARDBENCH
 from rmbench.tasks.sources import iter_rows
 
 DATA_FILE = "all_data.json"
+NO_SOURCE = ("build its folder with the benchmark's scripts/0_download_data.py (github "
+             "facebookresearch/multimodal_rewardbench) and pass --data mm_rewardbench=FOLDER (all_data.json and its "
+             "images)")
 BETTER = {"Output1": "A", "Output2": "B"}
 """The data's ``Better`` -> the official judge's label (Output1 is assistant A)."""
 
@@ -69,6 +81,7 @@ class MMRewardBenchTask(Task):
     scores = (MMRB_SCORE,)
     row_schemas = (MM_REWARDBENCH,)
     reads_folder = True
+    no_source = NO_SOURCE
     counts_unscored = True
     version = 1
 
@@ -79,9 +92,7 @@ class MMRewardBenchTask(Task):
 
     def groups(self) -> Iterator[ComparisonGroup]:
         if self.path is None:
-            raise DataError("Multimodal RewardBench has no hub copy: build its folder with the benchmark's "
-                            "scripts/0_download_data.py and pass --data mm_rewardbench=FOLDER (all_data.json and "
-                            "its images)")
+            raise DataError(f"Multimodal RewardBench has no hub copy: {NO_SOURCE}")
         seen: set[str] = set()
         for location, line, row in iter_rows(path=self.path):
             r = RowReader(row, location, line, MM_REWARDBENCH)
@@ -93,11 +104,12 @@ class MMRewardBenchTask(Task):
                 if better not in BETTER:
                     raise r.error("Better", f"item {item!r}: expected 'Output1' or 'Output2', got {better!r}")
                 category = self._category(r, item)
-                prompt = (Message("user", r.string("Text"), (self._image(r, item),)),)
+                image = self._image(r, item)
+                prompt = (Message("user", r.string("Text"), (image,)),)
                 group = r.group(id=item, prompt=prompt, responses=(r.string("Output1"), r.string("Output2")),
                                 utilities=(1, 0) if better == "Output1" else (0, 1),
                                 subset=category_of(category, item),
-                                meta={"category": category, "label": BETTER[better]})
+                                meta={"category": category, "label": BETTER[better], "image": r.string("Image")})
                 seen.add(item)
                 yield group
 

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmbench.core.mm_rewardbench import (
+    NO_VERDICT,
     A,
     B,
-    NO_VERDICT,
     category_of,
     resolve,
     scores,

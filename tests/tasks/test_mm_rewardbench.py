@@ -10,20 +10,30 @@ A response ends with ``[score N]``, the reward the ``python:`` model and the scr
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import importlib.util
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from rmbench.core.mm_rewardbench import category_of
 from rmbench.core.prompts import prompt_images
+from rmbench.core.types import ComparisonGroup
 from rmbench.errors import DataError
 from rmbench.scoring.runner import EvalConfig, evaluate
-from rmbench.tasks.mm_rewardbench import MMRewardBenchTask
+from rmbench.tasks.mm_rewardbench import BETTER, MMRewardBenchTask
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -90,7 +100,7 @@ def test_the_folder_reads_as_groups_with_their_images(tmp_path):
         assert image.mime == ("image/jpeg" if k else "image/png")
     assert [g.subset for g in groups][5:10] == ["reasoning/math", "reasoning/coding", "reasoning/coding",
                                                 "safety/bias", "safety/toxicity"]
-    assert groups[8].meta_dict == {"category": "safety", "label": "B"}
+    assert groups[8].meta_dict == {"category": "safety", "label": "B", "image": "images/sub/8.png"}
 
 
 def test_a_file_and_category_under_meta_read_the_same(tmp_path):
@@ -154,8 +164,14 @@ def test_a_bad_item_is_one_error_naming_file_line_item_and_field(tmp_path, chang
 
 
 def test_without_data_it_says_how_to_get_it():
+    from rmbench.core.specs import TaskSpec
+    from rmbench.tasks.describe import data_lines
+
     with pytest.raises(DataError, match=r"no hub copy.*0_download_data\.py.*--data mm_rewardbench=FOLDER"):
         list(MMRewardBenchTask().groups())
+    lines = data_lines(TaskSpec.make(name="mm_rewardbench", kind="mm_rewardbench", args={}))
+    assert lines[0].startswith("none of its own: build its folder with the benchmark's scripts/0_download_data.py")
+    assert lines[1].startswith("--data mm_rewardbench=FOLDER (the folder its kind's docs describe) or =FILE")
 
 
 # --- against Multimodal RewardBench's own 2_get_accuracy.py --------------------------------------
@@ -268,3 +284,46 @@ def test_official_scores_equal_2_get_accuracy_py_on_a_judges_replies_with_unpars
     assert pairs.n == 9  # and left out of the pairs
     printed = _printed(script, _answers(folder, tmp_path / "run", tmp_path / "answers.jsonl"))
     _assert_equal(printed, records)
+
+
+def _compute_acc(script: Path):
+    """The script's own ``compute_acc``, imported (it runs nothing at import)."""
+    pytest.importorskip("tqdm")
+    spec = importlib.util.spec_from_file_location("mmrb_get_accuracy", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.compute_acc
+
+
+CASES = st.lists(st.tuples(st.sampled_from([i for i, *_ in ITEMS]), st.sampled_from(["Output1", "Output2"]),
+                           st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=40)
+
+
+@settings(max_examples=40, deadline=None)
+@given(CASES)
+def test_property_extra_metrics_equal_the_scripts_compute_acc(cases):
+    """Random items (IDs of every category, ties common: rewards 0-2) scored by the task's
+    extra_metrics and, on the answers their verdicts give, by the script's compute_acc."""
+    compute_acc = _compute_acc(_script())
+    category = {i: c for i, c, *_ in ITEMS}
+    groups = [ComparisonGroup(id=f"{item}#{k}", prompt="q", responses=("x", "y"),
+                              utilities=(1, 0) if better == "Output1" else (0, 1),
+                              subset=category_of(category[item], item),
+                              meta={"category": category[item], "label": BETTER[better]})
+              for k, (item, better, _, _) in enumerate(cases)]
+    rewards = np.array([[r1, r2] for *_, r1, r2 in cases], dtype=np.float64).ravel()
+    scores = MMRewardBenchTask().extra_metrics(groups, rewards)
+    values = scores.statistic(np.arange(len(groups)))
+    mine = {subset: (value, n) for (_, subset), value, n in zip(scores.labels, values, scores.counts)}
+    with tempfile.TemporaryDirectory() as tmp:
+        answers = Path(tmp) / "answers.jsonl"
+        answers.write_text("".join(json.dumps({
+            "ID": item, "Label": BETTER[better], "Meta": {"Category": category[item]},
+            "output": "[[A]]" if r1 > r2 else "[[B]]" if r2 > r1 else "no label"}) + "\n"
+            for item, better, r1, r2 in cases))
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            compute_acc(argparse.Namespace(answers_file=str(answers)))
+    lines = [re.fullmatch(r"acc (.+): (\d+) / (\d+) = (\S+)", line) for line in printed.getvalue().splitlines()]
+    theirs = {None if m[1] == "all" else m[1]: (float(m[4]), int(m[3])) for m in lines}
+    assert theirs == mine

@@ -317,3 +317,36 @@ def test_the_how_to_example_is_one_module_and_one_registration(tmp_path):
         TASK_KINDS._entries.pop("topic_pairs", None)
         R.METRICS.unregister("topic_accuracy")
         schemas.ROW_SCHEMAS.unregister("topic_pairs")
+
+
+class _FolderTask(rmbench.Task):
+    """A kind whose --data may be a folder (as VL-RewardBench's data file beside its images)."""
+
+    reads_folder = True
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+
+    def groups(self):
+        yield from ()
+
+
+def test_a_kind_that_declares_reads_folder_is_handed_the_folder(tmp_path):
+    """--data TASK=FOLDER: a kind with ``reads_folder`` gets the folder's absolute path, any other
+    kind the one line that it reads a file (the class attribute, no list of kinds in the loader)."""
+    from rmbench.core.specs import TaskSpec
+    from rmbench.tasks.loading import task_spec_with_data
+
+    rmbench.register_task_kind("plugin_folder_kind", _FolderTask)
+    rmbench.register_task_kind("plugin_file_kind", type("FileTask", (_FolderTask,), {"reads_folder": False}))
+    try:
+        spec = TaskSpec.make(name="f", kind="plugin_folder_kind", args={})
+        assert task_spec_with_data(spec, str(tmp_path)).args_dict["path"] == str(tmp_path.resolve())
+        with pytest.raises(DataError, match="is a folder, but task 'g'"):
+            task_spec_with_data(TaskSpec.make(name="g", kind="plugin_file_kind", args={}), str(tmp_path))
+    finally:
+        for kind in ("plugin_folder_kind", "plugin_file_kind"):
+            TASK_KINDS.unregister(kind)
+            schemas.ROW_SCHEMAS.unregister(kind)
+    assert [k for k in ("ppe_correctness", "rmb", "vl_rewardbench", "mm_rewardbench")
+            if TASK_KINDS.get(k).reads_folder] == ["ppe_correctness", "rmb", "vl_rewardbench", "mm_rewardbench"]
