@@ -212,9 +212,9 @@ def test_vl_rewardbench_end_to_end_records_every_draw_and_reuses_its_calls(tmp_p
     rows = M.vlrb_rows(M.VLRB_ALL_CASES)
     parquet = M.write_parquet(tmp_path / "data" / "test.parquet", rows)
     with ScriptedServer(reply=M.reply) as server:
-        def run(name: str) -> Path:
+        def run(name: str, n: int = 3) -> Path:
             cfg = EvalConfig(model="judge:vlm", model_args=(("base_url", server.base_url), ("prompt", "vl_rewardbench"),
-                                                            ("n", 3)),
+                                                            ("n", n)),
                              tasks=("vl_rewardbench",), data=(("vl_rewardbench", str(parquet)),), n_bootstrap=0,
                              cache_dir=str(tmp_path / "cache"))
             evaluate(cfg, out_dir=tmp_path / name)
@@ -223,6 +223,8 @@ def test_vl_rewardbench_end_to_end_records_every_draw_and_reuses_its_calls(tmp_p
         calls = len(server.chat_requests())
         run("again")
         assert calls == 3 * len(rows) and len(server.chat_requests()) == calls  # all from the call cache
+        run("fewer", n=2)
+        assert len(server.chat_requests()) == calls  # sample k's call does not depend on K
     judgments = [json.loads(x) for x in (first / "judgments.jsonl").read_text().splitlines()]
     assert len(judgments) == 2 * 3 * len(rows)  # each response lists its group's K calls
     results = json.loads((first / "results.json").read_text())
