@@ -43,7 +43,6 @@ read strictly.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ from rmbench.core.types import Prompt
 from rmbench.errors import ConfigError
 from rmbench.models.base import ScoreRequest
 from rmbench.models.judge import judgebench as JB
+from rmbench.models.judge import one_game as G
 from rmbench.models.judge import rewardbench2 as RB2
 from rmbench.models.judge.builtin_protocols import TIES_SUBSETS
 from rmbench.models.judge.client import ChatReply, ChatRequest
@@ -93,8 +93,7 @@ def question_text(prompt: Prompt) -> str:
     return "\n\n".join(f"{m.role}: {m.content}" for m in prompt)
 
 
-def _hash(*parts: Any) -> str:
-    return hashlib.sha256("\x00".join(str(p) for p in parts).encode()).hexdigest()
+_hash = G.seeded_hash
 
 
 def answer_text(reply: ChatReply, fidelity: str = "strict") -> str:
@@ -296,29 +295,20 @@ class Protocol:
 
     def pair_row(self, req: ScoreRequest) -> tuple[str, str]:
         """The pair's two texts in the group's (the file's) order, for a one-game protocol."""
-        if len(req.context) != 1:
-            raise ConfigError(f"judge prompt {self.prompt!r} judges groups of two responses; group {req.group_id!r} "
-                              f"has {len(req.context) + 1}")
-        return (req.response, req.context[0]) if req.index == 0 else (req.context[0], req.response)
+        return G.pair_row(req, self.prompt)
 
     def draws(self, req: ScoreRequest) -> tuple[int, ...]:
-        """Each sample's order, as the official ``random_number``: 0 shows the pair in the file's
-        order, 1 swapped. Order ``file``: all 0. Order ``random``: sample k's bit of the sha256 of
-        the seed (0 when none is given), the question, its images' hashes, the two texts and k, so
-        both responses' requests make the same calls and a rerun draws the same."""
-        if self.spec.order != "random":
-            return (0,) * self.n
-        head = (self.order_seed, "draw", question_text(req.prompt),
-                *(image.sha256 for image in prompt_images(req.prompt)), *self.pair_row(req))
-        return tuple(int(_hash(*head, k), 16) & 1 for k in range(self.n))
+        """Each sample's order (:func:`~rmbench.models.judge.one_game.draws`, seeded by the seed, 0
+        when none is given): 0 the file's order, 1 swapped, as the official ``random_number``."""
+        return G.draws(self.spec.order, self.order_seed, question_text(req.prompt), req.prompt, self.pair_row(req),
+                       self.n)
 
     def judgment_fields(self, req: ScoreRequest, i: int) -> dict[str, Any]:
         """What a judgments.jsonl row records of call ``i`` behind ``req`` (its order or slot, its
         sample, a one-game protocol's draw)."""
         if self.mode == "pairwise" and self.spec.single_game:
             draw = self.draws(req)[i]
-            shown_first = (req.index == 0) == (draw == 0)
-            return {"order": "AB" if shown_first else "BA", "sample": i, "draw": draw}
+            return {"order": "AB" if G.shown_first(req.index, draw) else "BA", "sample": i, "draw": draw}
         if self.mode == "pairwise":
             first, _ = self.pair_order(req)
             return {"order": "AB" if (req.response == first) == (i == 0) else "BA"}  # where this response stood
@@ -386,29 +376,14 @@ class Protocol:
 
     def _majority_value(self, req: ScoreRequest, chains: Sequence[Sequence[ChatReply]]
                         ) -> tuple[float | None, list[Any]]:
-        """A one-game protocol's value: each sample's answer (``"A"``, the text shown first, ``"B"``
-        or None) read as the response it picks; v = +1 when more than half of the K answers pick
-        this response, -1 when more than half pick the other, else 0 (VL-RewardBench's
-        ``cal.py``: agree / reject by a strict majority of all K, an unparsed answer counted in K);
-        the value is v/2. ``unparsed: skip``: the unparsed answers are left out of K, and a pair
-        with none parsed has no value."""
-        verdicts: list[Any] = []
-        mine = other = 0
-        for draw, chain in zip(self.draws(req), chains):
-            verdict = self.spec.parse(answer_text(chain[0], self.fidelity)) if not chain[0].no_content else None
-            verdict = verdict if verdict in ("A", "B") else None
-            verdicts.append(verdict)
-            if verdict is not None:
-                mine_first = (req.index == 0) == (draw == 0)
-                if (verdict == "A") == mine_first:
-                    mine += 1
-                else:
-                    other += 1
-        k = len(chains) if self.unparsed == "official" else mine + other
-        if k == 0:
-            return None, verdicts
-        v = 1 if mine > k / 2 else -1 if other > k / 2 else 0
-        return 0.5 * v + 0.0, verdicts
+        """A one-game protocol's value from its K answers
+        (:func:`~rmbench.models.judge.one_game.majority_value`) and each answer's verdict."""
+        verdicts: list[str | None] = []
+        for chain in chains:
+            verdict = None if chain[0].no_content else self.spec.parse(answer_text(chain[0], self.fidelity))
+            verdicts.append(verdict if verdict in ("A", "B") else None)
+        value = G.majority_value(req.index, verdicts, self.draws(req), self.unparsed == "official")
+        return value, list(verdicts)
 
     def _game_verdict(self, chain: Sequence[ChatReply]) -> str | None:
         """One game's decision from its replies (a follow-up's after the first), read as JudgeBench
