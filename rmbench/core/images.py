@@ -24,7 +24,7 @@ import binascii
 import hashlib
 import mimetypes
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,9 @@ class Image:
     """Where its bytes live: an absolute file path, or ``""`` when they are held (:attr:`data`)."""
     data: bytes | None = field(default=None, compare=False, repr=False)
     """The bytes, held for an image given as bytes or a data URL; None for a file (read again)."""
+    name: str = field(default="", compare=False, repr=False)
+    """The file name the image was given by (before links are followed; ``""`` for bytes): a judge
+    protocol that labels an image by its extension reads it (:meth:`name_mime`)."""
 
     # --- building ----------------------------------------------------------------------------
     @classmethod
@@ -100,7 +103,7 @@ class Image:
             raise ValueError(f"cannot read image {p}: {e.strerror or e}") from None
         if not data:
             raise ValueError(f"image file {p} is empty")
-        return cls(_sha256(data), sniff_mime(data, p.name), str(p.resolve()), None)
+        return cls(_sha256(data), sniff_mime(data, p.name), str(p.resolve()), None, p.name)
 
     @classmethod
     def from_data_url(cls, url: str) -> Image:
@@ -129,6 +132,8 @@ class Image:
         if isinstance(value, Mapping):
             expected = value.get("sha256")
             image = cls._from_mapping(value, base)
+            if isinstance(value.get("name"), str) and value["name"]:
+                image = replace(image, name=value["name"])
             if expected is not None and expected != image.sha256:
                 raise ValueError(f"image {image.source or 'given inline'} has sha256 {image.sha256[:12]}..., "
                                  f"not the {str(expected)[:12]}... recorded: it changed")
@@ -175,6 +180,12 @@ class Image:
             raise ValueError(f"image {self.source} changed since it was loaded (its sha256 differs)")
         return data
 
+    def name_mime(self) -> str:
+        """The type the file name's extension says (``mimetypes.guess_type``), else
+        ``application/octet-stream``, as Multimodal RewardBench's client labels an image (not its
+        bytes' type: a ``.jpg`` holding PNG bytes is ``image/jpeg`` there)."""
+        return (mimetypes.guess_type(self.name)[0] if self.name else None) or "application/octet-stream"
+
     def data_url(self, mime: str | None = None) -> str:
         """``data:<mime>;base64,<bytes>``, the form OpenAI-compatible servers take; ``mime``
         overrides the sniffed type (a protocol that labels every image alike)."""
@@ -191,4 +202,7 @@ class Image:
         if not sources:
             return self.identity()
         where = self.source or self.data_url()
-        return {"sha256": self.sha256, "mime": self.mime, "source": where}
+        out = {"sha256": self.sha256, "mime": self.mime, "source": where}
+        if self.name and self.name != Path(self.source).name:
+            out["name"] = self.name  # a link's own name (the source is where it leads)
+        return out

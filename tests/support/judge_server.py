@@ -227,7 +227,7 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             self.record(body)
             if server.dead:
                 return self.drop()
-            if not self.path.endswith("/chat/completions"):
+            if not self.path.split("?", 1)[0].endswith("/chat/completions"):  # Azure adds ?api-version=
                 return self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             if server.require_key and self.headers.get("Authorization") != f"Bearer {server.require_key}":
                 return self.send_json(401, {"error": {"message": "invalid API key", "type": "auth"}})

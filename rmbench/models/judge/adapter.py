@@ -7,11 +7,14 @@
   holds the key; a server without auth needs none. The key itself is read when the first call
   is made and is never written anywhere (identity, results, caches, judgments, logs, errors);
 * ``mode``: ``rating``, ``pairwise`` or ``fourway``; ``steps`` or ``critic``: a process reward
-  model (:mod:`rmbench.models.judge.step_judge`, with ``aggregate``); ``prompt``: a registered protocol of the mode
+  model (:mod:`rmbench.models.judge.step_judge`, with ``aggregate``); left out, the one mode whose
+  registry names ``prompt`` (``prompt=vl_rewardbench`` is pairwise), else rating; ``prompt``: a
+  registered protocol of the mode
   (:mod:`rmbench.models.judge.judge_protocol`) or a template file whose front matter declares its
   grade (:mod:`rmbench.models.judge.template`); ``fidelity`` (``official``, the default for a
   named protocol: requests, parses and unparsed answers as the official client; ``strict``);
-  ``max_tokens`` (the official client's), ``temperature`` (0), ``n`` (ratings averaged),
+  ``max_tokens`` (the official client's), ``temperature`` (the official client's, else 0), ``n`` (ratings
+  averaged; a one-game pairwise protocol's K samples per item, by default its own: 10 for vl_rewardbench),
   ``seed`` (none: not sent), ``score`` (``rating`` or ``expected``; steps: ``probability`` or
   ``verdict``), ``unparsed``
   (``official`` or ``skip``; by default ``official`` under fidelity official);
@@ -49,7 +52,7 @@ from rmbench.models.base import CallingModel, GroupContextModel, RewardModel, Sc
 from rmbench.models.judge.batch import DEFAULT_BASE_URLS, BatchExecutor, BatchOutcome, make_batch_executor
 from rmbench.models.judge.batch import KINDS as BATCH_KINDS
 from rmbench.models.judge.client import ChatClient, ChatReply, ChatRequest, ClientStats
-from rmbench.models.judge.judge_protocol import STEP_MODES
+from rmbench.models.judge.judge_protocol import STEP_MODES, infer_mode
 from rmbench.models.judge.protocol import Protocol
 from rmbench.models.judge.wire import MAX_REPLY_BYTES
 from rmbench.models.step_model import StepScoringModel
@@ -100,8 +103,9 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
     preferred_batch = 1024
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV,
-                 mode: str = "rating", prompt: str | None = None, max_tokens: int | None = None,
-                 temperature: float = 0.0, n: int = 1, seed: int | None = None, score: str | None = None,
+                 mode: str | None = None, prompt: str | None = None, max_tokens: int | None = None,
+                 temperature: float | None = None, n: int | None = None, seed: int | None = None,
+                 score: str | None = None,
                  unparsed: str | None = None, fidelity: str | None = None, concurrency: int = 16,
                  timeout: float = 120.0, max_reply_bytes: int = MAX_REPLY_BYTES,
                  revision: str | None = None, price_in: float | None = None, price_out: float | None = None,
@@ -109,6 +113,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
                  batch_model: str | None = None, batch_args: str = "", aggregate: str | None = None) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError("judge: give the served model's name, judge:MODEL")
+        mode = infer_mode(mode, prompt)
         if aggregate is not None and mode not in STEP_MODES:
             raise ConfigError(f"judge aggregate (how step scores make a reward) is for mode steps or critic, not "
                               f"{mode!r}")
@@ -308,13 +313,7 @@ class JudgeRM(RewardModel, GroupContextModel, CallingModel):
         ``protocol_sha256`` the protocol's text (a template's, or a named protocol's prompts)."""
         p = self.protocol
         row = self._call_fields(key, call)
-        if p.mode == "pairwise":
-            first, _ = p.pair_order(req)
-            row["order"] = ("AB" if (req.response == first) == (i == 0) else "BA")  # where this response stood
-        elif p.mode == "fourway":
-            row["slot"] = "ABCD"[p.fourway_texts(req).index(req.response)]
-        elif p.n > 1:
-            row["sample"] = i
+        row.update(p.judgment_fields(req, i))
         if attempt > 1:
             row["attempt"] = attempt  # a follow-up asking for the verdict (arena_hard)
         row.update(facts)

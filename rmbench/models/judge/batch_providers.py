@@ -179,8 +179,9 @@ def anthropic_params(request: ChatRequest, model: str) -> dict:
         raise ConfigError(f"an Anthropic batch takes system, user and assistant messages, not {sorted(roles)}")
     params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens,
                               "messages": [{"role": r, "content": _anthropic_content(request, i)}
-                                           for i, (r, _) in enumerate(request.messages) if r != "system"],
-                              "temperature": request.temperature}
+                                           for i, (r, _) in enumerate(request.messages) if r != "system"]}
+    if request.temperature is not None:  # None: not sent (the provider's default)
+        params["temperature"] = request.temperature
     if any(request.message_images(i) for i, (r, _) in enumerate(request.messages) if r == "system"):
         raise ConfigError("an Anthropic batch takes images in user messages, not in a system message")
     system = "\n\n".join(c for r, c in request.messages if r == "system")

@@ -1,5 +1,6 @@
 """The built-in judge protocols as records: RewardBench 2's ratings, Ties ratings and best-of-4,
-JudgeBench's arena_hard and vanilla; ProcessBench's chat PRM (steps) and critic.
+JudgeBench's arena_hard and vanilla; ProcessBench's chat PRM (steps) and critic; VL-RewardBench's and
+Multimodal RewardBench's one-game pairwise protocols with images.
 
 Each is a :class:`~rmbench.models.judge.judge_protocol.JudgeProtocol` over the pure functions of
 :mod:`~rmbench.models.judge.rewardbench2` and :mod:`~rmbench.models.judge.judgebench`, with the
@@ -19,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rmbench.models.judge import judgebench as JB
+from rmbench.models.judge import multimodal as MM
 from rmbench.models.judge import processbench as PB
 from rmbench.models.judge import rewardbench2 as RB2
 from rmbench.models.judge.judge_protocol import JudgeProtocol, Messages, Official
+from rmbench.models.judge.wire import MIME_FROM_NAME
 
 TIES_SUBSETS = ("Ties", "tied", "ref")
 """Subsets of RewardBench 2's Ties rows: ``Ties`` in the ``rewardbench2`` task, ``tied``/``ref``
@@ -108,3 +111,31 @@ STEPS_RLHFLOW = JudgeProtocol(
 CRITIC_PROCESSBENCH = JudgeProtocol(
     "processbench", "critic", _critic, PB.parse_critic, PB.CRITIQUE_TEMPLATE,
     official=Official("ProcessBench run_eval.py (critic)", 8192, seed=42))
+
+
+# --- the multimodal benchmarks' one-game protocols (rmbench.models.judge.multimodal) ---------------
+
+def _vlrb(question: str, answers: Sequence[str], subset: str | None) -> Messages:
+    return MM.vlrb_messages(question, answers[0], answers[1])
+
+
+def _mmrb(question: str, answers: Sequence[str], subset: str | None) -> Messages:
+    return MM.mmrb_messages(question, answers[0], answers[1])
+
+
+VL_REWARDBENCH = JudgeProtocol(
+    "vl_rewardbench", "pairwise", _vlrb, MM.vlrb_verdict, MM.VLRB_PROMPT + MM.VLRB_PATTERN.pattern,
+    official=Official("VL-RewardBench inference_hf.py", 2048, top_p=0.2, temperature=0.2, extra=(("stream", False),)),
+    order="random", samples=10, image_mime=MM.VLRB_IMAGE_MIME)
+"""VL-RewardBench's ``inference_hf.py`` (9b10abd): temperature 0.2, top_p 0.2, max_tokens 2048,
+``stream: false``, no seed; the answer order drawn per sample, ``--k 10`` samples per item (its README's), every image
+labelled ``image/png``."""
+
+MM_REWARDBENCH = JudgeProtocol(
+    "mm_rewardbench", "pairwise", _mmrb, MM.mmrb_verdict, MM.MMRB_PROMPT,
+    official=Official("Multimodal RewardBench 1_run_model_as_judge_gpt4o.py", 1024, temperature=None),
+    order="file", image_mime=MIME_FROM_NAME)
+"""Multimodal RewardBench's ``scripts/1_run_model_as_judge_gpt4o.py``: max_tokens 1024, no
+temperature (the server's default), no seed; one game in the file's order (Output1 as A), one
+sample (``--num-samples 1``, the only one ``2_get_accuracy.py`` reads), each image labelled with the
+type its file name says."""

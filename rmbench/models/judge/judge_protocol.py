@@ -28,6 +28,10 @@ from rmbench.registry import PluginSource, Registry, RegistryError
 
 ENTRY_POINT_GROUP = "rmbench.judge_protocols"
 MODES = ("rating", "pairwise", "fourway", "steps", "critic")
+ORDERS = ("both", "file", "random")
+"""How a pairwise protocol shows a pair (:attr:`JudgeProtocol.order`): ``both``, two games, one
+per order (JudgeBench's); ``file``, one game in the group's own order (Multimodal RewardBench's);
+``random``, one game per sample in an order drawn for it (VL-RewardBench's)."""
 STEP_MODES = ("steps", "critic")
 """The modes that score each step of a solution (a judge in them is a process reward model)."""
 DEFAULT_PROTOCOL = {"rating": "rewardbench2", "pairwise": "vanilla", "fourway": "rewardbench2", "steps": "rlhflow",
@@ -42,8 +46,8 @@ TopLogprobs = Sequence[Sequence[tuple[str, float]]]
 
 @dataclass(frozen=True)
 class Official:
-    """What an official client sends for one protocol (besides the messages), at temperature 0
-    (and no seed unless it names one: ProcessBench's critic samples with ``seed=42``)."""
+    """What an official client sends for one protocol (besides the messages): its temperature (0
+    unless it says), and no seed unless it names one (ProcessBench's critic samples with ``seed=42``)."""
 
     client: str
     """The official client's name (the benchmark's script or package)."""
@@ -55,6 +59,10 @@ class Official:
     """Its ``n`` (completions per request); None: not sent."""
     seed: int | None = None
     """Its ``seed``; None: not sent."""
+    temperature: float | None = 0.0
+    """Its ``temperature``; None: not sent (the server's default)."""
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Other body keys it sends, as (key, value) pairs (VL-RewardBench's ``("stream", False)``)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,16 @@ class JudgeProtocol:
     """A template file's whole text (the identity shows it in place of the name)."""
     probability: Callable[[TopLogprobs], float | None] | None = None
     """Mode steps, ``score=probability``: the step's P(correct) from a reply's ``top_logprobs`` (None: not there)."""
+    order: str = "both"
+    """Mode pairwise: how the pair is shown (:data:`ORDERS`). ``both``: two games whose labels
+    ``"A>B"``/``"B>A"``/``"A=B"`` combine by JudgeBench's vote; ``file`` or ``random``: ONE game
+    (per sample), whose ``parse`` gives the answer shown first ``"A"``, the second ``"B"``, or None."""
+    samples: int = 1
+    """Mode pairwise, one game: how many times it is asked (K, the ``n`` model argument's default);
+    a response wins when more than half of the K answers pick it (VL-RewardBench's majority)."""
+    image_mime: str | None = None
+    """How the prompt's images are labelled (:attr:`~rmbench.models.judge.wire.ChatRequest.image_mime`):
+    None, the type sniffed from the bytes; ``"from-name"``, from the file name; else that type."""
 
     def __post_init__(self) -> None:
         """A malformed record fails where it is built (a plugin: as it loads), naming the protocol."""
@@ -115,6 +133,18 @@ class JudgeProtocol:
             raise ValueError(f"{where}: expected (score=expected) is for mode rating")
         if self.probability is not None and self.mode != "steps":
             raise ValueError(f"{where}: probability (score=probability) is for mode steps")
+        if self.order not in ORDERS or (self.order != "both" and self.mode != "pairwise"):
+            raise ValueError(f"{where}: order must be one of {', '.join(ORDERS)}, and other than 'both' in mode "
+                             f"pairwise only; got {self.order!r} in mode {self.mode!r}")
+        if (isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1
+                or (self.samples > 1 and self.order == "both")):
+            raise ValueError(f"{where}: samples (K answers per item) is a positive integer, over 1 only for a "
+                             f"one-game pairwise protocol (order file or random); got {self.samples!r}")
+
+    @property
+    def single_game(self) -> bool:
+        """Whether a pair is asked as one game (per sample), not two (:attr:`order`)."""
+        return self.order != "both"
 
     @property
     def key(self) -> str:
@@ -180,6 +210,18 @@ def judge_protocol(mode: str, name: str) -> JudgeProtocol:
     return PROTOCOLS.get(key)  # one that is not a JudgeProtocol of its key: a RegistryError naming its origin
 
 
+def infer_mode(mode: str | None, prompt: str | None) -> str:
+    """The judge's mode: ``mode`` when given; else the one mode whose registry holds a protocol
+    named ``prompt`` (``prompt=vl_rewardbench`` is pairwise), else ``rating``."""
+    if mode is not None:
+        return mode
+    if prompt is not None:
+        modes = [m for m in MODES if is_registered(m, prompt)]
+        if len(modes) == 1:
+            return modes[0]
+    return "rating"
+
+
 def listing() -> list[tuple[str, str, str]]:
     """Every registered protocol as ``(MODE/NAME, description, origin)``, for ``rmbench models list``
     (a plugin's protocol that fails to load: ``BROKEN: its error`` as its description)."""
@@ -205,5 +247,9 @@ for _key, _attr, _description in (
      "run_eval_prm_rlhflow.py"),
     ("critic/processbench", "CRITIC_PROCESSBENCH", "ProcessBench's critique template, the earliest wrong paragraph "
      "in \\boxed{}; official: ProcessBench run_eval.py"),
+    ("pairwise/vl_rewardbench", "VL_REWARDBENCH", "VL-RewardBench's prompt with the image, one game per sample in a "
+     "drawn order, K=10 samples, majority; official: inference_hf.py"),
+    ("pairwise/mm_rewardbench", "MM_REWARDBENCH", "Multimodal RewardBench's MT-Bench-style prompt with the image, one "
+     "game in file order, [[A]]/[[B]]; official: 1_run_model_as_judge_gpt4o.py"),
 ):
     PROTOCOLS.register(_key, _BUILTIN + _attr, description=_description, origin="built-in")

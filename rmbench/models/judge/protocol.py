@@ -11,7 +11,11 @@ Values are what :class:`~rmbench.models.judge.adapter.JudgeRM` returns as reward
 * ``pairwise`` (JudgeBench, :mod:`~rmbench.models.judge.judgebench`): a group of two responses
   is one pair judged in both orders (game 1 puts first the response whose seeded hash is lower,
   game 2 swaps them); the two verdicts combine into v in {+1, 0, -1} (JudgeBench's rule) and the
-  values are +v/2 and -v/2, so that r(a) - r(b) = v;
+  values are +v/2 and -v/2, so that r(a) - r(b) = v; a one-game protocol (its record's ``order``
+  ``file`` or ``random``: Multimodal RewardBench's, VL-RewardBench's) asks the pair once per
+  sample (K = ``n`` samples), in the file's order or in an order drawn per sample from the seed
+  (:meth:`Protocol.draws`, recorded in every judgment), and v is +1 / -1 when more than half of the
+  K answers pick the one / the other response, else 0 (VL-RewardBench's ``cal.py`` majority);
 * ``fourway`` (RewardBench 2's best-of-4): a group of four responses is one call, its answers
   placed in slots by a seeded permutation of the group's texts; the value is 1 for the
   response in the chosen slot, 0 for the others.
@@ -39,7 +43,6 @@ read strictly.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +55,7 @@ from rmbench.core.types import Prompt
 from rmbench.errors import ConfigError
 from rmbench.models.base import ScoreRequest
 from rmbench.models.judge import judgebench as JB
+from rmbench.models.judge import one_game as G
 from rmbench.models.judge import rewardbench2 as RB2
 from rmbench.models.judge.builtin_protocols import TIES_SUBSETS
 from rmbench.models.judge.client import ChatReply, ChatRequest
@@ -59,6 +63,7 @@ from rmbench.models.judge.judge_protocol import (
     DEFAULT_PROTOCOL,
     MODES,
     JudgeProtocol,
+    infer_mode,
     is_registered,
     judge_protocol,
     protocol_source,
@@ -88,8 +93,7 @@ def question_text(prompt: Prompt) -> str:
     return "\n\n".join(f"{m.role}: {m.content}" for m in prompt)
 
 
-def _hash(*parts: Any) -> str:
-    return hashlib.sha256("\x00".join(str(p) for p in parts).encode()).hexdigest()
+_hash = G.seeded_hash
 
 
 def answer_text(reply: ChatReply, fidelity: str = "strict") -> str:
@@ -110,7 +114,7 @@ class Protocol:
 
     spec: JudgeProtocol
     max_tokens: int
-    temperature: float
+    temperature: float | None
     n: int
     seed: int | None
     score: str
@@ -118,12 +122,19 @@ class Protocol:
     fidelity: str
     top_p: float | None = None
     n_key: int | None = None
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Other body keys the official client sends (fidelity official)."""
     plugin: PluginSource | None = None
     """The installed distribution whose entry point registered the protocol (None: built in, a file)."""
 
     @classmethod
-    def make(cls, mode: str, prompt: str | None, max_tokens: int | None, temperature: float, n: int,
-             seed: int | None, score: str | None, unparsed: str | None, fidelity: str | None = None) -> Protocol:
+    def make(cls, mode: str | None, prompt: str | None, max_tokens: int | None, temperature: float | None,
+             n: int | None, seed: int | None, score: str | None, unparsed: str | None,
+             fidelity: str | None = None) -> Protocol:
+        """``mode`` None: the mode whose registry names ``prompt`` (:func:`infer_mode`);
+        ``temperature`` None: the official client's (fidelity official), else 0; ``n`` None: the
+        protocol's K samples (one-game pairwise), else 1."""
+        mode = infer_mode(mode, prompt)
         if mode not in MODES:
             raise ConfigError(f"judge mode must be one of {', '.join(MODES)}, got {mode!r}")
         spec = resolve(mode, prompt or DEFAULT_PROTOCOL[mode])
@@ -140,21 +151,30 @@ class Protocol:
             raise ConfigError(f"judge unparsed must be 'official' (score an answer with no verdict as the official "
                               f"client does; 'rewardbench' is the older name) or 'skip' (leave the response out), "
                               f"got {unparsed!r}")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or (n > 1 and mode != "rating"):
-            raise ConfigError(f"judge n (ratings averaged) must be a positive integer, and 1 outside mode rating; "
-                              f"got {n!r}")
+        if n is None:
+            n = spec.samples
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1 or (n > 1 and mode != "rating"
+                                                                       and not spec.single_game):
+            raise ConfigError(f"judge n (ratings averaged; a one-game pairwise protocol's samples per item) must be "
+                              f"a positive integer, and 1 for the other protocols; got {n!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ConfigError(f"judge seed must be an integer, got {seed!r}")
-        if seed is None and n > 1:
-            seed = 0  # n samples of one prompt are told apart by their seeds: seed .. seed+n-1
+        if seed is None and n > 1 and not spec.single_game:
+            seed = 0  # n ratings of one prompt are told apart by their seeds: seed .. seed+n-1
+        official_sampling = official is not None and fidelity == "official"
+        if temperature is None:
+            temperature = official.temperature if official is not None and official_sampling else 0.0
         if seed is None and official is not None and fidelity == "official":
             seed = official.seed  # ProcessBench's critic samples with seed 42; the others send none
         if max_tokens is None:
             max_tokens = spec.default_max_tokens
         top_p = official.top_p if official and fidelity == "official" else None
         n_key = official.n if official and fidelity == "official" else None
-        return cls(spec, int(max_tokens), float(temperature), n, seed, score, unparsed, fidelity, top_p, n_key,
-                   protocol_source(spec))
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)):
+            raise ConfigError(f"judge temperature must be a number, got {temperature!r}")
+        extra = official.extra if official is not None and official_sampling else ()
+        return cls(spec, int(max_tokens), None if temperature is None else float(temperature), n, seed, score,
+                   unparsed, fidelity, top_p, n_key, extra, protocol_source(spec))
 
     @property
     def mode(self) -> str:
@@ -184,6 +204,8 @@ class Protocol:
                "score": self.score, "unparsed": self.unparsed, "fidelity": self.fidelity}
         if self.top_p is not None:
             out["top_p"] = self.top_p
+        if self.extra:
+            out["extra"] = dict(self.extra)
         if self.plugin is not None:
             out["plugin"] = self.plugin.to_json()
         return out
@@ -219,11 +241,14 @@ class Protocol:
         if self.mode == "critic":
             return ("every step's score NaN (no step named): left out and counted, as an unparsed judge answer; "
                     "ProcessBench counts such an answer wrong whatever the label")
+        if self.spec.single_game:
+            return ("counted among the K answers, neither response picked (no majority: a reward tie, no verdict), as "
+                    f"{self.official_client or 'the official scoring'} counts it")
         return "no decision for the game (a pair with none is not correct), as JudgeBench does"
 
     # --- requests -----------------------------------------------------------------------------
     def _request(self, messages: Sequence[tuple[str, str]], seed: int | None,
-                 images: tuple[Image, ...] = ()) -> ChatRequest:
+                 images: tuple[Image, ...] = (), sample: int = 0) -> ChatRequest:
         """The request for ``messages``; the prompt's ``images`` go on its last user message (the
         one that holds the question), after its text."""
         messages = tuple(messages)
@@ -233,7 +258,8 @@ class Protocol:
             attached = tuple(images if i == last else () for i in range(len(messages)))
         return ChatRequest(messages, self.max_tokens, self.temperature, seed,
                            top_logprobs=20 if self.score in LOGPROB_SCORES else None, top_p=self.top_p, n=self.n_key,
-                           images=attached)
+                           images=attached, image_mime=self.spec.image_mime if attached else None, extra=self.extra,
+                           sample=sample)
 
     def request(self, messages: Sequence[tuple[str, str]]) -> ChatRequest:
         """The chat request for ``messages`` under this protocol's sampling (its seed)."""
@@ -247,6 +273,11 @@ class Protocol:
             messages = self.spec.messages(q, (req.response,), req.subset)
             seeds = [self.seed + i for i in range(self.n)] if self.seed is not None else [None]
             return [self._request(messages, seed, images) for seed in seeds], {}
+        if self.mode == "pairwise" and self.spec.single_game:
+            row = self.pair_row(req)
+            return [self._request(self.spec.messages(q, row[::-1] if draw else row, req.subset),
+                                  None if self.seed is None else self.seed + k, images, sample=k)
+                    for k, draw in enumerate(self.draws(req))], {}
         if self.mode == "pairwise":
             first, second = self.pair_order(req)
             return [self._request(self.spec.messages(q, (first, second), req.subset), self.seed, images),
@@ -261,6 +292,29 @@ class Protocol:
                               f"{len(req.context) + 1} (use mode rating, or fourway for groups of four)")
         a, b = req.response, req.context[0]
         return (a, b) if _hash(self.order_seed, a) <= _hash(self.order_seed, b) else (b, a)
+
+    def pair_row(self, req: ScoreRequest) -> tuple[str, str]:
+        """The pair's two texts in the group's (the file's) order, for a one-game protocol."""
+        return G.pair_row(req, self.prompt)
+
+    def draws(self, req: ScoreRequest) -> tuple[int, ...]:
+        """Each sample's order (:func:`~rmbench.models.judge.one_game.draws`, seeded by the seed, 0
+        when none is given): 0 the file's order, 1 swapped, as the official ``random_number``."""
+        return G.draws(self.spec.order, self.order_seed, question_text(req.prompt), req.prompt, self.pair_row(req),
+                       self.n)
+
+    def judgment_fields(self, req: ScoreRequest, i: int) -> dict[str, Any]:
+        """What a judgments.jsonl row records of call ``i`` behind ``req`` (its order or slot, its
+        sample, a one-game protocol's draw)."""
+        if self.mode == "pairwise" and self.spec.single_game:
+            draw = self.draws(req)[i]
+            return {"order": "AB" if G.shown_first(req.index, draw) else "BA", "sample": i, "draw": draw}
+        if self.mode == "pairwise":
+            first, _ = self.pair_order(req)
+            return {"order": "AB" if (req.response == first) == (i == 0) else "BA"}  # where this response stood
+        if self.mode == "fourway":
+            return {"slot": "ABCD"[self.fourway_texts(req).index(req.response)]}
+        return {"sample": i} if self.n > 1 else {}
 
     def fourway_texts(self, req: ScoreRequest) -> list[str]:
         """The group's four texts in their slots (A-D), as RewardBench 2 places them: the row's
@@ -302,6 +356,8 @@ class Protocol:
         follow-up's), or None for no value; and each call's parsed value."""
         if self.mode == "rating":
             return self._rating_value([chain[0] for chain in chains])
+        if self.mode == "pairwise" and self.spec.single_game:
+            return self._majority_value(req, chains)
         if self.mode == "pairwise":
             first, _ = self.pair_order(req)
             # JudgeBench parses a game's replies accumulated as "\n" + reply_1 + "\n" + reply_2.
@@ -317,6 +373,17 @@ class Protocol:
             return (0.0 if self.unparsed == "official" else None), [None]
         texts = self.fourway_texts(req)
         return float(texts[RB2.FOURWAY_SLOTS.index(slot)] == req.response), [slot]
+
+    def _majority_value(self, req: ScoreRequest, chains: Sequence[Sequence[ChatReply]]
+                        ) -> tuple[float | None, list[Any]]:
+        """A one-game protocol's value from its K answers
+        (:func:`~rmbench.models.judge.one_game.majority_value`) and each answer's verdict."""
+        verdicts: list[str | None] = []
+        for chain in chains:
+            verdict = None if chain[0].no_content else self.spec.parse(answer_text(chain[0], self.fidelity))
+            verdicts.append(verdict if verdict in ("A", "B") else None)
+        value = G.majority_value(req.index, verdicts, self.draws(req), self.unparsed == "official")
+        return value, list(verdicts)
 
     def _game_verdict(self, chain: Sequence[ChatReply]) -> str | None:
         """One game's decision from its replies (a follow-up's after the first), read as JudgeBench

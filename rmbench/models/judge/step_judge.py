@@ -43,7 +43,7 @@ import numpy as np
 from rmbench.models.base import PairVerdictModel, ScoreRequest
 from rmbench.models.judge.adapter import JudgeRM
 from rmbench.models.judge.client import ChatReply, ChatRequest
-from rmbench.models.judge.judge_protocol import STEP_MODES
+from rmbench.models.judge.judge_protocol import STEP_MODES, infer_mode
 from rmbench.models.judge.protocol import answer_text
 from rmbench.models.step_model import StepRequest
 from rmbench.models.steps import StepRanker, check_aggregate, problem_text, split_steps
@@ -169,7 +169,8 @@ class Judge(JudgeRM):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         try:
-            mode = inspect.signature(JudgeRM.__init__).bind(None, *args, **kwargs).arguments.get("mode")
+            arguments = inspect.signature(JudgeRM.__init__).bind(None, *args, **kwargs).arguments
+            mode = infer_mode(arguments.get("mode"), arguments.get("prompt"))
         except TypeError:  # JudgeRM itself raises the clear error
             mode = None
         built = StepJudgeRM if mode in STEP_MODES else PairwiseJudgeRM if mode == "pairwise" else JudgeRM

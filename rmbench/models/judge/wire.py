@@ -64,13 +64,18 @@ class JudgeServerError(ConfigError):
     server and the model (never the API key)."""
 
 
+MIME_FROM_NAME = "from-name"
+""":attr:`ChatRequest.image_mime`: each image labelled with the type its file name says."""
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat completion to ask for: the conversation as (role, content) pairs and the sampling."""
 
     messages: tuple[tuple[str, str], ...]
     max_tokens: int = 1024
-    temperature: float = 0.0
+    temperature: float | None = 0.0
+    """None: not sent (the server's default; Multimodal RewardBench's client sends none)."""
     seed: int | None = None
     top_logprobs: int | None = None
     top_p: float | None = None
@@ -81,6 +86,17 @@ class ChatRequest:
     """The images each message carries, one tuple per message (``()``: a text-only request). A
     message with images is sent as OpenAI content parts: its text, then each image as an
     ``image_url`` data URL, the layout both multimodal benchmarks' clients send."""
+    image_mime: str | None = None
+    """The MIME type each image's data URL is labelled with: None, the type sniffed from its bytes;
+    :data:`MIME_FROM_NAME`, guessed from its file name as Multimodal RewardBench's client does
+    (:meth:`~rmbench.core.images.Image.name_mime`); else that type for every image
+    (VL-RewardBench's client labels every image ``image/png``)."""
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Other keys an official client sends in the body, as (key, value) pairs (VL-RewardBench's
+    ``stream: false``)."""
+    sample: int = 0
+    """Which of K identical requests this is (a protocol asking one game K times with no seed): part
+    of the call key, never sent, so K samples make K calls."""
 
     def __post_init__(self) -> None:
         """Accept lists for the pairs; check every pair is two strings and the images line up."""
@@ -98,7 +114,9 @@ class ChatRequest:
         content hash (``sha256:<hex>``) instead of its bytes, the form the call cache keys."""
         body: dict[str, Any] = {"model": model, "messages": [{"role": r, "content": self._content(i, keyed)}
                                                              for i, (r, _) in enumerate(self.messages)],
-                                "max_tokens": self.max_tokens, "temperature": self.temperature}
+                                "max_tokens": self.max_tokens}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
         if self.top_p is not None:
             body["top_p"] = self.top_p
         if self.n is not None:
@@ -108,6 +126,9 @@ class ChatRequest:
         if self.top_logprobs is not None:
             body["logprobs"] = True
             body["top_logprobs"] = self.top_logprobs
+        body.update(self.extra)
+        if keyed and self.sample:
+            body["sample"] = self.sample  # the call key's only: never sent
         return body
 
     def message_images(self, i: int) -> tuple[Image, ...]:
@@ -119,8 +140,19 @@ class ChatRequest:
         if not images:
             return text
         return [{"type": "text", "text": text},
-                *({"type": "image_url", "image_url": {"url": f"sha256:{image.sha256}" if keyed else image.data_url()}}
-                  for image in images)]
+                *({"type": "image_url", "image_url": {"url": self._image_key(image) if keyed else
+                                                      image.data_url(self.mime_of(image))}} for image in images)]
+
+    def mime_of(self, image: Image) -> str:
+        """The MIME type ``image``'s data URL is labelled with (:attr:`image_mime`)."""
+        if self.image_mime is None:
+            return image.mime
+        return image.name_mime() if self.image_mime == MIME_FROM_NAME else self.image_mime
+
+    def _image_key(self, image: Image) -> str:
+        """An image in the call key: its content hash, and the type it is labelled with when a
+        protocol labels it otherwise than sniffed (the same bytes sent otherwise)."""
+        return f"sha256:{image.sha256}" + (f";{self.mime_of(image)}" if self.image_mime is not None else "")
 
     def with_messages(self, messages: tuple[tuple[str, str], ...]) -> ChatRequest:
         """The same request (sampling, images) for a conversation that extends this one's (a

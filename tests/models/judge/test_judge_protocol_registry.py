@@ -80,16 +80,18 @@ def test_the_adapter_and_protocol_name_no_protocol():
 # --- the registry ------------------------------------------------------------------------------
 
 def test_the_built_ins_are_registered_and_listed():
-    keys = ["critic/processbench", "fourway/rewardbench2", "pairwise/arena_hard", "pairwise/vanilla",
-            "rating/rewardbench2", "rating/rewardbench2_ties", "steps/rlhflow"]
+    keys = ["critic/processbench", "fourway/rewardbench2", "pairwise/arena_hard", "pairwise/mm_rewardbench",
+            "pairwise/vanilla", "pairwise/vl_rewardbench", "rating/rewardbench2", "rating/rewardbench2_ties",
+            "steps/rlhflow"]
     assert [key for key, _, origin in JP.listing() if origin == "built-in"] == keys
-    assert JP.protocol_names("pairwise") == ["arena_hard", "vanilla"]
+    assert JP.protocol_names("pairwise") == ["arena_hard", "mm_rewardbench", "vanilla", "vl_rewardbench"]
     ties = JP.judge_protocol("rating", "rewardbench2_ties")
     assert ties.official == JP.judge_protocol("rating", "rewardbench2").official and ties.scale == (1, 10)
     assert "need not consider depth" in ties.messages("q", ("a",), None)[0][1]  # the Ties prompt on every row
     result = CliRunner().invoke(app, ["models", "list"], env={"COLUMNS": "250"})
     assert result.exit_code == 0 and all(key in result.output for key in keys), result.output
-    with pytest.raises(ConfigError, match=r"neither a named pairwise protocol \(arena_hard, vanilla\).*arena_hard"):
+    with pytest.raises(ConfigError, match=r"neither a named pairwise protocol \(arena_hard, mm_rewardbench, vanilla, "
+                                          r"vl_rewardbench\).*arena_hard"):
         JP.judge_protocol("pairwise", "arena_hrd")
     with pytest.raises(RegistryError, match="duplicate judge protocol name 'pairwise/vanilla'"):
         JP.register_judge_protocol("pairwise/vanilla", JP.judge_protocol("pairwise", "vanilla"))
