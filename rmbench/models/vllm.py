@@ -56,11 +56,13 @@ class _VLLMRM(HFTokenizedModel):
     def __init__(self, model: str, runtime: Runtime | None = None, revision: str | None = None,
                  template: str = "auto", system_prompt: str | None = None, max_length: int | None = None,
                  gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
-                 truncation: Truncation | None = None) -> None:
+                 truncation: Truncation | None = None, enforce_eager: bool = False) -> None:
         import_vllm()
         super().__init__(model, runtime, revision, template, system_prompt, max_length, truncation)
+        # enforce_eager: vLLM's own switch (no torch.compile, no CUDA graphs). The scores are the
+        # same model's; on a CPU it starts the engine in about 20 s instead of about 110 s (bench/RESULTS.md).
         self.engine_args = dict(gpu_memory_utilization=gpu_memory_utilization,
-                                tensor_parallel_size=tensor_parallel_size)
+                                tensor_parallel_size=tensor_parallel_size, enforce_eager=bool(enforce_eager))
         self._llm = None
 
     @property
@@ -115,11 +117,11 @@ class VLLMImplicitRM(_VLLMRM, CompositeModel):
     def __init__(self, model: str, ref: str | None = None, beta: float = 1.0, runtime: Runtime | None = None,
                  revision: str | None = None, template: str = "auto", system_prompt: str | None = None,
                  max_length: int | None = None, gpu_memory_utilization: float = 0.9, tensor_parallel_size: int = 1,
-                 truncation: Truncation | None = None) -> None:
+                 truncation: Truncation | None = None, enforce_eager: bool = False) -> None:
         # Every argument named (none through **kwargs), so a misspelt one is refused, naming these.
         shared: dict[str, Any] = dict(revision=revision, template=template, system_prompt=system_prompt,
                                       max_length=max_length, gpu_memory_utilization=gpu_memory_utilization,
-                                      tensor_parallel_size=tensor_parallel_size)
+                                      tensor_parallel_size=tensor_parallel_size, enforce_eager=enforce_eager)
         super().__init__(model, runtime, truncation=truncation, **shared)
         self.beta = float(beta)
         self.reference = (VLLMImplicitRM(ref, runtime=runtime, truncation=truncation, **shared) if ref is not None

