@@ -24,15 +24,13 @@ Each family runs its two official scripts at once, beside rmbench's runs, once p
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from pathlib import Path
 
 import pytest
 
-from rmbench.scoring.runner import EvalConfig, evaluate  # noqa: E402
 from tests.support import conformance_replies as C  # noqa: E402
+from tests.support.judge_runs import Run, run_rmbench  # noqa: E402
+from tests.support.judge_runs import sent_with_key as sent  # noqa: E402
 from tests.support.judge_server import ScriptedServer  # noqa: E402
 
 pytestmark = pytest.mark.conformance
@@ -50,42 +48,6 @@ TIES_LINE = "but need not consider depth or level of detail"  # only the Ties ra
 def server():
     with ScriptedServer(reply=C.reply) as s:
         yield s
-
-
-def sent(server: ScriptedServer, key: str) -> list[dict]:
-    """The chat request bodies sent with ``key``."""
-    want = f"Bearer {key}"
-    return [r["body"] for r in server.requests if r["path"].endswith("/chat/completions")
-            and {k.lower(): v for k, v in r["headers"].items()}.get("authorization") == want]
-
-
-class Run:
-    """One rmbench run: its folder, results.json, judgments and the bodies it sent."""
-
-    def __init__(self, folder: Path, server: ScriptedServer, key: str) -> None:
-        self.folder = folder
-        self.results = json.loads((folder / "results.json").read_text())
-        self.judgments = [json.loads(line) for line in (folder / "judgments.jsonl").read_text().splitlines()]
-        self.bodies = sent(server, key)
-
-    def scores(self, metric: str) -> dict[str | None, float]:
-        (task,) = self.results["tasks"]
-        return {m["subset"]: m["value"] for m in task["metrics"] if m["metric"] == metric}
-
-
-def run_rmbench(server: ScriptedServer, tmp: Path, name: str, model: str, task: str, data: Path, **args) -> Run:
-    """``--model judge:MODEL`` on ``task`` with only ``args`` set (and the server, and a key of its
-    own so the server's log tells this run apart; a fresh call cache, so every call is made)."""
-    var, key = f"RMBENCH_CONFORMANCE_KEY_{name.upper()}", f"sk-rmbench-{name}"
-    os.environ[var] = key
-    try:
-        cfg = EvalConfig(model=f"judge:{model}", model_args=(("base_url", server.base_url), ("api_key_env", var),
-                                                             *args.items()),
-                         tasks=(task,), data=((task, str(data)),), n_bootstrap=0, cache_dir=str(tmp / "cache" / name))
-        evaluate(cfg, out_dir=tmp / name)
-    finally:
-        os.environ.pop(var, None)
-    return Run(tmp / name, server, key)
 
 
 def assert_same_requests(official: list[dict], ours: list[dict]) -> None:

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
 
-from rmbench.scoring.runner import EvalConfig, evaluate
 from tests.support import multimodal_official as M
+from tests.support.judge_runs import run_rmbench, sent
 from tests.support.judge_server import ScriptedServer
 
 pytestmark = pytest.mark.conformance
@@ -46,35 +44,6 @@ K_POSITION = 5
 def server():
     with ScriptedServer(reply=M.reply) as s:
         yield s
-
-
-def _headers(request: dict) -> dict:
-    return {k.lower(): v for k, v in request["headers"].items()}
-
-
-def sent(server: ScriptedServer, header: str, value: str) -> list[dict]:
-    """The chat request bodies sent with ``header: value`` (OpenAI's ``authorization``, Azure's ``api-key``)."""
-    return [r["body"] for r in server.requests if r["path"].split("?")[0].endswith("/chat/completions")
-            and _headers(r).get(header) == value]
-
-
-def run_rmbench(server: ScriptedServer, tmp: Path, name: str, model: str, task: str, data: Path, **args) -> dict:
-    """``--model judge:MODEL`` on ``task`` with only ``args`` set, a key of its own and a fresh call
-    cache; its results, judgments and the bodies it sent."""
-    var, key = f"RMBENCH_MM_CONFORMANCE_KEY_{name.upper()}", f"sk-rmbench-{name}"
-    os.environ[var] = key
-    try:
-        cfg = EvalConfig(model=f"judge:{model}", model_args=(("base_url", server.base_url), ("api_key_env", var),
-                                                             *args.items()),
-                         tasks=(task,), data=((task, str(data)),), n_bootstrap=0, cache_dir=str(tmp / "cache" / name))
-        evaluate(cfg, out_dir=tmp / name)
-    finally:
-        os.environ.pop(var, None)
-    results = json.loads((tmp / name / "results.json").read_text())
-    (record,) = results["tasks"]
-    return {"scores": {m["subset"]: m["value"] for m in record["metrics"] if m["metric"] == f"{task}_score"},
-            "judgments": [json.loads(x) for x in (tmp / name / "judgments.jsonl").read_text().splitlines()],
-            "bodies": sent(server, "authorization", f"Bearer {key}"), "results": results}
 
 
 def assert_scores(official: dict, ours: dict) -> None:
@@ -113,7 +82,7 @@ def vlrb(server, tmp_path_factory):
 
 @pytest.mark.skipif(VLRB_REASON is not None, reason=VLRB_REASON or "")
 def test_vlrb_requests_equal_inference_hf_for_the_same_order(vlrb):
-    official, ours = vlrb["official_bodies"], vlrb["ours"]["bodies"]
+    official, ours = vlrb["official_bodies"], vlrb["ours"].bodies
     n_items = len(vlrb["rows"])
     assert len(official) == len(ours) == K * n_items  # K samples per item, each its own call
     assert {tuple(sorted(b)) for b in official} == {
@@ -139,9 +108,9 @@ def test_vlrb_requests_equal_inference_hf_for_the_same_order(vlrb):
 @pytest.mark.skipif(VLRB_REASON is not None, reason=VLRB_REASON or "")
 def test_vlrb_scores_equal_cal_py_on_inference_hf_outputs(vlrb):
     official = M.cal_scores(VLRB_DIR, vlrb["records"], vlrb["tmp"], K)
-    assert_scores(official, vlrb["ours"]["scores"])
+    assert_scores(official, vlrb["ours"].scores("vl_rewardbench_score"))
     # the draws are recorded: every sample's order and its official random_number
-    samples = [j for j in vlrb["ours"]["judgments"] if j["response_index"] == 0]
+    samples = [j for j in vlrb["ours"].judgments if j["response_index"] == 0]
     assert len(samples) == K * len(vlrb["rows"]) and {j["draw"] for j in samples} == {0, 1}
     assert all(j["order"] == ("AB" if j["draw"] == 0 else "BA") for j in samples)
 
@@ -165,14 +134,14 @@ def test_vlrb_majority_over_k_equals_cal_py_on_rmbench_draws(server, vlrb):
     parquet = M.write_parquet(tmp / "position" / "test-00000-of-00001.parquet", rows)
     ours = run_rmbench(server, tmp, "vlrb_position", M.VLRB_MODEL, "vl_rewardbench", parquet,
                        prompt="vl_rewardbench", n=K_POSITION)
-    records = inference_records(rows, ours["judgments"])
+    records = inference_records(rows, ours.judgments)
     assert len(records) == K_POSITION * len(rows)
     picks = defaultdict(set)
-    for j in ours["judgments"]:
+    for j in ours.judgments:
         if j["response_index"] == 0 and j["parsed"] is not None:
             picks[j["group_id"]].add(j["parsed"] == ("A" if j["order"] == "AB" else "B"))
     assert any(len(p) == 2 for p in picks.values())  # some item's samples pick both responses
-    assert_scores(M.cal_scores(VLRB_DIR, records, tmp, K_POSITION), ours["scores"])
+    assert_scores(M.cal_scores(VLRB_DIR, records, tmp, K_POSITION), ours.scores("vl_rewardbench_score"))
 
 
 # ============================================================================================
@@ -196,7 +165,7 @@ def mmrb(server, tmp_path_factory):
 
 @pytest.mark.skipif(MMRB_REASON is not None, reason=MMRB_REASON or "")
 def test_mmrb_requests_equal_the_official_judge_script(mmrb):
-    official, ours = mmrb["official_bodies"], mmrb["ours"]["bodies"]
+    official, ours = mmrb["official_bodies"], mmrb["ours"].bodies
     assert len(official) == len(mmrb["rows"])  # one game per item
     assert {tuple(sorted(b)) for b in official} == {("max_tokens", "messages", "model")}  # no temperature
     a, b = Counter(map(canonical, official)), Counter(map(canonical, ours))
@@ -210,7 +179,7 @@ def test_mmrb_requests_equal_the_official_judge_script(mmrb):
 @pytest.mark.skipif(MMRB_REASON is not None, reason=MMRB_REASON or "")
 def test_mmrb_scores_equal_2_get_accuracy_on_the_official_answers(mmrb):
     official = M.mmrb_accuracy(MMRB_DIR, mmrb["answers"], mmrb["tmp"])
-    ours = {("all" if k is None else k): v for k, v in mmrb["ours"]["scores"].items()}
+    ours = {("all" if k is None else k): v for k, v in mmrb["ours"].scores("mm_rewardbench_score").items()}
     assert_scores(official, ours)
-    unparsed = [j for j in mmrb["ours"]["judgments"] if j["response_index"] == 0 and j["parsed"] is None]
+    unparsed = [j for j in mmrb["ours"].judgments if j["response_index"] == 0 and j["parsed"] is None]
     assert len(unparsed) >= 3  # the seeded coin decides several items, in file order, as the script's does
