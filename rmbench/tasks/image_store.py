@@ -7,11 +7,18 @@ perturbation's label, the seed, the group's id, the image's position, Pillow's v
 :data:`PERTURBATION_VERSION`) names the result and what was drawn, so reading the task again (a
 second run, ``rmbench compare``, a resumed run) does not perturb every image again. A record whose
 image is missing or no longer has its hash is made again.
+
+A perturbed image is named for the bytes it now holds: its original's stem (the content hash for
+an original with no file name) and the extension of its new type (``0.jpg`` perturbed to PNG is
+``0.png``; ``jpeg:Q`` writes ``.jpg``), so a judge protocol that labels an image by its file
+name's type (``prompt=mm_rewardbench``, as Multimodal RewardBench's client) labels it truly.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
 from rmbench.core.canonical import canonical_json, sha256_hex
 from rmbench.core.images import Image
@@ -60,7 +67,7 @@ def perturbed_image(image: Image, perturbation: Perturbation, seed: int, group_i
     record = user_cache_dir() / "image_shift" / "made" / key[:2] / f"{key}.json"
     kept = _kept(record)
     if kept is not None:
-        return kept
+        return _named(kept[0], image), kept[1]
     data, done = perturb_bytes(image.read_bytes(), perturbation, perturbation_rng(seed, group_id, perturbation.label,
                                                                                  position))
     new = stored_image(data)
@@ -70,7 +77,19 @@ def perturbed_image(image: Image, perturbation: Perturbation, seed: int, group_i
                                                   "drawn": [list(d) for d in done.drawn]}))
         except RMBenchError:
             pass  # a cache that cannot be written only costs the next reading the work again
-    return new, done
+    return _named(new, image), done
+
+
+def _named(new: Image, original: Image) -> Image:
+    """``new`` named by ``original``'s stem (its content hash when it has no name) and the
+    extension of ``new``'s own type (module doc)."""
+    stem = Path(original.name).stem if original.name else new.sha256
+    return replace(new, name=stem + _suffix(new.mime))
+
+
+def _suffix(mime: str) -> str:
+    """The file extension of a perturbation's output type."""
+    return {"image/png": ".png", "image/jpeg": ".jpg"}.get(mime, ".img")
 
 
 def _kept(record_path) -> tuple[Image, Applied] | None:
@@ -88,8 +107,7 @@ def stored_image(data: bytes) -> Image:
     """A perturbed image, written once under the user cache (``image_shift/``, by its content
     hash) and read from there; its bytes held in memory where the cache cannot be written."""
     held = Image.from_bytes(data)
-    suffix = {"image/png": ".png", "image/jpeg": ".jpg"}.get(held.mime, ".img")
-    path = user_cache_dir() / "image_shift" / held.sha256[:2] / f"{held.sha256}{suffix}"
+    path = user_cache_dir() / "image_shift" / held.sha256[:2] / f"{held.sha256}{_suffix(held.mime)}"
     try:
         if not path.is_file() or path.stat().st_size != len(data):
             atomic_write_bytes(path, data)

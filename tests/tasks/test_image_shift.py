@@ -22,6 +22,8 @@ from rmbench.core.images import Image
 from rmbench.core.prompts import Message, prompt_images
 from rmbench.core.types import ComparisonGroup, data_fingerprint
 from rmbench.errors import ConfigError, DataError
+from rmbench.models.base import ScoreRequest
+from rmbench.models.judge.protocol import Protocol
 from rmbench.results.statistics.summary import summarize
 from rmbench.scoring.runner import EvalConfig, evaluate
 from rmbench.tasks.base import Task, units_by_source
@@ -472,3 +474,44 @@ def test_any_multimodal_base_multimodal_rewardbench(tmp_path):
     for o, c in zip(originals, copies):
         assert c.responses == o.responses and prompt_images(c.prompt) != prompt_images(o.prompt)
         assert set(o.meta_dict) < set(c.meta_dict)
+
+
+@pytest.mark.parametrize("kept_on_disk", [True, False])
+def test_a_perturbed_image_is_named_for_the_bytes_it_now_holds(tmp_path, monkeypatch, kept_on_disk):
+    """prompt=mm_rewardbench labels an image with the type its file name says, as the official
+    client does: a perturbed copy is named by its original's stem and the extension of its new
+    bytes (PNG from most perturbations, JPEG from jpeg:Q), kept on disk, held in memory or read
+    again, so the label is what is sent; an original keeps its own name."""
+    from tests.tasks.test_mm_rewardbench import write_folder as write_mm_folder
+
+    if not kept_on_disk:
+        (tmp_path / "a_file").write_text("not a folder")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a_file"))
+    folder = write_mm_folder(tmp_path / "mmrb")  # images/sub/0.png, images/sub/1.jpg, ...
+    judge = Protocol.make("pairwise", "mm_rewardbench", None, None, None, None, None, None)
+
+    def labels(groups: list[ComparisonGroup]) -> dict[str, tuple[str, str, str]]:
+        out = {}
+        for g in groups[:6]:
+            (image,) = prompt_images(g.prompt)
+            assert (image.source == "") == (not kept_on_disk) or g.shift is None
+            assert Image.from_ref(image.to_json(sources=True)).name == image.name  # the wire form keeps it
+            (call,), _ = judge.calls(ScoreRequest(g.prompt, g.responses[0], g.id, 0, context=(g.responses[1],)))
+            url = call.body("gpt-4o")["messages"][0]["content"][1]["image_url"]["url"]
+            out[g.id] = (image.name, url[:url.index(";")], image.mime)
+        return out
+
+    def read() -> list[ComparisonGroup]:
+        return list(ImageShiftTask(base="mm_rewardbench", path=str(folder), perturbations=["png", "jpeg:75"]).groups())
+
+    expected = {
+        "nocaps_1": ("0.png", "data:image/png", "image/png"),
+        "nocaps_1@png": ("0.png", "data:image/png", "image/png"),
+        "nocaps_1@jpeg:75": ("0.jpg", "data:image/jpeg", "image/jpeg"),
+        "visitbench_2": ("1.jpg", "data:image/jpeg", "image/jpeg"),  # the original: official-equal
+        "visitbench_2@png": ("1.png", "data:image/png", "image/png"),
+        "visitbench_2@jpeg:75": ("1.jpg", "data:image/jpeg", "image/jpeg"),
+    }
+    assert labels(read()) == expected
+    assert labels(read()) == expected  # read again: from the kept results where they were written
+

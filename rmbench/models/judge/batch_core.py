@@ -1,8 +1,10 @@
 """The provider-independent half of batch execution (the design is in
 :mod:`rmbench.models.judge.batch`): the outcome and the per-line result types, the base
 :class:`BatchExecutor` (argument checks, handing results to the caller, the synchronous retry of
-what failed) and :func:`read_lines`, the reader of result files that never lets one bad line
-end the run. The loop of a batch run on a server is :mod:`rmbench.models.judge.batch_remote`.
+what failed), :func:`read_lines`, the reader of result files that never lets one bad line
+end the run, and how a management call fails (:class:`Gone`, :class:`FailedInPassing`) and
+waits between its tries (:class:`Backoff`). The loop of a batch run on a server is
+:mod:`rmbench.models.judge.batch_remote`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import math
 import re
 import sys
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,6 +26,7 @@ from rmbench.models.judge.wire import ChatReply, ChatRequest, JudgeServerError, 
 OnReply = Callable[[int, ChatReply], None]
 Answered = Callable[[Sequence[str]], set[str]]
 CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what both OpenAI and Anthropic accept as a custom_id
+PASSING = (408, 409, 425, 429)  # besides 5xx: statuses of a call that failed in passing
 
 
 @dataclass
@@ -265,3 +269,38 @@ def _custom_id_in(line: str) -> str:
     """The ``custom_id`` a result line names, found in its text ("" when none is)."""
     m = re.search(r'"custom_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"', line)
     return m.group(1) if m else ""
+
+
+class Gone(Exception):
+    """The server does not know the batch (404 on its status)."""
+
+
+class FailedInPassing(Exception):
+    """A call that failed in passing (``retry=False``): ``detail`` and the server's Retry-After."""
+
+    def __init__(self, detail: str, wait: float | None) -> None:
+        super().__init__(detail)
+        self.detail, self.wait = detail, wait
+
+
+class Backoff:
+    """The waits between tries of a call that fails in passing: ``first`` seconds, doubling up to
+    ``cap``, never less than the server's Retry-After; None once the failures have lasted
+    ``outage`` seconds."""
+
+    def __init__(self, first: float, cap: float, outage: float) -> None:
+        self.first, self.cap, self.outage = first, cap, outage
+        self.started: float | None = None
+        self.tries = 0
+
+    def next(self, server_wait: float | None) -> float | None:
+        """The seconds to wait before the next try; None: give up."""
+        now = time.monotonic()
+        self.started = now if self.started is None else self.started
+        wait = max(min(self.cap, self.first * 2 ** min(self.tries, 30)), server_wait or 0.0)
+        self.tries += 1
+        return None if now + wait - self.started > self.outage else wait
+
+    def failing_for(self) -> float:
+        """Seconds since the first failure."""
+        return 0.0 if self.started is None else time.monotonic() - self.started

@@ -43,53 +43,21 @@ from rmbench.core.progress import progress_line
 from rmbench.errors import ConfigError
 from rmbench.files import LockWaitExpired, atomic_write_text, waiting_lock
 from rmbench.models.judge.batch_core import (
+    PASSING,
     Answered,
+    Backoff,
     BatchExecutor,
     BatchOutcome,
     BatchStatus,
+    FailedInPassing,
+    Gone,
     LineResult,
     OnReply,
 )
 from rmbench.models.judge.transfer import Deadline
 from rmbench.models.judge.wire import ChatRequest, one_line, retry_after, server_message
 
-PASSING = (408, 409, 425, 429)  # besides 5xx: statuses of a call that failed in passing
 MIN_RATE = 100_000  # bytes/s: an answer's whole-read deadline grows by 1 s per this many bytes received
-
-
-class Gone(Exception):
-    """The server does not know the batch (404 on its status)."""
-
-
-class FailedInPassing(Exception):
-    """A call that failed in passing (``retry=False``): ``detail`` and the server's Retry-After."""
-
-    def __init__(self, detail: str, wait: float | None) -> None:
-        super().__init__(detail)
-        self.detail, self.wait = detail, wait
-
-
-class Backoff:
-    """The waits between tries of a call that fails in passing: ``first`` seconds, doubling up to
-    ``cap``, never less than the server's Retry-After; None once the failures have lasted
-    ``outage`` seconds."""
-
-    def __init__(self, first: float, cap: float, outage: float) -> None:
-        self.first, self.cap, self.outage = first, cap, outage
-        self.started: float | None = None
-        self.tries = 0
-
-    def next(self, server_wait: float | None) -> float | None:
-        """The seconds to wait before the next try; None: give up."""
-        now = time.monotonic()
-        self.started = now if self.started is None else self.started
-        wait = max(min(self.cap, self.first * 2 ** min(self.tries, 30)), server_wait or 0.0)
-        self.tries += 1
-        return None if now + wait - self.started > self.outage else wait
-
-    def failing_for(self) -> float:
-        """Seconds since the first failure."""
-        return 0.0 if self.started is None else time.monotonic() - self.started
 
 
 class RemoteBatch(BatchExecutor):

@@ -176,7 +176,7 @@ def test_polling_honours_retry_after_through_a_429_storm(tmp_path, capsys):
 
 
 def test_backoff_doubles_to_its_cap():
-    from rmbench.models.judge.batch_remote import Backoff
+    from rmbench.models.judge.batch_core import Backoff
 
     b = Backoff(1.0, 8.0, 1e9)
     assert [b.next(None) for _ in range(6)] == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
