@@ -58,9 +58,15 @@ SERVERS = ("transformers serve", "vllm serve")
 """A block that starts a judge's server runs in the server tier (tests/models/judge/test_judge_serve.py), whole."""
 
 
+EXAMPLE_SCRIPT = re.compile(r"^python examples/[\w-]+\.py(\s|$)")
+"""A tutorial line that runs one of the shipped example scripts (``python examples/make_tiny_vlm.py ...``):
+replayed in order with the ``rmbench`` commands, by the test's Python."""
+
+
 def using_it_commands() -> list[list[str]]:
-    """Every offline ``rmbench`` command of the tutorials' bash blocks, in order (a block that
-    starts a server is left out whole: tests/models/judge/test_judge_serve.py runs it with its server)."""
+    """Every offline ``rmbench`` command of the tutorials' bash blocks, and every ``python examples/X.py``
+    line (a script that writes what a later command reads), in order (a block that starts a server
+    is left out whole: tests/models/judge/test_judge_serve.py runs it with its server)."""
     out = []
     for page in tutorial_pages():
         for block in shell_blocks(page.read_text(encoding="utf-8")):
@@ -69,7 +75,8 @@ def using_it_commands() -> list[list[str]]:
                 continue
             for line in block.splitlines():
                 line = line.split("  #")[0].strip()
-                if line.startswith("rmbench ") and not any(marker in line for marker in NOT_OFFLINE):
+                runnable = line.startswith("rmbench ") or EXAMPLE_SCRIPT.match(line)
+                if runnable and not any(marker in line for marker in NOT_OFFLINE):
                     out.append(shlex.split(line))
     return out
 
@@ -113,6 +120,9 @@ def test_every_example_writes_under_runs():
     assert len(written) >= 15, written
     for where in written:
         assert where[2].startswith("runs/"), where
+    scripts = [c for c in using_it_commands() if c[0] == "python"]  # an example script's output path, too
+    for command in scripts:
+        assert all(a.startswith("runs/") for a in command[2:] if "/" in a), command
     defaults = ["runs/x/results.json", "plots/x.png", "export/x.json"]  # eval's, plot's and export's default folders
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *defaults], cwd=REPO, capture_output=True, text=True)
     if ignored.returncode != 128:  # 128: no git checkout here
@@ -120,10 +130,11 @@ def test_every_example_writes_under_runs():
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    assert args[0] == "rmbench"
+    """An ``rmbench ...`` command, or a ``python examples/X.py ...`` line, run by this Python in ``cwd``."""
+    assert args[0] == "rmbench" or EXAMPLE_SCRIPT.match(shlex.join(args)), args
     env = {**os.environ, "COLUMNS": "200"}
-    result = subprocess.run([sys.executable, "-m", "rmbench", *args[1:]], cwd=cwd, env=env, capture_output=True,
-                            text=True, timeout=1200)
+    argv = [sys.executable, "-m", "rmbench", *args[1:]] if args[0] == "rmbench" else [sys.executable, *args[1:]]
+    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, f"{shlex.join(args)}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
@@ -190,6 +201,10 @@ def test_readme_commands_in_order_keep_the_quick_start_results(tmp_path):
     assert len(list((runs / "export").glob("*.json"))) == 2
     polite = [json.loads(line) for line in (runs / "polite.jsonl").read_text().splitlines()]
     assert (runs / "report.html").is_file()
+    # the tiny VLM that examples/make_tiny_vlm.py built, scored under image shift
+    tiny = json.loads((runs / "tiny-vlm-shift" / "results.json").read_text())
+    assert {m["subset"] for m in tiny["tasks"][0]["metrics"] if m["metric"] == "image_specificity"} >= {
+        None, "jpeg:75", "crop:0.1"}
     persona = json.loads((runs / "trained_ex__persona" / "results.json").read_text())
     assert persona["tasks"][0]["args"].get("part") == "held_out"
     shift = json.loads((runs / "trained_im__token_shift_sample__limit16" / "results.json").read_text())

@@ -5,73 +5,42 @@ sequence-classification class, so a reward head is the linear head) and Gemma 3 
 :func:`tests.support.tiny_models.build_tokenizer` with the architecture's image tokens added, the
 image processor at 28x28 pixels and a ChatML-like chat template that places each image's token.
 
+The Idefics3 builder, the linear head, the sizes and the template are those of
+``examples/make_tiny_vlm.py`` (the multimodal tutorial's tiny VLM, there on SmolLM2's tokenizer):
+one copy, which the tests thus also check.
+
 Qwen2-VL was the first choice: its processor needs a video processor, which needs torchvision
 (not installed here), so Idefics3 stands in."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from tests.support.tiny_models import build_tokenizer
 
-TEMPLATE = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-            "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-            "{% for part in message['content'] %}{% if part['type'] == 'image' %}IMAGE"
-            "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
-            "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-
-TEXT = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=1024, tie_word_embeddings=False)
-VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=28,
-              patch_size=7)
+REPO = Path(__file__).resolve().parents[2]
 
 
-def _spread(model, seed: int) -> None:
-    """Random init gives near-uniform outputs; spread the weights so that rewards (and the image's
-    effect on them) differ clearly."""
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1 and not p.any():  # Gemma 3 initialises its image projection to zeros
-                p.copy_(torch.randn(p.shape, generator=g) * 0.5)
-            elif p.dim() > 1:
-                p.mul_(4.0)
+def _example():
+    """``examples/make_tiny_vlm.py``, the one builder of tiny Idefics3 checkpoints (the tutorial's and
+    these), loaded from its file (examples/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("make_tiny_vlm", REPO / "examples" / "make_tiny_vlm.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _save(model, processor, folder: Path) -> Path:
-    model.eval()
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+tiny_vlm = _example()
+TEMPLATE, TEXT, VISION = tiny_vlm.TEMPLATE, tiny_vlm.TEXT, tiny_vlm.VISION
+linear_head = tiny_vlm.linear_head
 
 
 def idefics3(root: Path, seed: int = 0) -> Path:
-    """Idefics3ForConditionalGeneration (a Llama text model, one 28x28 image = 4 image tokens)."""
-    import torch
-    from transformers import (
-        Idefics3Config,
-        Idefics3ForConditionalGeneration,
-        Idefics3ImageProcessorPil,
-        Idefics3Processor,
-    )
-
-    tok = build_tokenizer()
-    tok.add_special_tokens({"additional_special_tokens": ["<fake_token_around_image>", "<image>",
-                                                          "<end_of_utterance>", "<global-img>"]})
-    processor = Idefics3Processor(
-        image_processor=Idefics3ImageProcessorPil(size={"longest_edge": 28}, max_image_size={"longest_edge": 28},
-                                                  do_image_splitting=False),
-        tokenizer=tok, image_seq_len=4, chat_template=TEMPLATE.replace("IMAGE", "<image>"))
-    config = Idefics3Config(text_config=dict(model_type="llama", vocab_size=len(tok), pad_token_id=tok.pad_token_id,
-                                             **TEXT),
-                            vision_config=VISION, scale_factor=2, image_token_id=tok.convert_tokens_to_ids("<image>"),
-                            tie_word_embeddings=False, pad_token_id=tok.pad_token_id)
-    torch.manual_seed(seed)
-    model = Idefics3ForConditionalGeneration(config)
-    _spread(model, seed)
-    return _save(model, processor, root / f"idefics3-{seed}")
+    """Idefics3ForConditionalGeneration (a Llama text model, one 28x28 image = 4 image tokens), built by
+    ``examples/make_tiny_vlm.py`` on the test tokenizer."""
+    return tiny_vlm.idefics3(root / f"idefics3-{seed}", build_tokenizer(), seed)
 
 
 def gemma3(root: Path, head: str, seed: int = 0) -> Path:
@@ -106,18 +75,8 @@ def gemma3(root: Path, head: str, seed: int = 0) -> Path:
                           num_labels=1, pad_token_id=tok.pad_token_id)
     torch.manual_seed(seed)
     model = Gemma3ForSequenceClassification(config) if head == "seqcls" else Gemma3ForConditionalGeneration(config)
-    _spread(model, seed)
-    return _save(model, processor, root / f"gemma3-{head}-{seed}")
-
-
-def linear_head(path: Path, hidden: int = 32, seed: int = 0) -> Path:
-    """A head file for the ``linear`` kind: ``weight`` (H,) and ``bias``."""
-    import torch
-    from safetensors.torch import save_file
-
-    g = torch.Generator().manual_seed(seed)
-    save_file({"weight": torch.randn(hidden, generator=g), "bias": torch.tensor([0.25])}, str(path))
-    return path
+    tiny_vlm.spread(model, seed)
+    return tiny_vlm.save(model, processor, root / f"gemma3-{head}-{seed}")
 
 
 def png(path: Path, seed: int, size: tuple[int, int] = (20, 30)) -> Path:
