@@ -4,7 +4,9 @@ no test extra, no accelerate (the embedded GGUF converts without it).
 
 The install commands are read from README.md itself, so the Quick start and this test cannot
 drift apart. Slow (a few minutes: it installs torch and the core dependencies, from pip's
-cache where it has them) and needs the package registry; marked ``slow``.
+cache where it has them) and needs the package registry; marked ``slow``, and in the ``tutorial``
+tier with the README's other replay (tests/docs/test_readme.py): ``pytest -m tutorial``, which
+``.ci/run`` runs in its second lane beside the suite.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from tests.docs.test_readme import _bash_blocks
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.slow, pytest.mark.real_model]
+pytestmark = [pytest.mark.slow, pytest.mark.real_model, pytest.mark.tutorial]
 
 
 def quick_start_steps() -> list[list[str]]:
