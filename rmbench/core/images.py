@@ -50,8 +50,12 @@ def sniff_mime(data: bytes, name: str = "") -> str:
     for signature, mime in _SIGNATURES:
         if data.startswith(signature):
             return mime
-    guessed = mimetypes.guess_type(name)[0] if name else None
-    return guessed or "application/octet-stream"
+    return mime_from_name(name)
+
+
+def mime_from_name(name: str) -> str:
+    """The type ``name``'s extension says (``mimetypes.guess_type``), else ``application/octet-stream``."""
+    return (mimetypes.guess_type(name)[0] if name else None) or "application/octet-stream"
 
 
 def _sha256(data: bytes) -> str:
@@ -184,7 +188,7 @@ class Image:
         """The type the file name's extension says (``mimetypes.guess_type``), else
         ``application/octet-stream``, as Multimodal RewardBench's client labels an image (not its
         bytes' type: a ``.jpg`` holding PNG bytes is ``image/jpeg`` there)."""
-        return (mimetypes.guess_type(self.name)[0] if self.name else None) or "application/octet-stream"
+        return mime_from_name(self.name)
 
     def data_url(self, mime: str | None = None) -> str:
         """``data:<mime>;base64,<bytes>``, the form OpenAI-compatible servers take; ``mime``

@@ -109,9 +109,9 @@ def stored_image(data: bytes) -> Image:
     held = Image.from_bytes(data)
     path = user_cache_dir() / "image_shift" / held.sha256[:2] / f"{held.sha256}{_suffix(held.mime)}"
     try:
-        if not path.is_file() or path.stat().st_size != len(data):
+        if not path.is_file() or Image.from_file(path) != held:  # absent, or damaged: (re)written
             atomic_write_bytes(path, data)
-        image = Image.from_file(path)
     except (ValueError, OSError, RMBenchError):
         return held
-    return image if image == held else held  # a file changed under us: keep the bytes held
+    # Read from the file from now on (Image.read_bytes checks its hash on every read).
+    return replace(held, source=str(path.resolve()), data=None, name=path.name)

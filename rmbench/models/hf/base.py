@@ -266,19 +266,15 @@ class HFRewardModel(HFWeights, StochasticModel):
             hidden = shared_prefix_hidden(self.backbone, enc.input_ids, enc.attention_mask, enc.shared, self.device)
             if hidden is not None:
                 return hidden
-        if enc.pixels is not None:  # positions from the model's own rule (right padding; Qwen-VL's M-RoPE),
-            # the pixels in the weights' dtype
-            with torch.inference_mode():
-                out = self.backbone(input_ids=enc.input_ids.to(self.device),
-                                    attention_mask=enc.attention_mask.to(self.device),
-                                    **{k: v.to(self.device, self.model.dtype) if v.is_floating_point()
-                                       else v.to(self.device) for k, v in enc.pixels.items()},
-                                    **no_kv_cache(self.backbone))
-            return out.last_hidden_state
+        # With images: the pixels in the weights' dtype, and positions from the model's own rule (right
+        # padding; Qwen-VL's M-RoPE) rather than ours.
+        extra = ({"position_ids": enc.position_ids.to(self.device)} if enc.pixels is None else
+                 {k: v.to(self.device, self.model.dtype) if v.is_floating_point() else v.to(self.device)
+                  for k, v in enc.pixels.items()})
         with torch.inference_mode():
             out = self.backbone(input_ids=enc.input_ids.to(self.device),
-                                attention_mask=enc.attention_mask.to(self.device),
-                                position_ids=enc.position_ids.to(self.device), **no_kv_cache(self.backbone))
+                                attention_mask=enc.attention_mask.to(self.device), **extra,
+                                **no_kv_cache(self.backbone))
         return out.last_hidden_state
 
     def score(self, batch: Sequence[ScoreRequest]) -> np.ndarray:

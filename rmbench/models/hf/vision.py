@@ -180,7 +180,9 @@ class VisionFront:
 
         rendered = [self.render(self.messages(r.prompt, None if texts is None else texts[i]),
                                 None if texts is not None else r.response) for i, r in enumerate(batch)]
-        images = [[open_image(image) for image in prompt_images(r.prompt)] for r in batch]
+        opened: dict[str, Any] = {}  # each image decoded once a batch (a group's responses share its prompt)
+        images = [[opened[i.sha256] if i.sha256 in opened else opened.setdefault(i.sha256, open_image(i))
+                   for i in prompt_images(r.prompt)] for r in batch]
         fulls = [full for _, full in rendered]
         kwargs: dict[str, Any] = {"images": images} if any(images) else {}
         out = self.processor(text=fulls, padding=True, return_tensors="pt", add_special_tokens=False, **kwargs)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from rmbench.core import mm_rewardbench as MM
 from rmbench.models.judge.judge_protocol import Messages
 
 VLRB_PROMPT = ''' You are a highly capable multimodal AI assistant tasked with evaluating answers to visual questions. \
@@ -97,7 +98,7 @@ def vlrb_verdict(reply: str) -> str | None:
     number other than 1 or 2 is None here; ``cal.py`` counts it "agree" whatever the labels (it
     only checks that the rejected answer was not named), which no reward can say."""
     number = vlrb_answer(reply)
-    return {1: "A", 2: "B"}.get(number) if number is not None else None
+    return None if number is None else {1: "A", 2: "B"}.get(number)
 
 
 def mmrb_messages(question: str, answer_a: str, answer_b: str) -> Messages:
@@ -107,9 +108,6 @@ def mmrb_messages(question: str, answer_a: str, answer_b: str) -> Messages:
 
 def mmrb_verdict(reply: str) -> str | None:
     """``2_get_accuracy.py``'s ``extract_judgment`` without its random draw: ``"A"`` if ``[[A]]``
-    is in the reply, else ``"B"`` if ``[[B]]`` is, else None."""
-    if "[[A]]" in reply:
-        return "A"
-    if "[[B]]" in reply:
-        return "B"
-    return None
+    is in the reply, else ``"B"`` if ``[[B]]`` is, else None
+    (:func:`rmbench.core.mm_rewardbench.verdict_of_reply`)."""
+    return {MM.A: "A", MM.B: "B"}.get(MM.verdict_of_reply(reply))

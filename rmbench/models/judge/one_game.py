@@ -15,6 +15,7 @@ from typing import Any
 
 from rmbench.core.prompts import prompt_images
 from rmbench.core.types import Prompt
+from rmbench.core.vl_rewardbench import majority
 from rmbench.errors import ConfigError
 from rmbench.models.base import ScoreRequest
 
@@ -67,5 +68,4 @@ def majority_value(index: int, verdicts: Sequence[str | None], sample_draws: Seq
     k = len(verdicts) if count_unparsed else mine + other
     if k == 0:
         return None
-    v = 1 if mine > k / 2 else -1 if other > k / 2 else 0
-    return 0.5 * v + 0.0
+    return 0.5 * int(majority(mine, other, k)) + 0.0  # cal.py's rule: AGREE 1, REJECT -1, NO_VERDICT 0
