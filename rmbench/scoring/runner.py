@@ -140,10 +140,9 @@ def _task_result(t: LoadedTask, rewards: np.ndarray, n_truncated: int | None, co
         if not scored.groups:
             raise ModelError(f"the model gave no reward to {scored.unscored_responses} responses, which leaves no "
                              f"pair to score")
-        # A step-level task's own scores count every solution, one its judge named no step of
-        # (NaN steps) too, as its benchmark does (a miss); so do a task's that says so
-        # (counts_unscored: Multimodal RewardBench's coin); the pairs leave that one out.
-        whole = (t.task.steps or t.task.counts_unscored) and scored.dropped_groups > 0
+        # A task's own scores that count every group (Task.counts_unscored: a step-level task's
+        # solution its judge named no step of, Multimodal RewardBench's coin); the pairs leave it out.
+        whole = t.task.counts_unscored and scored.dropped_groups > 0
         own = (t.task.extra_metrics(groups, rewards) if whole
                else t.task.extra_metrics(scored.groups, scored.rewards))
         records = tuple(summarize(t.spec.name, scored.groups, scored.rewards, config.eps, config.eps_unit,

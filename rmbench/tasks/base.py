@@ -104,11 +104,16 @@ class Task(ABC):
     no_source: str | None = None
     """A task with no data of its own (no hub copy, nothing generated): how to get its data, as
     ``rmbench tasks show`` says it (None: its entry names its source, or it makes its rows)."""
-    counts_unscored: bool = False
-    """Its own scores (:meth:`extra_metrics`) read every group, one with a response the model gave
-    no reward (NaN: a judge's unparsed answer) too, as its benchmark counts such an item (Multimodal
-    RewardBench decides it by a coin); the pairs leave that group out. A step-level task does this
-    as well."""
+
+    @property
+    def counts_unscored(self) -> bool:
+        """Its own scores (:meth:`extra_metrics`) read every group, one with a response the model
+        gave no reward (NaN: a judge's unparsed answer) too, as its benchmark counts such an item
+        (Multimodal RewardBench decides it by a coin); the pairs leave that group out. True for a
+        step-level task (a solution its judge named no step of is a miss); a task class sets
+        ``counts_unscored = True`` to say so."""
+        return self.steps
+
     verdict_args: Mapping[str, Any] = {}
     """Arguments the task takes when the model gives pair verdicts (a
     :class:`~rmbench.models.base.PairVerdictModel`: a pairwise LLM judge, whose reward gap is its
